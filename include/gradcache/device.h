@@ -1,0 +1,41 @@
+/* Devices: the CPU, or a CUDA GPU with an index. Data never moves between devices
+ * silently: an op whose inputs live on different devices is a programmer error, and
+ * copies are made with gc_to_device(). */
+#ifndef GRADCACHE_DEVICE_H
+#define GRADCACHE_DEVICE_H
+
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gc_device_type { GC_DEVICE_CPU = 0, GC_DEVICE_CUDA = 1 } gc_device_type;
+
+typedef struct gc_device {
+    gc_device_type type;
+    int index; /* the CUDA ordinal; always 0 for the CPU */
+} gc_device;
+
+/* The most CUDA devices one process addresses (memory statistics are kept per device). */
+#define GC_MAX_CUDA_DEVICES 16
+
+static inline gc_device gc_cpu(void) { gc_device d = {GC_DEVICE_CPU, 0}; return d; }
+static inline gc_device gc_cuda(int index) { gc_device d = {GC_DEVICE_CUDA, index}; return d; }
+static inline bool gc_device_equal(gc_device a, gc_device b) {
+    return a.type == b.type && a.index == b.index;
+}
+
+/* True when this build contains the CUDA backend (whether or not a GPU is present). */
+bool gc_cuda_built(void);
+/* Number of usable CUDA devices: 0 without a GPU, a driver, or the CUDA backend. */
+int gc_cuda_device_count(void);
+/* Waits until all work queued on the device has finished (a no-op on the CPU). */
+void gc_device_synchronize(gc_device device);
+/* "cpu" or "cuda:N", written into buf (at least 16 bytes); returns buf. */
+const char *gc_device_str(gc_device device, char *buf, int size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,14 @@
+/* The whole public API of the gradcache engine. */
+#ifndef GRADCACHE_GRADCACHE_H
+#define GRADCACHE_GRADCACHE_H
+
+#include "gradcache/config.h"
+#include "gradcache/device.h"
+#include "gradcache/dtype.h"
+#include "gradcache/error.h"
+#include "gradcache/memory.h"
+#include "gradcache/ops.h"
+#include "gradcache/random.h"
+#include "gradcache/tensor.h"
+
+#endif

@@ -1,0 +1,59 @@
+/* Memory accounting, per device, the CPU included.
+ *
+ * Every tensor storage is allocated through the library's allocator, which counts, for
+ * each device, the bytes that are live (requested by storages not yet freed), the peak
+ * of that count, and the number of allocations. The counts are exact: they are the
+ * bytes the tensors asked for, not rounded sizes, so that a test or a benchmark can
+ * predict them. On CUDA the allocator caches freed blocks for reuse; `reserved_bytes`
+ * is what it holds from the driver (live + cached, rounded to its size classes).
+ *
+ * An optional byte limit per device makes an allocation that would bring the live bytes
+ * past it fail with GC_ERR_MEM_LIMIT (the op returns NULL; see error.h). This makes
+ * memory-versus-batch experiments possible on a machine with no GPU. The limit can be
+ * set with gc_memory_set_limit() or, at start-up, with the environment variable
+ * GC_MEM_LIMIT: either one size for every device ("512M") or a comma-separated list of
+ * device=size pairs ("cpu=2G,cuda:0=40G"). Sizes are integers with an optional suffix
+ * K, M, G or T (powers of 1024) or the plain byte count.
+ */
+#ifndef GRADCACHE_MEMORY_H
+#define GRADCACHE_MEMORY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gradcache/device.h"
+#include "gradcache/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gc_memory_stats {
+    size_t live_bytes;     /* bytes held by live storages right now */
+    size_t peak_bytes;     /* the highest live_bytes since start or the last peak reset */
+    size_t limit_bytes;    /* the byte limit, or 0 for none */
+    size_t reserved_bytes; /* CUDA: bytes held from the driver (live + cached); CPU: = live */
+    uint64_t alloc_count;  /* allocations served since start */
+    uint64_t free_count;   /* storages freed since start */
+    uint64_t driver_alloc_count; /* CUDA: cudaMalloc calls made (a cache hit makes none) */
+} gc_memory_stats;
+
+gc_memory_stats gc_memory_get_stats(gc_device device);
+/* Sets peak_bytes to the current live_bytes. */
+void gc_memory_reset_peak(gc_device device);
+/* 0 removes the limit. A limit below the current live bytes only affects new allocations. */
+void gc_memory_set_limit(gc_device device, size_t limit_bytes);
+/* CUDA: returns every cached (free) block to the driver. A no-op on the CPU. */
+void gc_memory_empty_cache(gc_device device);
+
+/* Parses a size such as "512M" or "1048576" into bytes; returns GC_ERR_FORMAT (with a
+ * message naming the text) for anything else. Exposed for the CLI and for tests. */
+gc_status gc_parse_size(const char *text, size_t *bytes);
+/* Applies a GC_MEM_LIMIT-style specification ("512M", "cpu=2G,cuda:0=40G"). Applies
+ * nothing and returns GC_ERR_FORMAT when any part of it is malformed. */
+gc_status gc_memory_apply_limit_spec(const char *spec);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

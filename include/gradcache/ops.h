@@ -1,0 +1,93 @@
+/* Tensor ops (forward only). Same semantics on the CPU and on CUDA: an op runs on the
+ * device of its inputs, which must all be on one device. Every op returns a new tensor
+ * (a new reference) or NULL on a recoverable error (see error.h); a NULL input makes
+ * the op return NULL. Shape, dtype and device mismatches stop the program naming the
+ * op and the shapes.
+ *
+ * Floating-point work on f16/bf16 is done in f32 and rounded once when stored. */
+#ifndef GRADCACHE_OPS_H
+#define GRADCACHE_OPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gradcache/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* --- elementwise, binary ----------------------------------------------------------
+ * Broadcasting follows NumPy: shapes are aligned on the right and a dimension of size
+ * 1 (or a missing leading one) is repeated. So a [D] bias adds over a [B, D] batch, a
+ * [B, 1] column divides each row, a [B, 1, 1, T] mask adds over [B, H, T, T] scores.
+ * Both inputs have one dtype; i32 is allowed for add, sub and mul. */
+gc_tensor *gc_add(const gc_tensor *a, const gc_tensor *b);
+gc_tensor *gc_sub(const gc_tensor *a, const gc_tensor *b);
+gc_tensor *gc_mul(const gc_tensor *a, const gc_tensor *b);
+gc_tensor *gc_div(const gc_tensor *a, const gc_tensor *b);
+
+/* --- with a scalar (a op s, or s op a for the r-versions) --- */
+gc_tensor *gc_add_scalar(const gc_tensor *a, double s);
+gc_tensor *gc_mul_scalar(const gc_tensor *a, double s);
+gc_tensor *gc_sub_scalar(const gc_tensor *a, double s);  /* a - s */
+gc_tensor *gc_rsub_scalar(const gc_tensor *a, double s); /* s - a */
+gc_tensor *gc_div_scalar(const gc_tensor *a, double s);  /* a / s */
+gc_tensor *gc_rdiv_scalar(const gc_tensor *a, double s); /* s / a */
+
+/* --- elementwise, unary (floating-point dtypes) --- */
+gc_tensor *gc_neg(const gc_tensor *x);
+gc_tensor *gc_exp(const gc_tensor *x);
+gc_tensor *gc_log(const gc_tensor *x);
+gc_tensor *gc_tanh(const gc_tensor *x);
+gc_tensor *gc_relu(const gc_tensor *x);
+/* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as in GPT-2 and BERT's TF port. */
+gc_tensor *gc_gelu_tanh(const gc_tensor *x);
+/* x Phi(x) = 0.5 x (1 + erf(x / sqrt 2)), as in BERT and PyTorch's default. */
+gc_tensor *gc_gelu_erf(const gc_tensor *x);
+gc_tensor *gc_sqrt(const gc_tensor *x);
+gc_tensor *gc_rsqrt(const gc_tensor *x);
+
+/* --- matmul ---
+ * 2-D: op(a) [M, K] @ op(b) [K, N] -> [M, N], where op(a) = a or a^T as trans_a says
+ * (so a is stored [M, K], or [K, M] when trans_a). 3-D: the same for each of B
+ * batches, a [B, ., .] and b [B, ., .]. Floating dtypes; accumulation in f32 (f64 for
+ * f64). CUDA uses cuBLAS (tensor cores for f16/bf16; f32 stays full-precision f32). */
+gc_tensor *gc_matmul(const gc_tensor *a, const gc_tensor *b, bool trans_a, bool trans_b);
+
+/* --- reductions over the last dim (keepdim keeps it as size 1) and over everything --- */
+gc_tensor *gc_sum_last(const gc_tensor *x, bool keepdim);
+gc_tensor *gc_mean_last(const gc_tensor *x, bool keepdim);
+/* argmax, when not NULL, receives an i32 tensor of the same shape as the result holding
+ * the index of the first maximum. */
+gc_tensor *gc_max_last(const gc_tensor *x, bool keepdim, gc_tensor **argmax);
+gc_tensor *gc_sum_all(const gc_tensor *x);  /* 0-dim */
+gc_tensor *gc_mean_all(const gc_tensor *x); /* 0-dim */
+gc_tensor *gc_max_all(const gc_tensor *x);  /* 0-dim */
+
+/* --- normalisation over the last dim --- */
+gc_tensor *gc_softmax(const gc_tensor *x);
+gc_tensor *gc_log_softmax(const gc_tensor *x);
+/* (x - mean) / sqrt(var + eps) * gamma + beta over the last dim [D] (biased variance, as
+ * in PyTorch). gamma and beta ([D], x's dtype) may be NULL (1 and 0). When mean and
+ * rstd are not NULL they receive f32 tensors of x's leading shape, the saved statistics
+ * a backward pass needs. */
+gc_tensor *gc_layernorm(const gc_tensor *x, const gc_tensor *gamma, const gc_tensor *beta,
+                        double eps, gc_tensor **mean, gc_tensor **rstd);
+
+/* --- gather and layout --- */
+/* table [V, D], ids i32 of any shape S -> [S..., D]. An id outside [0, V) is a
+ * programmer error. */
+gc_tensor *gc_embedding(const gc_tensor *table, const gc_tensor *ids);
+/* Reorders the dims: result shape[i] = x shape[perm[i]]. A contiguous copy. */
+gc_tensor *gc_permute(const gc_tensor *x, const int *perm);
+/* Swaps two dims (negative dims count from the end). A contiguous copy. */
+gc_tensor *gc_transpose(const gc_tensor *x, int dim0, int dim1);
+/* Concatenates along dim 0; every other dim, the dtype and the device must match. */
+gc_tensor *gc_cat0(gc_tensor *const *tensors, int count);
+gc_tensor *gc_cast(const gc_tensor *x, gc_dtype dtype);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,200 @@
+/* Per-device accounting and the block cache; see alloc.h and gradcache/memory.h.
+ *
+ * The cache keeps freed blocks in a list per size class; a request is served from its
+ * class's list when it can, from the backend (cudaMalloc) otherwise. When the backend
+ * is out of memory, the cache is returned to it and the request tried once more: a
+ * cached block of another class is memory the request could use. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "alloc.h"
+#include "backend.h"
+#include "gradcache/memory.h"
+
+typedef struct cached_block {
+    void *ptr;
+    size_t size_class;
+    struct cached_block *next;
+} cached_block;
+
+typedef struct device_pool {
+    gc_memory_stats stats;
+    bool caching;
+    cached_block *free_blocks; /* every cached block, newest first */
+} device_pool;
+
+/* Slot 0 is the CPU, slot 1 + i is CUDA device i. */
+static device_pool pools[1 + GC_MAX_CUDA_DEVICES];
+static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t pools_once = PTHREAD_ONCE_INIT;
+
+static device_pool *pool_for(gc_device device) {
+    if (device.type == GC_DEVICE_CPU) return &pools[0];
+    if (device.index < 0 || device.index >= GC_MAX_CUDA_DEVICES)
+        gc_fatal("alloc: CUDA device index %d outside [0, %d)", device.index, GC_MAX_CUDA_DEVICES);
+    return &pools[1 + device.index];
+}
+
+/* Runs once, before the first use of any pool: CUDA caches by default, and the limits of
+ * GC_MEM_LIMIT apply from the start. A malformed GC_MEM_LIMIT stops the program: running
+ * an experiment without the limit the user asked for would give a wrong answer. */
+static void init_pools(void) {
+    for (int i = 1; i <= GC_MAX_CUDA_DEVICES; i++) pools[i].caching = true;
+    const char *spec = getenv("GC_MEM_LIMIT");
+    if (!spec || !*spec) return;
+    gc_limit_entry entries[GC_MAX_LIMIT_ENTRIES];
+    int count = 0;
+    if (gc_parse_limit_spec(spec, entries, &count) != GC_OK) gc_fatal("GC_MEM_LIMIT: %s", gc_last_error());
+    for (int i = 0; i < count; i++) pool_for(entries[i].device)->stats.limit_bytes = entries[i].limit_bytes;
+}
+
+size_t gc_alloc_size_class(size_t nbytes) {
+    const size_t granule = 512, small_limit = (size_t)1 << 20;
+    if (nbytes == 0) return granule; /* a zero-byte tensor still gets a unique pointer */
+    if (nbytes <= small_limit) return (nbytes + granule - 1) / granule * granule;
+    size_t power = small_limit;
+    while (power * 2 < nbytes) power *= 2; /* power < nbytes <= 2 * power */
+    size_t quarter = power / 4;
+    return (nbytes + quarter - 1) / quarter * quarter;
+}
+
+static void *take_cached(device_pool *pool, size_t size_class) {
+    for (cached_block **link = &pool->free_blocks; *link; link = &(*link)->next) {
+        cached_block *block = *link;
+        if (block->size_class != size_class) continue;
+        *link = block->next;
+        void *ptr = block->ptr;
+        free(block);
+        return ptr;
+    }
+    return NULL;
+}
+
+static void release_cache(const gc_backend *backend, gc_device device, device_pool *pool) {
+    while (pool->free_blocks) {
+        cached_block *block = pool->free_blocks;
+        pool->free_blocks = block->next;
+        backend->raw_free(device.index, block->ptr, block->size_class);
+        pool->stats.reserved_bytes -= block->size_class;
+        free(block);
+    }
+}
+
+static void *allocate_locked(const gc_backend *backend, gc_device device, device_pool *pool,
+                             size_t nbytes) {
+    if (!pool->caching) {
+        void *ptr = backend->raw_alloc(device.index, nbytes);
+        if (ptr) pool->stats.reserved_bytes += nbytes;
+        return ptr;
+    }
+    size_t size_class = gc_alloc_size_class(nbytes);
+    void *ptr = take_cached(pool, size_class);
+    if (ptr) return ptr;
+    ptr = backend->raw_alloc(device.index, size_class);
+    if (!ptr && pool->free_blocks) {
+        release_cache(backend, device, pool);
+        ptr = backend->raw_alloc(device.index, size_class);
+    }
+    if (ptr) {
+        pool->stats.reserved_bytes += size_class;
+        pool->stats.driver_alloc_count++;
+    }
+    return ptr;
+}
+
+void *gc_alloc(gc_device device, size_t nbytes) {
+    pthread_once(&pools_once, init_pools);
+    const gc_backend *backend = gc_backend_for(device);
+    char name[16];
+    pthread_mutex_lock(&pools_lock);
+    device_pool *pool = pool_for(device);
+    gc_memory_stats *stats = &pool->stats;
+    if (stats->limit_bytes && (stats->live_bytes > stats->limit_bytes ||
+                               nbytes > stats->limit_bytes - stats->live_bytes)) {
+        size_t live = stats->live_bytes, limit = stats->limit_bytes;
+        pthread_mutex_unlock(&pools_lock);
+        gc_set_error(GC_ERR_MEM_LIMIT,
+                     "memory limit reached on %s: requested %zu bytes, live %zu bytes, limit %zu bytes",
+                     gc_device_str(device, name, sizeof name), nbytes, live, limit);
+        return NULL;
+    }
+    void *ptr = allocate_locked(backend, device, pool, nbytes);
+    if (ptr) {
+        stats->live_bytes += nbytes;
+        if (stats->live_bytes > stats->peak_bytes) stats->peak_bytes = stats->live_bytes;
+        stats->alloc_count++;
+    }
+    size_t live = stats->live_bytes;
+    pthread_mutex_unlock(&pools_lock);
+    if (!ptr)
+        gc_set_error(GC_ERR_OUT_OF_MEMORY, "out of memory on %s: requested %zu bytes, live %zu bytes",
+                     gc_device_str(device, name, sizeof name), nbytes, live);
+    return ptr;
+}
+
+void gc_free(gc_device device, void *ptr, size_t nbytes) {
+    if (!ptr) return;
+    const gc_backend *backend = gc_backend_for(device);
+    pthread_mutex_lock(&pools_lock);
+    device_pool *pool = pool_for(device);
+    pool->stats.live_bytes -= nbytes;
+    pool->stats.free_count++;
+    size_t reserved = pool->caching ? gc_alloc_size_class(nbytes) : nbytes;
+    /* Keep the block for reuse; should even this small malloc fail, give the block back. */
+    cached_block *block = pool->caching ? malloc(sizeof *block) : NULL;
+    if (block) {
+        *block = (cached_block){.ptr = ptr, .size_class = reserved, .next = pool->free_blocks};
+        pool->free_blocks = block;
+    } else {
+        backend->raw_free(device.index, ptr, reserved);
+        pool->stats.reserved_bytes -= reserved;
+    }
+    pthread_mutex_unlock(&pools_lock);
+}
+
+void gc_alloc_set_caching(gc_device device, bool enabled) {
+    pthread_once(&pools_once, init_pools);
+    const gc_backend *backend = gc_backend_for(device);
+    pthread_mutex_lock(&pools_lock);
+    device_pool *pool = pool_for(device);
+    if (pool->stats.live_bytes != 0 && pool->caching != enabled) {
+        pthread_mutex_unlock(&pools_lock);
+        gc_fatal("alloc: caching can only be switched while no memory is live (%zu bytes are)",
+                 pool->stats.live_bytes);
+    }
+    if (!enabled) release_cache(backend, device, pool);
+    pool->caching = enabled;
+    pthread_mutex_unlock(&pools_lock);
+}
+
+gc_memory_stats gc_memory_get_stats(gc_device device) {
+    pthread_once(&pools_once, init_pools);
+    pthread_mutex_lock(&pools_lock);
+    gc_memory_stats stats = pool_for(device)->stats;
+    pthread_mutex_unlock(&pools_lock);
+    return stats;
+}
+
+void gc_memory_reset_peak(gc_device device) {
+    pthread_once(&pools_once, init_pools);
+    pthread_mutex_lock(&pools_lock);
+    device_pool *pool = pool_for(device);
+    pool->stats.peak_bytes = pool->stats.live_bytes;
+    pthread_mutex_unlock(&pools_lock);
+}
+
+void gc_memory_set_limit(gc_device device, size_t limit_bytes) {
+    pthread_once(&pools_once, init_pools);
+    pthread_mutex_lock(&pools_lock);
+    pool_for(device)->stats.limit_bytes = limit_bytes;
+    pthread_mutex_unlock(&pools_lock);
+}
+
+void gc_memory_empty_cache(gc_device device) {
+    pthread_once(&pools_once, init_pools);
+    const gc_backend *backend = gc_backend_for(device);
+    pthread_mutex_lock(&pools_lock);
+    release_cache(backend, device, pool_for(device));
+    pthread_mutex_unlock(&pools_lock);
+}

@@ -1,0 +1,38 @@
+/* The allocator under every tensor storage: per-device accounting (live, peak, count),
+ * the optional byte limit, and a cache of freed blocks (on by default for CUDA, where
+ * cudaMalloc/cudaFree synchronise the device; off for the CPU, where malloc is cheap,
+ * but switchable so that the caching logic is tested on machines without a GPU). */
+#ifndef GC_TENSOR_ALLOC_H
+#define GC_TENSOR_ALLOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "gradcache/device.h"
+#include "gradcache/error.h"
+
+/* nbytes of device memory, or NULL with GC_ERR_MEM_LIMIT / GC_ERR_OUT_OF_MEMORY recorded.
+ * A request of 0 bytes returns a valid, unique pointer. */
+void *gc_alloc(gc_device device, size_t nbytes);
+/* ptr must come from gc_alloc(device, nbytes) with the same nbytes. NULL is a no-op. */
+void gc_free(gc_device device, void *ptr, size_t nbytes);
+
+/* Turns the block cache on or off for a device (turning it off empties it). */
+void gc_alloc_set_caching(gc_device device, bool enabled);
+
+/* The size class a request of nbytes is served from: 512-byte granules up to 1 MiB, then
+ * four classes per power of two (at most 25% slack). Exposed for tests. */
+size_t gc_alloc_size_class(size_t nbytes);
+
+/* One device=limit pair of a GC_MEM_LIMIT specification (see gradcache/memory.h). */
+#define GC_MAX_LIMIT_ENTRIES (1 + GC_MAX_CUDA_DEVICES)
+typedef struct gc_limit_entry {
+    gc_device device;
+    size_t limit_bytes;
+} gc_limit_entry;
+
+/* Parses a specification into at most GC_MAX_LIMIT_ENTRIES entries (a bare size gives one
+ * entry per device). GC_ERR_FORMAT, with a message naming the bad part, on any error. */
+gc_status gc_parse_limit_spec(const char *spec, gc_limit_entry *entries, int *count);
+
+#endif

@@ -1,0 +1,128 @@
+/* The one dispatch point between the ops and the kernels.
+ *
+ * An op (tensor/op_*.c) checks shapes, dtypes and devices, allocates its output, and
+ * calls the kernel of the backend that owns the device: gc_backend_for(device)->kernel.
+ * Kernels see raw, contiguous arrays and sizes only; they never allocate tensors, never
+ * check shapes and never fail (allocation, the only recoverable failure, has already
+ * happened). The CPU backend (tensor/cpu/) is the readable reference; the CUDA backend
+ * (tensor/cuda/) has the same semantics. */
+#ifndef GC_TENSOR_BACKEND_H
+#define GC_TENSOR_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gradcache/config.h"
+#include "gradcache/device.h"
+#include "gradcache/dtype.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gc_unary_op {
+    GC_UNARY_NEG,
+    GC_UNARY_EXP,
+    GC_UNARY_LOG,
+    GC_UNARY_TANH,
+    GC_UNARY_RELU,
+    GC_UNARY_GELU_TANH,
+    GC_UNARY_GELU_ERF,
+    GC_UNARY_SQRT,
+    GC_UNARY_RSQRT
+} gc_unary_op;
+
+typedef enum gc_binary_op { GC_BINARY_ADD, GC_BINARY_SUB, GC_BINARY_MUL, GC_BINARY_DIV } gc_binary_op;
+
+typedef enum gc_reduce_op { GC_REDUCE_SUM, GC_REDUCE_MEAN, GC_REDUCE_MAX } gc_reduce_op;
+
+typedef enum gc_random_kind { GC_RANDOM_UNIFORM, GC_RANDOM_NORMAL } gc_random_kind;
+
+/* Index arithmetic of a broadcasting binary op, always over GC_BCAST_DIMS dims (shapes
+ * right-aligned and padded with leading 1s). out[i0,i1,i2,i3] = a[...] op b[...], where
+ * the element of a is at sum_k i_k * a_stride[k] (stride 0 along a broadcast dim). */
+#define GC_BCAST_DIMS 4
+typedef struct gc_broadcast {
+    int64_t out_shape[GC_BCAST_DIMS];
+    int64_t a_stride[GC_BCAST_DIMS]; /* in elements */
+    int64_t b_stride[GC_BCAST_DIMS];
+    int64_t numel;                   /* product of out_shape */
+} gc_broadcast;
+
+/* c = alpha * op(a) @ op(b) + beta * c, row-major, for each of `batch` matrices.
+ * a is [m, k] ([k, m] when trans_a), b is [k, n] ([n, k] when trans_b), c is [m, n];
+ * consecutive batches are m*k, k*n and m*n elements apart. */
+typedef struct gc_matmul_args {
+    const void *a;
+    const void *b;
+    void *c;
+    gc_dtype dtype;
+    int64_t batch, m, n, k;
+    bool trans_a, trans_b;
+    float alpha, beta;
+} gc_matmul_args;
+
+/* A permutation of a contiguous tensor of ndim <= 4 dims into a contiguous copy:
+ * out shape[i] = in_shape[perm[i]]. */
+typedef struct gc_permute_args {
+    int ndim;
+    int64_t in_shape[GC_BCAST_DIMS];
+    int perm[GC_BCAST_DIMS];
+} gc_permute_args;
+
+typedef struct gc_backend {
+    const char *name;
+
+    /* --- memory (bytes; these never count: the allocator in tensor/alloc.c does) --- */
+    void *(*raw_alloc)(int device_index, size_t nbytes); /* NULL when the device is full */
+    void (*raw_free)(int device_index, void *ptr, size_t nbytes);
+    void (*memcpy_to_host)(void *host, const void *src, size_t nbytes);
+    void (*memcpy_from_host)(void *dst, const void *host, size_t nbytes);
+    void (*memcpy_same_device)(void *dst, const void *src, size_t nbytes);
+    void (*synchronize)(int device_index);
+
+    /* --- kernels (n = number of elements) --- */
+    void (*fill)(void *dst, size_t n, gc_dtype dtype, double value);
+    /* dst[i] = start + i * step */
+    void (*arange)(void *dst, size_t n, gc_dtype dtype, double start, double step);
+    /* See gradcache/random.h: a = lo or mean, b = hi or std. */
+    void (*random)(void *dst, size_t n, gc_dtype dtype, gc_random_kind kind, uint64_t seed,
+                   uint64_t offset, double a, double b);
+    void (*cast)(const void *src, gc_dtype src_dtype, void *dst, gc_dtype dst_dtype, size_t n);
+    void (*unary)(gc_unary_op op, const void *x, void *y, size_t n, gc_dtype dtype);
+    void (*binary)(gc_binary_op op, const void *a, const void *b, void *out,
+                   const gc_broadcast *bc, gc_dtype dtype);
+    /* out = a op s, or s op a when scalar_first */
+    void (*binary_scalar)(gc_binary_op op, const void *a, double s, bool scalar_first,
+                          void *out, size_t n, gc_dtype dtype);
+    void (*matmul)(const gc_matmul_args *args);
+    /* x [rows, cols] -> out [rows]; for MAX, argmax (may be NULL) gets the first index. */
+    void (*reduce_last)(gc_reduce_op op, const void *x, void *out, int32_t *argmax,
+                        size_t rows, size_t cols, gc_dtype dtype);
+    /* x, y [rows, cols]; log selects log-softmax. */
+    void (*softmax_last)(const void *x, void *y, size_t rows, size_t cols, gc_dtype dtype,
+                         bool log);
+    /* x, y [rows, cols]; gamma, beta [cols] or NULL; mean, rstd f32 [rows] or NULL. */
+    void (*layernorm)(const void *x, const void *gamma, const void *beta, void *y,
+                      float *mean, float *rstd, size_t rows, size_t cols, double eps,
+                      gc_dtype dtype);
+    /* table [vocab, dim], ids [n_ids] -> out [n_ids, dim]. Returns the position of the
+     * first id outside [0, vocab) (its row is left zero), or -1 when all are valid. */
+    int64_t (*embedding)(const void *table, const int32_t *ids, void *out, size_t n_ids,
+                         size_t vocab, size_t dim, gc_dtype dtype);
+    void (*permute)(const void *x, void *y, const gc_permute_args *args, size_t elem_size);
+} gc_backend;
+
+/* The backend owning `device`; stops the program when it is not built. */
+const gc_backend *gc_backend_for(gc_device device);
+
+extern const gc_backend gc_cpu_backend;
+#ifdef GC_HAVE_CUDA
+extern const gc_backend gc_cuda_backend;
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

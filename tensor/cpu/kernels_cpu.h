@@ -1,0 +1,47 @@
+/* The CPU backend's kernels: plain, readable C, the reference for every other backend.
+ * See tensor/backend.h for what each one computes. */
+#ifndef GC_TENSOR_KERNELS_CPU_H
+#define GC_TENSOR_KERNELS_CPU_H
+
+#include "../backend.h"
+
+/* memory_cpu.c */
+void *gc_cpu_raw_alloc(int device_index, size_t nbytes);
+void gc_cpu_raw_free(int device_index, void *ptr, size_t nbytes);
+void gc_cpu_memcpy(void *dst, const void *src, size_t nbytes);
+void gc_cpu_synchronize(int device_index);
+
+/* fill_cpu.c */
+void gc_cpu_fill(void *dst, size_t n, gc_dtype dtype, double value);
+void gc_cpu_arange(void *dst, size_t n, gc_dtype dtype, double start, double step);
+void gc_cpu_cast(const void *src, gc_dtype src_dtype, void *dst, gc_dtype dst_dtype, size_t n);
+
+/* random_cpu.c */
+void gc_cpu_random(void *dst, size_t n, gc_dtype dtype, gc_random_kind kind, uint64_t seed,
+                   uint64_t offset, double a, double b);
+
+/* elementwise_cpu.c */
+void gc_cpu_unary(gc_unary_op op, const void *x, void *y, size_t n, gc_dtype dtype);
+void gc_cpu_binary(gc_binary_op op, const void *a, const void *b, void *out,
+                   const gc_broadcast *bc, gc_dtype dtype);
+void gc_cpu_binary_scalar(gc_binary_op op, const void *a, double s, bool scalar_first, void *out,
+                          size_t n, gc_dtype dtype);
+
+/* matmul_cpu.c */
+void gc_cpu_matmul(const gc_matmul_args *args);
+
+/* reduce_cpu.c */
+void gc_cpu_reduce_last(gc_reduce_op op, const void *x, void *out, int32_t *argmax, size_t rows,
+                        size_t cols, gc_dtype dtype);
+void gc_cpu_softmax_last(const void *x, void *y, size_t rows, size_t cols, gc_dtype dtype, bool log);
+
+/* layernorm_cpu.c */
+void gc_cpu_layernorm(const void *x, const void *gamma, const void *beta, void *y, float *mean,
+                      float *rstd, size_t rows, size_t cols, double eps, gc_dtype dtype);
+
+/* layout_cpu.c */
+int64_t gc_cpu_embedding(const void *table, const int32_t *ids, void *out, size_t n_ids,
+                         size_t vocab, size_t dim, gc_dtype dtype);
+void gc_cpu_permute(const void *x, void *y, const gc_permute_args *args, size_t elem_size);
+
+#endif

@@ -1,0 +1,25 @@
+/* The CUDA backend's table of kernels. */
+#include "kernels_cuda.h"
+
+const gc_backend gc_cuda_backend = {
+    .name = "cuda",
+    .raw_alloc = gc_cuda_raw_alloc,
+    .raw_free = gc_cuda_raw_free,
+    .memcpy_to_host = gc_cuda_memcpy_to_host,
+    .memcpy_from_host = gc_cuda_memcpy_from_host,
+    .memcpy_same_device = gc_cuda_memcpy_same_device,
+    .synchronize = gc_cuda_synchronize,
+    .fill = gc_cuda_fill,
+    .arange = gc_cuda_arange,
+    .random = gc_cuda_random,
+    .cast = gc_cuda_cast,
+    .unary = gc_cuda_unary,
+    .binary = gc_cuda_binary,
+    .binary_scalar = gc_cuda_binary_scalar,
+    .matmul = gc_cuda_matmul,
+    .reduce_last = gc_cuda_reduce_last,
+    .softmax_last = gc_cuda_softmax_last,
+    .layernorm = gc_cuda_layernorm,
+    .embedding = gc_cuda_embedding,
+    .permute = gc_cuda_permute,
+};

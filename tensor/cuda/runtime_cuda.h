@@ -1,0 +1,15 @@
+/* The CUDA runtime as the rest of the library sees it. */
+#ifndef GC_TENSOR_RUNTIME_CUDA_H
+#define GC_TENSOR_RUNTIME_CUDA_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Makes `index` the current device of the calling thread (kernels launch there). */
+void gc_cuda_activate(int index);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,34 @@
+#include "op_util.h"
+
+void gc_check_same_device(const char *op, const gc_tensor *a, const gc_tensor *b) {
+    char ta[128], tb[128];
+    if (!gc_device_equal(a->device, b->device))
+        gc_fatal("%s: inputs on different devices: %s and %s (copy with gc_to_device)", op,
+                 gc_tensor_str(a, ta, sizeof ta), gc_tensor_str(b, tb, sizeof tb));
+}
+
+void gc_check_same_dtype(const char *op, const gc_tensor *a, const gc_tensor *b) {
+    char ta[128], tb[128];
+    if (a->dtype != b->dtype)
+        gc_fatal("%s: inputs of different dtypes: %s and %s (convert with gc_cast)", op,
+                 gc_tensor_str(a, ta, sizeof ta), gc_tensor_str(b, tb, sizeof tb));
+}
+
+void gc_check_float(const char *op, const gc_tensor *x) {
+    char text[128];
+    if (!gc_dtype_is_float(x->dtype))
+        gc_fatal("%s: needs a floating-point tensor, got %s", op, gc_tensor_str(x, text, sizeof text));
+}
+
+void gc_check_min_ndim(const char *op, const gc_tensor *x, int ndim) {
+    char text[128];
+    if (x->ndim < ndim)
+        gc_fatal("%s: needs at least %d dim(s), got %s", op, ndim, gc_tensor_str(x, text, sizeof text));
+}
+
+int64_t gc_last_dim(const gc_tensor *x) { return x->ndim ? x->shape[x->ndim - 1] : 1; }
+
+int64_t gc_leading_rows(const gc_tensor *x) {
+    int64_t cols = gc_last_dim(x);
+    return cols ? gc_numel(x) / cols : 0;
+}

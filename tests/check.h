@@ -1,0 +1,167 @@
+/* A tiny test harness for plain C test programs.
+ *
+ * Exit codes (meson's convention): 0 pass, 1 fail, 77 skip, 99 setup error.
+ * CHECK records a failure and goes on, so one run shows every broken case; a test's
+ * main() ends with `return gc_test_result();`. */
+#ifndef GC_TESTS_CHECK_H
+#define GC_TESTS_CHECK_H
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gradcache/gradcache.h"
+
+#define GC_TEST_PASS 0
+#define GC_TEST_FAIL 1
+#define GC_TEST_SKIP 77
+#define GC_TEST_SETUP_ERROR 99
+
+static int gc_test_failures;
+static int gc_test_checks;
+
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        gc_test_checks++;                                                            \
+        if (!(cond)) {                                                               \
+            gc_test_failures++;                                                      \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                            \
+    } while (0)
+
+#define CHECK_MSG(cond, ...)                                                         \
+    do {                                                                             \
+        gc_test_checks++;                                                            \
+        if (!(cond)) {                                                               \
+            gc_test_failures++;                                                      \
+            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                            \
+            fputc('\n', stderr);                                                     \
+        }                                                                            \
+    } while (0)
+
+/* Values within atol + rtol * |want|. */
+#define CHECK_NEAR(got, want, atol, rtol)                                                     \
+    do {                                                                                      \
+        double gc_got_ = (got), gc_want_ = (want);                                            \
+        CHECK_MSG(fabs(gc_got_ - gc_want_) <= (atol) + (rtol)*fabs(gc_want_) ||                \
+                      (isnan(gc_got_) && isnan(gc_want_)),                                    \
+                  "got %.9g, want %.9g", gc_got_, gc_want_);                                  \
+    } while (0)
+
+/* A setup step that must work for the test to mean anything (an allocation, say). */
+#define REQUIRE(cond)                                                                \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "%s:%d: setup failed: %s (%s)\n", __FILE__, __LINE__,    \
+                    #cond, gc_last_error());                                         \
+            exit(GC_TEST_SETUP_ERROR);                                               \
+        }                                                                            \
+    } while (0)
+
+static inline int gc_test_result(void) {
+    fprintf(stderr, "%d checks, %d failed\n", gc_test_checks, gc_test_failures);
+    return gc_test_failures ? GC_TEST_FAIL : GC_TEST_PASS;
+}
+
+/* For the cuda suite: exits 77 (skip) when no GPU is usable. */
+static inline void gc_test_require_cuda(void) {
+    if (gc_cuda_device_count() < 1) {
+        fprintf(stderr, "skip: %s\n", gc_cuda_built() ? "no CUDA device" : "built without CUDA");
+        exit(GC_TEST_SKIP);
+    }
+}
+
+/* Compares every element of `got` with `want` (any devices, any dtypes, one shape):
+ * |got - want| <= atol + rtol |want|, nan only where want is nan. Reports the first few
+ * offending elements under `what`. Returns the number of mismatches. */
+static inline int gc_test_expect_close(const gc_tensor *want, const gc_tensor *got, double atol,
+                                       double rtol, const char *what) {
+    gc_test_checks++;
+    if (!gc_same_shape(want, got)) {
+        char a[128], b[128];
+        fprintf(stderr, "%s: shape mismatch: want %s, got %s\n", what,
+                gc_tensor_str(want, a, sizeof a), gc_tensor_str(got, b, sizeof b));
+        gc_test_failures++;
+        return 1;
+    }
+    int64_t n = gc_numel(want);
+    double *w = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    double *g = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    REQUIRE(w && g);
+    gc_to_host_f64(want, w);
+    gc_to_host_f64(got, g);
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        bool ok = isnan(w[i]) ? isnan(g[i]) : (w[i] == g[i] || fabs(g[i] - w[i]) <= atol + rtol * fabs(w[i]));
+        if (!ok && bad++ < 5)
+            fprintf(stderr, "%s: element %lld: got %.9g, want %.9g\n", what, (long long)i, g[i], w[i]);
+    }
+    if (bad) {
+        fprintf(stderr, "%s: %d of %lld elements differ (atol %g, rtol %g)\n", what, bad, (long long)n, atol, rtol);
+        gc_test_failures++;
+    }
+    free(w);
+    free(g);
+    return bad;
+}
+
+/* Runs fn(arg) in a child process and checks that it stops the program (abort) with a
+ * message on stderr containing `expected`. Programmer errors are tested this way. */
+static inline void gc_test_expect_fatal(void (*fn)(void *), void *arg, const char *expected) {
+    gc_test_checks++;
+    int pipe_fds[2];
+    REQUIRE(pipe(pipe_fds) == 0);
+    fflush(NULL);
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        dup2(pipe_fds[1], STDERR_FILENO);
+        close(pipe_fds[0]);
+        fn(arg);
+        _exit(0); /* returned: no fatal error */
+    }
+    close(pipe_fds[1]);
+    char output[4096];
+    size_t used = 0;
+    ssize_t got;
+    while ((got = read(pipe_fds[0], output + used, sizeof output - 1 - used)) > 0) used += (size_t)got;
+    output[used] = '\0';
+    close(pipe_fds[0]);
+    int status = 0;
+    waitpid(child, &status, 0);
+    bool aborted = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+    bool named = strstr(output, expected) != NULL;
+    if (!aborted || !named) {
+        fprintf(stderr, "expected a fatal error containing '%s'; the child %s and printed: %s\n", expected,
+                aborted ? "aborted" : "did not abort", output);
+        gc_test_failures++;
+    }
+}
+
+/* A reproducible random CPU tensor in [-1, 1) of the given dtype. */
+static inline gc_tensor *gc_test_random(int ndim, const int64_t *shape, gc_dtype dtype, uint64_t seed) {
+    gc_tensor *t = gc_uniform(ndim, shape, dtype, gc_cpu(), -1.0, 1.0, seed, 0);
+    REQUIRE(t);
+    return t;
+}
+
+/* The tolerance for comparing a CUDA result with the CPU's, per element, relative to the
+ * magnitude of the values: both backends compute half-precision types in f32 and round
+ * the result once, so they can differ by one unit in the last place of the stored type
+ * (2^-8 for bf16, 2^-11 for f16), plus the different order of f32 sums (a few f32 ulps
+ * times the length of a reduction, well under 1e-5 for the sizes tested). */
+static inline double gc_test_tolerance(gc_dtype dtype) {
+    switch (dtype) {
+    case GC_BF16: return 1.0 / 128; /* two bf16 ulps */
+    case GC_F16: return 1.0 / 1024; /* two f16 ulps */
+    case GC_F64: return 1e-12;
+    default: return 1e-5;
+    }
+}
+
+#endif

@@ -1,0 +1,2 @@
+/* STUB */
+int main(void) { return 77; }
