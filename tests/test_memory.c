@@ -1,2 +1,242 @@
-/* STUB */
-int main(void) { return 77; }
+/* Memory accounting on the CPU: exact live/peak/count, the byte limit (API and
+ * GC_MEM_LIMIT), the size-class cache (the same code CUDA uses, switched on here), and
+ * that a failed allocation leaks nothing. */
+#include <fcntl.h>
+
+#include "check.h"
+#include "tensor/alloc.h"
+
+static const gc_device cpu = {GC_DEVICE_CPU, 0};
+
+static void test_exact_accounting(void) {
+    gc_memory_stats before = gc_memory_get_stats(cpu);
+    gc_tensor *a = gc_zeros(GC_SHAPE(10, 3), GC_F32, cpu); /* 120 bytes */
+    gc_tensor *b = gc_zeros(GC_SHAPE(7), GC_F16, cpu);     /* 14 bytes */
+    gc_tensor *c = gc_zeros(GC_SHAPE(2, 2), GC_F64, cpu);  /* 32 bytes */
+    REQUIRE(a && b && c);
+    gc_memory_stats during = gc_memory_get_stats(cpu);
+    CHECK(during.live_bytes == before.live_bytes + 166);
+    CHECK(during.peak_bytes >= during.live_bytes);
+    CHECK(during.alloc_count == before.alloc_count + 3);
+    gc_tensor_release(b);
+    gc_memory_stats after_one = gc_memory_get_stats(cpu);
+    CHECK(after_one.live_bytes == before.live_bytes + 152);
+    CHECK(after_one.free_count == before.free_count + 1);
+    CHECK(after_one.peak_bytes == during.peak_bytes); /* the peak remembers */
+    gc_memory_reset_peak(cpu);
+    CHECK(gc_memory_get_stats(cpu).peak_bytes == after_one.live_bytes);
+    gc_tensor_release(a);
+    gc_tensor_release(c);
+    CHECK(gc_memory_get_stats(cpu).live_bytes == before.live_bytes);
+    CHECK(gc_memory_get_stats(cpu).reserved_bytes == before.reserved_bytes); /* no cache on the CPU */
+}
+
+static void test_views_allocate_nothing(void) {
+    gc_tensor *t = gc_zeros(GC_SHAPE(8, 4), GC_F32, cpu);
+    REQUIRE(t);
+    gc_memory_stats before = gc_memory_get_stats(cpu);
+    gc_tensor *rows = gc_slice0(t, 2, 6);
+    gc_tensor *flat = gc_reshape(rows, GC_SHAPE(-1));
+    gc_memory_stats after = gc_memory_get_stats(cpu);
+    CHECK(after.live_bytes == before.live_bytes);
+    CHECK(after.alloc_count == before.alloc_count);
+    CHECK(flat->shape[0] == 16);
+    /* The storage outlives the tensor it came from while a view holds it. */
+    gc_tensor_release(t);
+    gc_tensor_release(rows);
+    CHECK(gc_memory_get_stats(cpu).live_bytes == before.live_bytes);
+    gc_tensor_release(flat);
+    CHECK(gc_memory_get_stats(cpu).live_bytes == before.live_bytes - 128);
+}
+
+static void test_zero_byte_tensor(void) {
+    gc_memory_stats before = gc_memory_get_stats(cpu);
+    gc_tensor *empty = gc_zeros(GC_SHAPE(0, 5), GC_F32, cpu);
+    REQUIRE(empty);
+    CHECK(gc_numel(empty) == 0 && gc_data(empty) != NULL);
+    CHECK(gc_memory_get_stats(cpu).live_bytes == before.live_bytes);
+    CHECK(gc_memory_get_stats(cpu).alloc_count == before.alloc_count + 1);
+    gc_tensor_release(empty);
+}
+
+static void test_limit(void) {
+    size_t base = gc_memory_get_stats(cpu).live_bytes;
+    gc_memory_set_limit(cpu, base + 1000);
+    gc_tensor *fits = gc_zeros(GC_SHAPE(250), GC_F32, cpu); /* exactly up to the limit */
+    REQUIRE(fits);
+    gc_clear_error();
+    gc_memory_stats before = gc_memory_get_stats(cpu);
+    gc_tensor *over = gc_zeros(GC_SHAPE(1), GC_F32, cpu);
+    CHECK(over == NULL);
+    CHECK(gc_last_status() == GC_ERR_MEM_LIMIT);
+    char expected[160];
+    snprintf(expected, sizeof expected, "requested 4 bytes, live %zu bytes, limit %zu bytes", base + 1000, base + 1000);
+    CHECK_MSG(strstr(gc_last_error(), expected) != NULL, "message was: %s", gc_last_error());
+    gc_memory_stats after = gc_memory_get_stats(cpu);
+    CHECK(after.live_bytes == before.live_bytes && after.alloc_count == before.alloc_count);
+
+    /* Ops that allocate fail the same way and leak nothing: here a clone. */
+    gc_tensor *copy = gc_clone(fits);
+    CHECK(copy == NULL && gc_last_status() == GC_ERR_MEM_LIMIT);
+    CHECK(gc_memory_get_stats(cpu).live_bytes == before.live_bytes);
+    /* A NULL input makes the next op return NULL too, without touching the error. */
+    gc_tensor *view = gc_slice0(copy, 0, 1);
+    CHECK(view == NULL);
+    CHECK(gc_last_status() == GC_ERR_MEM_LIMIT);
+
+    gc_tensor_release(fits); /* memory freed: allocations work again */
+    gc_tensor *again = gc_zeros(GC_SHAPE(250), GC_F32, cpu);
+    CHECK(again != NULL);
+    gc_tensor_release(again);
+    gc_memory_set_limit(cpu, 0);
+    gc_tensor *big = gc_zeros(GC_SHAPE(1000, 1000), GC_F32, cpu);
+    CHECK(big != NULL); /* limit removed */
+    gc_tensor_release(big);
+    gc_clear_error();
+    CHECK(gc_last_status() == GC_OK);
+}
+
+static void test_parse_size(void) {
+    static const struct { const char *text; size_t bytes; } good[] = {
+        {"0", 0}, {"512", 512}, {"1K", 1024}, {"2m", 2u << 20}, {"3G", (size_t)3 << 30},
+        {"1T", (size_t)1 << 40}, {"512MB", (size_t)512 << 20}, {"18446744073709551615", SIZE_MAX},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        size_t bytes = 1;
+        CHECK_MSG(gc_parse_size(good[i].text, &bytes) == GC_OK && bytes == good[i].bytes, "%s", good[i].text);
+    }
+    static const char *const bad[] = {"", "1.5G", "-1", "G", "12X", "1KK", " 1", "1 ", "18446744073709551616",
+                                      "17179869184G", "0x10"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        size_t bytes = 7;
+        CHECK_MSG(gc_parse_size(bad[i], &bytes) == GC_ERR_FORMAT && bytes == 7, "'%s' accepted", bad[i]);
+        CHECK(strstr(gc_last_error(), "size") != NULL);
+    }
+    gc_clear_error();
+}
+
+static void test_limit_spec(void) {
+    gc_limit_entry entries[GC_MAX_LIMIT_ENTRIES];
+    int count = 0;
+    CHECK(gc_parse_limit_spec("cpu=1K,cuda:0=2G,cuda:15=3", entries, &count) == GC_OK);
+    CHECK(count == 3);
+    CHECK(entries[0].device.type == GC_DEVICE_CPU && entries[0].limit_bytes == 1024);
+    CHECK(entries[1].device.type == GC_DEVICE_CUDA && entries[1].device.index == 0 &&
+          entries[1].limit_bytes == (size_t)2 << 30);
+    CHECK(entries[2].device.index == 15 && entries[2].limit_bytes == 3);
+    CHECK(gc_parse_limit_spec("64M", entries, &count) == GC_OK && count == 1 + GC_MAX_CUDA_DEVICES);
+    static const char *const bad[] = {"cpu=", "=1K", "cpu=1K,", "gpu=1K", "cuda:16=1K", "cuda:=1K",
+                                      "cuda:0x=1", "cpu=1K;cuda:0=1K", "cpu:1K", ",", "cpu=1K,,cpu=2K"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_MSG(gc_parse_limit_spec(bad[i], entries, &count) == GC_ERR_FORMAT, "'%s' accepted", bad[i]);
+        CHECK_MSG(strlen(gc_last_error()) > 10, "no message for '%s'", bad[i]);
+    }
+    /* All or nothing: a bad part applies none of the good ones. */
+    gc_memory_set_limit(cpu, 0);
+    CHECK(gc_memory_apply_limit_spec("cpu=1K,bogus=2K") == GC_ERR_FORMAT);
+    CHECK(gc_memory_get_stats(cpu).limit_bytes == 0);
+    CHECK(gc_memory_apply_limit_spec("cpu=1M") == GC_OK);
+    CHECK(gc_memory_get_stats(cpu).limit_bytes == (size_t)1 << 20);
+    gc_memory_set_limit(cpu, 0);
+    gc_clear_error();
+}
+
+static void test_size_classes(void) {
+    CHECK(gc_alloc_size_class(0) == 512);
+    CHECK(gc_alloc_size_class(1) == 512);
+    CHECK(gc_alloc_size_class(512) == 512);
+    CHECK(gc_alloc_size_class(513) == 1024);
+    CHECK(gc_alloc_size_class((size_t)1 << 20) == (size_t)1 << 20);
+    CHECK(gc_alloc_size_class(((size_t)1 << 20) + 1) == ((size_t)5 << 18)); /* 1.25 MiB */
+    CHECK(gc_alloc_size_class((size_t)3 << 20) == (size_t)3 << 20);
+    for (size_t n = 1; n < ((size_t)1 << 34); n = n * 3 + 7) {
+        size_t size_class = gc_alloc_size_class(n);
+        /* Never smaller than asked; slack at most 511 bytes below 1 MiB, 25% above. */
+        CHECK_MSG(size_class >= n && (size_class - n < 512 || size_class - n <= n / 4), "n %zu -> %zu", n, size_class);
+    }
+}
+
+static void test_block_cache(void) {
+    gc_alloc_set_caching(cpu, true);
+    gc_memory_stats start = gc_memory_get_stats(cpu);
+    void *first = gc_alloc(cpu, 1000);
+    REQUIRE(first);
+    gc_memory_stats one = gc_memory_get_stats(cpu);
+    CHECK(one.live_bytes == start.live_bytes + 1000);               /* exact, not the class size */
+    CHECK(one.reserved_bytes == start.reserved_bytes + 1024);       /* the class size */
+    CHECK(one.driver_alloc_count == start.driver_alloc_count + 1);
+    gc_free(cpu, first, 1000);
+    CHECK(gc_memory_get_stats(cpu).reserved_bytes == start.reserved_bytes + 1024); /* kept */
+    void *second = gc_alloc(cpu, 900); /* same class: reused, no new backend allocation */
+    CHECK(second == first);
+    CHECK(gc_memory_get_stats(cpu).driver_alloc_count == one.driver_alloc_count);
+    CHECK(gc_memory_get_stats(cpu).live_bytes == start.live_bytes + 900);
+    void *third = gc_alloc(cpu, 5000); /* another class: a new block */
+    REQUIRE(third);
+    CHECK(gc_memory_get_stats(cpu).driver_alloc_count == one.driver_alloc_count + 1);
+    gc_free(cpu, second, 900);
+    gc_free(cpu, third, 5000);
+    gc_memory_empty_cache(cpu);
+    gc_memory_stats end = gc_memory_get_stats(cpu);
+    CHECK(end.live_bytes == start.live_bytes && end.reserved_bytes == start.reserved_bytes);
+    gc_alloc_set_caching(cpu, false);
+}
+
+static void switch_caching_while_live(void *unused) {
+    (void)unused;
+    gc_tensor *t = gc_zeros(GC_SHAPE(4), GC_F32, gc_cpu());
+    (void)t;
+    gc_alloc_set_caching(gc_cpu(), true);
+}
+
+/* Re-runs this program with GC_MEM_LIMIT set, as a user would, and returns its status. */
+static int run_self_with_limit(const char *self, const char *limit, const char *mode) {
+    fflush(NULL);
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, STDERR_FILENO);
+        setenv("GC_MEM_LIMIT", limit, 1);
+        execl(self, self, mode, (char *)NULL);
+        _exit(98);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    return status;
+}
+
+/* The child side: the limit from the environment is in force from the first allocation. */
+static int env_limit_child(void) {
+    gc_memory_stats stats = gc_memory_get_stats(gc_cpu());
+    if (stats.limit_bytes != 4096) return 2;
+    gc_tensor *fits = gc_zeros(GC_SHAPE(1024), GC_F32, gc_cpu());
+    gc_tensor *over = gc_zeros(GC_SHAPE(1), GC_F32, gc_cpu());
+    int ok = fits && !over && gc_last_status() == GC_ERR_MEM_LIMIT;
+    gc_tensor_release(fits);
+    return ok ? 0 : 3;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "env-child") == 0) return env_limit_child();
+    if (argc > 1 && strcmp(argv[1], "alloc-child") == 0) {
+        gc_tensor *t = gc_zeros(GC_SHAPE(1), GC_F32, gc_cpu()); /* must not get here */
+        gc_tensor_release(t);
+        return 0;
+    }
+    test_exact_accounting();
+    test_views_allocate_nothing();
+    test_zero_byte_tensor();
+    test_limit();
+    test_parse_size();
+    test_limit_spec();
+    test_size_classes();
+    test_block_cache();
+    gc_test_expect_fatal(switch_caching_while_live, NULL, "caching can only be switched while no memory is live");
+
+    int status = run_self_with_limit(argv[0], "cpu=4K", "env-child");
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "GC_MEM_LIMIT child status %d", status);
+    status = run_self_with_limit(argv[0], "cpu=4Q", "alloc-child"); /* malformed: stops, not ignored */
+    CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, "malformed GC_MEM_LIMIT child status %d", status);
+    return gc_test_result();
+}
