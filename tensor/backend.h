@@ -30,7 +30,11 @@ typedef enum gc_unary_op {
     GC_UNARY_GELU_TANH,
     GC_UNARY_GELU_ERF,
     GC_UNARY_SQRT,
-    GC_UNARY_RSQRT
+    GC_UNARY_RSQRT,
+    /* derivatives, for backward rules: d relu/dx (1 where x > 0), d gelu/dx (both forms) */
+    GC_UNARY_RELU_GRAD,
+    GC_UNARY_GELU_TANH_GRAD,
+    GC_UNARY_GELU_ERF_GRAD
 } gc_unary_op;
 
 typedef enum gc_binary_op { GC_BINARY_ADD, GC_BINARY_SUB, GC_BINARY_MUL, GC_BINARY_DIV } gc_binary_op;

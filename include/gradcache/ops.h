@@ -27,6 +27,15 @@ gc_tensor *gc_sub(const gc_tensor *a, const gc_tensor *b);
 gc_tensor *gc_mul(const gc_tensor *a, const gc_tensor *b);
 gc_tensor *gc_div(const gc_tensor *a, const gc_tensor *b);
 
+/* Broadcasts x to `shape` (NumPy rules): a new contiguous tensor. */
+gc_tensor *gc_expand(const gc_tensor *x, int ndim, const int64_t *shape);
+/* The inverse of broadcasting: sums x over the dims that broadcasting x from `shape` would
+ * have repeated, giving a tensor of `shape` (the gradient of a broadcast input). */
+gc_tensor *gc_sum_to_shape(const gc_tensor *x, int ndim, const int64_t *shape);
+/* dst += src in place (same shape, dtype, device); not recorded by autograd. Returns GC_OK
+ * (it allocates nothing, so it cannot fail otherwise). */
+gc_status gc_add_inplace(gc_tensor *dst, const gc_tensor *src);
+
 /* --- with a scalar (a op s, or s op a for the r-versions) --- */
 gc_tensor *gc_add_scalar(const gc_tensor *a, double s);
 gc_tensor *gc_mul_scalar(const gc_tensor *a, double s);

@@ -1,0 +1,160 @@
+/* Backward rules of the reductions and the normalisations over the last dim. */
+#include "rules.h"
+
+/* The incoming gradient of a reduction over the last dim, as [..., 1] (it may have been
+ * recorded without keepdim), broadcast back over the input's shape. */
+static gc_tensor *expand_over_last(const gc_node *node, const gc_tensor *g) {
+    const gc_input_meta *input = &node->inputs[0];
+    int64_t kept[GC_MAX_DIMS];
+    for (int d = 0; d < input->ndim; d++) kept[d] = input->shape[d];
+    if (input->ndim) kept[input->ndim - 1] = 1;
+    gc_tensor *column = gc_reshape(g, input->ndim, kept);
+    gc_tensor *expanded = gc_expand(column, input->ndim, input->shape);
+    gc_tensor_release(column);
+    return expanded;
+}
+
+static int64_t input_numel(const gc_input_meta *input) {
+    int64_t numel = 1;
+    for (int d = 0; d < input->ndim; d++) numel *= input->shape[d];
+    return numel;
+}
+
+/* The max's gradient goes to the first maximum only: a scatter at the saved argmax. */
+static gc_tensor *scatter_to_argmax(const gc_node *node, const gc_tensor *g, int64_t cols) {
+    const gc_input_meta *input = &node->inputs[0];
+    const gc_tensor *argmax = node->saved[0];
+    int64_t rows = cols ? input_numel(input) / cols : 0;
+    gc_tensor *flat_g = gc_reshape(g, GC_SHAPE(rows));
+    gc_tensor *flat_index = gc_reshape(argmax, GC_SHAPE(rows));
+    gc_tensor *scattered = gc_scatter_last(flat_g, flat_index, cols);
+    gc_tensor *shaped = gc_reshape(scattered, input->ndim, input->shape);
+    gc_tensor_release(flat_g);
+    gc_tensor_release(flat_index);
+    gc_tensor_release(scattered);
+    return shaped;
+}
+
+static bool save_reduce(gc_node *node, const gc_op_record *record) {
+    if (record->params.reduce.op == GC_REDUCE_MAX) gc_node_save(node, 0, record->params.reduce.argmax);
+    return true;
+}
+
+static bool backward_reduce(gc_node *node, gc_tensor *g, gc_tensor **grad_inputs, int64_t cols,
+                            bool over_last) {
+    const gc_input_meta *input = &node->inputs[0];
+    switch (node->record.params.reduce.op) {
+    case GC_REDUCE_MAX: grad_inputs[0] = scatter_to_argmax(node, g, cols); break;
+    case GC_REDUCE_SUM:
+    case GC_REDUCE_MEAN: {
+        gc_tensor *expanded = over_last ? expand_over_last(node, g) : gc_expand(g, input->ndim, input->shape);
+        if (node->record.params.reduce.op == GC_REDUCE_SUM) {
+            grad_inputs[0] = expanded;
+        } else {
+            grad_inputs[0] = gc_div_scalar(expanded, (double)cols);
+            gc_tensor_release(expanded);
+        }
+        break;
+    }
+    }
+    return grad_inputs[0] != NULL;
+}
+
+static bool backward_reduce_last(gc_node *node, gc_tensor *g, gc_tensor **grad_inputs) {
+    const gc_input_meta *input = &node->inputs[0];
+    return backward_reduce(node, g, grad_inputs, input->ndim ? input->shape[input->ndim - 1] : 1, true);
+}
+
+static bool backward_reduce_all(gc_node *node, gc_tensor *g, gc_tensor **grad_inputs) {
+    return backward_reduce(node, g, grad_inputs, input_numel(&node->inputs[0]), false);
+}
+
+const gc_backward_rule gc_rule_reduce_last = {"reduce_last", save_reduce, backward_reduce_last};
+const gc_backward_rule gc_rule_reduce_all = {"reduce_all", save_reduce, backward_reduce_all};
+
+/* --- softmax: dx = y (g - sum(g y));  log-softmax: dx = g - e^y sum(g) --- */
+
+static bool save_softmax(gc_node *node, const gc_op_record *record) {
+    gc_node_save(node, 0, record->output);
+    return true;
+}
+
+static bool backward_softmax(gc_node *node, gc_tensor *g, gc_tensor **grad_inputs) {
+    const gc_tensor *y = node->saved[0];
+    if (node->record.params.softmax.log) {
+        gc_tensor *softmax = gc_exp(y);
+        gc_tensor *total = gc_sum_last(g, true);
+        gc_tensor *share = gc_mul(softmax, total);
+        grad_inputs[0] = gc_sub(g, share);
+        gc_tensor_release(softmax);
+        gc_tensor_release(total);
+        gc_tensor_release(share);
+    } else {
+        gc_tensor *gy = gc_mul(g, y);
+        gc_tensor *total = gc_sum_last(gy, true);
+        gc_tensor *centred = gc_sub(g, total);
+        grad_inputs[0] = gc_mul(y, centred);
+        gc_tensor_release(gy);
+        gc_tensor_release(total);
+        gc_tensor_release(centred);
+    }
+    return grad_inputs[0] != NULL;
+}
+
+const gc_backward_rule gc_rule_softmax = {"softmax", save_softmax, backward_softmax};
+
+/* --- layernorm ---
+ * With xhat = (x - mean) rstd and dxhat = g gamma:
+ *   dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)),
+ *   dgamma = sum over rows of g xhat,  dbeta = sum over rows of g.
+ * mean and rstd are recomputed from x in x's dtype rather than taken from the f32
+ * statistics of the forward, so that an f64 gradient check is exact to f64. */
+
+static bool save_layernorm(gc_node *node, const gc_op_record *record) {
+    gc_node_save(node, 0, record->inputs[0]);
+    gc_node_save(node, 1, record->inputs[1]); /* gamma, or NULL */
+    return true;
+}
+
+static gc_tensor *normalised_input(const gc_tensor *x, double eps, gc_tensor **rstd_out) {
+    gc_tensor *mean = gc_mean_last(x, true);
+    gc_tensor *centred = gc_sub(x, mean);
+    gc_tensor *square = gc_mul(centred, centred);
+    gc_tensor *variance = gc_mean_last(square, true);
+    gc_tensor *shifted = gc_add_scalar(variance, eps);
+    gc_tensor *rstd = gc_rsqrt(shifted);
+    gc_tensor *xhat = gc_mul(centred, rstd);
+    gc_tensor *temporaries[] = {mean, centred, square, variance, shifted};
+    for (int i = 0; i < 5; i++) gc_tensor_release(temporaries[i]);
+    *rstd_out = rstd;
+    return xhat;
+}
+
+static bool backward_layernorm(gc_node *node, gc_tensor *g, gc_tensor **grad_inputs) {
+    const gc_tensor *x = node->saved[0], *gamma = node->saved[1];
+    gc_tensor *rstd = NULL;
+    gc_tensor *xhat = normalised_input(x, node->record.params.layernorm.eps, &rstd);
+    if (gc_rule_needs(node, 0)) {
+        gc_tensor *dxhat = gamma ? gc_mul(g, gamma) : gc_tensor_retain(g);
+        gc_tensor *mean_dxhat = gc_mean_last(dxhat, true);
+        gc_tensor *dxhat_xhat = gc_mul(dxhat, xhat);
+        gc_tensor *mean_dxhat_xhat = gc_mean_last(dxhat_xhat, true);
+        gc_tensor *projection = gc_mul(xhat, mean_dxhat_xhat);
+        gc_tensor *centred = gc_sub(dxhat, mean_dxhat);
+        gc_tensor *inner = gc_sub(centred, projection);
+        grad_inputs[0] = gc_mul(inner, rstd);
+        gc_tensor *temporaries[] = {dxhat, mean_dxhat, dxhat_xhat, mean_dxhat_xhat, projection, centred, inner};
+        for (int i = 0; i < 7; i++) gc_tensor_release(temporaries[i]);
+    }
+    if (node->n_inputs > 1 && gc_rule_needs(node, 1))
+        grad_inputs[1] = gc_rule_to_input_shape(node, 1, gc_mul(g, xhat));
+    if (node->n_inputs > 2 && gc_rule_needs(node, 2))
+        grad_inputs[2] = gc_rule_to_input_shape(node, 2, gc_tensor_retain(g));
+    gc_tensor_release(xhat);
+    gc_tensor_release(rstd);
+    for (int i = 0; i < node->n_inputs; i++)
+        if (gc_rule_needs(node, i) && !grad_inputs[i]) return false;
+    return true;
+}
+
+const gc_backward_rule gc_rule_layernorm = {"layernorm", save_layernorm, backward_layernorm};
