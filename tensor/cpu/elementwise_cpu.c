@@ -93,8 +93,7 @@ void gc_cpu_unary(gc_unary_op op, const void *x, void *y, size_t n, gc_dtype dty
 }
 
 /* --- binary ---
- * Both kernels are a sequence of rows: out[first + k] = a[k * a_step] op b[k * b_step]
- * for k < n. The steps are 1 (walk along the input) or 0 (repeat one element: a broadcast
+ * Both kernels are a sequence of rows: out[k] = a[k * a_step] op b[k * b_step] for k < n. The steps are 1 (walk along the input) or 0 (repeat one element: a broadcast
  * last dim, or the scalar). */
 
 typedef struct row_input {
