@@ -1,3 +1,101 @@
-/* STUB */
+/* Elementwise ops: binary ops with NumPy broadcasting, ops with a scalar, unary maps.
+ * Each checks its inputs, allocates the output and calls one backend kernel. */
+#include <math.h>
+
+#include "backend.h"
 #include "gradcache/ops.h"
-#include "gradcache/random.h"
+#include "op_util.h"
+
+/* --- binary --- */
+
+/* x's shape right-aligned on GC_BCAST_DIMS dims, missing leading dims of size 1. */
+static void padded_shape(const gc_tensor *x, int64_t *shape) {
+    int pad = GC_BCAST_DIMS - x->ndim;
+    for (int d = 0; d < GC_BCAST_DIMS; d++) shape[d] = d < pad ? 1 : x->shape[d - pad];
+}
+
+/* Fills bc for a op b and returns the number of dims of the result (the larger ndim).
+ * A size-1 dim of an input gets stride 0, so the kernel repeats its one element along
+ * the output's dim. */
+static int broadcast(const char *op, const gc_tensor *a, const gc_tensor *b, gc_broadcast *bc) {
+    int64_t a_shape[GC_BCAST_DIMS], b_shape[GC_BCAST_DIMS];
+    padded_shape(a, a_shape);
+    padded_shape(b, b_shape);
+    int64_t a_next = 1, b_next = 1; /* the contiguous stride of the dim being visited */
+    bc->numel = 1;
+    for (int d = GC_BCAST_DIMS - 1; d >= 0; d--) {
+        if (a_shape[d] != b_shape[d] && a_shape[d] != 1 && b_shape[d] != 1) {
+            char ta[128], tb[128];
+            gc_fatal("%s: shapes do not broadcast: %s and %s", op, gc_tensor_str(a, ta, sizeof ta),
+                     gc_tensor_str(b, tb, sizeof tb));
+        }
+        bc->out_shape[d] = a_shape[d] == 1 ? b_shape[d] : a_shape[d];
+        bc->a_stride[d] = a_shape[d] == 1 ? 0 : a_next;
+        bc->b_stride[d] = b_shape[d] == 1 ? 0 : b_next;
+        a_next *= a_shape[d];
+        b_next *= b_shape[d];
+        bc->numel *= bc->out_shape[d];
+    }
+    return a->ndim > b->ndim ? a->ndim : b->ndim;
+}
+
+static gc_tensor *binary(const char *name, gc_binary_op op, const gc_tensor *a, const gc_tensor *b) {
+    if (!a || !b) return NULL;
+    gc_check_same_device(name, a, b);
+    gc_check_same_dtype(name, a, b);
+    if (op == GC_BINARY_DIV) gc_check_float(name, a);
+    gc_broadcast bc;
+    int ndim = broadcast(name, a, b, &bc);
+    gc_tensor *out = gc_empty(ndim, bc.out_shape + GC_BCAST_DIMS - ndim, a->dtype, a->device);
+    if (out) gc_backend_for(out->device)->binary(op, gc_data(a), gc_data(b), gc_data(out), &bc, a->dtype);
+    return out;
+}
+
+gc_tensor *gc_add(const gc_tensor *a, const gc_tensor *b) { return binary("add", GC_BINARY_ADD, a, b); }
+gc_tensor *gc_sub(const gc_tensor *a, const gc_tensor *b) { return binary("sub", GC_BINARY_SUB, a, b); }
+gc_tensor *gc_mul(const gc_tensor *a, const gc_tensor *b) { return binary("mul", GC_BINARY_MUL, a, b); }
+gc_tensor *gc_div(const gc_tensor *a, const gc_tensor *b) { return binary("div", GC_BINARY_DIV, a, b); }
+
+/* --- with a scalar --- */
+
+static gc_tensor *with_scalar(const char *name, gc_binary_op op, const gc_tensor *a, double s,
+                              bool scalar_first) {
+    if (!a) return NULL;
+    char text[128];
+    if (op == GC_BINARY_DIV) gc_check_float(name, a);
+    /* An i32 op stays in integers, so the scalar has to be one (nan and inf are not). */
+    if (a->dtype == GC_I32 && !(s == trunc(s) && s >= INT32_MIN && s <= INT32_MAX))
+        gc_fatal("%s: scalar %.17g is not an i32 value, for %s", name, s, gc_tensor_str(a, text, sizeof text));
+    gc_tensor *out = gc_empty_like(a);
+    if (out)
+        gc_backend_for(out->device)->binary_scalar(op, gc_data(a), s, scalar_first, gc_data(out),
+                                                   (size_t)gc_numel(out), a->dtype);
+    return out;
+}
+
+gc_tensor *gc_add_scalar(const gc_tensor *a, double s) { return with_scalar("add_scalar", GC_BINARY_ADD, a, s, false); }
+gc_tensor *gc_mul_scalar(const gc_tensor *a, double s) { return with_scalar("mul_scalar", GC_BINARY_MUL, a, s, false); }
+gc_tensor *gc_sub_scalar(const gc_tensor *a, double s) { return with_scalar("sub_scalar", GC_BINARY_SUB, a, s, false); }
+gc_tensor *gc_rsub_scalar(const gc_tensor *a, double s) { return with_scalar("rsub_scalar", GC_BINARY_SUB, a, s, true); }
+gc_tensor *gc_div_scalar(const gc_tensor *a, double s) { return with_scalar("div_scalar", GC_BINARY_DIV, a, s, false); }
+gc_tensor *gc_rdiv_scalar(const gc_tensor *a, double s) { return with_scalar("rdiv_scalar", GC_BINARY_DIV, a, s, true); }
+
+/* --- unary --- */
+
+static gc_tensor *unary(const char *name, gc_unary_op op, const gc_tensor *x) {
+    if (!x) return NULL;
+    gc_check_float(name, x);
+    gc_tensor *y = gc_empty_like(x);
+    if (y) gc_backend_for(y->device)->unary(op, gc_data(x), gc_data(y), (size_t)gc_numel(y), x->dtype);
+    return y;
+}
+
+gc_tensor *gc_neg(const gc_tensor *x) { return unary("neg", GC_UNARY_NEG, x); }
+gc_tensor *gc_exp(const gc_tensor *x) { return unary("exp", GC_UNARY_EXP, x); }
+gc_tensor *gc_log(const gc_tensor *x) { return unary("log", GC_UNARY_LOG, x); }
+gc_tensor *gc_tanh(const gc_tensor *x) { return unary("tanh", GC_UNARY_TANH, x); }
+gc_tensor *gc_relu(const gc_tensor *x) { return unary("relu", GC_UNARY_RELU, x); }
+gc_tensor *gc_gelu_tanh(const gc_tensor *x) { return unary("gelu_tanh", GC_UNARY_GELU_TANH, x); }
+gc_tensor *gc_gelu_erf(const gc_tensor *x) { return unary("gelu_erf", GC_UNARY_GELU_ERF, x); }
+gc_tensor *gc_sqrt(const gc_tensor *x) { return unary("sqrt", GC_UNARY_SQRT, x); }
+gc_tensor *gc_rsqrt(const gc_tensor *x) { return unary("rsqrt", GC_UNARY_RSQRT, x); }

@@ -1,15 +1,189 @@
-/* STUB: to be written. */
-#include "gradcache/error.h"
+/* Elementwise kernels on the CPU: unary maps, broadcasting binary ops, ops with a scalar.
+ *
+ * The math of each op is written once, in unary_apply_T / binary_apply_T, and shared by
+ * two kinds of loops: direct loops over float arrays for f32 (the CPU training hot path),
+ * and loops through gc_load / gc_store for the other dtypes. Those compute f16 and bf16
+ * in float, so the stored result is rounded once from the f32 value as on CUDA; f64 in
+ * double; i32 in 64-bit integers, so large values never pass through a double. */
+#include <tgmath.h>
+
+#include "elem_cpu.h"
 #include "kernels_cpu.h"
 
+#define SQRT_2_OVER_PI 0.79788456080286535588 /* sqrt(2 / pi), for gelu_tanh */
+#define SQRT_HALF 0.70710678118654752440      /* 1 / sqrt(2), for gelu_erf */
+
+/* tgmath.h makes exp, log, tanh, erf and sqrt the float functions (expf, ...) for a float
+ * argument and the double ones for a double, so one body gives both precisions. */
+#define DEFINE_UNARY_APPLY(T)                                                                  \
+    static inline T unary_apply_##T(gc_unary_op op, T x) {                                     \
+        switch (op) {                                                                          \
+        case GC_UNARY_NEG: return -x;                                                          \
+        case GC_UNARY_EXP: return exp(x);                                                      \
+        case GC_UNARY_LOG: return log(x);                                                      \
+        case GC_UNARY_TANH: return tanh(x);                                                    \
+        case GC_UNARY_RELU: return x < 0 ? (T)0 : x; /* a nan stays a nan */                   \
+        case GC_UNARY_GELU_TANH:                                                               \
+            return (T)0.5 * x * ((T)1 + tanh((T)SQRT_2_OVER_PI * (x + (T)0.044715 * x * x * x))); \
+        case GC_UNARY_GELU_ERF: return (T)0.5 * x * ((T)1 + erf(x * (T)SQRT_HALF));            \
+        case GC_UNARY_SQRT: return sqrt(x);                                                    \
+        case GC_UNARY_RSQRT: return (T)1 / sqrt(x);                                            \
+        }                                                                                      \
+        return (T)NAN; /* not a gc_unary_op: the front-ends never pass one */                  \
+    }
+DEFINE_UNARY_APPLY(float)
+DEFINE_UNARY_APPLY(double)
+
+/* For int64_t only add, sub and mul are used (the front-end rejects i32 division). */
+#define DEFINE_BINARY_APPLY(T)                                       \
+    static inline T binary_apply_##T(gc_binary_op op, T a, T b) {    \
+        switch (op) {                                                \
+        case GC_BINARY_ADD: return a + b;                            \
+        case GC_BINARY_SUB: return a - b;                            \
+        case GC_BINARY_MUL: return a * b;                            \
+        case GC_BINARY_DIV: return a / b;                            \
+        }                                                            \
+        return 0; /* not a gc_binary_op: the front-ends never pass one */ \
+    }
+DEFINE_BINARY_APPLY(float)
+DEFINE_BINARY_APPLY(double)
+DEFINE_BINARY_APPLY(int64_t)
+
+/* The op in the working precision of a non-f32 dtype; x holds a value of the dtype
+ * exactly, and so does the result for i32 (so gc_store converts it exactly). */
+static inline double unary_in_precision(gc_unary_op op, gc_dtype dtype, double x) {
+    return dtype == GC_F64 ? unary_apply_double(op, x) : unary_apply_float(op, (float)x);
+}
+
+static inline double binary_in_precision(gc_binary_op op, gc_dtype dtype, double a, double b) {
+    switch (dtype) {
+    case GC_F64: return binary_apply_double(op, a, b);
+    /* The sum or product of two i32 values is exact in 64 bits; the conversions wrap it
+     * to 32 bits as two's complement, like integer tensors in PyTorch. */
+    case GC_I32: return (int32_t)(uint32_t)binary_apply_int64_t(op, (int64_t)a, (int64_t)b);
+    default: return binary_apply_float(op, (float)a, (float)b);
+    }
+}
+
+/* --- unary --- */
+
+/* Called with a constant op (see gc_cpu_unary) so that, once inlined, the switch in
+ * unary_apply_float folds away: no branch per element, and at -O3 the cheap ops (neg,
+ * relu) vectorise. */
+static inline void unary_f32(gc_unary_op op, const float *restrict x, float *restrict y, size_t n) {
+    for (size_t i = 0; i < n; i++) y[i] = unary_apply_float(op, x[i]);
+}
+
 void gc_cpu_unary(gc_unary_op op, const void *x, void *y, size_t n, gc_dtype dtype) {
-    gc_fatal("gc_cpu_unary: not implemented");
+    if (dtype != GC_F32) {
+        for (size_t i = 0; i < n; i++) gc_store(y, dtype, i, unary_in_precision(op, dtype, gc_load(x, dtype, i)));
+        return;
+    }
+    switch (op) {
+    case GC_UNARY_NEG: unary_f32(GC_UNARY_NEG, x, y, n); break;
+    case GC_UNARY_EXP: unary_f32(GC_UNARY_EXP, x, y, n); break;
+    case GC_UNARY_LOG: unary_f32(GC_UNARY_LOG, x, y, n); break;
+    case GC_UNARY_TANH: unary_f32(GC_UNARY_TANH, x, y, n); break;
+    case GC_UNARY_RELU: unary_f32(GC_UNARY_RELU, x, y, n); break;
+    case GC_UNARY_GELU_TANH: unary_f32(GC_UNARY_GELU_TANH, x, y, n); break;
+    case GC_UNARY_GELU_ERF: unary_f32(GC_UNARY_GELU_ERF, x, y, n); break;
+    case GC_UNARY_SQRT: unary_f32(GC_UNARY_SQRT, x, y, n); break;
+    case GC_UNARY_RSQRT: unary_f32(GC_UNARY_RSQRT, x, y, n); break;
+    }
 }
-void gc_cpu_binary(gc_binary_op op, const void *a, const void *b, void *out,
-                   const gc_broadcast *bc, gc_dtype dtype) {
-    gc_fatal("gc_cpu_binary: not implemented");
+
+/* --- binary ---
+ * Both kernels are a sequence of rows: out[k] = a[k * a_step] op b[k * b_step] for k < n. The steps are 1 (walk along the input) or 0 (repeat one element: a broadcast
+ * last dim, or the scalar). */
+
+typedef struct row_input {
+    const void *data; /* the row's first element */
+    gc_dtype dtype;
+    int64_t step;     /* 0 or 1 */
+} row_input;
+
+/* Called with a constant op and constant steps (see binary_row_f32) so that each inlined
+ * copy is a plain loop with no branch per element, which -O3 vectorises. */
+static inline void binary_loop_f32(gc_binary_op op, const float *restrict a, int64_t a_step,
+                                   const float *restrict b, int64_t b_step, float *restrict out,
+                                   int64_t n) {
+    for (int64_t k = 0; k < n; k++) out[k] = binary_apply_float(op, a[k * a_step], b[k * b_step]);
 }
+
+static inline void binary_steps_f32(gc_binary_op op, row_input a, row_input b, float *out, int64_t n) {
+    if (a.step && b.step) binary_loop_f32(op, a.data, 1, b.data, 1, out, n);
+    else if (a.step) binary_loop_f32(op, a.data, 1, b.data, 0, out, n);
+    else binary_loop_f32(op, a.data, 0, b.data, b.step, out, n);
+}
+
+static void binary_row_f32(gc_binary_op op, row_input a, row_input b, void *out, int64_t n) {
+    switch (op) {
+    case GC_BINARY_ADD: binary_steps_f32(GC_BINARY_ADD, a, b, out, n); break;
+    case GC_BINARY_SUB: binary_steps_f32(GC_BINARY_SUB, a, b, out, n); break;
+    case GC_BINARY_MUL: binary_steps_f32(GC_BINARY_MUL, a, b, out, n); break;
+    case GC_BINARY_DIV: binary_steps_f32(GC_BINARY_DIV, a, b, out, n); break;
+    }
+}
+
+/* out has dtype `dtype`; the inputs may differ (a scalar comes in as one f64). */
+static void binary_row_generic(gc_binary_op op, gc_dtype dtype, row_input a, row_input b, void *out,
+                               int64_t n) {
+    for (int64_t k = 0; k < n; k++) {
+        double x = gc_load(a.data, a.dtype, (size_t)(k * a.step));
+        double y = gc_load(b.data, b.dtype, (size_t)(k * b.step));
+        gc_store(out, dtype, (size_t)k, binary_in_precision(op, dtype, x, y));
+    }
+}
+
+static void binary_row(gc_binary_op op, gc_dtype dtype, row_input a, row_input b, void *out, int64_t n) {
+    if (dtype == GC_F32) binary_row_f32(op, a, b, out, n);
+    else binary_row_generic(op, dtype, a, b, out, n);
+}
+
+/* The input element `index` elements after `data` (of `dtype`), walked with `step`. */
+static row_input row_at(const void *data, gc_dtype dtype, int64_t index, int64_t step) {
+    return (row_input){(const char *)data + (size_t)index * gc_dtype_size(dtype), dtype, step};
+}
+
+static bool is_contiguous(const int64_t *stride, const gc_broadcast *bc) {
+    int64_t expected = 1;
+    for (int d = GC_BCAST_DIMS - 1; d >= 0; d--) {
+        if (bc->out_shape[d] != 1 && stride[d] != expected) return false;
+        expected *= bc->out_shape[d];
+    }
+    return true;
+}
+
+void gc_cpu_binary(gc_binary_op op, const void *a, const void *b, void *out, const gc_broadcast *bc,
+                   gc_dtype dtype) {
+    if (is_contiguous(bc->a_stride, bc) && is_contiguous(bc->b_stride, bc)) { /* same shapes */
+        binary_row(op, dtype, row_at(a, dtype, 0, 1), row_at(b, dtype, 0, 1), out, bc->numel);
+        return;
+    }
+    /* One row per index of the first three dims, along the last. The innermost stride of
+     * a contiguous input is 1, or 0 where it is broadcast. */
+    const int64_t *shape = bc->out_shape, *as = bc->a_stride, *bs = bc->b_stride;
+    int64_t cols = shape[3];
+    char *row_out = out;
+    size_t row_bytes = (size_t)cols * gc_dtype_size(dtype);
+    for (int64_t i0 = 0; i0 < shape[0]; i0++)
+        for (int64_t i1 = 0; i1 < shape[1]; i1++)
+            for (int64_t i2 = 0; i2 < shape[2]; i2++) {
+                int64_t a_index = i0 * as[0] + i1 * as[1] + i2 * as[2];
+                int64_t b_index = i0 * bs[0] + i1 * bs[1] + i2 * bs[2];
+                binary_row(op, dtype, row_at(a, dtype, a_index, as[3]), row_at(b, dtype, b_index, bs[3]),
+                           row_out, cols);
+                row_out += row_bytes;
+            }
+}
+
 void gc_cpu_binary_scalar(gc_binary_op op, const void *a, double s, bool scalar_first, void *out,
                           size_t n, gc_dtype dtype) {
-    gc_fatal("gc_cpu_binary_scalar: not implemented");
+    /* The scalar is a row input of step 0: a float for f32 (as the f32 loop reads it),
+     * the double itself otherwise, converted to the working precision by the op. */
+    float s_f32 = (float)s;
+    row_input tensor = row_at(a, dtype, 0, 1);
+    row_input scalar = dtype == GC_F32 ? row_at(&s_f32, GC_F32, 0, 0) : row_at(&s, GC_F64, 0, 0);
+    if (scalar_first) binary_row(op, dtype, scalar, tensor, out, (int64_t)n);
+    else binary_row(op, dtype, tensor, scalar, out, (int64_t)n);
 }
