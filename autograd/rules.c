@@ -12,6 +12,7 @@ const gc_backward_rule *gc_rule_for(const gc_op_record *record) {
         [GC_OP_BINARY] = &gc_rule_binary,
         [GC_OP_BINARY_SCALAR] = &gc_rule_binary_scalar,
         [GC_OP_UNARY] = &gc_rule_unary,
+        [GC_OP_EXPAND] = &gc_rule_expand,
         [GC_OP_MATMUL] = &gc_rule_matmul,
         [GC_OP_REDUCE_LAST] = &gc_rule_reduce_last,
         [GC_OP_REDUCE_ALL] = &gc_rule_reduce_all,

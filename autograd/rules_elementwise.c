@@ -51,6 +51,15 @@ static bool backward_binary(gc_node *node, gc_tensor *g, gc_tensor **grad_inputs
 
 const gc_backward_rule gc_rule_binary = {"binary", save_binary, backward_binary};
 
+/* --- expand: the gradient summed back over the repeated dims --- */
+
+static bool backward_expand(gc_node *node, gc_tensor *g, gc_tensor **grad_inputs) {
+    grad_inputs[0] = gc_rule_to_input_shape(node, 0, gc_tensor_retain(g));
+    return grad_inputs[0] != NULL;
+}
+
+const gc_backward_rule gc_rule_expand = {"expand", gc_rule_save_nothing, backward_expand};
+
 /* --- a op s, s op a --- */
 
 static bool save_binary_scalar(gc_node *node, const gc_op_record *record) {

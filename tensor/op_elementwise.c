@@ -4,7 +4,9 @@
 
 #include "backend.h"
 #include "gradcache/ops.h"
+#include "op_internal.h"
 #include "op_util.h"
+#include "record.h"
 
 /* --- binary --- */
 
@@ -48,13 +50,49 @@ static gc_tensor *binary(const char *name, gc_binary_op op, const gc_tensor *a, 
     int ndim = broadcast(name, a, b, &bc);
     gc_tensor *out = gc_empty(ndim, bc.out_shape + GC_BCAST_DIMS - ndim, a->dtype, a->device);
     if (out) gc_backend_for(out->device)->binary(op, gc_data(a), gc_data(b), gc_data(out), &bc, a->dtype);
-    return out;
+    return gc_finish_op(&(gc_op_record){.kind = GC_OP_BINARY, .n_inputs = 2, .inputs = (const gc_tensor *[]){a, b},
+                                        .output = out, .params.binary = {op}});
 }
 
 gc_tensor *gc_add(const gc_tensor *a, const gc_tensor *b) { return binary("add", GC_BINARY_ADD, a, b); }
 gc_tensor *gc_sub(const gc_tensor *a, const gc_tensor *b) { return binary("sub", GC_BINARY_SUB, a, b); }
 gc_tensor *gc_mul(const gc_tensor *a, const gc_tensor *b) { return binary("mul", GC_BINARY_MUL, a, b); }
 gc_tensor *gc_div(const gc_tensor *a, const gc_tensor *b) { return binary("div", GC_BINARY_DIV, a, b); }
+
+/* Broadcasting x to a shape is a binary op whose other operand is a zero scalar. */
+gc_tensor *gc_expand(const gc_tensor *x, int ndim, const int64_t *shape) {
+    if (!x) return NULL;
+    gc_tensor *target = gc_empty(ndim, shape, x->dtype, x->device); /* the result, and the shape to check */
+    gc_tensor *zero = target ? gc_zeros(0, NULL, x->dtype, x->device) : NULL;
+    if (!zero) {
+        gc_tensor_release(target);
+        return NULL;
+    }
+    gc_broadcast bc;
+    int out_ndim = broadcast("expand", x, target, &bc);
+    if (out_ndim != ndim || bc.numel != gc_numel(target)) {
+        char tx[128], shape_text[96];
+        gc_fatal("expand: %s cannot be broadcast to %s", gc_tensor_str(x, tx, sizeof tx),
+                 gc_shape_str(ndim, shape, shape_text, sizeof shape_text));
+    }
+    for (int d = 0; d < GC_BCAST_DIMS; d++) bc.b_stride[d] = 0;
+    gc_backend_for(x->device)->binary(GC_BINARY_ADD, gc_data(x), gc_data(zero), gc_data(target), &bc, x->dtype);
+    gc_tensor_release(zero);
+    return gc_finish_op(&(gc_op_record){.kind = GC_OP_EXPAND, .n_inputs = 1, .inputs = (const gc_tensor *[]){x},
+                                        .output = target});
+}
+
+gc_status gc_add_inplace(gc_tensor *dst, const gc_tensor *src) {
+    char td[128], ts[128];
+    gc_check_same_device("add_inplace", dst, src);
+    if (!gc_same_shape(dst, src) || dst->dtype != src->dtype)
+        gc_fatal("add_inplace: destination %s and source %s differ in shape or dtype", gc_tensor_str(dst, td, sizeof td),
+                 gc_tensor_str(src, ts, sizeof ts));
+    gc_broadcast bc;
+    broadcast("add_inplace", dst, src, &bc);
+    gc_backend_for(dst->device)->binary(GC_BINARY_ADD, gc_data(dst), gc_data(src), gc_data(dst), &bc, dst->dtype);
+    return GC_OK;
+}
 
 /* --- with a scalar --- */
 
@@ -70,7 +108,8 @@ static gc_tensor *with_scalar(const char *name, gc_binary_op op, const gc_tensor
     if (out)
         gc_backend_for(out->device)->binary_scalar(op, gc_data(a), s, scalar_first, gc_data(out),
                                                    (size_t)gc_numel(out), a->dtype);
-    return out;
+    return gc_finish_op(&(gc_op_record){.kind = GC_OP_BINARY_SCALAR, .n_inputs = 1, .inputs = (const gc_tensor *[]){a},
+                                        .output = out, .params.scalar = {op, s, scalar_first}});
 }
 
 gc_tensor *gc_add_scalar(const gc_tensor *a, double s) { return with_scalar("add_scalar", GC_BINARY_ADD, a, s, false); }
@@ -82,13 +121,20 @@ gc_tensor *gc_rdiv_scalar(const gc_tensor *a, double s) { return with_scalar("rd
 
 /* --- unary --- */
 
-static gc_tensor *unary(const char *name, gc_unary_op op, const gc_tensor *x) {
+static gc_tensor *unary_unrecorded(const char *name, gc_unary_op op, const gc_tensor *x) {
     if (!x) return NULL;
     gc_check_float(name, x);
     gc_tensor *y = gc_empty_like(x);
     if (y) gc_backend_for(y->device)->unary(op, gc_data(x), gc_data(y), (size_t)gc_numel(y), x->dtype);
     return y;
 }
+
+static gc_tensor *unary(const char *name, gc_unary_op op, const gc_tensor *x) {
+    return gc_finish_op(&(gc_op_record){.kind = GC_OP_UNARY, .n_inputs = 1, .inputs = (const gc_tensor *[]){x},
+                                        .output = unary_unrecorded(name, op, x), .params.unary = {op}});
+}
+
+gc_tensor *gc_unary_apply(gc_unary_op op, const gc_tensor *x) { return unary_unrecorded("unary", op, x); }
 
 gc_tensor *gc_neg(const gc_tensor *x) { return unary("neg", GC_UNARY_NEG, x); }
 gc_tensor *gc_exp(const gc_tensor *x) { return unary("exp", GC_UNARY_EXP, x); }

@@ -17,6 +17,7 @@ typedef enum gc_op_kind {
     GC_OP_BINARY,        /* add/sub/mul/div with broadcasting: params.binary */
     GC_OP_BINARY_SCALAR, /* params.scalar */
     GC_OP_UNARY,         /* params.unary */
+    GC_OP_EXPAND,        /* broadcast to a shape: the output's shape */
     GC_OP_MATMUL,        /* params.matmul */
     GC_OP_REDUCE_LAST,   /* sum/mean/max over the last dim: params.reduce (argmax saved for max) */
     GC_OP_REDUCE_ALL,    /* sum/mean/max over everything: params.reduce */
