@@ -1,3 +1,86 @@
-/* STUB */
+/* Reductions over the last dim and over every element, softmax and log-softmax: the
+ * checks, the result's shape, and the dispatch to the backend (the arithmetic and its
+ * nan, inf and i32 rules are described in tensor/cpu/reduce_cpu.c).
+ *
+ * Choices:
+ *  - a 0-dim x is one row of one element: a *_last reduction of it is that element,
+ *    0-dim whether keepdim or not (as in PyTorch), and its softmax is 1;
+ *  - i32 is allowed for sum (which wraps modulo 2^32) and max; a mean of integers is
+ *    fractional and the result keeps x's dtype, so mean needs a floating dtype (cast
+ *    first), as do softmax and log-softmax;
+ *  - over an empty last dim, sum is 0 and mean 0/0 = nan (as in PyTorch), while a max
+ *    has no element to return: a programmer error. */
+#include <stdint.h>
+
+#include "backend.h"
 #include "gradcache/ops.h"
-#include "gradcache/random.h"
+#include "op_util.h"
+
+/* x read as rows of `cols` elements, one per element of the result out_shape. */
+static gc_tensor *reduce(const char *op, gc_reduce_op kind, const gc_tensor *x, int out_ndim,
+                         const int64_t *out_shape, int64_t cols, gc_tensor **argmax) {
+    char text[128];
+    if (kind == GC_REDUCE_MEAN) gc_check_float(op, x);
+    if (kind == GC_REDUCE_MAX && cols == 0)
+        gc_fatal("%s: %s has no element to take the max of", op, gc_tensor_str(x, text, sizeof text));
+    if (argmax && cols > INT32_MAX)
+        gc_fatal("%s: the indices of a last dim of %lld elements do not fit the i32 argmax (%s)", op,
+                 (long long)cols, gc_tensor_str(x, text, sizeof text));
+    gc_tensor *out = gc_empty(out_ndim, out_shape, x->dtype, x->device);
+    gc_tensor *index = out && argmax ? gc_empty(out_ndim, out_shape, GC_I32, x->device) : NULL;
+    if (!out || (argmax && !index)) {
+        gc_tensor_release(out);
+        return NULL;
+    }
+    gc_backend_for(x->device)->reduce_last(kind, gc_data(x), gc_data(out), index ? gc_data(index) : NULL,
+                                           (size_t)gc_numel(out), (size_t)cols, x->dtype);
+    if (argmax) *argmax = index;
+    return out;
+}
+
+/* x [..., cols] -> [...] or, with keepdim, [..., 1]. */
+static gc_tensor *reduce_last(const char *op, gc_reduce_op kind, const gc_tensor *x, bool keepdim,
+                              gc_tensor **argmax) {
+    if (argmax) *argmax = NULL;
+    if (!x) return NULL;
+    int64_t shape[GC_MAX_DIMS];
+    int ndim = x->ndim ? x->ndim - 1 : 0;
+    for (int i = 0; i < ndim; i++) shape[i] = x->shape[i];
+    if (keepdim && x->ndim) shape[ndim++] = 1;
+    return reduce(op, kind, x, ndim, shape, gc_last_dim(x), argmax);
+}
+
+/* x of any shape -> 0-dim, as one row of all its elements. */
+static gc_tensor *reduce_all(const char *op, gc_reduce_op kind, const gc_tensor *x) {
+    return x ? reduce(op, kind, x, 0, NULL, gc_numel(x), NULL) : NULL;
+}
+
+gc_tensor *gc_sum_last(const gc_tensor *x, bool keepdim) {
+    return reduce_last("sum_last", GC_REDUCE_SUM, x, keepdim, NULL);
+}
+
+gc_tensor *gc_mean_last(const gc_tensor *x, bool keepdim) {
+    return reduce_last("mean_last", GC_REDUCE_MEAN, x, keepdim, NULL);
+}
+
+gc_tensor *gc_max_last(const gc_tensor *x, bool keepdim, gc_tensor **argmax) {
+    return reduce_last("max_last", GC_REDUCE_MAX, x, keepdim, argmax);
+}
+
+gc_tensor *gc_sum_all(const gc_tensor *x) { return reduce_all("sum_all", GC_REDUCE_SUM, x); }
+gc_tensor *gc_mean_all(const gc_tensor *x) { return reduce_all("mean_all", GC_REDUCE_MEAN, x); }
+gc_tensor *gc_max_all(const gc_tensor *x) { return reduce_all("max_all", GC_REDUCE_MAX, x); }
+
+/* x, y [..., cols], normalised along the last dim. */
+static gc_tensor *softmax(const char *op, const gc_tensor *x, bool log) {
+    if (!x) return NULL;
+    gc_check_float(op, x);
+    gc_tensor *y = gc_empty_like(x);
+    if (y)
+        gc_backend_for(x->device)->softmax_last(gc_data(x), gc_data(y), (size_t)gc_leading_rows(x),
+                                                (size_t)gc_last_dim(x), x->dtype, log);
+    return y;
+}
+
+gc_tensor *gc_softmax(const gc_tensor *x) { return softmax("softmax", x, false); }
+gc_tensor *gc_log_softmax(const gc_tensor *x) { return softmax("log_softmax", x, true); }

@@ -1,11 +1,83 @@
-/* STUB: to be written. */
-#include "gradcache/error.h"
+/* Reductions over the last dim, softmax and log-softmax on the CPU. Everything is
+ * accumulated in double (this backend is the reference the others are checked against)
+ * and rounded once into the result's dtype.
+ *
+ * The semantics every backend follows:
+ *  - the sum of an empty row is 0 and its mean 0/0 = nan (the front-end refuses a max
+ *    of an empty row: there is no element to return);
+ *  - max propagates nan as PyTorch does: the first nan of a row is its max and its
+ *    index the argmax; otherwise ties go to the first index;
+ *  - i32 sums are exact in double while they stay within 2^53 (so for any values in a
+ *    row of up to 2^22 elements) and wrap modulo 2^32 into the i32 result, as
+ *    two's-complement int32 addition does;
+ *  - softmax subtracts the row max before exp, so no exp overflows whatever the scale
+ *    of x; a row whose max is -inf (all -inf) or +inf, or that holds a nan, gives nan
+ *    everywhere, as in PyTorch. */
+#include <math.h>
+
 #include "kernels_cpu.h"
+#include "rows_cpu.h"
+
+/* The max of the row x[first .. first + cols) (cols >= 1), and in *index the position
+ * in the row of its first occurrence. */
+static double row_max(const void *x, gc_dtype dtype, size_t first, size_t cols, size_t *index) {
+    double chunk[GC_CPU_CHUNK], max = -INFINITY;
+    *index = 0; /* also right for a row of all -inf, which no comparison below moves */
+    for (size_t start = 0; start < cols && !isnan(max); start += GC_CPU_CHUNK) {
+        size_t len = gc_chunk_len(cols, start);
+        gc_load_span(x, dtype, first + start, len, chunk);
+        for (size_t j = 0; j < len && !isnan(max); j++)
+            if (chunk[j] > max || isnan(chunk[j])) {
+                max = chunk[j];
+                *index = start + j;
+            }
+    }
+    return max;
+}
+
+/* out[row] = value: i32 through a wrap modulo 2^32 (a sum may leave the i32 range, and
+ * an out-of-range conversion to a signed type is not defined in C), the float dtypes
+ * rounded once. */
+static void store_reduced(void *out, gc_dtype dtype, size_t row, double value) {
+    if (dtype == GC_I32) ((uint32_t *)out)[row] = (uint32_t)(int64_t)value;
+    else gc_store(out, dtype, row, value);
+}
 
 void gc_cpu_reduce_last(gc_reduce_op op, const void *x, void *out, int32_t *argmax, size_t rows,
                         size_t cols, gc_dtype dtype) {
-    gc_fatal("gc_cpu_reduce_last: not implemented");
+    for (size_t row = 0; row < rows; row++) {
+        size_t first = row * cols, index = 0;
+        double value = op == GC_REDUCE_MAX ? row_max(x, dtype, first, cols, &index)
+                                           : gc_sum_span(x, dtype, first, cols);
+        if (op == GC_REDUCE_MEAN) value /= (double)cols;
+        store_reduced(out, dtype, row, value);
+        if (argmax) argmax[row] = (int32_t)index;
+    }
 }
+
+/* One row x, y [cols] at `first`: y = exp(x - max) / sum exp(x - max), or for
+ * log-softmax y = x - max - log(sum exp(x - max)). The exps are computed again in the
+ * last pass rather than kept, so that no row-sized buffer is allocated. */
+static void softmax_row(const void *x, void *y, size_t first, size_t cols, gc_dtype dtype,
+                        bool log_softmax) {
+    size_t unused_index;
+    double max = row_max(x, dtype, first, cols, &unused_index);
+    double chunk[GC_CPU_CHUNK], sum = 0.0;
+    for (size_t start = 0; start < cols; start += GC_CPU_CHUNK) {
+        size_t len = gc_chunk_len(cols, start);
+        gc_load_span(x, dtype, first + start, len, chunk);
+        for (size_t j = 0; j < len; j++) sum += exp(chunk[j] - max);
+    }
+    double log_sum = log(sum);
+    for (size_t start = 0; start < cols; start += GC_CPU_CHUNK) {
+        size_t len = gc_chunk_len(cols, start);
+        gc_load_span(x, dtype, first + start, len, chunk);
+        for (size_t j = 0; j < len; j++)
+            chunk[j] = log_softmax ? chunk[j] - max - log_sum : exp(chunk[j] - max) / sum;
+        gc_store_span(y, dtype, first + start, len, chunk);
+    }
+}
+
 void gc_cpu_softmax_last(const void *x, void *y, size_t rows, size_t cols, gc_dtype dtype, bool log) {
-    gc_fatal("gc_cpu_softmax_last: not implemented");
+    for (size_t row = 0; row < rows; row++) softmax_row(x, y, row * cols, cols, dtype, log);
 }
