@@ -29,6 +29,7 @@ void gc_check_min_ndim(const char *op, const gc_tensor *x, int ndim) {
 int64_t gc_last_dim(const gc_tensor *x) { return x->ndim ? x->shape[x->ndim - 1] : 1; }
 
 int64_t gc_leading_rows(const gc_tensor *x) {
-    int64_t cols = gc_last_dim(x);
-    return cols ? gc_numel(x) / cols : 0;
+    int64_t rows = 1; /* the product of the leading dims, also when the last one is 0 */
+    for (int d = 0; d + 1 < x->ndim; d++) rows *= x->shape[d];
+    return rows;
 }
