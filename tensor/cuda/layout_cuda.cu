@@ -18,7 +18,7 @@ template <typename F> void with_word(const char *op, size_t elem_size, F &&f) {
 }
 
 /* No bad id seen yet: above every position, so atomicMin keeps the first bad one. */
-#define NO_BAD_ID ULLONG_MAX
+constexpr unsigned long long no_bad_id = ULLONG_MAX;
 
 /* table [vocab, dim], ids [n_ids] -> out [n_ids, dim]. One block per output row at a
  * time (rows grid-strided over blocks, columns over the block's threads), so each id is
@@ -93,7 +93,7 @@ extern "C" int64_t gc_cuda_embedding(const void *table, const int32_t *ids, void
                                      size_t vocab, size_t dim, gc_dtype dtype) {
     if (n_ids == 0) return -1;
     unsigned long long *flag = embedding_flag();
-    GC_CUDA_CHECK(cudaMemsetAsync(flag, 0xff, sizeof *flag, 0)); /* every byte 0xff: NO_BAD_ID */
+    GC_CUDA_CHECK(cudaMemsetAsync(flag, 0xff, sizeof *flag, 0)); /* every byte 0xff: no_bad_id */
     with_word("embedding", gc_dtype_size(dtype), [&](auto tag) {
         using W = typename decltype(tag)::type;
         gc_cuda_launch(embedding_kernel<W>, gc_cuda_blocks((int64_t)n_ids, 1), (const W *)table, ids, (W *)out,
@@ -101,9 +101,9 @@ extern "C" int64_t gc_cuda_embedding(const void *table, const int32_t *ids, void
     });
     /* A synchronising copy (stream order makes it wait for the kernel): once per
      * forward pass, the price of reporting a bad id as the CPU does. */
-    unsigned long long first_bad = NO_BAD_ID;
+    unsigned long long first_bad = no_bad_id;
     GC_CUDA_CHECK(cudaMemcpy(&first_bad, flag, sizeof first_bad, cudaMemcpyDeviceToHost));
-    return first_bad == NO_BAD_ID ? -1 : (int64_t)first_bad;
+    return first_bad == no_bad_id ? -1 : (int64_t)first_bad;
 }
 
 extern "C" void gc_cuda_permute(const void *x, void *y, const gc_permute_args *args, size_t elem_size) {
