@@ -1,16 +1,190 @@
-/* STUB: to be written. */
-#include "gradcache/config.h"
-#include "gradcache/error.h"
+/* Elementwise unary and binary ops on CUDA. f32, f16 and bf16 are computed in float and
+ * rounded once when stored, f64 in double, i32 (binary ops only) in integers. Each op is
+ * a small functor, so the kernels are instantiated per op and carry no per-element
+ * switch. */
+#include "dtype_cuda.cuh"
 #include "kernels_cuda.h"
 
+namespace {
+
+/* --- unary ops (A: float or double) --- */
+
+struct neg_op {
+    template <typename A> __device__ A operator()(A x) const { return -x; }
+};
+struct exp_op {
+    template <typename A> __device__ A operator()(A x) const { return exp(x); }
+};
+struct log_op {
+    template <typename A> __device__ A operator()(A x) const { return log(x); }
+};
+struct tanh_op {
+    template <typename A> __device__ A operator()(A x) const { return tanh(x); }
+};
+struct relu_op {
+    template <typename A> __device__ A operator()(A x) const { return x > A(0) ? x : A(0); }
+};
+/* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+struct gelu_tanh_op {
+    template <typename A> __device__ A operator()(A x) const {
+        const A sqrt_2_over_pi = A(0.7978845608028654);
+        return A(0.5) * x * (A(1) + tanh(sqrt_2_over_pi * (x + A(0.044715) * x * x * x)));
+    }
+};
+/* 0.5 x (1 + erf(x / sqrt 2)) */
+struct gelu_erf_op {
+    template <typename A> __device__ A operator()(A x) const {
+        const A one_over_sqrt_2 = A(0.7071067811865476);
+        return A(0.5) * x * (A(1) + erf(x * one_over_sqrt_2));
+    }
+};
+struct sqrt_op {
+    template <typename A> __device__ A operator()(A x) const { return sqrt(x); }
+};
+struct rsqrt_op {
+    template <typename A> __device__ A operator()(A x) const { return rsqrt(x); }
+};
+
+/* Calls f(functor) for a unary op. */
+template <typename F> void with_unary_op(gc_unary_op op, F &&f) {
+    switch (op) {
+    case GC_UNARY_NEG: f(neg_op{}); return;
+    case GC_UNARY_EXP: f(exp_op{}); return;
+    case GC_UNARY_LOG: f(log_op{}); return;
+    case GC_UNARY_TANH: f(tanh_op{}); return;
+    case GC_UNARY_RELU: f(relu_op{}); return;
+    case GC_UNARY_GELU_TANH: f(gelu_tanh_op{}); return;
+    case GC_UNARY_GELU_ERF: f(gelu_erf_op{}); return;
+    case GC_UNARY_SQRT: f(sqrt_op{}); return;
+    case GC_UNARY_RSQRT: f(rsqrt_op{}); return;
+    }
+    gc_fatal("unary: unknown op %d", (int)op);
+}
+
+/* --- binary ops (A: float, double or int32_t) --- */
+
+struct add_op {
+    template <typename A> __device__ A operator()(A a, A b) const { return a + b; }
+};
+struct sub_op {
+    template <typename A> __device__ A operator()(A a, A b) const { return a - b; }
+};
+struct mul_op {
+    template <typename A> __device__ A operator()(A a, A b) const { return a * b; }
+};
+struct div_op {
+    template <typename A> __device__ A operator()(A a, A b) const { return a / b; }
+};
+
+template <typename F> void with_binary_op(gc_binary_op op, F &&f) {
+    switch (op) {
+    case GC_BINARY_ADD: f(add_op{}); return;
+    case GC_BINARY_SUB: f(sub_op{}); return;
+    case GC_BINARY_MUL: f(mul_op{}); return;
+    case GC_BINARY_DIV: f(div_op{}); return;
+    }
+    gc_fatal("binary: unknown op %d", (int)op);
+}
+
+/* --- kernels --- */
+
+/* x, y [n] */
+template <typename T, typename Op> __global__ void unary_kernel(Op op, const T *x, T *y, int64_t n) {
+    using E = gc_elem<T>;
+    GC_CUDA_GRID_STRIDE(i, n) y[i] = E::from_acc(op(E::to_acc(x[i])));
+}
+
+/* a, b, out [n]: operands of the output's shape, read at the output's index. */
+template <typename T, typename Op>
+__global__ void binary_same_shape_kernel(Op op, const T *a, const T *b, T *out, int64_t n) {
+    using E = gc_elem<T>;
+    GC_CUDA_GRID_STRIDE(i, n) out[i] = E::from_acc(op(E::to_acc(a[i]), E::to_acc(b[i])));
+}
+
+/* out [bc.out_shape]; a and b read through bc's strides (0 along a broadcast dim). bc is
+ * passed by value: a few dozen bytes of kernel parameters, no device copy. */
+template <typename T, typename Op>
+__global__ void binary_broadcast_kernel(Op op, const T *a, const T *b, T *out, gc_broadcast bc) {
+    using E = gc_elem<T>;
+    GC_CUDA_GRID_STRIDE(i, bc.numel) {
+        int64_t index[GC_BCAST_DIMS];
+        gc_cuda_unravel(i, bc.out_shape, index);
+        out[i] = E::from_acc(op(E::to_acc(a[gc_cuda_offset(index, bc.a_stride)]),
+                                E::to_acc(b[gc_cuda_offset(index, bc.b_stride)])));
+    }
+}
+
+/* a, out [n]: out = a op s, or s op a when scalar_first. The scalar is applied in float
+ * for f32, f16 and bf16 and in double for f64 and i32, so that an i32 tensor times 0.5
+ * is halved (then truncated toward zero), as the CPU's double path does. */
+template <typename A> struct scalar_acc {
+    using type = A;
+};
+template <> struct scalar_acc<int32_t> {
+    using type = double;
+};
+
+template <typename T, typename Op>
+__global__ void binary_scalar_kernel(Op op, const T *a, typename scalar_acc<typename gc_elem<T>::acc>::type s,
+                                     bool scalar_first, T *out, int64_t n) {
+    using E = gc_elem<T>;
+    using A = typename E::acc;
+    using S = decltype(s);
+    GC_CUDA_GRID_STRIDE(i, n) {
+        S x = (S)E::to_acc(a[i]);
+        out[i] = E::from_acc((A)(scalar_first ? op(s, x) : op(x, s)));
+    }
+}
+
+/* True when a walk over `shape` with `stride` visits the elements in memory order. The
+ * stride of a size-1 dim never matters (its index is always 0). */
+bool is_contiguous(const int64_t shape[GC_BCAST_DIMS], const int64_t stride[GC_BCAST_DIMS]) {
+    int64_t expected = 1;
+    for (int d = GC_BCAST_DIMS - 1; d >= 0; d--) {
+        if (shape[d] != 1 && stride[d] != expected) return false;
+        expected *= shape[d];
+    }
+    return true;
+}
+
+} // namespace
+
 extern "C" void gc_cuda_unary(gc_unary_op op, const void *x, void *y, size_t n, gc_dtype dtype) {
-    gc_fatal("gc_cuda_unary: not implemented");
+    gc_cuda_dispatch_float("unary", dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        with_unary_op(op, [&](auto functor) {
+            gc_cuda_launch(unary_kernel<T, decltype(functor)>, gc_cuda_blocks((int64_t)n), functor,
+                           (const T *)x, (T *)y, (int64_t)n);
+        });
+    });
 }
+
 extern "C" void gc_cuda_binary(gc_binary_op op, const void *a, const void *b, void *out,
-                    const gc_broadcast *bc, gc_dtype dtype) {
-    gc_fatal("gc_cuda_binary: not implemented");
+                               const gc_broadcast *bc, gc_dtype dtype) {
+    bool same_shape = is_contiguous(bc->out_shape, bc->a_stride) && is_contiguous(bc->out_shape, bc->b_stride);
+    gc_cuda_dispatch_all("binary", dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        with_binary_op(op, [&](auto functor) {
+            using Op = decltype(functor);
+            unsigned blocks = gc_cuda_blocks(bc->numel);
+            if (same_shape)
+                gc_cuda_launch(binary_same_shape_kernel<T, Op>, blocks, functor, (const T *)a, (const T *)b,
+                               (T *)out, bc->numel);
+            else
+                gc_cuda_launch(binary_broadcast_kernel<T, Op>, blocks, functor, (const T *)a, (const T *)b,
+                               (T *)out, *bc);
+        });
+    });
 }
+
 extern "C" void gc_cuda_binary_scalar(gc_binary_op op, const void *a, double s, bool scalar_first, void *out,
-                           size_t n, gc_dtype dtype) {
-    gc_fatal("gc_cuda_binary_scalar: not implemented");
+                                      size_t n, gc_dtype dtype) {
+    gc_cuda_dispatch_all("binary_scalar", dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using S = typename scalar_acc<typename gc_elem<T>::acc>::type;
+        with_binary_op(op, [&](auto functor) {
+            gc_cuda_launch(binary_scalar_kernel<T, decltype(functor)>, gc_cuda_blocks((int64_t)n), functor,
+                           (const T *)a, (S)s, scalar_first, (T *)out, (int64_t)n);
+        });
+    });
 }

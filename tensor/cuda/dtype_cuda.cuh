@@ -1,0 +1,153 @@
+/* Device-side helpers shared by the CUDA kernels (C++ only, included by .cu files).
+ *
+ *  - gc_elem<T>: how an element of C++ type T is computed with. Arithmetic happens in
+ *    gc_elem<T>::acc (float for f32, f16 and bf16; double for f64; int32_t for i32);
+ *    to_acc() widens an element exactly and from_acc() stores a result, rounding once to
+ *    nearest even for __half and __nv_bfloat16 (as the CPU's gc_f32_to_f16 and
+ *    gc_f32_to_bf16 do). from_double() is the CPU's gc_store: a double goes through acc,
+ *    so it rounds twice into f16/bf16 (double -> f32 -> 16 bits) and truncates toward
+ *    zero into i32, exactly like tensor/cpu/elem_cpu.h.
+ *
+ *  - gc_cuda_dispatch_float / gc_cuda_dispatch_all: call a generic lambda with a
+ *    gc_type_tag<T> for a gc_dtype, so one templated launcher serves every dtype:
+ *
+ *        gc_cuda_dispatch_float("unary", dtype, [&](auto tag) {
+ *            using T = typename decltype(tag)::type;
+ *            gc_cuda_launch(my_kernel<T>, gc_cuda_blocks(n), (const T *)x, (T *)y, (int64_t)n);
+ *        });
+ *
+ *  - gc_cuda_blocks / gc_cuda_launch / GC_CUDA_GRID_STRIDE: blocks of GC_CUDA_THREADS
+ *    threads, a grid capped at GC_CUDA_MAX_BLOCKS, and grid-stride loops with 64-bit
+ *    indices, so any element count works with any grid. gc_cuda_launch skips an empty
+ *    launch (a grid of 0 blocks is an error) and checks the launch.
+ */
+#ifndef GC_TENSOR_DTYPE_CUDA_CUH
+#define GC_TENSOR_DTYPE_CUDA_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "../backend.h"
+#include "check.h"
+#include "gradcache/dtype.h"
+#include "gradcache/error.h"
+
+/* --- element types --------------------------------------------------------------- */
+
+template <typename T> struct gc_elem;
+
+template <> struct gc_elem<float> {
+    using acc = float;
+    __host__ __device__ static float to_acc(float v) { return v; }
+    __host__ __device__ static float from_acc(float v) { return v; }
+    __host__ __device__ static float from_double(double v) { return (float)v; }
+};
+
+template <> struct gc_elem<__half> {
+    using acc = float;
+    __host__ __device__ static float to_acc(__half v) { return __half2float(v); }
+    __host__ __device__ static __half from_acc(float v) { return __float2half_rn(v); }
+    __host__ __device__ static __half from_double(double v) { return from_acc((float)v); }
+};
+
+template <> struct gc_elem<__nv_bfloat16> {
+    using acc = float;
+    __host__ __device__ static float to_acc(__nv_bfloat16 v) { return __bfloat162float(v); }
+    __host__ __device__ static __nv_bfloat16 from_acc(float v) { return __float2bfloat16_rn(v); }
+    __host__ __device__ static __nv_bfloat16 from_double(double v) { return from_acc((float)v); }
+};
+
+template <> struct gc_elem<double> {
+    using acc = double;
+    __host__ __device__ static double to_acc(double v) { return v; }
+    __host__ __device__ static double from_acc(double v) { return v; }
+    __host__ __device__ static double from_double(double v) { return v; }
+};
+
+template <> struct gc_elem<int32_t> {
+    using acc = int32_t;
+    __host__ __device__ static int32_t to_acc(int32_t v) { return v; }
+    __host__ __device__ static int32_t from_acc(int32_t v) { return v; }
+    /* C's conversion: truncation toward zero (CUDA saturates out-of-range values, where
+     * C leaves them undefined). */
+    __host__ __device__ static int32_t from_double(double v) { return (int32_t)v; }
+};
+
+/* The element widened to double: exact for every dtype. */
+template <typename T> __host__ __device__ inline double gc_to_double(T v) {
+    return (double)gc_elem<T>::to_acc(v);
+}
+
+/* --- dtype dispatch ---------------------------------------------------------------- */
+
+template <typename T> struct gc_type_tag {
+    using type = T;
+};
+
+/* Calls launch(gc_type_tag<T>{}) with the C++ type of a floating dtype; any other dtype
+ * stops the program naming `op` (the front-ends check dtypes first, so this only
+ * catches a backend called wrongly). */
+template <typename F> void gc_cuda_dispatch_float(const char *op, gc_dtype dtype, F &&launch) {
+    switch (dtype) {
+    case GC_F32: launch(gc_type_tag<float>{}); return;
+    case GC_F16: launch(gc_type_tag<__half>{}); return;
+    case GC_BF16: launch(gc_type_tag<__nv_bfloat16>{}); return;
+    case GC_F64: launch(gc_type_tag<double>{}); return;
+    default: gc_fatal("%s: dtype %d is not supported by the CUDA kernel", op, (int)dtype);
+    }
+}
+
+/* The same, with i32 as well. */
+template <typename F> void gc_cuda_dispatch_all(const char *op, gc_dtype dtype, F &&launch) {
+    if (dtype == GC_I32) launch(gc_type_tag<int32_t>{});
+    else gc_cuda_dispatch_float(op, dtype, launch);
+}
+
+/* --- launch geometry ------------------------------------------------------------------ */
+
+#define GC_CUDA_THREADS 256
+/* An H100 holds 8 resident blocks of 256 threads on each of its 132 SMs (~1000 in all);
+ * eight times that keeps every SM busy, and the grid-stride loops cover the rest. */
+#define GC_CUDA_MAX_BLOCKS 8192
+
+/* Blocks for `n` work items, `per_block` per block per pass (one item per thread by
+ * default): ceil(n / per_block) capped at GC_CUDA_MAX_BLOCKS, and 0 when n is 0. */
+static inline unsigned gc_cuda_blocks(int64_t n, int64_t per_block = GC_CUDA_THREADS) {
+    int64_t blocks = (n + per_block - 1) / per_block;
+    return (unsigned)(blocks < GC_CUDA_MAX_BLOCKS ? blocks : GC_CUDA_MAX_BLOCKS);
+}
+
+/* kernel<<<blocks, GC_CUDA_THREADS>>>(args...) on the default stream, checked; nothing
+ * when blocks is 0. */
+template <typename... Params, typename... Args>
+void gc_cuda_launch(void (*kernel)(Params...), unsigned blocks, Args... args) {
+    if (blocks == 0) return;
+    kernel<<<blocks, GC_CUDA_THREADS>>>(args...);
+    GC_CUDA_CHECK_LAUNCH();
+}
+
+/* for (i over [0, n)) spread over every thread of the grid, with 64-bit indices. */
+#define GC_CUDA_GRID_STRIDE(i, n)                                                   \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (int64_t)(n); \
+         i += (int64_t)gridDim.x * blockDim.x)
+
+/* The multi-index of flat element i of a row-major GC_BCAST_DIMS-dim shape (all sizes
+ * at least 1), for the kernels that read a strided or broadcast operand. */
+__device__ inline void gc_cuda_unravel(int64_t i, const int64_t shape[GC_BCAST_DIMS],
+                                       int64_t index[GC_BCAST_DIMS]) {
+    for (int d = GC_BCAST_DIMS - 1; d >= 0; d--) {
+        index[d] = i % shape[d];
+        i /= shape[d];
+    }
+}
+
+/* sum_d index[d] * stride[d]: the element offset of a multi-index. */
+__device__ inline int64_t gc_cuda_offset(const int64_t index[GC_BCAST_DIMS],
+                                         const int64_t stride[GC_BCAST_DIMS]) {
+    int64_t offset = 0;
+    for (int d = 0; d < GC_BCAST_DIMS; d++) offset += index[d] * stride[d];
+    return offset;
+}
+
+#endif
