@@ -12,6 +12,7 @@
 
 #define SQRT_2_OVER_PI 0.79788456080286535588 /* sqrt(2 / pi), for gelu_tanh */
 #define SQRT_HALF 0.70710678118654752440      /* 1 / sqrt(2), for gelu_erf */
+#define INV_SQRT_2PI 0.39894228040143267794   /* 1 / sqrt(2 pi), the normal density at 0 */
 
 /* tgmath.h makes exp, log, tanh, erf and sqrt the float functions (expf, ...) for a float
  * argument and the double ones for a double, so one body gives both precisions. */
@@ -28,6 +29,14 @@
         case GC_UNARY_GELU_ERF: return (T)0.5 * x * ((T)1 + erf(x * (T)SQRT_HALF));            \
         case GC_UNARY_SQRT: return sqrt(x);                                                    \
         case GC_UNARY_RSQRT: return (T)1 / sqrt(x);                                            \
+        case GC_UNARY_RELU_GRAD: return x > 0 ? (T)1 : (T)0;                                   \
+        case GC_UNARY_GELU_TANH_GRAD: {                                                        \
+            T t = tanh((T)SQRT_2_OVER_PI * (x + (T)0.044715 * x * x * x));                     \
+            return (T)0.5 * ((T)1 + t) +                                                       \
+                   (T)0.5 * x * ((T)1 - t * t) * (T)SQRT_2_OVER_PI * ((T)1 + (T)(3 * 0.044715) * x * x); \
+        }                                                                                      \
+        case GC_UNARY_GELU_ERF_GRAD: /* Phi(x) + x phi(x) */                                   \
+            return (T)0.5 * ((T)1 + erf(x * (T)SQRT_HALF)) + x * (T)INV_SQRT_2PI * exp((T)-0.5 * x * x); \
         }                                                                                      \
         return (T)NAN; /* not a gc_unary_op: the front-ends never pass one */                  \
     }

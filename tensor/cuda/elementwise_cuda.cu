@@ -22,7 +22,8 @@ struct tanh_op {
     template <typename A> __device__ A operator()(A x) const { return tanh(x); }
 };
 struct relu_op {
-    template <typename A> __device__ A operator()(A x) const { return x > A(0) ? x : A(0); }
+    /* written so that nan passes through, as on the CPU */
+    template <typename A> __device__ A operator()(A x) const { return x < A(0) ? A(0) : x; }
 };
 /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
 struct gelu_tanh_op {
@@ -45,6 +46,24 @@ struct rsqrt_op {
     template <typename A> __device__ A operator()(A x) const { return rsqrt(x); }
 };
 
+/* The derivatives, for backward rules (same formulas as the CPU's). */
+struct relu_grad_op {
+    template <typename A> __device__ A operator()(A x) const { return x > A(0) ? A(1) : A(0); }
+};
+struct gelu_tanh_grad_op {
+    template <typename A> __device__ A operator()(A x) const {
+        const A sqrt_2_over_pi = A(0.7978845608028654);
+        A t = tanh(sqrt_2_over_pi * (x + A(0.044715) * x * x * x));
+        return A(0.5) * (A(1) + t) + A(0.5) * x * (A(1) - t * t) * sqrt_2_over_pi * (A(1) + A(3 * 0.044715) * x * x);
+    }
+};
+struct gelu_erf_grad_op { /* Phi(x) + x phi(x) */
+    template <typename A> __device__ A operator()(A x) const {
+        const A one_over_sqrt_2 = A(0.7071067811865476), inv_sqrt_2pi = A(0.3989422804014327);
+        return A(0.5) * (A(1) + erf(x * one_over_sqrt_2)) + x * inv_sqrt_2pi * exp(A(-0.5) * x * x);
+    }
+};
+
 /* Calls f(functor) for a unary op. */
 template <typename F> void with_unary_op(gc_unary_op op, F &&f) {
     switch (op) {
@@ -57,20 +76,33 @@ template <typename F> void with_unary_op(gc_unary_op op, F &&f) {
     case GC_UNARY_GELU_ERF: f(gelu_erf_op{}); return;
     case GC_UNARY_SQRT: f(sqrt_op{}); return;
     case GC_UNARY_RSQRT: f(rsqrt_op{}); return;
+    case GC_UNARY_RELU_GRAD: f(relu_grad_op{}); return;
+    case GC_UNARY_GELU_TANH_GRAD: f(gelu_tanh_grad_op{}); return;
+    case GC_UNARY_GELU_ERF_GRAD: f(gelu_erf_grad_op{}); return;
     }
     gc_fatal("unary: unknown op %d", (int)op);
 }
 
-/* --- binary ops (A: float, double or int32_t) --- */
+/* --- binary ops (A: float, double or int32_t) ---
+ * i32 wraps modulo 2^32 as on the CPU: the arithmetic is done on uint32_t, where
+ * overflow is defined, instead of int32_t, where it is undefined behaviour. */
+
+#define GC_WRAPPING_INT_OP(symbol)                                                          \
+    __device__ int32_t operator()(int32_t a, int32_t b) const {                             \
+        return (int32_t)((uint32_t)a symbol (uint32_t)b);                                   \
+    }
 
 struct add_op {
     template <typename A> __device__ A operator()(A a, A b) const { return a + b; }
+    GC_WRAPPING_INT_OP(+)
 };
 struct sub_op {
     template <typename A> __device__ A operator()(A a, A b) const { return a - b; }
+    GC_WRAPPING_INT_OP(-)
 };
 struct mul_op {
     template <typename A> __device__ A operator()(A a, A b) const { return a * b; }
+    GC_WRAPPING_INT_OP(*)
 };
 struct div_op {
     template <typename A> __device__ A operator()(A a, A b) const { return a / b; }
@@ -114,25 +146,16 @@ __global__ void binary_broadcast_kernel(Op op, const T *a, const T *b, T *out, g
     }
 }
 
-/* a, out [n]: out = a op s, or s op a when scalar_first. The scalar is applied in float
- * for f32, f16 and bf16 and in double for f64 and i32, so that an i32 tensor times 0.5
- * is halved (then truncated toward zero), as the CPU's double path does. */
-template <typename A> struct scalar_acc {
-    using type = A;
-};
-template <> struct scalar_acc<int32_t> {
-    using type = double;
-};
-
+/* a, out [n]: out = a op s, or s op a when scalar_first. The scalar is applied in the
+ * working type: float for f32, f16 and bf16, double for f64, and int32 for i32 (the
+ * front-end accepts only whole i32 scalars there), as on the CPU. */
 template <typename T, typename Op>
-__global__ void binary_scalar_kernel(Op op, const T *a, typename scalar_acc<typename gc_elem<T>::acc>::type s,
-                                     bool scalar_first, T *out, int64_t n) {
+__global__ void binary_scalar_kernel(Op op, const T *a, typename gc_elem<T>::acc s, bool scalar_first, T *out,
+                                     int64_t n) {
     using E = gc_elem<T>;
-    using A = typename E::acc;
-    using S = decltype(s);
     GC_CUDA_GRID_STRIDE(i, n) {
-        S x = (S)E::to_acc(a[i]);
-        out[i] = E::from_acc((A)(scalar_first ? op(s, x) : op(x, s)));
+        typename E::acc x = E::to_acc(a[i]);
+        out[i] = E::from_acc(scalar_first ? op(s, x) : op(x, s));
     }
 }
 
@@ -181,7 +204,7 @@ extern "C" void gc_cuda_binary_scalar(gc_binary_op op, const void *a, double s, 
                                       size_t n, gc_dtype dtype) {
     gc_cuda_dispatch_all("binary_scalar", dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        using S = typename scalar_acc<typename gc_elem<T>::acc>::type;
+        using S = typename gc_elem<T>::acc;
         with_binary_op(op, [&](auto functor) {
             gc_cuda_launch(binary_scalar_kernel<T, decltype(functor)>, gc_cuda_blocks((int64_t)n), functor,
                            (const T *)a, (S)s, scalar_first, (T *)out, (int64_t)n);
