@@ -3,6 +3,8 @@
 #include <stdlib.h>
 
 #include "graph.h"
+#include "gradcache/ops.h"
+#include "tensor/storage.h"
 
 /* A growable array of nodes. */
 typedef struct node_list {

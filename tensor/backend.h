@@ -116,6 +116,15 @@ typedef struct gc_backend {
     int64_t (*embedding)(const void *table, const int32_t *ids, void *out, size_t n_ids,
                          size_t vocab, size_t dim, gc_dtype dtype);
     void (*permute)(const void *x, void *y, const gc_permute_args *args, size_t elem_size);
+
+    /* --- scatters, for backward rules (float dtypes; out is zero-filled by the caller) --- */
+    /* src [rows], index [rows] -> out [rows, cols]: out[r, index[r]] = src[r]. */
+    void (*scatter_last)(const void *src, const int32_t *index, void *out, size_t rows, size_t cols,
+                         gc_dtype dtype);
+    /* grad_out [n_ids, dim], ids [n_ids] -> grad_table [vocab, dim]: row ids[i] += row i
+     * (ids already checked to be in range by the forward). */
+    void (*embedding_backward)(const void *grad_out, const int32_t *ids, void *grad_table, size_t n_ids,
+                               size_t dim, gc_dtype dtype);
 } gc_backend;
 
 /* The backend owning `device`; stops the program when it is not built. */

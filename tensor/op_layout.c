@@ -6,6 +6,7 @@
 #include "backend.h"
 #include "gradcache/ops.h"
 #include "op_util.h"
+#include "record.h"
 
 /* table [V, D], ids [S...] i32 -> [S..., D] */
 gc_tensor *gc_embedding(const gc_tensor *table, const gc_tensor *ids) {
@@ -35,7 +36,8 @@ gc_tensor *gc_embedding(const gc_tensor *table, const gc_tensor *ids) {
                  (long long)bad, gc_tensor_str(ids, ti, sizeof ti), (long long)vocab,
                  gc_tensor_str(table, tt, sizeof tt));
     }
-    return out;
+    return gc_finish_op(&(gc_op_record){.kind = GC_OP_EMBEDDING, .n_inputs = 2,
+                                        .inputs = (const gc_tensor *[]){table, ids}, .output = out});
 }
 
 /* x [s0, ..., s(n-1)] -> [s(perm[0]), ..., s(perm[n-1])] */
@@ -62,7 +64,9 @@ gc_tensor *gc_permute(const gc_tensor *x, const int *perm) {
     }
     gc_tensor *y = gc_empty(x->ndim, shape, x->dtype, x->device);
     if (y) gc_backend_for(y->device)->permute(gc_data(x), gc_data(y), &args, gc_dtype_size(x->dtype));
-    return y;
+    gc_op_record record = {.kind = GC_OP_PERMUTE, .n_inputs = 1, .inputs = (const gc_tensor *[]){x}, .output = y};
+    for (int i = 0; i < x->ndim; i++) record.params.permute.perm[i] = perm[i];
+    return gc_finish_op(&record);
 }
 
 gc_tensor *gc_transpose(const gc_tensor *x, int dim0, int dim1) {
@@ -109,14 +113,16 @@ gc_tensor *gc_cat0(gc_tensor *const *tensors, int count) {
         backend->memcpy_same_device(dst, gc_data(tensors[i]), nbytes);
         dst += nbytes;
     }
-    return out;
+    return gc_finish_op(&(gc_op_record){.kind = GC_OP_CAT0, .n_inputs = count,
+                                        .inputs = (const gc_tensor *const *)tensors, .output = out});
 }
 
 gc_tensor *gc_cast(const gc_tensor *x, gc_dtype dtype) {
     if (!x) return NULL;
     if ((int)dtype < 0 || dtype >= GC_DTYPE_COUNT) gc_fatal("cast: unknown dtype %d", (int)dtype);
-    if (dtype == x->dtype) return gc_clone(x);
-    gc_tensor *y = gc_empty(x->ndim, x->shape, dtype, x->device);
-    if (y) gc_backend_for(y->device)->cast(gc_data(x), x->dtype, gc_data(y), dtype, (size_t)gc_numel(y));
-    return y;
+    gc_tensor *y = dtype == x->dtype ? gc_clone(x) : gc_empty(x->ndim, x->shape, dtype, x->device);
+    if (y && dtype != x->dtype)
+        gc_backend_for(y->device)->cast(gc_data(x), x->dtype, gc_data(y), dtype, (size_t)gc_numel(y));
+    return gc_finish_op(&(gc_op_record){.kind = GC_OP_CAST, .n_inputs = 1, .inputs = (const gc_tensor *[]){x},
+                                        .output = y});
 }

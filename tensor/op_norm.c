@@ -12,6 +12,7 @@
 #include "backend.h"
 #include "gradcache/ops.h"
 #include "op_util.h"
+#include "record.h"
 
 /* gamma or beta (when given): [D] for x [..., D], of x's dtype and on x's device. */
 static void check_param(const char *name, const gc_tensor *param, const gc_tensor *x) {
@@ -56,6 +57,15 @@ gc_tensor *gc_layernorm(const gc_tensor *x, const gc_tensor *gamma, const gc_ten
                                          gc_data(y), saved_mean ? gc_data(saved_mean) : NULL,
                                          saved_rstd ? gc_data(saved_rstd) : NULL, (size_t)gc_leading_rows(x),
                                          (size_t)gc_last_dim(x), eps, x->dtype);
+    /* The backward recomputes the statistics from x, so the record keeps none. */
+    y = gc_finish_op(&(gc_op_record){.kind = GC_OP_LAYERNORM, .n_inputs = 3,
+                                     .inputs = (const gc_tensor *[]){x, gamma, beta}, .output = y,
+                                     .params.layernorm = {eps}});
+    if (!y) {
+        gc_tensor_release(saved_mean);
+        gc_tensor_release(saved_rstd);
+        return NULL;
+    }
     if (mean) *mean = saved_mean;
     if (rstd) *rstd = saved_rstd;
     return y;

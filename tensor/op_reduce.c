@@ -9,32 +9,40 @@
  *    fractional and the result keeps x's dtype, so mean needs a floating dtype (cast
  *    first), as do softmax and log-softmax;
  *  - over an empty last dim, sum is 0 and mean 0/0 = nan (as in PyTorch), while a max
- *    has no element to return: a programmer error. */
+ *    has no element to return: a programmer error;
+ *  - a max always computes the index of its maximum (the i32 argmax, which the backward
+ *    pass needs), so a max over more than INT32_MAX elements is refused. */
 #include <stdint.h>
 
 #include "backend.h"
 #include "gradcache/ops.h"
 #include "op_util.h"
+#include "record.h"
 
 /* x read as rows of `cols` elements, one per element of the result out_shape. */
 static gc_tensor *reduce(const char *op, gc_reduce_op kind, const gc_tensor *x, int out_ndim,
-                         const int64_t *out_shape, int64_t cols, gc_tensor **argmax) {
+                         const int64_t *out_shape, int64_t cols, gc_tensor **argmax, gc_op_kind recorded_as,
+                         bool keepdim) {
     char text[128];
+    bool is_max = kind == GC_REDUCE_MAX;
     if (kind == GC_REDUCE_MEAN) gc_check_float(op, x);
-    if (kind == GC_REDUCE_MAX && cols == 0)
+    if (is_max && cols == 0)
         gc_fatal("%s: %s has no element to take the max of", op, gc_tensor_str(x, text, sizeof text));
-    if (argmax && cols > INT32_MAX)
+    if (is_max && cols > INT32_MAX)
         gc_fatal("%s: the indices of a last dim of %lld elements do not fit the i32 argmax (%s)", op,
                  (long long)cols, gc_tensor_str(x, text, sizeof text));
     gc_tensor *out = gc_empty(out_ndim, out_shape, x->dtype, x->device);
-    gc_tensor *index = out && argmax ? gc_empty(out_ndim, out_shape, GC_I32, x->device) : NULL;
-    if (!out || (argmax && !index)) {
+    gc_tensor *index = out && is_max ? gc_empty(out_ndim, out_shape, GC_I32, x->device) : NULL;
+    if (!out || (is_max && !index)) {
         gc_tensor_release(out);
         return NULL;
     }
     gc_backend_for(x->device)->reduce_last(kind, gc_data(x), gc_data(out), index ? gc_data(index) : NULL,
                                            (size_t)gc_numel(out), (size_t)cols, x->dtype);
-    if (argmax) *argmax = index;
+    out = gc_finish_op(&(gc_op_record){.kind = recorded_as, .n_inputs = 1, .inputs = (const gc_tensor *[]){x},
+                                       .output = out, .params.reduce = {kind, keepdim, index}});
+    if (argmax && out) *argmax = index;
+    else gc_tensor_release(index);
     return out;
 }
 
@@ -47,12 +55,12 @@ static gc_tensor *reduce_last(const char *op, gc_reduce_op kind, const gc_tensor
     int ndim = x->ndim ? x->ndim - 1 : 0;
     for (int i = 0; i < ndim; i++) shape[i] = x->shape[i];
     if (keepdim && x->ndim) shape[ndim++] = 1;
-    return reduce(op, kind, x, ndim, shape, gc_last_dim(x), argmax);
+    return reduce(op, kind, x, ndim, shape, gc_last_dim(x), argmax, GC_OP_REDUCE_LAST, keepdim);
 }
 
 /* x of any shape -> 0-dim, as one row of all its elements. */
 static gc_tensor *reduce_all(const char *op, gc_reduce_op kind, const gc_tensor *x) {
-    return x ? reduce(op, kind, x, 0, NULL, gc_numel(x), NULL) : NULL;
+    return x ? reduce(op, kind, x, 0, NULL, gc_numel(x), NULL, GC_OP_REDUCE_ALL, false) : NULL;
 }
 
 gc_tensor *gc_sum_last(const gc_tensor *x, bool keepdim) {
@@ -79,7 +87,8 @@ static gc_tensor *softmax(const char *op, const gc_tensor *x, bool log) {
     if (y)
         gc_backend_for(x->device)->softmax_last(gc_data(x), gc_data(y), (size_t)gc_leading_rows(x),
                                                 (size_t)gc_last_dim(x), x->dtype, log);
-    return y;
+    return gc_finish_op(&(gc_op_record){.kind = GC_OP_SOFTMAX, .n_inputs = 1, .inputs = (const gc_tensor *[]){x},
+                                        .output = y, .params.softmax = {log}});
 }
 
 gc_tensor *gc_softmax(const gc_tensor *x) { return softmax("softmax", x, false); }

@@ -22,7 +22,7 @@ typedef enum gc_op_kind {
     GC_OP_REDUCE_LAST,   /* sum/mean/max over the last dim: params.reduce (argmax saved for max) */
     GC_OP_REDUCE_ALL,    /* sum/mean/max over everything: params.reduce */
     GC_OP_SOFTMAX,       /* params.softmax */
-    GC_OP_LAYERNORM,     /* inputs x, gamma?, beta?; params.layernorm (mean, rstd saved) */
+    GC_OP_LAYERNORM,     /* inputs x, gamma?, beta?; params.layernorm */
     GC_OP_EMBEDDING,     /* inputs table, ids */
     GC_OP_PERMUTE,       /* params.permute */
     GC_OP_SLICE0,        /* params.slice */
@@ -44,7 +44,7 @@ typedef struct gc_op_record {
         struct { bool trans_a, trans_b; } matmul;
         struct { gc_reduce_op op; bool keepdim; gc_tensor *argmax; /* i32, for max */ } reduce;
         struct { bool log; } softmax;
-        struct { double eps; gc_tensor *mean, *rstd; /* f32 [rows] */ } layernorm;
+        struct { double eps; } layernorm;
         struct { int perm[GC_MAX_DIMS]; } permute;
         struct { int64_t start, end; } slice;
     } params;

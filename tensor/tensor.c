@@ -6,6 +6,7 @@
 #include "alloc.h"
 #include "backend.h"
 #include "gradcache/tensor.h"
+#include "record.h"
 #include "storage.h"
 
 const char *gc_shape_str(int ndim, const int64_t *shape, char *buf, int size) {
@@ -138,9 +139,12 @@ gc_tensor *gc_slice0(const gc_tensor *t, int64_t start, int64_t end) {
     int64_t shape[GC_MAX_DIMS];
     memcpy(shape, t->shape, sizeof shape);
     shape[0] = end - start;
-    size_t row = (size_t)(gc_numel(t) / (t->shape[0] ? t->shape[0] : 1));
+    size_t row = 1; /* elements per row, also when there are no rows */
+    for (int d = 1; d < t->ndim; d++) row *= (size_t)t->shape[d];
     t->storage->refcount++;
-    return tensor_over(t->storage, t->offset + (size_t)start * row, t->ndim, shape, t->dtype);
+    gc_tensor *view = tensor_over(t->storage, t->offset + (size_t)start * row, t->ndim, shape, t->dtype);
+    return gc_finish_op(&(gc_op_record){.kind = GC_OP_SLICE0, .n_inputs = 1, .inputs = (const gc_tensor *[]){t},
+                                        .output = view, .params.slice = {start, end}});
 }
 
 gc_tensor *gc_reshape(const gc_tensor *t, int ndim, const int64_t *shape) {
@@ -161,7 +165,9 @@ gc_tensor *gc_reshape(const gc_tensor *t, int ndim, const int64_t *shape) {
         gc_fatal("reshape: %s cannot be viewed as %s", gc_tensor_str(t, from, sizeof from),
                  gc_shape_str(ndim, shape, to, sizeof to));
     t->storage->refcount++;
-    return tensor_over(t->storage, t->offset, ndim, resolved, t->dtype);
+    gc_tensor *view = tensor_over(t->storage, t->offset, ndim, resolved, t->dtype);
+    return gc_finish_op(&(gc_op_record){.kind = GC_OP_RESHAPE, .n_inputs = 1, .inputs = (const gc_tensor *[]){t},
+                                        .output = view});
 }
 
 /* --- copies --- */

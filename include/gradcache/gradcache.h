@@ -2,6 +2,7 @@
 #ifndef GRADCACHE_GRADCACHE_H
 #define GRADCACHE_GRADCACHE_H
 
+#include "gradcache/autograd.h"
 #include "gradcache/config.h"
 #include "gradcache/device.h"
 #include "gradcache/dtype.h"

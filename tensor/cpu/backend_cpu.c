@@ -22,4 +22,6 @@ const gc_backend gc_cpu_backend = {
     .layernorm = gc_cpu_layernorm,
     .embedding = gc_cpu_embedding,
     .permute = gc_cpu_permute,
+    .scatter_last = gc_cpu_scatter_last,
+    .embedding_backward = gc_cpu_embedding_backward,
 };

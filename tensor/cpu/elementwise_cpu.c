@@ -98,6 +98,9 @@ void gc_cpu_unary(gc_unary_op op, const void *x, void *y, size_t n, gc_dtype dty
     case GC_UNARY_GELU_ERF: unary_f32(GC_UNARY_GELU_ERF, x, y, n); break;
     case GC_UNARY_SQRT: unary_f32(GC_UNARY_SQRT, x, y, n); break;
     case GC_UNARY_RSQRT: unary_f32(GC_UNARY_RSQRT, x, y, n); break;
+    case GC_UNARY_RELU_GRAD: unary_f32(GC_UNARY_RELU_GRAD, x, y, n); break;
+    case GC_UNARY_GELU_TANH_GRAD: unary_f32(GC_UNARY_GELU_TANH_GRAD, x, y, n); break;
+    case GC_UNARY_GELU_ERF_GRAD: unary_f32(GC_UNARY_GELU_ERF_GRAD, x, y, n); break;
     }
 }
 

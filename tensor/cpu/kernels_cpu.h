@@ -44,4 +44,9 @@ int64_t gc_cpu_embedding(const void *table, const int32_t *ids, void *out, size_
                          size_t vocab, size_t dim, gc_dtype dtype);
 void gc_cpu_permute(const void *x, void *y, const gc_permute_args *args, size_t elem_size);
 
+/* scatter_cpu.c */
+void gc_cpu_scatter_last(const void *src, const int32_t *index, void *out, size_t rows, size_t cols, gc_dtype dtype);
+void gc_cpu_embedding_backward(const void *grad_out, const int32_t *ids, void *grad_table, size_t n_ids, size_t dim,
+                             gc_dtype dtype);
+
 #endif

@@ -22,4 +22,6 @@ const gc_backend gc_cuda_backend = {
     .layernorm = gc_cuda_layernorm,
     .embedding = gc_cuda_embedding,
     .permute = gc_cuda_permute,
+    .scatter_last = gc_cuda_scatter_last,
+    .embedding_backward = gc_cuda_embedding_backward,
 };

@@ -4,9 +4,9 @@
  *    gc_elem<T>::acc (float for f32, f16 and bf16; double for f64; int32_t for i32);
  *    to_acc() widens an element exactly and from_acc() stores a result, rounding once to
  *    nearest even for __half and __nv_bfloat16 (as the CPU's gc_f32_to_f16 and
- *    gc_f32_to_bf16 do). from_double() is the CPU's gc_store: a double goes through acc,
- *    so it rounds twice into f16/bf16 (double -> f32 -> 16 bits) and truncates toward
- *    zero into i32, exactly like tensor/cpu/elem_cpu.h.
+ *    gc_f32_to_bf16 do). from_double() is the CPU's gc_store: a double rounds once into
+ *    f16/bf16 (CUDA's __double2half / __double2bfloat16, the CPU's round-to-odd step)
+ *    and truncates toward zero into i32, exactly like tensor/cpu/elem_cpu.h.
  *
  *  - gc_cuda_dispatch_float / gc_cuda_dispatch_all: call a generic lambda with a
  *    gc_type_tag<T> for a gc_dtype, so one templated launcher serves every dtype:
@@ -48,14 +48,14 @@ template <> struct gc_elem<__half> {
     using acc = float;
     __host__ __device__ static float to_acc(__half v) { return __half2float(v); }
     __host__ __device__ static __half from_acc(float v) { return __float2half_rn(v); }
-    __host__ __device__ static __half from_double(double v) { return from_acc((float)v); }
+    __host__ __device__ static __half from_double(double v) { return __double2half(v); }
 };
 
 template <> struct gc_elem<__nv_bfloat16> {
     using acc = float;
     __host__ __device__ static float to_acc(__nv_bfloat16 v) { return __bfloat162float(v); }
     __host__ __device__ static __nv_bfloat16 from_acc(float v) { return __float2bfloat16_rn(v); }
-    __host__ __device__ static __nv_bfloat16 from_double(double v) { return from_acc((float)v); }
+    __host__ __device__ static __nv_bfloat16 from_double(double v) { return __double2bfloat16(v); }
 };
 
 template <> struct gc_elem<double> {

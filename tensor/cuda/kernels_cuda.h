@@ -51,6 +51,11 @@ int64_t gc_cuda_embedding(const void *table, const int32_t *ids, void *out, size
                           size_t vocab, size_t dim, gc_dtype dtype);
 void gc_cuda_permute(const void *x, void *y, const gc_permute_args *args, size_t elem_size);
 
+/* scatter_cuda.cu */
+void gc_cuda_scatter_last(const void *src, const int32_t *index, void *out, size_t rows, size_t cols, gc_dtype dtype);
+void gc_cuda_embedding_backward(const void *grad_out, const int32_t *ids, void *grad_table, size_t n_ids, size_t dim,
+                             gc_dtype dtype);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,43 @@
+/* Scatters for backward rules, on CUDA. */
+#include "dtype_cuda.cuh"
+#include "kernels_cuda.h"
+
+namespace {
+
+/* src [rows], index [rows] -> out [rows, cols] (zero-filled): one thread per row. */
+template <typename T>
+__global__ void scatter_last_kernel(const T *src, const int32_t *index, T *out, int64_t rows, int64_t cols) {
+    GC_CUDA_GRID_STRIDE(r, rows) out[r * cols + index[r]] = src[r];
+}
+
+/* grad_out [n_ids, dim] added into grad_table rows ids[i]: one thread per element. Two
+ * ids may be equal, so the additions are atomic (their order, and so the last bits of
+ * an f32 sum of duplicates, may vary from run to run). */
+template <typename T>
+__global__ void embedding_backward_kernel(const T *grad_out, const int32_t *ids, T *grad_table, int64_t n_ids,
+                                          int64_t dim) {
+    GC_CUDA_GRID_STRIDE(i, n_ids * dim) {
+        int64_t row = i / dim, col = i % dim;
+        atomicAdd(&grad_table[(int64_t)ids[row] * dim + col], grad_out[i]);
+    }
+}
+
+} // namespace
+
+extern "C" void gc_cuda_scatter_last(const void *src, const int32_t *index, void *out, size_t rows, size_t cols,
+                                     gc_dtype dtype) {
+    gc_cuda_dispatch_float("scatter_last", dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        gc_cuda_launch(scatter_last_kernel<T>, gc_cuda_blocks((int64_t)rows), (const T *)src, index, (T *)out,
+                       (int64_t)rows, (int64_t)cols);
+    });
+}
+
+extern "C" void gc_cuda_embedding_backward(const void *grad_out, const int32_t *ids, void *grad_table, size_t n_ids,
+                                           size_t dim, gc_dtype dtype) {
+    gc_cuda_dispatch_float("embedding_backward", dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        gc_cuda_launch(embedding_backward_kernel<T>, gc_cuda_blocks((int64_t)(n_ids * dim)), (const T *)grad_out, ids,
+                       (T *)grad_table, (int64_t)n_ids, (int64_t)dim);
+    });
+}
