@@ -159,14 +159,16 @@ static inline GC_HD double gc_philox_cos_small(double x) {
  *
  * The argument is reduced in u, where it is exact: t = 4u (a power-of-two scale) splits
  * into the quadrant q = floor(t) and f = t - q in [0, 1), and
- * cos(2 pi u) = cos(q pi/2 + theta) with theta = f pi/2. Folding f > 1/2 onto 1 - f
- * (also exact) turns theta into pi/2 - x with x in [0, pi/4], where the series above
- * converge fast. No multiple of pi is ever subtracted in floating point, which is where
- * a library cosine of 2 pi u would lose digits near the zeros.
+ * cos(2 pi u) = cos(q pi/2 + theta) with theta = f pi/2. The series above are then
+ * evaluated at x = theta, or, for f > 1/2, at x = (1 - f) pi/2 = pi/2 - theta (1 - f is
+ * exact too): either way x is in [0, pi/4], where they converge fast. No multiple of pi
+ * is ever subtracted in floating point, which is where a library cosine of 2 pi u would
+ * lose digits near the zeros.
  *
- *     q:                0        1         2         3
- *     cos(q pi/2 + t):  cos t    -sin t    -cos t    sin t
- * and, folded, cos t = sin x and sin t = cos x. */
+ *     q:                    0            1             2             3
+ *     cos(q pi/2 + theta):  cos theta    -sin theta    -cos theta    sin theta
+ * with cos theta = cos x and sin theta = sin x, or, folded, cos theta = sin x and
+ * sin theta = cos x. */
 static inline GC_HD double gc_philox_cos_2pi(double u) {
     const double pi_2 = 0x1.921fb54442d18p+0;
     double t = u * 4.0;

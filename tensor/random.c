@@ -37,7 +37,8 @@ static gc_tensor *random_tensor(const char *op, int ndim, const int64_t *shape, 
                  gc_shape_str(ndim, shape, text, sizeof text));
     gc_tensor *t = gc_empty(ndim, shape, dtype, device);
     if (!t) return NULL;
-    gc_backend_for(device)->random(gc_data(t), (size_t)gc_numel(t), dtype, kind, seed, offset, a, b);
+    gc_backend_for(device)->random(gc_data(t), (size_t)gc_numel(t), dtype, kind, seed, offset, a,
+                                   b);
     return t;
 }
 

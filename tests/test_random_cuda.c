@@ -15,16 +15,17 @@ static gc_tensor *draw(gc_device device, bool normal, int64_t n, gc_dtype dtype,
 }
 
 /* CUDA's draw, copied back, has the CPU's bytes. */
-static void expect_same_bits(bool normal, int64_t n, gc_dtype dtype, uint64_t seed, uint64_t offset) {
+static void expect_same_bits(bool normal, int64_t n, gc_dtype dtype, uint64_t seed,
+                             uint64_t offset) {
     gc_tensor *cpu = draw(gc_cpu(), normal, n, dtype, seed, offset);
     gc_tensor *cuda = draw(gc_cuda(0), normal, n, dtype, seed, offset);
     gc_tensor *back = gc_to_device(cuda, gc_cpu());
     REQUIRE(back);
+    const char *want = gc_data(cpu), *got = gc_data(back);
     size_t size = gc_dtype_size(dtype);
     int64_t first_bad = -1;
     for (int64_t i = 0; i < n && first_bad < 0; i++)
-        if (memcmp((char *)gc_data(cpu) + (size_t)i * size, (char *)gc_data(back) + (size_t)i * size, size))
-            first_bad = i;
+        if (memcmp(want + (size_t)i * size, got + (size_t)i * size, size)) first_bad = i;
     CHECK_MSG(first_bad < 0, "%s %s n=%lld seed=%llx offset=%llx: element %lld differs",
               normal ? "normal" : "uniform", gc_dtype_name(dtype), (long long)n,
               (unsigned long long)seed, (unsigned long long)offset, (long long)first_bad);
