@@ -14,8 +14,10 @@
  *     words offset + 2i and offset + 2i + 1; two words per element.
  *
  * The transforms are computed in f64 with explicit fused multiply-adds and the library's
- * own log and cos (no libm), then rounded once to the tensor's dtype, so the CPU and
- * CUDA give bitwise the same numbers for the same (seed, offset).
+ * own log and cos (no libm), then rounded to the tensor's dtype: f64 keeps the value, f32
+ * rounds it once, f16 and bf16 round that f32 (to nearest even, as a cast from f32 does).
+ * So the CPU and CUDA give bitwise the same numbers for the same (seed, offset). In a
+ * narrow dtype a uniform value may round up to hi itself (f16 rounds 1 - 2^-24 to 1).
  */
 #ifndef GRADCACHE_RANDOM_H
 #define GRADCACHE_RANDOM_H
@@ -39,7 +41,8 @@ uint32_t gc_philox_word(uint64_t seed, uint64_t w);
 uint64_t gc_uniform_words(int64_t n);
 uint64_t gc_normal_words(int64_t n);
 
-/* Floating dtypes only. */
+/* Floating dtypes only; lo <= hi with a finite hi - lo; mean and std finite, std >= 0.
+ * Anything else stops the program (a programmer error). */
 gc_tensor *gc_uniform(int ndim, const int64_t *shape, gc_dtype dtype, gc_device device,
                       double lo, double hi, uint64_t seed, uint64_t offset);
 gc_tensor *gc_normal(int ndim, const int64_t *shape, gc_dtype dtype, gc_device device,
