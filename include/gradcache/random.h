@@ -14,8 +14,8 @@
  *     words offset + 2i and offset + 2i + 1; two words per element.
  *
  * The transforms are computed in f64 with explicit fused multiply-adds and the library's
- * own log and cos (no libm), then rounded to the tensor's dtype: f64 keeps the value, f32
- * rounds it once, f16 and bf16 round that f32 (to nearest even, as a cast from f32 does).
+ * own log and cos (no libm), then rounded once, to nearest even, to the tensor's dtype
+ * (the CPU's gc_store and CUDA's __double2half / __double2bfloat16 / __double2float_rn).
  * So the CPU and CUDA give bitwise the same numbers for the same (seed, offset). In a
  * narrow dtype a uniform value may round up to hi itself (f16 rounds 1 - 2^-24 to 1).
  */

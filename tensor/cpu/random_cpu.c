@@ -1,6 +1,5 @@
 /* Uniform and normal random numbers on the CPU (the arithmetic: ../philox_impl.h).
- * gc_store rounds the double to the dtype as the CUDA kernel does: f32 once, f16 and
- * bf16 from that f32. */
+ * gc_store rounds the double once to the dtype, as the CUDA kernel does. */
 #include "../philox_impl.h"
 #include "elem_cpu.h"
 #include "kernels_cpu.h"

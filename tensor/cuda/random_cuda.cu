@@ -5,6 +5,7 @@
 
 #include "../philox_impl.h"
 #include "check.h"
+#include "dtype_cuda.cuh"
 #include "kernels_cuda.h"
 
 /* Consecutive elements handled by one thread: they share Philox blocks, which the
@@ -13,17 +14,6 @@
 #define GC_RANDOM_THREADS 256
 /* Enough blocks to fill any current GPU; the grid-stride loop covers larger tensors. */
 #define GC_RANDOM_MAX_BLOCKS 4096
-
-/* The CPU's rounding (gc_store in cpu/elem_cpu.h): f64 keeps the double, f32 rounds it
- * once (to nearest even, like the host's conversion), f16 and bf16 round that f32. */
-static __device__ void store_sample(double *dst, double value) { *dst = value; }
-static __device__ void store_sample(float *dst, double value) { *dst = __double2float_rn(value); }
-static __device__ void store_sample(__half *dst, double value) {
-    *dst = __float2half_rn(__double2float_rn(value));
-}
-static __device__ void store_sample(__nv_bfloat16 *dst, double value) {
-    *dst = __float2bfloat16_rn(__double2float_rn(value));
-}
 
 /* Groups of GC_RANDOM_PER_THREAD elements in n, the last one possibly shorter. */
 static __host__ __device__ size_t group_count(size_t n) {
@@ -40,7 +30,7 @@ static __global__ void random_kernel(T *dst, size_t n, gc_random_kind kind, uint
         size_t begin = g * GC_RANDOM_PER_THREAD;
         size_t end = n - begin < GC_RANDOM_PER_THREAD ? n : begin + GC_RANDOM_PER_THREAD;
         for (size_t i = begin; i < end; i++)
-            store_sample(&dst[i], gc_philox_sample(&reader, kind, offset, i, a, b));
+            dst[i] = gc_elem<T>::from_double(gc_philox_sample(&reader, kind, offset, i, a, b));
     }
 }
 
