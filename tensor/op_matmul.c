@@ -2,6 +2,7 @@
 #include "backend.h"
 #include "gradcache/ops.h"
 #include "op_util.h"
+#include "record.h"
 
 gc_tensor *gc_matmul(const gc_tensor *a, const gc_tensor *b, bool trans_a, bool trans_b) {
     if (!a || !b) return NULL;
@@ -33,5 +34,6 @@ gc_tensor *gc_matmul(const gc_tensor *a, const gc_tensor *b, bool trans_a, bool 
                            .batch = batch, .m = m, .n = n, .k = k, .trans_a = trans_a,
                            .trans_b = trans_b, .alpha = 1.0f, .beta = 0.0f};
     gc_backend_for(a->device)->matmul(&args);
-    return c;
+    return gc_finish_op(&(gc_op_record){.kind = GC_OP_MATMUL, .n_inputs = 2, .inputs = (const gc_tensor *[]){a, b},
+                                        .output = c, .params.matmul = {trans_a, trans_b}});
 }
