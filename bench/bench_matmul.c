@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "gradcache/gradcache.h"
-#include "tensor/cpu/kernels_cpu.h"
 #ifdef GC_HAVE_CUDA
 #include "tensor/cuda/check.h"
 #endif
@@ -54,20 +53,11 @@ static gc_tensor *checked(gc_tensor *t) {
     return t;
 }
 
-/* A [rows, cols] operand of values uniform in [-1, 1) (random data, since a GPU's clock
- * under load depends on how many bits flip). */
+/* A [rows, cols] operand of values uniform in [-1, 1), drawn on its device (random data,
+ * since a GPU's clock under load depends on how many bits flip). */
 static gc_tensor *random_operand(int64_t rows, int64_t cols, gc_dtype dtype, gc_device device) {
-    size_t n = (size_t)(rows * cols);
-    float *values = malloc(n * sizeof(float));
-    void *raw = malloc(n * gc_dtype_size(dtype));
-    if (!values || !raw)
-        gc_fatal("bench_matmul: no host memory for a [%lld, %lld] operand", (long long)rows, (long long)cols);
-    for (size_t i = 0; i < n; i++) values[i] = 2.0f * (float)rand() / (float)RAND_MAX - 1.0f;
-    gc_cpu_cast(values, GC_F32, raw, dtype, n);
-    gc_tensor *t = checked(gc_from_host(raw, 2, (int64_t[]){rows, cols}, dtype, device));
-    free(values);
-    free(raw);
-    return t;
+    static uint64_t seed;
+    return checked(gc_uniform(GC_SHAPE(rows, cols), dtype, device, -1, 1, ++seed, 0));
 }
 
 /* Seconds per product over `calls` back-to-back products: wall-clock time on the CPU,

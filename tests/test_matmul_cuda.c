@@ -22,7 +22,6 @@
  * factor 16 instead of 4 because tensor cores may align and truncate the addends of
  * their f32 accumulation. */
 #include "check.h"
-#include "tensor/cpu/kernels_cpu.h"
 
 static const gc_dtype dtypes[] = {GC_F32, GC_F16, GC_BF16, GC_F64};
 
@@ -38,33 +37,13 @@ static double rtol_for(gc_dtype dtype) {
     return dtype == GC_F16 || dtype == GC_BF16 ? gc_test_tolerance(dtype) : 0;
 }
 
-/* A CPU tensor of values uniform in [-1, 1) on a 2^-23 grid, rounded to `dtype`. Made
- * here, not with gc_test_random, so that this test does not depend on the random ops. */
-static gc_tensor *random_tensor(int ndim, const int64_t *shape, gc_dtype dtype, uint64_t seed) {
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= shape[i];
-    float *values = malloc(sizeof(float) * (size_t)(n ? n : 1));
-    void *raw = malloc(gc_dtype_size(dtype) * (size_t)(n ? n : 1));
-    REQUIRE(values && raw);
-    for (int64_t i = 0; i < n; i++) {
-        seed = seed * 6364136223846793005u + 1442695040888963407u;
-        values[i] = (float)(seed >> 40) * 0x1p-23f - 1.0f;
-    }
-    gc_cpu_cast(values, GC_F32, raw, dtype, (size_t)n);
-    gc_tensor *t = gc_from_host(raw, ndim, shape, dtype, gc_cpu());
-    REQUIRE(t);
-    free(values);
-    free(raw);
-    return t;
-}
-
 /* op(a) [m, k] @ op(b) [k, n] for `batch` matrices (batch 0: 2-D) on both devices. */
 static void compare(gc_dtype dtype, int64_t batch, int64_t m, int64_t k, int64_t n, bool ta, bool tb,
                     uint64_t seed) {
     int64_t a_shape[3] = {batch, ta ? k : m, ta ? m : k}, b_shape[3] = {batch, tb ? n : k, tb ? k : n};
     int ndim = batch ? 3 : 2;
-    gc_tensor *a = random_tensor(ndim, a_shape + !batch, dtype, seed);
-    gc_tensor *b = random_tensor(ndim, b_shape + !batch, dtype, seed + 1);
+    gc_tensor *a = gc_test_random(ndim, a_shape + !batch, dtype, seed);
+    gc_tensor *b = gc_test_random(ndim, b_shape + !batch, dtype, seed + 1);
     gc_tensor *a_gpu = gc_to_device(a, gc_cuda(0)), *b_gpu = gc_to_device(b, gc_cuda(0));
     gc_tensor *want = gc_matmul(a, b, ta, tb), *got = gc_matmul(a_gpu, b_gpu, ta, tb);
     REQUIRE(a_gpu && b_gpu && want && got);
