@@ -129,7 +129,7 @@ gc_status gc_backward(gc_tensor *const *outputs, gc_tensor *const *seeds, int co
     }
     bool previous_mode = gc_set_grad_enabled(false); /* rules' ops build no graph */
     node_list nodes = collect(roots, count);
-    qsort(nodes.items, nodes.count, sizeof *nodes.items, later_first);
+    if (nodes.count) qsort(nodes.items, nodes.count, sizeof *nodes.items, later_first);
 
     bool ok = true;
     for (int i = 0; i < count; i++) { /* seeds go into the roots, or straight to leaf outputs */
