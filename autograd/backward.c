@@ -6,21 +6,6 @@
 #include "gradcache/ops.h"
 #include "tensor/storage.h"
 
-/* A growable array of nodes. */
-typedef struct node_list {
-    gc_node **items;
-    size_t count, capacity;
-} node_list;
-
-static void list_push(node_list *list, gc_node *node) {
-    if (list->count == list->capacity) {
-        list->capacity = list->capacity ? list->capacity * 2 : 64;
-        list->items = realloc(list->items, list->capacity * sizeof *list->items);
-        if (!list->items) gc_fatal("backward: out of host memory for the list of nodes");
-    }
-    list->items[list->count++] = node;
-}
-
 static void refuse_consumed(const gc_node *node) {
     gc_fatal("backward: the graph through op '%s' (#%llu) was already consumed by an earlier backward; "
              "run the forward again to backward twice", node->rule->name, (unsigned long long)node->sequence);
@@ -29,26 +14,26 @@ static void refuse_consumed(const gc_node *node) {
 /* Every node reachable from the roots, each retained once (so that clearing a node's
  * edges during the pass cannot free a node still to run), sorted by descending sequence;
  * and every leaf edge counted into its leaf's `pending`. */
-static node_list collect(gc_node *const *roots, int n_roots) {
+static gc_node_list collect(gc_node *const *roots, int n_roots) {
     static uint64_t traversal; /* a fresh marker per backward, so marks need no reset */
     traversal++;
-    node_list found = {0}, stack = {0};
+    gc_node_list found = {0}, stack = {0};
     for (int i = 0; i < n_roots; i++)
         if (roots[i] && roots[i]->visit_mark != traversal) {
             roots[i]->visit_mark = traversal;
-            list_push(&stack, roots[i]);
+            gc_node_list_push(&stack, roots[i]);
         }
     while (stack.count) {
         gc_node *node = stack.items[--stack.count];
         if (node->consumed) refuse_consumed(node);
         gc_node_retain(node);
-        list_push(&found, node);
+        gc_node_list_push(&found, node);
         for (int i = 0; i < node->n_inputs; i++) {
             gc_edge *edge = &node->edges[i];
             if (edge->leaf) gc_meta(edge->leaf)->pending++;
             if (edge->node && edge->node->visit_mark != traversal) {
                 edge->node->visit_mark = traversal;
-                list_push(&stack, edge->node);
+                gc_node_list_push(&stack, edge->node);
             }
         }
     }
@@ -128,7 +113,7 @@ gc_status gc_backward(gc_tensor *const *outputs, gc_tensor *const *seeds, int co
         roots[i] = gc_meta(outputs[i])->node;
     }
     bool previous_mode = gc_set_grad_enabled(false); /* rules' ops build no graph */
-    node_list nodes = collect(roots, count);
+    gc_node_list nodes = collect(roots, count);
     if (nodes.count) qsort(nodes.items, nodes.count, sizeof *nodes.items, later_first);
 
     bool ok = true;

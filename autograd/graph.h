@@ -78,6 +78,15 @@ gc_tensor *gc_save_view(const gc_tensor *t);
 /* Keeps t (may be NULL) in node->saved[slot]. */
 void gc_node_save(gc_node *node, int slot, const gc_tensor *t);
 
+/* A growable array of nodes (used as a stack and as a list). */
+typedef struct gc_node_list {
+    gc_node **items;
+    size_t count, capacity;
+} gc_node_list;
+
+/* Appends; stops the program if host memory runs out (a few pointers per node). */
+void gc_node_list_push(gc_node_list *list, gc_node *node);
+
 void gc_node_retain(gc_node *node);
 /* Releases a reference; frees the node, and iteratively every node only it kept alive. */
 void gc_node_release(gc_node *node);

@@ -12,24 +12,18 @@ void gc_node_save(gc_node *node, int slot, const gc_tensor *t) {
     node->saved[slot] = t ? gc_save_view(t) : NULL;
 }
 
-/* Nodes whose last reference was dropped, waiting to be freed. */
-typedef struct node_stack {
-    gc_node **items;
-    size_t depth, capacity;
-} node_stack;
-
-static void push(node_stack *stack, gc_node *node) {
-    if (stack->depth == stack->capacity) {
-        stack->capacity = stack->capacity ? stack->capacity * 2 : 64;
-        stack->items = realloc(stack->items, stack->capacity * sizeof *stack->items);
-        if (!stack->items) gc_fatal("autograd: out of host memory while freeing a graph");
+void gc_node_list_push(gc_node_list *list, gc_node *node) {
+    if (list->count == list->capacity) {
+        list->capacity = list->capacity ? list->capacity * 2 : 64;
+        list->items = realloc(list->items, list->capacity * sizeof *list->items);
+        if (!list->items) gc_fatal("autograd: out of host memory for a list of graph nodes");
     }
-    stack->items[stack->depth++] = node;
+    list->items[list->count++] = node;
 }
 
 /* Drops the node's holdings: gradient, saved tensors, edges. Upstream nodes left without a
  * reference go on `orphans` rather than being freed recursively. */
-static void drop_holdings(gc_node *node, node_stack *orphans) {
+static void drop_holdings(gc_node *node, gc_node_list *orphans) {
     gc_tensor_release(node->grad);
     node->grad = NULL;
     for (int i = 0; i < GC_MAX_SAVED; i++) {
@@ -40,13 +34,13 @@ static void drop_holdings(gc_node *node, node_stack *orphans) {
         gc_tensor_release(node->edges[i].leaf);
         gc_node *upstream = node->edges[i].node;
         node->edges[i] = (gc_edge){NULL, NULL};
-        if (upstream && --upstream->refcount == 0) push(orphans, upstream);
+        if (upstream && --upstream->refcount == 0) gc_node_list_push(orphans, upstream);
     }
 }
 
-static void free_orphans(node_stack *orphans) {
-    while (orphans->depth) {
-        gc_node *node = orphans->items[--orphans->depth];
+static void free_orphans(gc_node_list *orphans) {
+    while (orphans->count) {
+        gc_node *node = orphans->items[--orphans->count];
         drop_holdings(node, orphans);
         free(node);
     }
@@ -55,14 +49,14 @@ static void free_orphans(node_stack *orphans) {
 
 void gc_node_release(gc_node *node) {
     if (--node->refcount > 0) return;
-    node_stack orphans = {0};
+    gc_node_list orphans = {0};
     drop_holdings(node, &orphans);
     free(node);
     free_orphans(&orphans);
 }
 
 void gc_node_clear(gc_node *node) {
-    node_stack orphans = {0};
+    gc_node_list orphans = {0};
     drop_holdings(node, &orphans);
     node->consumed = true;
     free_orphans(&orphans);

@@ -143,11 +143,22 @@ static inline void gc_test_expect_fatal(void (*fn)(void *), void *arg, const cha
     }
 }
 
-/* A reproducible random CPU tensor in [-1, 1) of the given dtype. */
+/* A reproducible random CPU tensor, uniform in [lo, hi); an i32 one holds uniform f32
+ * values truncated toward zero (gc_uniform makes floating dtypes only). */
+static inline gc_tensor *gc_test_random_in(int ndim, const int64_t *shape, gc_dtype dtype, double lo, double hi,
+                                           uint64_t seed) {
+    gc_tensor *values = gc_uniform(ndim, shape, dtype == GC_I32 ? GC_F32 : dtype, gc_cpu(), lo, hi, seed, 0);
+    REQUIRE(values);
+    if (dtype != GC_I32) return values;
+    gc_tensor *ints = gc_cast(values, GC_I32);
+    REQUIRE(ints);
+    gc_tensor_release(values);
+    return ints;
+}
+
+/* The same in [-1, 1). */
 static inline gc_tensor *gc_test_random(int ndim, const int64_t *shape, gc_dtype dtype, uint64_t seed) {
-    gc_tensor *t = gc_uniform(ndim, shape, dtype, gc_cpu(), -1.0, 1.0, seed, 0);
-    REQUIRE(t);
-    return t;
+    return gc_test_random_in(ndim, shape, dtype, -1.0, 1.0, seed);
 }
 
 /* The tolerance for comparing a CUDA result with the CPU's, per element, relative to the

@@ -1,6 +1,6 @@
 /* Elementwise ops on the CPU against hand-computed values: binary ops with every kind of
  * broadcast, ops with a scalar, unary maps against libm, the dtypes and the errors. */
-#include "check.h"
+#include "values.h"
 
 /* One rounding of an exact result to f32, 2^-24 relative: the inputs are small dyadic
  * values, so add, sub and mul are exact in f32 and div rounds once. Other tolerances are
@@ -9,15 +9,6 @@
 
 #define M_PI_VALUE 3.14159265358979323846 /* M_PI is not in C11 */
 
-/* A CPU tensor of `dtype` holding `values`, which are exactly representable in it. */
-static gc_tensor *make(gc_dtype dtype, int ndim, const int64_t *shape, const double *values) {
-    gc_tensor *f64 = gc_from_host(values, ndim, shape, GC_F64, gc_cpu());
-    REQUIRE(f64);
-    gc_tensor *t = gc_cast(f64, dtype);
-    REQUIRE(t);
-    gc_tensor_release(f64);
-    return t;
-}
 
 /* Checks that `got` has the shape and values wanted (within atol + rtol |want|), then
  * releases it. */
@@ -68,7 +59,7 @@ static void check_binary_ops(const char *what, const gc_tensor *a, const gc_tens
 
 static void test_same_shape(void) {
     const double a[6] = {1, -2, 3.5, 0, 8, -0.25}, b[6] = {2, 4, -0.5, 3, 3, 0.125};
-    gc_tensor *ta = make(GC_F32, GC_SHAPE(2, 3), a), *tb = make(GC_F32, GC_SHAPE(2, 3), b);
+    gc_tensor *ta = gc_test_tensor(GC_F32, GC_SHAPE(2, 3), a), *tb = gc_test_tensor(GC_F32, GC_SHAPE(2, 3), b);
     check_binary_ops("same shape", ta, tb, GC_SHAPE(2, 3), a, b, 6);
     /* The same sum written out, so the reference above is not the only witness. */
     expect(gc_add(ta, tb), GC_SHAPE(2, 3), (const double[]){3, 2, 3, 3, 11, -0.125}, 0, 0, "add literal");
@@ -78,7 +69,7 @@ static void test_same_shape(void) {
 
 static void test_row_bias(void) { /* [B, D] op [D] */
     const double a[6] = {1, 2, 3, 4, 5, 6}, b[3] = {0.5, -1, 4};
-    gc_tensor *ta = make(GC_F32, GC_SHAPE(2, 3), a), *tb = make(GC_F32, GC_SHAPE(3), b);
+    gc_tensor *ta = gc_test_tensor(GC_F32, GC_SHAPE(2, 3), a), *tb = gc_test_tensor(GC_F32, GC_SHAPE(3), b);
     double a_of[6], b_of[6];
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 3; j++) {
@@ -95,7 +86,7 @@ static void test_row_bias(void) { /* [B, D] op [D] */
 
 static void test_column(void) { /* [B, D] op [B, 1] */
     const double a[6] = {1, 2, 3, 4, 5, 6}, b[2] = {2, -4};
-    gc_tensor *ta = make(GC_F32, GC_SHAPE(2, 3), a), *tb = make(GC_F32, GC_SHAPE(2, 1), b);
+    gc_tensor *ta = gc_test_tensor(GC_F32, GC_SHAPE(2, 3), a), *tb = gc_test_tensor(GC_F32, GC_SHAPE(2, 1), b);
     double a_of[6], b_of[6];
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 3; j++) {
@@ -112,7 +103,7 @@ static void test_attention_mask(void) { /* [B, 1, 1, T] op [B, H, T, T] */
     enum { B = 2, H = 2, T = 3 };
     double mask[B * T] = {0, -1, -2, 0.5, 0, -4}, scores[B * H * T * T];
     for (int i = 0; i < B * H * T * T; i++) scores[i] = 1 + 0.25 * i;
-    gc_tensor *tm = make(GC_F32, GC_SHAPE(B, 1, 1, T), mask), *ts = make(GC_F32, GC_SHAPE(B, H, T, T), scores);
+    gc_tensor *tm = gc_test_tensor(GC_F32, GC_SHAPE(B, 1, 1, T), mask), *ts = gc_test_tensor(GC_F32, GC_SHAPE(B, H, T, T), scores);
     double a_of[B * H * T * T], b_of[B * H * T * T];
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++)
@@ -129,24 +120,24 @@ static void test_attention_mask(void) { /* [B, 1, 1, T] op [B, H, T, T] */
 
 static void test_small_broadcasts(void) {
     /* [1] with [3] */
-    gc_tensor *one = make(GC_F32, GC_SHAPE(1), (const double[]){2});
-    gc_tensor *three = make(GC_F32, GC_SHAPE(3), (const double[]){1, -3, 0.5});
+    gc_tensor *one = gc_test_tensor(GC_F32, GC_SHAPE(1), (const double[]){2});
+    gc_tensor *three = gc_test_tensor(GC_F32, GC_SHAPE(3), (const double[]){1, -3, 0.5});
     check_binary_ops("[1] with [3]", one, three, GC_SHAPE(3), (const double[]){2, 2, 2},
                      (const double[]){1, -3, 0.5}, 3);
 
     /* 0-dim with [2, 3], on either side, and with another 0-dim (which stays 0-dim) */
     const double m[6] = {1, 2, -3, 4, 0.5, 6};
-    gc_tensor *scalar = make(GC_F32, 0, NULL, (const double[]){4});
-    gc_tensor *matrix = make(GC_F32, GC_SHAPE(2, 3), m);
+    gc_tensor *scalar = gc_test_tensor(GC_F32, 0, NULL, (const double[]){4});
+    gc_tensor *matrix = gc_test_tensor(GC_F32, GC_SHAPE(2, 3), m);
     const double fours[6] = {4, 4, 4, 4, 4, 4};
     check_binary_ops("0-dim with [2,3]", scalar, matrix, GC_SHAPE(2, 3), fours, m, 6);
     check_binary_ops("[2,3] with 0-dim", matrix, scalar, GC_SHAPE(2, 3), m, fours, 6);
-    gc_tensor *other = make(GC_F32, 0, NULL, (const double[]){0.5});
+    gc_tensor *other = gc_test_tensor(GC_F32, 0, NULL, (const double[]){0.5});
     check_binary_ops("0-dim with 0-dim", scalar, other, 0, NULL, (const double[]){4}, (const double[]){0.5}, 1);
 
     /* [3, 1] with [1, 4]: both inputs broadcast */
-    gc_tensor *col = make(GC_F32, GC_SHAPE(3, 1), (const double[]){1, 2, 3});
-    gc_tensor *row = make(GC_F32, GC_SHAPE(1, 4), (const double[]){10, 20, 30, 40});
+    gc_tensor *col = gc_test_tensor(GC_F32, GC_SHAPE(3, 1), (const double[]){1, 2, 3});
+    gc_tensor *row = gc_test_tensor(GC_F32, GC_SHAPE(1, 4), (const double[]){10, 20, 30, 40});
     expect(gc_mul(col, row), GC_SHAPE(3, 4), (const double[]){10, 20, 30, 40, 20, 40, 60, 80, 30, 60, 90, 120}, 0, 0,
            "[3,1] * [1,4]");
 
@@ -164,8 +155,8 @@ static void test_small_broadcasts(void) {
 
 static void test_i32(void) {
     /* 16777217 = 2^24 + 1 and the products below are exact in integers but not in f32. */
-    gc_tensor *a = make(GC_I32, GC_SHAPE(2, 2), (const double[]){16777217, -7, 46341, 2147483647});
-    gc_tensor *b = make(GC_I32, GC_SHAPE(2, 2), (const double[]){3, 3, 46340, 2147483647});
+    gc_tensor *a = gc_test_tensor(GC_I32, GC_SHAPE(2, 2), (const double[]){16777217, -7, 46341, 2147483647});
+    gc_tensor *b = gc_test_tensor(GC_I32, GC_SHAPE(2, 2), (const double[]){3, 3, 46340, 2147483647});
     gc_tensor *sum = gc_add(a, b);
     REQUIRE(sum);
     CHECK(sum->dtype == GC_I32);
@@ -174,7 +165,7 @@ static void test_i32(void) {
     /* (2^31 - 1)^2 = 2^62 - 2^32 + 1 wraps to 1; through a double it would lose its low
      * bits and not come out as 1. */
     expect(gc_mul(a, b), GC_SHAPE(2, 2), (const double[]){50331651, -21, 2147441940, 1}, 0, 0, "i32 mul");
-    gc_tensor *bias = make(GC_I32, GC_SHAPE(2), (const double[]){1, -1});
+    gc_tensor *bias = gc_test_tensor(GC_I32, GC_SHAPE(2), (const double[]){1, -1});
     expect(gc_sub(a, bias), GC_SHAPE(2, 2), (const double[]){16777216, -6, 46340, -2147483648.0}, 0, 0,
            "i32 sub with a [2] row");
     gc_tensor_release(a);
@@ -188,8 +179,8 @@ static void test_float_dtypes(void) {
      * goes to the even 1, (1 + 2^-10) + 2^-11 a tie that goes to the even 1 + 2^-9. 1/3
      * rounds down to 0x3555 = 0.333251953125. */
     const double half_ulp_f16 = 0x1p-11;
-    gc_tensor *a16 = make(GC_F16, GC_SHAPE(3), (const double[]){1, 1 + 0x1p-10, 1});
-    gc_tensor *b16 = make(GC_F16, GC_SHAPE(3), (const double[]){half_ulp_f16, half_ulp_f16, 3});
+    gc_tensor *a16 = gc_test_tensor(GC_F16, GC_SHAPE(3), (const double[]){1, 1 + 0x1p-10, 1});
+    gc_tensor *b16 = gc_test_tensor(GC_F16, GC_SHAPE(3), (const double[]){half_ulp_f16, half_ulp_f16, 3});
     gc_tensor *sum16 = gc_add(a16, b16);
     REQUIRE(sum16);
     CHECK(sum16->dtype == GC_F16);
@@ -198,14 +189,14 @@ static void test_float_dtypes(void) {
 
     /* bf16 has 7 mantissa bits: the same ties one level up, and 1/3 rounds up to
      * 1.0101011b x 2^-2 = 0.333984375. */
-    gc_tensor *a16b = make(GC_BF16, GC_SHAPE(3), (const double[]){1, 1 + 0x1p-7, 1});
-    gc_tensor *b16b = make(GC_BF16, GC_SHAPE(3), (const double[]){0x1p-8, 0x1p-8, 3});
+    gc_tensor *a16b = gc_test_tensor(GC_BF16, GC_SHAPE(3), (const double[]){1, 1 + 0x1p-7, 1});
+    gc_tensor *b16b = gc_test_tensor(GC_BF16, GC_SHAPE(3), (const double[]){0x1p-8, 0x1p-8, 3});
     expect(gc_add(a16b, b16b), GC_SHAPE(3), (const double[]){1, 1 + 0x1p-6, 4}, 0, 0, "bf16 add rounds to even");
     expect(gc_div(a16b, b16b), GC_SHAPE(3), (const double[]){256, 258, 0.333984375}, 0, 0, "bf16 div");
 
     /* f64 keeps what f32 would lose: 1 + 2^-40, and 1/3 to the last double bit. */
-    gc_tensor *a64 = make(GC_F64, GC_SHAPE(2), (const double[]){1, 1});
-    gc_tensor *b64 = make(GC_F64, GC_SHAPE(2), (const double[]){0x1p-40, 3});
+    gc_tensor *a64 = gc_test_tensor(GC_F64, GC_SHAPE(2), (const double[]){1, 1});
+    gc_tensor *b64 = gc_test_tensor(GC_F64, GC_SHAPE(2), (const double[]){0x1p-40, 3});
     gc_tensor *sum64 = gc_add(a64, b64);
     REQUIRE(sum64);
     CHECK(sum64->dtype == GC_F64);
@@ -221,7 +212,7 @@ static void test_float_dtypes(void) {
 /* --- with a scalar --- */
 
 static void test_scalar_ops(void) {
-    gc_tensor *x = make(GC_F32, GC_SHAPE(2, 2), (const double[]){1, -2, 4, 0.5});
+    gc_tensor *x = gc_test_tensor(GC_F32, GC_SHAPE(2, 2), (const double[]){1, -2, 4, 0.5});
     expect(gc_add_scalar(x, 1.5), GC_SHAPE(2, 2), (const double[]){2.5, -0.5, 5.5, 2}, 0, 0, "add_scalar");
     expect(gc_sub_scalar(x, 1.5), GC_SHAPE(2, 2), (const double[]){-0.5, -3.5, 2.5, -1}, 0, 0, "sub_scalar");
     expect(gc_rsub_scalar(x, 1.5), GC_SHAPE(2, 2), (const double[]){0.5, 3.5, -2.5, 1}, 0, 0, "rsub_scalar");
@@ -233,11 +224,11 @@ static void test_scalar_ops(void) {
            F32_ROUNDING, "div_scalar by 3");
 
     /* A 0-dim input stays 0-dim. */
-    gc_tensor *scalar = make(GC_F32, 0, NULL, (const double[]){3});
+    gc_tensor *scalar = gc_test_tensor(GC_F32, 0, NULL, (const double[]){3});
     expect(gc_rsub_scalar(scalar, 1), 0, NULL, (const double[]){-2}, 0, 0, "rsub_scalar 0-dim");
 
     /* i32 stays in integers. */
-    gc_tensor *ints = make(GC_I32, GC_SHAPE(3), (const double[]){16777217, -5, 7});
+    gc_tensor *ints = gc_test_tensor(GC_I32, GC_SHAPE(3), (const double[]){16777217, -5, 7});
     gc_tensor *ints_plus = gc_add_scalar(ints, 2);
     REQUIRE(ints_plus);
     CHECK(ints_plus->dtype == GC_I32);
@@ -248,12 +239,12 @@ static void test_scalar_ops(void) {
     /* f16: the scalar joins the f32 math unrounded. 2^-11 + 2^-22 rounded to f16 first
      * would be 2^-11, and 1 + 2^-11 a tie going to 1; in f32 the sum is just above the
      * tie and rounds up to 1 + 2^-10. */
-    gc_tensor *ones16 = make(GC_F16, GC_SHAPE(2), (const double[]){1, 1});
+    gc_tensor *ones16 = gc_test_tensor(GC_F16, GC_SHAPE(2), (const double[]){1, 1});
     expect(gc_add_scalar(ones16, 0x1p-11 + 0x1p-22), GC_SHAPE(2), (const double[]){1 + 0x1p-10, 1 + 0x1p-10}, 0, 0,
            "f16 add_scalar rounds once");
-    gc_tensor *bf = make(GC_BF16, GC_SHAPE(2), (const double[]){3, -1});
+    gc_tensor *bf = gc_test_tensor(GC_BF16, GC_SHAPE(2), (const double[]){3, -1});
     expect(gc_rdiv_scalar(bf, 1), GC_SHAPE(2), (const double[]){0.333984375, -1}, 0, 0, "bf16 rdiv_scalar");
-    gc_tensor *f64 = make(GC_F64, GC_SHAPE(2), (const double[]){3, -1});
+    gc_tensor *f64 = gc_test_tensor(GC_F64, GC_SHAPE(2), (const double[]){3, -1});
     expect(gc_rdiv_scalar(f64, 1), GC_SHAPE(2), (const double[]){1.0 / 3.0, -1}, 0, 0, "f64 rdiv_scalar");
 
     gc_tensor *items[] = {x, scalar, ints, ones16, bf, f64};
@@ -294,7 +285,7 @@ static void check_unary_dtype(gc_dtype dtype, double atol, double rtol) {
         const double *in = unary_ops[op].positive_only ? positive_inputs : signed_inputs;
         double want[N];
         for (int i = 0; i < N; i++) want[i] = unary_ops[op].reference(in[i]);
-        gc_tensor *x = make(dtype, GC_SHAPE(2, 4), in);
+        gc_tensor *x = gc_test_tensor(dtype, GC_SHAPE(2, 4), in);
         gc_tensor *y = unary_ops[op].fn(x);
         REQUIRE(y);
         CHECK(y->dtype == dtype);
@@ -321,20 +312,20 @@ static void test_unary(void) {
 
     /* Edges, exact: relu at 0 and below, log 0 = -inf, sqrt of a negative = nan,
      * rsqrt 0 = inf, exp 0 = 1, tanh saturates. */
-    gc_tensor *x = make(GC_F32, GC_SHAPE(4), (const double[]){-2, -0.5, 0, 0});
+    gc_tensor *x = gc_test_tensor(GC_F32, GC_SHAPE(4), (const double[]){-2, -0.5, 0, 0});
     gc_tensor *relu = gc_relu(x);
     expect(relu, GC_SHAPE(4), (const double[]){0, 0, 0, 0}, 0, 0, "relu at 0 and negatives");
-    gc_tensor *edges = make(GC_F32, GC_SHAPE(3), (const double[]){0, -1, 40});
+    gc_tensor *edges = gc_test_tensor(GC_F32, GC_SHAPE(3), (const double[]){0, -1, 40});
     expect(gc_log(edges), GC_SHAPE(3), (const double[]){-INFINITY, NAN, log(40)}, 0, 1e-6, "log edges");
     expect(gc_sqrt(edges), GC_SHAPE(3), (const double[]){0, NAN, sqrt(40)}, 0, 1e-6, "sqrt edges");
     expect(gc_rsqrt(edges), GC_SHAPE(3), (const double[]){INFINITY, NAN, 1 / sqrt(40)}, 0, 1e-6, "rsqrt edges");
     expect(gc_exp(edges), GC_SHAPE(3), (const double[]){1, exp(-1), exp(40)}, 0, 1e-6, "exp edges");
     expect(gc_tanh(edges), GC_SHAPE(3), (const double[]){0, tanh(-1), 1}, 0, 1e-6, "tanh edges");
-    gc_tensor *nan_in = make(GC_F32, GC_SHAPE(1), (const double[]){NAN});
+    gc_tensor *nan_in = gc_test_tensor(GC_F32, GC_SHAPE(1), (const double[]){NAN});
     expect(gc_relu(nan_in), GC_SHAPE(1), (const double[]){NAN}, 0, 0, "relu keeps a nan");
 
     /* A 0-dim input stays 0-dim. */
-    gc_tensor *scalar = make(GC_F32, 0, NULL, (const double[]){-4});
+    gc_tensor *scalar = gc_test_tensor(GC_F32, 0, NULL, (const double[]){-4});
     expect(gc_neg(scalar), 0, NULL, (const double[]){4}, 0, 0, "neg 0-dim");
 
     gc_tensor *items[] = {x, edges, nan_in, scalar};
@@ -344,9 +335,9 @@ static void test_unary(void) {
 /* --- views: ops read a view's elements from its offset in the shared storage --- */
 
 static void test_views(void) {
-    gc_tensor *x = make(GC_F32, GC_SHAPE(4, 2), (const double[]){1, 2, 3, 4, 5, 6, 7, 8});
+    gc_tensor *x = gc_test_tensor(GC_F32, GC_SHAPE(4, 2), (const double[]){1, 2, 3, 4, 5, 6, 7, 8});
     gc_tensor *rows = gc_slice0(x, 1, 3); /* [[3, 4], [5, 6]] */
-    gc_tensor *bias = make(GC_F32, GC_SHAPE(2), (const double[]){10, 20});
+    gc_tensor *bias = gc_test_tensor(GC_F32, GC_SHAPE(2), (const double[]){10, 20});
     REQUIRE(rows);
     expect(gc_add(rows, bias), GC_SHAPE(2, 2), (const double[]){13, 24, 15, 26}, 0, 0, "add on a slice");
     expect(gc_mul_scalar(rows, 2), GC_SHAPE(2, 2), (const double[]){6, 8, 10, 12}, 0, 0, "mul_scalar on a slice");

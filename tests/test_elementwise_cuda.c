@@ -27,17 +27,6 @@ static gc_tensor *on_cuda(const gc_tensor *t) {
     return copy;
 }
 
-/* A random CPU tensor, uniform in [lo, hi). gc_uniform makes floating dtypes only, so an
- * i32 tensor holds uniform f32 values truncated toward zero. */
-static gc_tensor *random_input(const shape *s, gc_dtype dtype, double lo, double hi, uint64_t seed) {
-    gc_tensor *values = gc_uniform(s->ndim, s->dims, dtype == GC_I32 ? GC_F32 : dtype, gc_cpu(), lo, hi, seed, 0);
-    REQUIRE(values);
-    if (dtype != GC_I32) return values;
-    gc_tensor *ints = gc_cast(values, GC_I32);
-    REQUIRE(ints);
-    gc_tensor_release(values);
-    return ints;
-}
 
 /* Compares the CPU's result `want` with CUDA's `got`, then releases both. */
 static void expect_parity(gc_tensor *want, gc_tensor *got, double atol, double rtol, const char *what) {
@@ -123,7 +112,7 @@ static void test_unary(void) {
         for (int d = 0; d < COUNT(float_dtypes); d++)
             for (int s = 0; s < COUNT(sizes); s++) {
                 gc_dtype dtype = float_dtypes[d];
-                gc_tensor *x = random_input(&sizes[s], dtype, ops[o].lo, ops[o].hi, seed++);
+                gc_tensor *x = gc_test_random_in(sizes[s].ndim, sizes[s].dims, dtype, ops[o].lo, ops[o].hi, seed++);
                 gc_tensor *x_cuda = on_cuda(x);
                 char what[128], text[64];
                 snprintf(what, sizeof what, "%s %s", ops[o].name, gc_tensor_str(x, text, sizeof text));
@@ -169,8 +158,8 @@ static void test_binary(void) {
                 if (dtype == GC_I32 && !ops[o].int_ok) continue;
                 /* i32 in [-1000, 1000): products stay far from overflow */
                 double range = dtype == GC_I32 ? 1000 : 1;
-                gc_tensor *a = random_input(&pairs[p].a, dtype, -range, range, seed++);
-                gc_tensor *b = random_input(&pairs[p].b, dtype, -range, range, seed++);
+                gc_tensor *a = gc_test_random_in(pairs[p].a.ndim, pairs[p].a.dims, dtype, -range, range, seed++);
+                gc_tensor *b = gc_test_random_in(pairs[p].b.ndim, pairs[p].b.dims, dtype, -range, range, seed++);
                 gc_tensor *a_cuda = on_cuda(a), *b_cuda = on_cuda(b);
                 char what[160], ta[64], tb[64];
                 snprintf(what, sizeof what, "%s %s, %s", ops[o].name, gc_tensor_str(a, ta, sizeof ta),

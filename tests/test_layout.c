@@ -1,17 +1,8 @@
 /* Gather and layout ops on the CPU against hand-written results: embedding, permute,
  * transpose, cat0 and cast. These ops only move or convert values, so every expected
  * value is exact (tolerance 0) unless stated. */
-#include "check.h"
+#include "values.h"
 
-/* A CPU tensor of `dtype` holding `values`, which are exactly representable in it. */
-static gc_tensor *make(gc_dtype dtype, int ndim, const int64_t *shape, const double *values) {
-    gc_tensor *f64 = gc_from_host(values, ndim, shape, GC_F64, gc_cpu());
-    REQUIRE(f64);
-    gc_tensor *t = gc_cast(f64, dtype);
-    REQUIRE(t);
-    gc_tensor_release(f64);
-    return t;
-}
 
 /* 0, 1, 2, ... as a tensor of the given shape and dtype. */
 static gc_tensor *counting(gc_dtype dtype, int ndim, const int64_t *shape) {
@@ -45,19 +36,19 @@ static void release_all(gc_tensor **tensors, size_t count) {
 
 static void test_embedding(void) {
     /* table [4, 3], row r = (10r, 10r + 1, 10r + 2) */
-    gc_tensor *table = make(GC_F32, GC_SHAPE(4, 3), (const double[]){0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32});
-    gc_tensor *ids = make(GC_I32, GC_SHAPE(5), (const double[]){2, 0, 2, 3, 1}); /* 2 twice */
+    gc_tensor *table = gc_test_tensor(GC_F32, GC_SHAPE(4, 3), (const double[]){0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32});
+    gc_tensor *ids = gc_test_tensor(GC_I32, GC_SHAPE(5), (const double[]){2, 0, 2, 3, 1}); /* 2 twice */
     gc_tensor *out = gc_embedding(table, ids);
     REQUIRE(out);
     CHECK(out->dtype == GC_F32);
     expect(out, GC_SHAPE(5, 3), (const double[]){20, 21, 22, 0, 1, 2, 20, 21, 22, 30, 31, 32, 10, 11, 12},
            "embedding [5] ids");
 
-    gc_tensor *ids2 = make(GC_I32, GC_SHAPE(2, 2), (const double[]){3, 3, 0, 1});
+    gc_tensor *ids2 = gc_test_tensor(GC_I32, GC_SHAPE(2, 2), (const double[]){3, 3, 0, 1});
     expect(gc_embedding(table, ids2), GC_SHAPE(2, 2, 3), (const double[]){30, 31, 32, 30, 31, 32, 0, 1, 2, 10, 11, 12},
            "embedding [2, 2] ids");
 
-    gc_tensor *id0 = make(GC_I32, 0, NULL, (const double[]){1});
+    gc_tensor *id0 = gc_test_tensor(GC_I32, 0, NULL, (const double[]){1});
     expect(gc_embedding(table, id0), GC_SHAPE(3), (const double[]){10, 11, 12}, "embedding 0-dim id");
 
     /* A bf16 table moves as raw 2-byte elements; a sliced table starts at its offset. */
@@ -66,7 +57,7 @@ static void test_embedding(void) {
     expect(gc_embedding(table16, ids2), GC_SHAPE(2, 2, 3), (const double[]){30, 31, 32, 30, 31, 32, 0, 1, 2, 10, 11, 12},
            "embedding bf16 table");
     gc_tensor *rows_2_to_4 = gc_slice0(table, 2, 4);
-    gc_tensor *ids_small = make(GC_I32, GC_SHAPE(2), (const double[]){1, 0});
+    gc_tensor *ids_small = gc_test_tensor(GC_I32, GC_SHAPE(2), (const double[]){1, 0});
     expect(gc_embedding(rows_2_to_4, ids_small), GC_SHAPE(2, 3), (const double[]){30, 31, 32, 20, 21, 22},
            "embedding on a sliced table");
 
@@ -77,7 +68,7 @@ static void test_embedding(void) {
 
 static void embedding_bad_id(void *arg) {
     gc_tensor *table = gc_zeros(GC_SHAPE(4, 3), GC_F32, gc_cpu());
-    gc_tensor *ids = make(GC_I32, GC_SHAPE(3), (const double[]){0, *(const double *)arg, 9});
+    gc_tensor *ids = gc_test_tensor(GC_I32, GC_SHAPE(3), (const double[]){0, *(const double *)arg, 9});
     gc_embedding(table, ids);
 }
 
@@ -139,7 +130,7 @@ static void test_permute(void) {
     }
 
     /* A 0-dim tensor has the empty permutation; a slice is read from its offset. */
-    gc_tensor *scalar = make(GC_F32, 0, NULL, (const double[]){5});
+    gc_tensor *scalar = gc_test_tensor(GC_F32, 0, NULL, (const double[]){5});
     expect(gc_permute(scalar, NULL), 0, NULL, (const double[]){5}, "permute 0-dim");
     gc_tensor *rows = gc_slice0(x3, 1, 2); /* [1, 2, 3] = 6 .. 11 */
     expect(gc_permute(rows, (const int[]){2, 1, 0}), GC_SHAPE(3, 2, 1), (const double[]){6, 9, 7, 10, 8, 11},
@@ -186,7 +177,7 @@ static void test_permute_errors(void) {
 static void test_cat0(void) {
     gc_tensor *a = counting(GC_F32, GC_SHAPE(2, 2));                /* [[0, 1], [2, 3]] */
     gc_tensor *none = gc_zeros(GC_SHAPE(0, 2), GC_F32, gc_cpu());   /* no rows */
-    gc_tensor *b = make(GC_F32, GC_SHAPE(1, 2), (const double[]){7, 8});
+    gc_tensor *b = gc_test_tensor(GC_F32, GC_SHAPE(1, 2), (const double[]){7, 8});
     expect(gc_cat0((gc_tensor *const[]){a, none, b}, 3), GC_SHAPE(3, 2), (const double[]){0, 1, 2, 3, 7, 8},
            "cat0 of three, one empty");
     expect(gc_cat0((gc_tensor *const[]){b}, 1), GC_SHAPE(1, 2), (const double[]){7, 8}, "cat0 of one");
@@ -196,8 +187,8 @@ static void test_cat0(void) {
     expect(gc_cat0((gc_tensor *const[]){row1, a}, 2), GC_SHAPE(3, 2), (const double[]){2, 3, 0, 1, 2, 3},
            "cat0 of a slice");
     /* 1-D and f16: byte offsets of 2-byte elements */
-    gc_tensor *h1 = make(GC_F16, GC_SHAPE(3), (const double[]){1, 2, 3});
-    gc_tensor *h2 = make(GC_F16, GC_SHAPE(2), (const double[]){-1, 0.5});
+    gc_tensor *h1 = gc_test_tensor(GC_F16, GC_SHAPE(3), (const double[]){1, 2, 3});
+    gc_tensor *h2 = gc_test_tensor(GC_F16, GC_SHAPE(2), (const double[]){-1, 0.5});
     expect(gc_cat0((gc_tensor *const[]){h1, h2}, 2), GC_SHAPE(5), (const double[]){1, 2, 3, -1, 0.5}, "cat0 f16 1-D");
 
     CHECK(gc_cat0((gc_tensor *const[]){a, NULL}, 2) == NULL);
@@ -242,7 +233,7 @@ static void cast_unknown_dtype(void *arg) {
 static void test_cast(void) {
     /* f32 -> f16 -> f32: 0.1 becomes the nearest f16, 0x2e66 = 0.0999755859375; 65504
      * (the largest f16) and 2^-24 (the smallest subnormal) survive. */
-    gc_tensor *x = make(GC_F32, GC_SHAPE(4), (const double[]){1.5, (float)0.1, 65504, 0x1p-24});
+    gc_tensor *x = gc_test_tensor(GC_F32, GC_SHAPE(4), (const double[]){1.5, (float)0.1, 65504, 0x1p-24});
     gc_tensor *h = gc_cast(x, GC_F16);
     REQUIRE(h);
     CHECK(h->dtype == GC_F16);
@@ -252,11 +243,11 @@ static void test_cast(void) {
     expect(back, GC_SHAPE(4), (const double[]){1.5, 0.0999755859375, 65504, 0x1p-24}, "f32 -> f16 -> f32");
 
     /* f32 -> i32 truncates toward zero. */
-    gc_tensor *fractions = make(GC_F32, GC_SHAPE(2, 2), (const double[]){1.75, -1.75, 2.5, -0.5});
+    gc_tensor *fractions = gc_test_tensor(GC_F32, GC_SHAPE(2, 2), (const double[]){1.75, -1.75, 2.5, -0.5});
     gc_tensor *ints = gc_cast(fractions, GC_I32);
     REQUIRE(ints);
     CHECK(ints->dtype == GC_I32);
-    gc_tensor *want_ints = make(GC_F64, GC_SHAPE(2, 2), (const double[]){1, -1, 2, 0});
+    gc_tensor *want_ints = gc_test_tensor(GC_F64, GC_SHAPE(2, 2), (const double[]){1, -1, 2, 0});
     gc_test_expect_close(want_ints, ints, 0, 0, "f32 -> i32 truncates");
     gc_tensor_release(want_ints);
 

@@ -17,18 +17,6 @@ static gc_tensor *on_cuda(const gc_tensor *t) {
     return copy;
 }
 
-/* A random CPU tensor, uniform in [lo, hi); an i32 one holds uniform f32 values
- * truncated toward zero (gc_uniform makes floating dtypes only). */
-static gc_tensor *random_input(int ndim, const int64_t *shape, gc_dtype dtype, double lo, double hi,
-                               uint64_t seed) {
-    gc_tensor *values = gc_uniform(ndim, shape, dtype == GC_I32 ? GC_F32 : dtype, gc_cpu(), lo, hi, seed, 0);
-    REQUIRE(values);
-    if (dtype != GC_I32) return values;
-    gc_tensor *ints = gc_cast(values, GC_I32);
-    REQUIRE(ints);
-    gc_tensor_release(values);
-    return ints;
-}
 
 /* Requires `want` (CPU) and `got` (CUDA) to hold the same values, then releases both. */
 static void expect_same(gc_tensor *want, gc_tensor *got, const char *what) {
@@ -88,7 +76,7 @@ static void test_cast_parity(void) {
     for (int s = 0; s < COUNT(all_dtypes); s++)
         for (int d = 0; d < COUNT(all_dtypes); d++)
             for (int l = 0; l < COUNT(lengths); l++) {
-                gc_tensor *x = random_input(1, &lengths[l], all_dtypes[s], -300, 300, seed++);
+                gc_tensor *x = gc_test_random_in(1, &lengths[l], all_dtypes[s], -300, 300, seed++);
                 gc_tensor *x_cuda = on_cuda(x);
                 char what[96];
                 snprintf(what, sizeof what, "cast [%lld] %s -> %s", (long long)lengths[l],
@@ -164,7 +152,7 @@ static void test_embedding(void) {
     for (int t = 0; t < COUNT(float_dtypes); t++)
         for (int d = 0; d < COUNT(dims); d++) {
             int64_t table_shape[2] = {VOCAB, dims[d]};
-            gc_tensor *table = random_input(2, table_shape, float_dtypes[t], -1, 1, seed++);
+            gc_tensor *table = gc_test_random_in(2, table_shape, float_dtypes[t], -1, 1, seed++);
             expect_embedding_parity(table, GC_SHAPE(3, 5), repeated);
             expect_embedding_parity(table, 0, NULL, &single); /* a 0-dim id -> [D] */
             expect_embedding_parity(table, GC_SHAPE(0), repeated); /* no ids -> [0, D] */
@@ -193,7 +181,7 @@ static void test_permute(void) {
     uint64_t seed = 700;
     for (int d = 0; d < COUNT(all_dtypes); d++) /* elements of 2, 4 and 8 bytes */
         for (int c = 0; c < COUNT(cases); c++) {
-            gc_tensor *x = random_input(cases[c].ndim, cases[c].shape, all_dtypes[d], -100, 100, seed++);
+            gc_tensor *x = gc_test_random_in(cases[c].ndim, cases[c].shape, all_dtypes[d], -100, 100, seed++);
             gc_tensor *x_cuda = on_cuda(x);
             char what[96], text[64];
             snprintf(what, sizeof what, "permute %s", gc_tensor_str(x, text, sizeof text));
@@ -214,7 +202,7 @@ static void test_cat0(void) {
         gc_tensor *parts[3], *parts_cuda[3];
         for (int i = 0; i < 3; i++) {
             int64_t shape[2] = {rows[i], 33};
-            parts[i] = random_input(2, shape, all_dtypes[d], -100, 100, seed++);
+            parts[i] = gc_test_random_in(2, shape, all_dtypes[d], -100, 100, seed++);
             parts_cuda[i] = on_cuda(parts[i]);
         }
         char what[64];
