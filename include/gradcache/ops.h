@@ -84,6 +84,14 @@ gc_tensor *gc_log_softmax(const gc_tensor *x);
 gc_tensor *gc_layernorm(const gc_tensor *x, const gc_tensor *gamma, const gc_tensor *beta,
                         double eps, gc_tensor **mean, gc_tensor **rstd);
 
+/* --- dropout ---
+ * y = x * keep / (1 - p), where element i is kept when (word(offset + i) >> 8) >= p 2^24,
+ * word() being the Philox stream of `seed` (gradcache/random.h): numel(x) words, the same
+ * mask on every device. 0 <= p < 1. The backward pass regenerates the mask from (seed,
+ * offset) instead of keeping it. The nn layer's gc_nn_dropout() takes (seed, offset) from
+ * the device's default generator. */
+gc_tensor *gc_dropout(const gc_tensor *x, double p, uint64_t seed, uint64_t offset);
+
 /* --- gather and layout --- */
 /* table [V, D], ids i32 of any shape S -> [S..., D]. An id outside [0, V) is a
  * programmer error. */

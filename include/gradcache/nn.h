@@ -1,0 +1,192 @@
+/* Layers, built from ops (so autograd differentiates them with no backward of their own).
+ *
+ * The module convention: a layer is a struct holding its parameters (leaf tensors that
+ * require gradients) and its settings, with
+ *     gc_status gc_X_init(gc_X *layer, <sizes and settings>, gc_device, gc_generator *init);
+ *     gc_tensor *gc_X_forward(const gc_X *layer, <inputs>, bool training);
+ *     void gc_X_params(const gc_X *layer, const char *prefix, gc_param_list *list);
+ *     void gc_X_free(gc_X *layer);
+ * init draws its random initial values from `init` (a generator, see gradcache/rng.h) and
+ * returns GC_OK or an allocation error (with nothing allocated left behind); params appends
+ * the layer's parameters under dotted names ("layers.0.attention.query.weight"), which is
+ * how optimizers, the gradient bucketer and checkpoints find them: there are no magic
+ * parameter indices. forward follows the ops' conventions: a new reference, NULL on a
+ * recoverable error or a NULL input.
+ *
+ * Initialisation is BERT's: weights of Linear and Embedding from normal(0, 0.02), biases
+ * 0, LayerNorm gamma 1 and beta 0. Linear stores its weight [out, in] as PyTorch does, so
+ * checkpoints map one to one. */
+#ifndef GRADCACHE_NN_H
+#define GRADCACHE_NN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gradcache/rng.h"
+#include "gradcache/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* --- named parameter lists --- */
+
+#define GC_PARAM_NAME_MAX 128
+
+typedef struct gc_param {
+    char name[GC_PARAM_NAME_MAX];
+    gc_tensor *tensor;  /* a reference held by the list */
+    bool no_decay;      /* biases and norms: AdamW applies no weight decay to them */
+} gc_param;
+
+typedef struct gc_param_list {
+    gc_param *items;
+    int count, capacity;
+} gc_param_list;
+
+/* Appends prefix + "." + name (or name alone for an empty prefix); retains the tensor. */
+void gc_param_list_add(gc_param_list *list, const char *prefix, const char *name, gc_tensor *tensor, bool no_decay);
+/* The tensor named `name`, or NULL. */
+gc_tensor *gc_param_list_find(const gc_param_list *list, const char *name);
+/* Sum of the parameters' element counts. */
+int64_t gc_param_list_numel(const gc_param_list *list);
+/* Releases the list's references and its storage; the list is empty afterwards. */
+void gc_param_list_free(gc_param_list *list);
+/* Drops every parameter's gradient (gc_zero_grad on each). */
+void gc_param_list_zero_grad(const gc_param_list *list);
+
+/* --- dropout (the default generator of x's device) ---
+ * Identity (a new reference to x itself) when !training or p == 0. */
+gc_tensor *gc_nn_dropout(const gc_tensor *x, double p, bool training);
+
+/* --- activations --- */
+typedef enum gc_activation { GC_ACT_GELU_ERF, GC_ACT_GELU_TANH, GC_ACT_RELU, GC_ACT_TANH } gc_activation;
+gc_tensor *gc_activate(const gc_tensor *x, gc_activation activation);
+
+/* --- Linear: y = x W^T + b over the last dim --- */
+typedef struct gc_linear {
+    gc_tensor *weight; /* [out, in] */
+    gc_tensor *bias;   /* [out], or NULL */
+} gc_linear;
+gc_status gc_linear_init(gc_linear *layer, int64_t in, int64_t out, bool bias, gc_dtype dtype, gc_device device,
+                         gc_generator *init);
+/* x [..., in] -> [..., out] */
+gc_tensor *gc_linear_forward(const gc_linear *layer, const gc_tensor *x);
+void gc_linear_params(const gc_linear *layer, const char *prefix, gc_param_list *list);
+void gc_linear_free(gc_linear *layer);
+
+/* --- Embedding: rows of a table --- */
+typedef struct gc_embedding_layer {
+    gc_tensor *weight; /* [vocab, dim] */
+} gc_embedding_layer;
+gc_status gc_embedding_layer_init(gc_embedding_layer *layer, int64_t vocab, int64_t dim, gc_dtype dtype,
+                                  gc_device device, gc_generator *init);
+/* ids i32 [S...] -> [S..., dim] */
+gc_tensor *gc_embedding_layer_forward(const gc_embedding_layer *layer, const gc_tensor *ids);
+void gc_embedding_layer_params(const gc_embedding_layer *layer, const char *prefix, gc_param_list *list);
+void gc_embedding_layer_free(gc_embedding_layer *layer);
+
+/* --- LayerNorm over the last dim --- */
+typedef struct gc_layernorm_layer {
+    gc_tensor *gamma; /* [dim] */
+    gc_tensor *beta;  /* [dim] */
+    double eps;
+} gc_layernorm_layer;
+gc_status gc_layernorm_layer_init(gc_layernorm_layer *layer, int64_t dim, double eps, gc_dtype dtype, gc_device device);
+gc_tensor *gc_layernorm_layer_forward(const gc_layernorm_layer *layer, const gc_tensor *x);
+void gc_layernorm_layer_params(const gc_layernorm_layer *layer, const char *prefix, gc_param_list *list);
+void gc_layernorm_layer_free(gc_layernorm_layer *layer);
+
+/* --- MLP: Linear -> activation -> dropout -> Linear --- */
+typedef struct gc_mlp {
+    gc_linear in;  /* "in":  [hidden, dim] */
+    gc_linear out; /* "out": [dim, hidden] */
+    gc_activation activation;
+    double dropout;
+} gc_mlp;
+gc_status gc_mlp_init(gc_mlp *layer, int64_t dim, int64_t hidden, gc_activation activation, double dropout,
+                      gc_dtype dtype, gc_device device, gc_generator *init);
+gc_tensor *gc_mlp_forward(const gc_mlp *layer, const gc_tensor *x, bool training);
+void gc_mlp_params(const gc_mlp *layer, const char *prefix, gc_param_list *list);
+void gc_mlp_free(gc_mlp *layer);
+
+/* --- multi-head self-attention with a padding mask --- */
+typedef struct gc_attention {
+    gc_linear query, key, value, output; /* each [dim, dim] */
+    int heads;
+    double dropout; /* on the attention probabilities */
+} gc_attention;
+gc_status gc_attention_init(gc_attention *layer, int64_t dim, int heads, double dropout, gc_dtype dtype,
+                            gc_device device, gc_generator *init);
+/* x [B, T, dim]; mask [B, T] of x's dtype, 1 for a real token and 0 for padding (or NULL:
+ * no padding). A padded key gets -10000 added to its score (as BERT), so its probability
+ * is 0 to the precision of any dtype. -> [B, T, dim] */
+gc_tensor *gc_attention_forward(const gc_attention *layer, const gc_tensor *x, const gc_tensor *mask, bool training);
+void gc_attention_params(const gc_attention *layer, const char *prefix, gc_param_list *list);
+void gc_attention_free(gc_attention *layer);
+
+/* --- Transformer encoder layer --- */
+typedef struct gc_encoder_layer {
+    gc_attention attention;
+    gc_layernorm_layer attention_norm;
+    gc_mlp mlp;
+    gc_layernorm_layer mlp_norm;
+    double dropout;  /* on each sublayer's output, before the residual add */
+    bool pre_norm;   /* false: x = norm(x + f(x)) as in BERT; true: x = x + f(norm(x)) */
+} gc_encoder_layer;
+gc_status gc_encoder_layer_init(gc_encoder_layer *layer, int64_t dim, int heads, int64_t hidden,
+                                gc_activation activation, double dropout, bool pre_norm, gc_dtype dtype,
+                                gc_device device, gc_generator *init);
+/* x [B, T, dim], mask [B, T] or NULL -> [B, T, dim] */
+gc_tensor *gc_encoder_layer_forward(const gc_encoder_layer *layer, const gc_tensor *x, const gc_tensor *mask,
+                                    bool training);
+void gc_encoder_layer_params(const gc_encoder_layer *layer, const char *prefix, gc_param_list *list);
+void gc_encoder_layer_free(gc_encoder_layer *layer);
+
+/* --- pooling and normalisation of representations --- */
+typedef enum gc_pooling { GC_POOL_CLS, GC_POOL_MEAN } gc_pooling;
+/* x [B, T, D], mask [B, T] (x's dtype, 1 = token) or NULL -> [B, D]: the first token's
+ * vector (CLS), or the mean over the tokens the mask keeps (MEAN). */
+gc_tensor *gc_pool(const gc_tensor *x, const gc_tensor *mask, gc_pooling pooling);
+/* x / max(||x||, eps) over the last dim. */
+gc_tensor *gc_l2_normalize(const gc_tensor *x, double eps);
+
+/* --- a text encoder: tokens -> embeddings + positions -> N layers -> pooling -> projection --- */
+typedef struct gc_text_encoder_config {
+    int64_t vocab;      /* token ids in [0, vocab) */
+    int64_t max_length; /* learned positions */
+    int64_t dim;
+    int heads;
+    int layers;
+    int64_t hidden;     /* the MLP's inner width */
+    int64_t projection; /* 0: none; else a final Linear [projection, dim] */
+    double dropout;
+    bool pre_norm;
+    gc_activation activation;
+    gc_pooling pooling;
+    gc_dtype dtype;
+} gc_text_encoder_config;
+
+typedef struct gc_text_encoder {
+    gc_text_encoder_config config;
+    gc_embedding_layer tokens;     /* "embeddings.tokens" */
+    gc_embedding_layer positions;  /* "embeddings.positions" */
+    gc_layernorm_layer embedding_norm; /* "embeddings.norm" */
+    gc_encoder_layer *layers;      /* [config.layers], "layers.N" */
+    gc_layernorm_layer final_norm; /* "final_norm": pre-norm encoders only */
+    gc_linear projection;          /* "projection": when config.projection > 0 */
+} gc_text_encoder;
+
+gc_status gc_text_encoder_init(gc_text_encoder *encoder, const gc_text_encoder_config *config, gc_device device,
+                               gc_generator *init);
+/* ids i32 [B, T] (T <= max_length), mask [B, T] of the encoder's dtype or NULL ->
+ * [B, projection or dim] */
+gc_tensor *gc_text_encoder_forward(const gc_text_encoder *encoder, const gc_tensor *ids, const gc_tensor *mask,
+                                   bool training);
+void gc_text_encoder_params(const gc_text_encoder *encoder, const char *prefix, gc_param_list *list);
+void gc_text_encoder_free(gc_text_encoder *encoder);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
