@@ -56,8 +56,8 @@ static __global__ void __launch_bounds__(GC_ROW_MAX_THREADS)
     using pair = argmax_pair<A>;
     for (size_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const T *xr = x + row * cols;
-        pair best = gc_row_reduce(cols, pair{R::lowest(), -1}, [&](size_t i) { return pair{R::load(xr[i]), (int64_t)i}; },
-                                  argmax_combine<A>());
+        pair best = gc_row_reduce(cols, pair{R::lowest(), -1},
+                                  [&](size_t i) { return pair{R::load(xr[i]), (int64_t)i}; }, argmax_combine<A>());
         if (threadIdx.x == 0) {
             out[row] = R::store(best.value);
             if (argmax) argmax[row] = (int32_t)best.index;
