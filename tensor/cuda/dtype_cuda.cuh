@@ -20,6 +20,12 @@
  *    threads, a grid capped at GC_CUDA_MAX_BLOCKS, and grid-stride loops with 64-bit
  *    indices, so any element count works with any grid. gc_cuda_launch skips an empty
  *    launch (a grid of 0 blocks is an error) and checks the launch.
+ *
+ * The math of the working types needs no wrapper: CUDA overloads exp, log, sqrt, tanh...
+ * for float (calling expf, logf...) as for double, so a kernel template written once calls
+ * the float function for float and the double one for double.
+ *
+ * Row reductions add their own pieces on top of these in reduce_common.cuh.
  */
 #ifndef GC_TENSOR_DTYPE_CUDA_CUH
 #define GC_TENSOR_DTYPE_CUDA_CUH
@@ -118,13 +124,19 @@ static inline unsigned gc_cuda_blocks(int64_t n, int64_t per_block = GC_CUDA_THR
     return (unsigned)(blocks < GC_CUDA_MAX_BLOCKS ? blocks : GC_CUDA_MAX_BLOCKS);
 }
 
-/* kernel<<<blocks, GC_CUDA_THREADS>>>(args...) on the default stream, checked; nothing
- * when blocks is 0. */
+/* kernel<<<blocks, threads>>>(args...) on the default stream, checked; nothing when blocks
+ * is 0. For kernels whose block size depends on the work (the row reductions). */
+template <typename... Params, typename... Args>
+void gc_cuda_launch_threads(void (*kernel)(Params...), unsigned blocks, unsigned threads, Args... args) {
+    if (blocks == 0) return;
+    kernel<<<blocks, threads>>>(args...);
+    GC_CUDA_CHECK_LAUNCH();
+}
+
+/* The same with blocks of GC_CUDA_THREADS threads. */
 template <typename... Params, typename... Args>
 void gc_cuda_launch(void (*kernel)(Params...), unsigned blocks, Args... args) {
-    if (blocks == 0) return;
-    kernel<<<blocks, GC_CUDA_THREADS>>>(args...);
-    GC_CUDA_CHECK_LAUNCH();
+    gc_cuda_launch_threads(kernel, blocks, GC_CUDA_THREADS, args...);
 }
 
 /* for (i over [0, n)) spread over every thread of the grid, with 64-bit indices. */

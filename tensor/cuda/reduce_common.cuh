@@ -1,6 +1,6 @@
-/* Building blocks of the CUDA kernels that reduce rows (reduce_cuda.cu, layernorm_cuda.cu):
- * element access in the accumulation type, dtype dispatch, launch shapes and a block-wide
- * reduction.
+/* What the CUDA kernels that reduce rows (reduce_cuda.cu, layernorm_cuda.cu) add to
+ * dtype_cuda.cuh: the accumulator of a sum or a max, the launch shape of a row per block,
+ * and a block-wide reduction.
  *
  * A row is reduced by one block: each thread folds the elements threadIdx.x,
  * threadIdx.x + blockDim.x, ... in order (coalesced loads, any row length, 10^7 included),
@@ -11,92 +11,34 @@
 #ifndef GC_TENSOR_CUDA_REDUCE_COMMON_CUH
 #define GC_TENSOR_CUDA_REDUCE_COMMON_CUH
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "gradcache/dtype.h"
-#include "gradcache/error.h"
+#include "dtype_cuda.cuh"
 
-/* --- elements ------------------------------------------------------------------------ */
+/* --- accumulator ---------------------------------------------------------------------- */
 
-/* An element type T seen in its accumulation type `acc`: f16, bf16 and f32 compute in
- * float, so a half-precision result is rounded once, when stored; f64 in double; i32 in
- * int64, so that a sum of i32 does not overflow before it is stored. lowest() starts a
- * max (the value left for a row with no element). */
-template <typename T> struct gc_elem;
-
-template <> struct gc_elem<float> {
-    using acc = float;
-    static __device__ float load(float v) { return v; }
-    static __device__ float store(float v) { return v; }
-    static __device__ float lowest() { return -INFINITY; }
-};
-
-template <> struct gc_elem<__half> {
-    using acc = float;
-    static __device__ float load(__half v) { return __half2float(v); }
-    static __device__ __half store(float v) { return __float2half_rn(v); }
-    static __device__ float lowest() { return -INFINITY; }
-};
-
-template <> struct gc_elem<__nv_bfloat16> {
-    using acc = float;
-    static __device__ float load(__nv_bfloat16 v) { return __bfloat162float(v); }
-    static __device__ __nv_bfloat16 store(float v) { return __float2bfloat16_rn(v); }
-    static __device__ float lowest() { return -INFINITY; }
-};
-
-template <> struct gc_elem<double> {
-    using acc = double;
-    static __device__ double load(double v) { return v; }
-    static __device__ double store(double v) { return v; }
-    static __device__ double lowest() { return -INFINITY; }
+/* An element of T in the accumulator of a sum or a max over a row: gc_elem<T>'s working
+ * type (a half-precision result is rounded once, when stored), except for i32, which
+ * sums in int64 so that a row does not overflow before its total is stored. lowest()
+ * starts a max (the value left for a row with no element). */
+template <typename T> struct gc_row_acc {
+    using acc = typename gc_elem<T>::acc;
+    static __device__ acc load(T v) { return gc_elem<T>::to_acc(v); }
+    static __device__ T store(acc v) { return gc_elem<T>::from_acc(v); }
+    static __device__ acc lowest() { return -INFINITY; }
 };
 
 /* Stores wrap modulo 2^32, like the two's-complement conversion of every CUDA target. */
-template <> struct gc_elem<int32_t> {
+template <> struct gc_row_acc<int32_t> {
     using acc = int64_t;
     static __device__ int64_t load(int32_t v) { return v; }
     static __device__ int32_t store(int64_t v) { return (int32_t)v; }
     static __device__ int64_t lowest() { return INT32_MIN; }
 };
 
-/* The math of the floating accumulation types, overloaded so that a kernel template
- * written once calls expf for float and exp for double. */
-static __device__ __forceinline__ float gc_exp(float v) { return expf(v); }
-static __device__ __forceinline__ double gc_exp(double v) { return exp(v); }
-static __device__ __forceinline__ float gc_log(float v) { return logf(v); }
-static __device__ __forceinline__ double gc_log(double v) { return log(v); }
-static __device__ __forceinline__ float gc_sqrt(float v) { return sqrtf(v); }
-static __device__ __forceinline__ double gc_sqrt(double v) { return sqrt(v); }
-
-/* --- dispatch and launch shapes ------------------------------------------------------ */
-
-template <typename T> struct gc_type_tag {
-    using type = T;
-};
-
-/* Calls f(gc_type_tag<T>()) with T the element type of `dtype`: a floating type, or int32_t
- * when WithInt. Any other dtype is a programmer error of the front-end named `op`. */
-template <bool WithInt, typename F> static void gc_dispatch(gc_dtype dtype, const char *op, F f) {
-    switch (dtype) {
-    case GC_F32: f(gc_type_tag<float>()); return;
-    case GC_F16: f(gc_type_tag<__half>()); return;
-    case GC_BF16: f(gc_type_tag<__nv_bfloat16>()); return;
-    case GC_F64: f(gc_type_tag<double>()); return;
-    case GC_I32:
-        if constexpr (WithInt) {
-            f(gc_type_tag<int32_t>());
-            return;
-        }
-        break;
-    default: break;
-    }
-    gc_fatal("%s: no CUDA kernel for dtype %s", op, gc_dtype_name(dtype));
-}
+/* --- launch shape --------------------------------------------------------------------- */
 
 /* The kernels are compiled for blocks of up to this many threads (__launch_bounds__), so a
  * launch never fails for want of registers. */
@@ -113,9 +55,16 @@ static inline unsigned gc_row_threads(size_t cols) {
     return (unsigned)(32 * warps);
 }
 
-/* One block per row, capped at GC_ROW_MAX_BLOCKS; rows must be > 0. */
+/* One block per row, capped at GC_ROW_MAX_BLOCKS. */
 static inline unsigned gc_row_blocks(size_t rows) {
     return (unsigned)(rows < GC_ROW_MAX_BLOCKS ? rows : GC_ROW_MAX_BLOCKS);
+}
+
+/* kernel<<<gc_row_blocks(rows), gc_row_threads(cols)>>>(args...), checked; nothing when
+ * rows is 0. */
+template <typename... Params, typename... Args>
+void gc_row_launch(void (*kernel)(Params...), size_t rows, size_t cols, Args... args) {
+    gc_cuda_launch_threads(kernel, gc_row_blocks(rows), gc_row_threads(cols), args...);
 }
 
 /* --- block reduction ----------------------------------------------------------------- */

@@ -1,6 +1,5 @@
 /* Sum, mean and max over the last dim, and softmax, on CUDA: one block per row of
  * x [rows, cols] (see reduce_common.cuh). Same semantics as tensor/cpu/reduce_cpu.c. */
-#include "check.h"
 #include "kernels_cuda.h"
 #include "reduce_common.cuh"
 
@@ -38,11 +37,12 @@ struct nan_max {
 template <typename T>
 static __global__ void __launch_bounds__(GC_ROW_MAX_THREADS)
     sum_last_kernel(const T *x, T *out, size_t rows, size_t cols, bool mean) {
-    using A = typename gc_elem<T>::acc;
+    using R = gc_row_acc<T>;
+    using A = typename R::acc;
     for (size_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const T *xr = x + row * cols;
-        A total = gc_row_reduce(cols, A(0), [&](size_t i) { return gc_elem<T>::load(xr[i]); }, gc_plus());
-        if (threadIdx.x == 0) out[row] = gc_elem<T>::store(mean ? total / (A)cols : total);
+        A total = gc_row_reduce(cols, A(0), [&](size_t i) { return R::load(xr[i]); }, gc_plus());
+        if (threadIdx.x == 0) out[row] = R::store(mean ? total / (A)cols : total);
     }
 }
 
@@ -51,15 +51,15 @@ static __global__ void __launch_bounds__(GC_ROW_MAX_THREADS)
 template <typename T>
 static __global__ void __launch_bounds__(GC_ROW_MAX_THREADS)
     max_last_kernel(const T *x, T *out, int32_t *argmax, size_t rows, size_t cols) {
-    using A = typename gc_elem<T>::acc;
+    using R = gc_row_acc<T>;
+    using A = typename R::acc;
     using pair = argmax_pair<A>;
     for (size_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const T *xr = x + row * cols;
-        pair best = gc_row_reduce(cols, pair{gc_elem<T>::lowest(), -1},
-                                  [&](size_t i) { return pair{gc_elem<T>::load(xr[i]), (int64_t)i}; },
-                                  argmax_combine<A>());
+        pair best = gc_row_reduce(cols, pair{R::lowest(), -1},
+                                  [&](size_t i) { return pair{R::load(xr[i]), (int64_t)i}; }, argmax_combine<A>());
         if (threadIdx.x == 0) {
-            out[row] = gc_elem<T>::store(best.value);
+            out[row] = R::store(best.value);
             if (argmax) argmax[row] = (int32_t)best.index;
         }
     }
@@ -75,14 +75,14 @@ static __global__ void __launch_bounds__(GC_ROW_MAX_THREADS)
     for (size_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const T *xr = x + row * cols;
         T *yr = y + row * cols;
-        auto load = [&](size_t i) { return gc_elem<T>::load(xr[i]); };
+        auto load = [&](size_t i) { return gc_elem<T>::to_acc(xr[i]); };
         A row_max = gc_row_reduce(cols, A(-INFINITY), load, nan_max());
-        auto shifted_exp = [&](size_t i) { return gc_exp(load(i) - row_max); };
+        auto shifted_exp = [&](size_t i) { return exp(load(i) - row_max); };
         A sum = gc_row_reduce(cols, A(0), shifted_exp, gc_plus());
-        A log_sum = gc_log(sum);
+        A log_sum = log(sum);
         for (size_t i = threadIdx.x; i < cols; i += blockDim.x) {
             A shifted = load(i) - row_max;
-            yr[i] = gc_elem<T>::store(log_softmax ? shifted - log_sum : gc_exp(shifted) / sum);
+            yr[i] = gc_elem<T>::from_acc(log_softmax ? shifted - log_sum : exp(shifted) / sum);
         }
     }
 }
@@ -92,24 +92,20 @@ extern "C" void gc_cuda_reduce_last(gc_reduce_op op, const void *x, void *out, i
     if (rows == 0) return;
     /* The front-end allows i32 for SUM and MAX only; a mean would divide integers. */
     if (dtype == GC_I32 && op == GC_REDUCE_MEAN) gc_fatal("reduce_last: no mean of an i32 tensor");
-    const unsigned blocks = gc_row_blocks(rows), threads = gc_row_threads(cols);
-    gc_dispatch<true>(dtype, "reduce_last", [&](auto tag) {
+    gc_cuda_dispatch_all("reduce_last", dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         if (op == GC_REDUCE_MAX)
-            max_last_kernel<T><<<blocks, threads>>>((const T *)x, (T *)out, argmax, rows, cols);
+            gc_row_launch(max_last_kernel<T>, rows, cols, (const T *)x, (T *)out, argmax, rows, cols);
         else
-            sum_last_kernel<T><<<blocks, threads>>>((const T *)x, (T *)out, rows, cols, op == GC_REDUCE_MEAN);
+            gc_row_launch(sum_last_kernel<T>, rows, cols, (const T *)x, (T *)out, rows, cols, op == GC_REDUCE_MEAN);
     });
-    GC_CUDA_CHECK_LAUNCH();
 }
 
 extern "C" void gc_cuda_softmax_last(const void *x, void *y, size_t rows, size_t cols, gc_dtype dtype,
                                      bool log_softmax) {
     if (rows == 0 || cols == 0) return;
-    gc_dispatch<false>(dtype, "softmax_last", [&](auto tag) {
+    gc_cuda_dispatch_float("softmax_last", dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        softmax_last_kernel<T>
-            <<<gc_row_blocks(rows), gc_row_threads(cols)>>>((const T *)x, (T *)y, rows, cols, log_softmax);
+        gc_row_launch(softmax_last_kernel<T>, rows, cols, (const T *)x, (T *)y, rows, cols, log_softmax);
     });
-    GC_CUDA_CHECK_LAUNCH();
 }
