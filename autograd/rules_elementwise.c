@@ -60,6 +60,16 @@ static bool backward_expand(gc_node *node, gc_tensor *g, gc_tensor **grad_inputs
 
 const gc_backward_rule gc_rule_expand = {"expand", gc_rule_save_nothing, backward_expand};
 
+/* --- dropout: the same mask (regenerated from the recorded seed and offset) scales g --- */
+
+static bool backward_dropout(gc_node *node, gc_tensor *g, gc_tensor **grad_inputs) {
+    grad_inputs[0] = gc_dropout(g, node->record.params.dropout.p, node->record.params.dropout.seed,
+                                node->record.params.dropout.offset);
+    return grad_inputs[0] != NULL;
+}
+
+const gc_backward_rule gc_rule_dropout = {"dropout", gc_rule_save_nothing, backward_dropout};
+
 /* --- a op s, s op a --- */
 
 static bool save_binary_scalar(gc_node *node, const gc_op_record *record) {

@@ -75,6 +75,17 @@ typedef struct gc_permute_args {
     int perm[GC_BCAST_DIMS];
 } gc_permute_args;
 
+/* Hyper-parameters of the fused optimizer updates (see gradcache/optim.h). */
+typedef struct gc_sgd_hyper {
+    float lr, momentum, weight_decay;
+    bool first_step; /* the momentum buffer starts as the first gradient (as in PyTorch) */
+} gc_sgd_hyper;
+
+typedef struct gc_adamw_hyper {
+    float lr, beta1, beta2, eps, weight_decay;
+    float bias_correction1, bias_correction2; /* 1 - beta^step */
+} gc_adamw_hyper;
+
 typedef struct gc_backend {
     const char *name;
 
@@ -125,6 +136,21 @@ typedef struct gc_backend {
      * (ids already checked to be in range by the forward). */
     void (*embedding_backward)(const void *grad_out, const int32_t *ids, void *grad_table, size_t n_ids,
                                size_t dim, gc_dtype dtype);
+
+    /* --- dropout: x, y [n]; y[i] = x[i] * scale when (word(offset + i) >> 8) >= threshold,
+     * else 0, word() the Philox stream of seed (gradcache/random.h) --- */
+    void (*dropout)(const void *x, void *y, size_t n, gc_dtype dtype, uint32_t threshold, double scale,
+                    uint64_t seed, uint64_t offset);
+
+    /* --- fused optimizer updates, in place; param and grad [n] of dtype, state f32 [n] --- */
+    /* g' = g + weight_decay p; buf = first_step ? g' : momentum buf + g'; p -= lr buf
+     * (momentum 0: p -= lr g', buf unused and may be NULL). */
+    void (*sgd_update)(void *param, const void *grad, float *momentum_buffer, size_t n, gc_dtype dtype,
+                       const gc_sgd_hyper *hyper);
+    /* p -= lr weight_decay p; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+     * p -= lr (m / bc1) / (sqrt(v / bc2) + eps) */
+    void (*adamw_update)(void *param, const void *grad, float *exp_avg, float *exp_avg_sq, size_t n,
+                         gc_dtype dtype, const gc_adamw_hyper *hyper);
 } gc_backend;
 
 /* The backend owning `device`; stops the program when it is not built. */

@@ -29,6 +29,7 @@ typedef enum gc_op_kind {
     GC_OP_RESHAPE,       /* no params: the input's shape is on the input */
     GC_OP_CAT0,          /* inputs: the tensors concatenated */
     GC_OP_CAST,          /* no params: the dtype is on the input */
+    GC_OP_DROPOUT,       /* params.dropout */
     GC_OP_KIND_COUNT
 } gc_op_kind;
 
@@ -47,6 +48,7 @@ typedef struct gc_op_record {
         struct { double eps; } layernorm;
         struct { int perm[GC_MAX_DIMS]; } permute;
         struct { int64_t start, end; } slice;
+        struct { double p; uint64_t seed, offset; } dropout;
     } params;
 } gc_op_record;
 

@@ -3,13 +3,18 @@
 #define GRADCACHE_GRADCACHE_H
 
 #include "gradcache/autograd.h"
+#include "gradcache/checkpoint.h"
 #include "gradcache/config.h"
 #include "gradcache/device.h"
 #include "gradcache/dtype.h"
 #include "gradcache/error.h"
+#include "gradcache/loss.h"
 #include "gradcache/memory.h"
+#include "gradcache/nn.h"
 #include "gradcache/ops.h"
+#include "gradcache/optim.h"
 #include "gradcache/random.h"
+#include "gradcache/rng.h"
 #include "gradcache/tensor.h"
 
 #endif

@@ -24,4 +24,7 @@ const gc_backend gc_cpu_backend = {
     .permute = gc_cpu_permute,
     .scatter_last = gc_cpu_scatter_last,
     .embedding_backward = gc_cpu_embedding_backward,
+    .dropout = gc_cpu_dropout,
+    .sgd_update = gc_cpu_sgd_update,
+    .adamw_update = gc_cpu_adamw_update,
 };

@@ -24,4 +24,7 @@ const gc_backend gc_cuda_backend = {
     .permute = gc_cuda_permute,
     .scatter_last = gc_cuda_scatter_last,
     .embedding_backward = gc_cuda_embedding_backward,
+    .dropout = gc_cuda_dropout,
+    .sgd_update = gc_cuda_sgd_update,
+    .adamw_update = gc_cuda_adamw_update,
 };

@@ -56,6 +56,16 @@ void gc_cuda_scatter_last(const void *src, const int32_t *index, void *out, size
 void gc_cuda_embedding_backward(const void *grad_out, const int32_t *ids, void *grad_table, size_t n_ids, size_t dim,
                              gc_dtype dtype);
 
+/* dropout_cuda.cu */
+void gc_cuda_dropout(const void *x, void *y, size_t n, gc_dtype dtype, uint32_t threshold, double scale, uint64_t seed,
+                 uint64_t offset);
+
+/* optim_cuda.cu */
+void gc_cuda_sgd_update(void *param, const void *grad, float *momentum_buffer, size_t n, gc_dtype dtype,
+                    const gc_sgd_hyper *hyper);
+void gc_cuda_adamw_update(void *param, const void *grad, float *exp_avg, float *exp_avg_sq, size_t n, gc_dtype dtype,
+                      const gc_adamw_hyper *hyper);
+
 #ifdef __cplusplus
 }
 #endif

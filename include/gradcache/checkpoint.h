@@ -1,0 +1,51 @@
+/* Checkpoints in the safetensors format (https://huggingface.co/docs/safetensors): an
+ * 8-byte little-endian header length, a JSON header mapping each tensor name to its
+ * dtype ("F32", "F16", "BF16", "I32", "F64"), shape and [begin, end) byte offsets into the
+ * data that follows, and an optional "__metadata__" object of string values. PyTorch and
+ * Hugging Face tools read what this writes, and this reads what they write (for the dtypes
+ * above).
+ *
+ * Writing is atomic: a temporary file in the same folder, fsync, rename; a crash leaves the
+ * old file or the new one, never half of one. Reading checks everything it relies on (sizes,
+ * offsets in range and not overlapping, known dtypes, shape against byte count, a header of
+ * sane size) and rejects a malformed file with GC_ERR_FORMAT and a message naming the file
+ * and the problem; nothing is leaked on any error. */
+#ifndef GRADCACHE_CHECKPOINT_H
+#define GRADCACHE_CHECKPOINT_H
+
+#include "gradcache/nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The largest JSON header accepted (the format's reference implementation uses 100 MB). */
+#define GC_SAFETENSORS_MAX_HEADER (100u << 20)
+
+/* Writes every tensor of `tensors` under its name, with metadata given as
+ * {key, value, key, value, ..., NULL} (or NULL for none). Tensors on a GPU are copied to the
+ * host. GC_ERR_IO (the file untouched) on failure. */
+gc_status gc_safetensors_save(const char *path, const gc_param_list *tensors, const char *const *metadata);
+
+/* An opened file: the header parsed and checked, the data read. */
+typedef struct gc_safetensors gc_safetensors;
+
+gc_status gc_safetensors_open(const char *path, gc_safetensors **file);
+int gc_safetensors_count(const gc_safetensors *file);
+const char *gc_safetensors_name(const gc_safetensors *file, int index);
+/* A new tensor holding the named entry on `device`; NULL with GC_ERR_FORMAT when there is no
+ * such entry. */
+gc_tensor *gc_safetensors_get(const gc_safetensors *file, const char *name, gc_device device);
+/* A metadata value, or NULL. */
+const char *gc_safetensors_metadata(const gc_safetensors *file, const char *key);
+void gc_safetensors_close(gc_safetensors *file);
+
+/* Copies every tensor of `into` from the file entry of the same name (same shape; the
+ * dtype is converted if it differs). GC_ERR_FORMAT naming the file and the tensor when one
+ * is missing or of another shape; nothing is changed then. */
+gc_status gc_safetensors_load_into(const char *path, const gc_param_list *into);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
