@@ -1,0 +1,73 @@
+/* Cross-entropy, built from recorded ops so that autograd differentiates it.
+ *
+ * loss_i = -log_softmax(logits)[i, target_i]. The target entries are gathered with
+ * gc_embedding from the log-probabilities seen as a column [N C, 1], at the flat indices
+ * i C + target_i: no new kernel, nothing [N, C] kept for the backward beyond what
+ * log_softmax keeps, and a -inf logit in another class leaves the loss finite (as in
+ * PyTorch), where multiplying by a one-hot matrix would make it 0 * -inf = nan. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "gradcache/loss.h"
+#include "gradcache/ops.h"
+#include "tensor/op_util.h"
+
+/* logits [N, C] float, targets i32 [N], on one device. */
+static void check_shapes(const gc_tensor *logits, const gc_tensor *targets, gc_loss_reduction reduction) {
+    char tl[128], tt[128];
+    gc_tensor_str(logits, tl, sizeof tl);
+    gc_tensor_str(targets, tt, sizeof tt);
+    gc_check_float("cross_entropy", logits);
+    if (logits->ndim != 2) gc_fatal("cross_entropy: needs logits [N, C], got %s", tl);
+    if (targets->dtype != GC_I32 || targets->ndim != 1 || targets->shape[0] != logits->shape[0])
+        gc_fatal("cross_entropy: needs i32 targets [%lld] for logits %s, got %s", (long long)logits->shape[0], tl, tt);
+    gc_check_same_device("cross_entropy", logits, targets);
+    if (reduction != GC_LOSS_MEAN && reduction != GC_LOSS_SUM)
+        gc_fatal("cross_entropy: unknown reduction %d", (int)reduction);
+    /* the flat indices i C + target_i are i32 */
+    if (gc_numel(logits) > (int64_t)INT32_MAX + 1)
+        gc_fatal("cross_entropy: logits %s have more than 2^31 elements", tl);
+}
+
+/* Every target in [0, classes), read back to the host (a device's targets too). Returns
+ * false, with the error recorded, when there is no host memory to read them into. */
+static bool check_targets(const gc_tensor *targets, int64_t classes) {
+    int64_t rows = gc_numel(targets);
+    int32_t *host = malloc(sizeof *host * (size_t)(rows ? rows : 1));
+    if (!host) {
+        gc_set_error(GC_ERR_OUT_OF_MEMORY, "cross_entropy: no host memory to check %lld targets", (long long)rows);
+        return false;
+    }
+    gc_copy_to_host(targets, host);
+    for (int64_t i = 0; i < rows; i++)
+        if (host[i] < 0 || host[i] >= classes) {
+            int32_t target = host[i];
+            free(host);
+            gc_fatal("cross_entropy: target %d at position %lld is outside [0, %lld)", (int)target, (long long)i,
+                     (long long)classes);
+        }
+    free(host);
+    return true;
+}
+
+gc_tensor *gc_cross_entropy(const gc_tensor *logits, const gc_tensor *targets, gc_loss_reduction reduction) {
+    if (!logits || !targets) return NULL;
+    check_shapes(logits, targets, reduction);
+    int64_t rows = logits->shape[0], classes = logits->shape[1];
+    if (!check_targets(targets, classes)) return NULL;
+    gc_tensor *row_starts = gc_arange(rows, 0, (double)classes, GC_I32, logits->device); /* i C */
+    gc_tensor *flat_targets = gc_add(row_starts, targets);                                /* [N] */
+    gc_tensor *log_probs = gc_log_softmax(logits);                                        /* [N, C] */
+    gc_tensor *column = gc_reshape(log_probs, GC_SHAPE(rows * classes, 1));               /* [N C, 1] */
+    gc_tensor *picked = gc_embedding(column, flat_targets);                               /* [N, 1] */
+    /* The mean of no rows is 0/0 = nan, as in PyTorch. */
+    gc_tensor *total = reduction == GC_LOSS_MEAN ? gc_mean_all(picked) : gc_sum_all(picked);
+    gc_tensor *loss = gc_neg(total);
+    gc_tensor_release(row_starts);
+    gc_tensor_release(flat_targets);
+    gc_tensor_release(log_probs);
+    gc_tensor_release(column);
+    gc_tensor_release(picked);
+    gc_tensor_release(total);
+    return loss;
+}
