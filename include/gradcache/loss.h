@@ -20,7 +20,9 @@ typedef enum gc_loss_reduction { GC_LOSS_MEAN, GC_LOSS_SUM } gc_loss_reduction;
 typedef enum gc_similarity { GC_SIMILARITY_DOT, GC_SIMILARITY_COSINE } gc_similarity;
 
 /* Cross-entropy of logits [N, C] against i32 targets [N] (each in [0, C)): the mean (or
- * sum) over rows of logsumexp(row) - row[target]. A 0-dim result. */
+ * sum) over rows of logsumexp(row) - row[target]. A 0-dim result of logits' dtype; the mean
+ * of no rows is nan, as in PyTorch. The targets are read back to the host to be checked (a
+ * synchronisation on a GPU). */
 gc_tensor *gc_cross_entropy(const gc_tensor *logits, const gc_tensor *targets, gc_loss_reduction reduction);
 
 /* In-batch contrastive (InfoNCE) loss. */
@@ -34,7 +36,10 @@ typedef struct gc_contrastive_options {
 } gc_contrastive_options;
 
 /* queries [Nq, D], passages [Np, D] (Np a multiple of Nq when targets is NULL):
- * cross-entropy of the scores [Nq, Np] = sim(queries, passages) / temperature. */
+ * cross-entropy of the scores [Nq, Np] = sim(queries, passages) / temperature. Cosine
+ * divides each row by sqrt(||x||^2 + eps^2), eps = 1e-12: F.normalize's x / max(||x||, eps)
+ * to within an f64 rounding for rows longer than 1e-4. f16 and bf16 inputs are computed in
+ * f32 (the loss is f32); f32 and f64 in their own dtype. */
 gc_tensor *gc_contrastive_loss(const gc_tensor *queries, const gc_tensor *passages,
                                const gc_contrastive_options *options);
 
