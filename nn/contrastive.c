@@ -2,8 +2,8 @@
  * that autograd differentiates them.
  *
  * f16 and bf16 inputs are cast to f32 first, as autocast does for losses: in 16 bits a
- * sum of squares overflows (f16 tops out at 65504) or keeps 3 digits (bf16), and eps^2
- * below underflows. */
+ * sum of squares overflows (f16 tops out at 65504) or keeps 3 digits (bf16), and f16
+ * flushes eps^2 = 1e-24 to 0. */
 #include <math.h>
 
 #include "gradcache/loss.h"
