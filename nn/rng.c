@@ -24,10 +24,12 @@ uint64_t gc_generator_take(gc_generator *g, uint64_t words) {
 
 gc_rng_context gc_rng_capture(void) { return generators; }
 
+void gc_rng_restore(const gc_rng_context *context) { generators = *context; }
+
 gc_rng_context gc_rng_replay_begin(const gc_rng_context *context) {
     gc_rng_context saved = generators;
     generators = *context;
     return saved;
 }
 
-void gc_rng_replay_end(const gc_rng_context *saved) { generators = *saved; }
+void gc_rng_replay_end(const gc_rng_context *saved) { gc_rng_restore(saved); }

@@ -3,6 +3,7 @@
 #define GRADCACHE_GRADCACHE_H
 
 #include "gradcache/autograd.h"
+#include "gradcache/cache.h"
 #include "gradcache/checkpoint.h"
 #include "gradcache/config.h"
 #include "gradcache/device.h"

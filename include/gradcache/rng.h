@@ -42,6 +42,8 @@ typedef struct gc_rng_context {
 
 /* A snapshot of every device's default generator. */
 gc_rng_context gc_rng_capture(void);
+/* Sets every default generator to a snapshot (rewinding or fast-forwarding them). */
+void gc_rng_restore(const gc_rng_context *context);
 /* Sets every default generator to the snapshot; returns the state to restore with
  * gc_rng_replay_end(). Replays do not nest across each other's ends out of order. */
 gc_rng_context gc_rng_replay_begin(const gc_rng_context *context);

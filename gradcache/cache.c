@@ -1,0 +1,269 @@
+/* The cached-gradient step (see gradcache/cache.h for the algorithm). */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache_internal.h"
+#include "gradcache/autograd.h"
+#include "gradcache/memory.h"
+#include "gradcache/ops.h"
+#include "split.h"
+
+gc_cache *gc_cache_new(const gc_cache_config *config) {
+    if (config->n_models < 1 || config->n_models > GC_CACHE_MAX_MODELS)
+        gc_fatal("cache: %d models (1 to %d are supported)", config->n_models, GC_CACHE_MAX_MODELS);
+    if (!config->loss.forward) gc_fatal("cache: the loss needs a forward function");
+    for (int m = 0; m < config->n_models; m++) {
+        if (!config->models[m].forward) gc_fatal("cache: model %d has no forward function", m);
+        if (config->models[m].chunk_size < 1)
+            gc_fatal("cache: model %d has chunk size %lld", m, (long long)config->models[m].chunk_size);
+        if (config->auto_chunk && !config->models[m].params)
+            gc_fatal("cache: auto_chunk needs the parameters of model %d", m);
+    }
+    gc_cache *cache = malloc(sizeof *cache);
+    if (!cache) gc_fatal("cache: out of host memory");
+    cache->config = *config;
+    return cache;
+}
+
+void gc_cache_free(gc_cache *cache) { free(cache); }
+
+gc_tensor *gc_cache_representation(void *model, gc_model_fn forward, const gc_batch *input,
+                                   gc_representation_fn representation, void *user) {
+    gc_tensor *output = forward(model, input);
+    if (!output || !representation) return output;
+    gc_tensor *rep = representation(output, user);
+    gc_tensor_release(output);
+    return rep;
+}
+
+gc_status gc_cache_backward(gc_backward_fn backward, gc_tensor *output, gc_tensor *seed, void *user) {
+    if (backward) return backward(output, seed, user);
+    return gc_backward(&output, seed ? &seed : NULL, 1);
+}
+
+gc_status gc_cache_loss_and_cache(const gc_cache *cache, gc_tensor *const *leaves, double *loss, gc_tensor **grads) {
+    const gc_cache_config *config = &cache->config;
+    if (config->loss.value_and_grad)
+        return config->loss.value_and_grad(leaves, config->n_models, config->loss.args, loss, grads);
+    gc_tensor *value = config->loss.forward(leaves, config->n_models, config->loss.args);
+    if (!value) return gc_last_status();
+    *loss = gc_item(value);
+    gc_status status = gc_cache_backward(config->backward, value, NULL, config->user);
+    gc_tensor_release(value);
+    for (int m = 0; m < config->n_models; m++) {
+        grads[m] = gc_grad(leaves[m]) ? gc_tensor_retain(gc_grad(leaves[m])) : NULL;
+        if (status == GC_OK && !grads[m])
+            gc_fatal("cache: the loss does not depend on the representations of model %d", m);
+    }
+    return status;
+}
+
+/* The chunks of model m's input (new views; release each with gc_batch_release). */
+static int split_input(const gc_cache *cache, int m, const gc_batch *input, gc_batch **chunks) {
+    const gc_cache_config *config = &cache->config;
+    int capacity = gc_chunk_count(gc_batch_rows(input), config->models[m].chunk_size);
+    *chunks = calloc((size_t)capacity, sizeof **chunks);
+    if (!*chunks) gc_fatal("cache: out of host memory for %d chunks", capacity);
+    gc_split_fn split = config->split ? config->split : gc_split_by_rows;
+    return split(input, config->models[m].chunk_size, *chunks, capacity, config->user);
+}
+
+gc_tensor *gc_cache_forward_with_graph(const gc_cache *cache, int m, const gc_batch *input) {
+    const gc_cache_config *config = &cache->config;
+    const gc_cached_model *model = &config->models[m];
+    gc_batch *chunks;
+    int n_chunks = split_input(cache, m, input, &chunks);
+    gc_tensor **reps = calloc((size_t)(n_chunks > 0 ? n_chunks : 1), sizeof *reps);
+    if (!reps) gc_fatal("cache: out of host memory for %d chunks", n_chunks);
+    bool ok = n_chunks >= 0;
+    for (int c = 0; c < n_chunks && ok; c++) {
+        reps[c] = gc_cache_representation(model->state, model->forward, &chunks[c], config->representation, config->user);
+        ok = reps[c] != NULL;
+    }
+    gc_tensor *rep = ok ? gc_cat0(reps, n_chunks) : NULL;
+    for (int c = 0; c < n_chunks; c++) {
+        gc_tensor_release(reps[c]);
+        gc_batch_release(&chunks[c]);
+    }
+    free(reps);
+    free(chunks);
+    return rep;
+}
+
+/* --- one attempt at a step, with fixed chunk sizes --- */
+
+/* Everything one model's part of a step holds, released in one place. */
+typedef struct model_pass {
+    int n_chunks;
+    gc_batch *chunks;          /* [n_chunks] views of the input */
+    gc_rng_context *contexts;  /* [n_chunks] RNG state before each chunk's first forward */
+    gc_tensor *kept_graph;     /* keep_last_graph: the last chunk's representation, with graph */
+    gc_tensor *leaf;           /* all representations, [rows, D], requiring a gradient */
+    gc_tensor *cache;          /* d loss / d leaf */
+} model_pass;
+
+static void release_pass(model_pass *pass) {
+    for (int c = 0; c < pass->n_chunks; c++) gc_batch_release(&pass->chunks[c]);
+    free(pass->chunks);
+    free(pass->contexts);
+    gc_tensor_release(pass->kept_graph);
+    gc_tensor_release(pass->leaf);
+    gc_tensor_release(pass->cache);
+    *pass = (model_pass){0};
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Phase bookkeeping for the report: time and peak bytes on `device`. */
+typedef struct phase {
+    double start;
+    bool measure_memory;
+    gc_device device;
+} phase;
+
+static phase phase_begin(bool measure_memory, gc_device device) {
+    if (measure_memory) gc_memory_reset_peak(device);
+    return (phase){now_seconds(), measure_memory, device};
+}
+
+static void phase_end(const phase *p, double *seconds, size_t *peak) {
+    *seconds = now_seconds() - p->start;
+    if (p->measure_memory) *peak = gc_memory_get_stats(p->device).peak_bytes;
+}
+
+/* Step 1 and 2 for one model: chunks, contexts, the graph-less forwards, the leaf. */
+static gc_status forward_without_graph(const gc_cache *cache, int m, const gc_batch *input, model_pass *pass) {
+    const gc_cache_config *config = &cache->config;
+    const gc_cached_model *model = &config->models[m];
+    int n_chunks = split_input(cache, m, input, &pass->chunks);
+    gc_status status = n_chunks < 0 ? gc_last_status() : GC_OK;
+    pass->n_chunks = n_chunks < 0 ? 0 : n_chunks;
+    int slots = pass->n_chunks > 0 ? pass->n_chunks : 1;
+    pass->contexts = calloc((size_t)slots, sizeof *pass->contexts);
+    gc_tensor **reps = calloc((size_t)slots, sizeof *reps);
+    if (!pass->contexts || !reps) gc_fatal("cache: out of host memory for %d chunks", slots);
+    for (int c = 0; c < pass->n_chunks && status == GC_OK; c++) {
+        pass->contexts[c] = gc_rng_capture();
+        bool keep = config->keep_last_graph && c == pass->n_chunks - 1;
+        bool previous = gc_set_grad_enabled(keep);
+        gc_tensor *rep = gc_cache_representation(model->state, model->forward, &pass->chunks[c],
+                                                 config->representation, config->user);
+        gc_set_grad_enabled(previous);
+        if (!rep) {
+            status = gc_last_status();
+        } else if (keep) {
+            pass->kept_graph = rep;
+            reps[c] = gc_detach(rep);
+        } else {
+            reps[c] = rep;
+        }
+    }
+    if (status == GC_OK) {
+        bool previous = gc_set_grad_enabled(false);
+        pass->leaf = gc_cat0(reps, pass->n_chunks);
+        gc_set_grad_enabled(previous);
+        if (pass->leaf) gc_set_requires_grad(pass->leaf, true);
+        else status = gc_last_status();
+    }
+    for (int c = 0; c < pass->n_chunks; c++) gc_tensor_release(reps[c]);
+    free(reps);
+    return status;
+}
+
+/* Step 4 for one model: each chunk's forward with a graph (RNG replayed) and its backward
+ * seeded with the chunk's slice of the cache. */
+static gc_status forward_backward(const gc_cache *cache, int m, model_pass *pass) {
+    const gc_cache_config *config = &cache->config;
+    const gc_cached_model *model = &config->models[m];
+    int64_t start = 0;
+    for (int c = 0; c < pass->n_chunks; c++) {
+        int64_t rows = gc_batch_rows(&pass->chunks[c]);
+        gc_tensor *seed = gc_slice0(pass->cache, start, start + rows);
+        start += rows;
+        gc_tensor *rep;
+        if (pass->kept_graph && c == pass->n_chunks - 1) {
+            rep = pass->kept_graph;
+            pass->kept_graph = NULL;
+        } else {
+            gc_rng_context saved = gc_rng_replay_begin(&pass->contexts[c]);
+            rep = gc_cache_representation(model->state, model->forward, &pass->chunks[c], config->representation,
+                                          config->user);
+            gc_rng_replay_end(&saved);
+        }
+        gc_status status = rep ? gc_cache_backward(config->backward, rep, seed, config->user) : gc_last_status();
+        gc_tensor_release(rep);
+        gc_tensor_release(seed);
+        if (status != GC_OK) return status;
+    }
+    return GC_OK;
+}
+
+static gc_status attempt(gc_cache *cache, const gc_batch *inputs, double *loss, gc_cache_report *report) {
+    const gc_cache_config *config = &cache->config;
+    int n = config->n_models;
+    model_pass passes[GC_CACHE_MAX_MODELS] = {{0}};
+    gc_cache_report local = {0};
+    gc_device device = inputs[0].tensors[0]->device;
+    bool measure = report != NULL;
+    gc_status status = GC_OK;
+
+    phase p = phase_begin(measure, device);
+    for (int m = 0; m < n && status == GC_OK; m++) status = forward_without_graph(cache, m, &inputs[m], &passes[m]);
+    phase_end(&p, &local.forward_seconds, &local.forward_peak_bytes);
+
+    if (status == GC_OK) {
+        p = phase_begin(measure, device);
+        gc_tensor *leaves[GC_CACHE_MAX_MODELS], *grads[GC_CACHE_MAX_MODELS] = {0};
+        for (int m = 0; m < n; m++) leaves[m] = passes[m].leaf;
+        status = gc_cache_loss_and_cache(cache, leaves, loss, grads);
+        for (int m = 0; m < n; m++) {
+            passes[m].cache = grads[m];
+            local.cache_bytes += 2 * gc_nbytes(passes[m].leaf);
+            gc_tensor_release(passes[m].leaf); /* only its gradient is needed from here on */
+            passes[m].leaf = NULL;
+        }
+        phase_end(&p, &local.loss_seconds, &local.loss_peak_bytes);
+    }
+
+    if (status == GC_OK) {
+        p = phase_begin(measure, device);
+        for (int m = 0; m < n && status == GC_OK; m++) status = forward_backward(cache, m, &passes[m]);
+        phase_end(&p, &local.backward_seconds, &local.backward_peak_bytes);
+    }
+    for (int m = 0; m < n; m++) {
+        local.chunk_sizes[m] = config->models[m].chunk_size;
+        release_pass(&passes[m]);
+    }
+    if (report) *report = local;
+    return status;
+}
+
+gc_status gc_cache_step(gc_cache *cache, const gc_batch *inputs, double *loss, gc_cache_report *report) {
+    gc_cache_config *config = &cache->config;
+    /* A retry draws the same random numbers as a first attempt would have. */
+    gc_rng_context start = gc_rng_capture();
+    int retries = 0;
+    for (;;) {
+        gc_status status = attempt(cache, inputs, loss, report);
+        if (report) report->retries = retries;
+        bool out_of_memory = status == GC_ERR_OUT_OF_MEMORY || status == GC_ERR_MEM_LIMIT;
+        if (!config->auto_chunk || !out_of_memory) return status;
+        bool smaller = false;
+        for (int m = 0; m < config->n_models; m++) {
+            gc_param_list_zero_grad(config->models[m].params); /* the failed attempt's partial sums */
+            if (config->models[m].chunk_size > 1) {
+                config->models[m].chunk_size = (config->models[m].chunk_size + 1) / 2;
+                smaller = true;
+            }
+        }
+        if (!smaller) return status; /* already one row per chunk: it does not fit */
+        retries++;
+        gc_rng_restore(&start);
+        gc_clear_error();
+    }
+}

@@ -1,0 +1,133 @@
+/* Gradient Cache: contrastive training with a batch far larger than memory allows.
+ *
+ * One step (gc_cache_step) over a batch for each of N models:
+ *   1. each model's input is split into chunks (views along dim 0, no copy);
+ *   2. for each chunk: capture the RNG context of every device, run the model without a
+ *      graph, keep only the representation;
+ *   3. concatenate each model's representations, make them leaves, compute the loss on
+ *      them and back-propagate to get d loss / d representation: the cache;
+ *   4. for each model and chunk: replay the chunk's RNG context, run the model again with a
+ *      graph, and back-propagate that chunk's slice of the cache (a vector-Jacobian product,
+ *      gc_backward seeded with it) into the parameters;
+ *   5. return the loss. The optimizer step is the caller's.
+ * The parameter gradients equal those of one step over the whole batch; memory holds one
+ * chunk's graph at a time plus the representations and their gradients; the cost is one
+ * extra forward pass per chunk (one fewer per model with keep_last_graph).
+ *
+ * Models are called through a function over an opaque state, so any model works: a
+ * gc_text_encoder, an MLP made of ops, two towers or the same one twice (tied encoders:
+ * pass the same state twice; gradients accumulate into the shared parameters). */
+#ifndef GRADCACHE_CACHE_H
+#define GRADCACHE_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gradcache/loss.h"
+#include "gradcache/nn.h"
+#include "gradcache/rng.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GC_CACHE_MAX_MODELS 8
+#define GC_BATCH_MAX_TENSORS 8
+
+/* A model's input: named tensors whose dim 0 is the batch (ids [B, T], mask [B, T], ...). */
+typedef struct gc_batch {
+    int count;
+    const char *names[GC_BATCH_MAX_TENSORS];
+    gc_tensor *tensors[GC_BATCH_MAX_TENSORS]; /* borrowed: the caller keeps them alive */
+} gc_batch;
+
+/* The output of `model` for one chunk (a new reference; NULL on a recoverable error). */
+typedef gc_tensor *(*gc_model_fn)(void *model, const gc_batch *chunk);
+/* Picks the representation [rows, D] out of a model's output (a new reference). */
+typedef gc_tensor *(*gc_representation_fn)(gc_tensor *output, void *user);
+/* Splits `input` into chunks of at most chunk_size rows, writing up to `capacity` batches
+ * whose tensors are new references (released by the cache); returns how many, or -1 on a
+ * recoverable error. The default splits every tensor along dim 0 with views. */
+typedef int (*gc_split_fn)(const gc_batch *input, int64_t chunk_size, gc_batch *chunks, int capacity, void *user);
+/* Runs the backward of `output` seeded with `seed` (an outer trainer's own backward, e.g.
+ * with loss scaling); the default is gc_backward. */
+typedef gc_status (*gc_backward_fn)(gc_tensor *output, gc_tensor *seed, void *user);
+
+typedef struct gc_cached_model {
+    void *state;
+    gc_model_fn forward;
+    int64_t chunk_size;          /* rows per chunk (> 0); the last chunk may be smaller */
+    const gc_param_list *params; /* its parameters: needed by gc_cache_verify and by the
+                                    automatic chunk size; may be NULL otherwise */
+} gc_cached_model;
+
+typedef struct gc_cache_config {
+    int n_models;
+    gc_cached_model models[GC_CACHE_MAX_MODELS];
+    gc_loss_fn loss;                       /* over the n_models representations */
+    gc_representation_fn representation;   /* NULL: the model output is the representation */
+    gc_split_fn split;                     /* NULL: split every tensor along dim 0 */
+    gc_backward_fn backward;               /* NULL: gc_backward */
+    void *user;                            /* passed to representation, split and backward */
+    bool keep_last_graph;                  /* keep the last chunk's graph from the first pass
+                                              instead of recomputing it */
+    bool auto_chunk;                       /* on out-of-memory or the memory limit, halve the
+                                              chunk sizes and retry (see gc_cache_step) */
+} gc_cache_config;
+
+/* Time (seconds) and peak live bytes (on the representations' device) of each phase. */
+typedef struct gc_cache_report {
+    double forward_seconds, loss_seconds, backward_seconds;
+    size_t forward_peak_bytes, loss_peak_bytes, backward_peak_bytes;
+    size_t cache_bytes;           /* representations + their gradients */
+    int64_t chunk_sizes[GC_CACHE_MAX_MODELS]; /* the sizes used (after any automatic halving) */
+    int retries;                  /* automatic chunk sizing: attempts that ran out of memory */
+} gc_cache_report;
+
+typedef struct gc_cache gc_cache;
+
+gc_cache *gc_cache_new(const gc_cache_config *config);
+void gc_cache_free(gc_cache *cache);
+
+/* One step over inputs[0..n_models). Writes the loss into *loss and, when report is not
+ * NULL, the step's report (measuring it resets the peak-memory counter of the
+ * representations' device at each phase). Returns GC_OK, or a recoverable error (out of memory, memory
+ * limit) with everything the step allocated released; the parameters' gradients may then
+ * hold a partial sum.
+ * With auto_chunk, such an error makes the step zero the gradients of every model's params
+ * (config.models[i].params must be set), halve every chunk size and retry, down to chunks of
+ * one row; the sizes that worked are kept for the following steps. Start such a step with
+ * zeroed gradients (the usual optimizer loop). Every attempt starts from the RNG state the
+ * step started with, so a retried step draws the dropout masks a first attempt would have. */
+gc_status gc_cache_step(gc_cache *cache, const gc_batch *inputs, double *loss, gc_cache_report *report);
+
+/* The verify mode: runs the GradCache step, then the same step as one plain full-batch
+ * forward + backward, and compares every parameter's gradient. max_relative receives the
+ * largest ||g_cache - g_full|| / max(||g_full||, floor) over parameters; per_param (may be
+ * NULL) receives each parameter's value in the order of the models' param lists (tied
+ * models counted once). The parameters are left holding the full-batch gradients. */
+gc_status gc_cache_verify(gc_cache *cache, const gc_batch *inputs, double floor, double *max_relative,
+                          double *per_param, int per_param_capacity);
+
+/* The plain step, for comparisons: the whole batch in one graph, the loss, one backward.
+ * The forwards run chunk by chunk as in the cached step (with chunk size = batch size it is
+ * one forward), so dropout draws the same masks and the gradients of the two steps agree to
+ * rounding for any model whose rows do not interact (every encoder here). */
+gc_status gc_cache_full_batch_step(gc_cache *cache, const gc_batch *inputs, double *loss);
+
+/* --- the functional API, for loaders that emit small batches ---
+ * gc_cached_forward runs a model on one small batch without a graph after capturing the RNG
+ * state of every device, and returns the representation as a leaf that requires a gradient
+ * (use the leaves in the loss, e.g. concatenated) and a closure. After the loss's backward
+ * has filled the leaves' gradients, gc_closure_run replays the RNG, runs the model with a
+ * graph and back-propagates the leaf's gradient into the parameters. */
+typedef struct gc_closure gc_closure;
+gc_tensor *gc_cached_forward(void *model, gc_model_fn forward, const gc_batch *input,
+                             gc_representation_fn representation, void *user, gc_closure **closure);
+gc_status gc_closure_run(gc_closure *closure, const gc_tensor *representation_leaf);
+void gc_closure_free(gc_closure *closure);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
