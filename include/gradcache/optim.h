@@ -4,7 +4,14 @@
  * their gradients, skipping any parameter without one. Its state (momentum, Adam's
  * moments) is kept in f32 whatever the parameters' dtype, one tensor per parameter on the
  * parameter's device, allocated at the first step. The optimizer holds references to the
- * parameters, so the list may be freed after init. */
+ * parameters, so the list may be freed after init.
+ *
+ * A step allocates every missing state before it updates anything: it returns GC_OK, or
+ * the allocation error with no parameter and no state changed. The update of an element is
+ * computed in f32 (f64 for f64 parameters) from hyper-parameters rounded to f32, and the
+ * result is rounded once into the parameter's dtype; CPU and CUDA agree bit for bit. A
+ * gradient that does not match its parameter is a programmer error naming the parameter.
+ * lr may be changed between steps (see gc_lr_at). */
 #ifndef GRADCACHE_OPTIM_H
 #define GRADCACHE_OPTIM_H
 
@@ -32,7 +39,8 @@ typedef struct gc_adamw {
     gc_tensor **exp_avg;    /* [params.count] f32 first moments, NULL until the first step */
     gc_tensor **exp_avg_sq; /* [params.count] f32 second moments */
     double lr, beta1, beta2, eps, weight_decay; /* weight decay skipped for no_decay params */
-    int64_t step;           /* steps taken (bias correction uses step after the increment) */
+    int64_t step;           /* steps taken (bias correction uses step after the increment); one
+                             * count for all parameters, where PyTorch counts per parameter */
 } gc_adamw;
 gc_status gc_adamw_init(gc_adamw *opt, const gc_param_list *params, double lr, double beta1, double beta2, double eps,
                         double weight_decay);
