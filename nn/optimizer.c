@@ -65,7 +65,8 @@ static gc_status allocate_missing(const char *op, const gc_param_list *params, g
 
 gc_status gc_optim_step(const char *op, const gc_param_list *params, gc_tensor **const *states, int n_states,
                         gc_optim_update update, const void *ctx) {
-    if (n_states > GC_OPTIM_MAX_STATES) gc_fatal("%s: %d states per parameter, at most %d", op, n_states, GC_OPTIM_MAX_STATES);
+    if (n_states > GC_OPTIM_MAX_STATES)
+        gc_fatal("%s: %d states per parameter, at most %d", op, n_states, GC_OPTIM_MAX_STATES);
     bool *fresh = calloc((size_t)params->count + 1, sizeof *fresh);
     if (!fresh) gc_fatal("%s: out of host memory for a step over %d parameters", op, params->count);
     gc_status status = allocate_missing(op, params, states, n_states, fresh);

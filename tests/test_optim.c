@@ -146,8 +146,8 @@ static void test_sgd(gc_dtype dtype, sgd_config c) {
         CHECK(gc_sgd_step(&opt) == GC_OK);
         for (int k = 0; k + 1 < N_PARAMS; k++) sgd_reference(&params[k], grads[k], c, step == 0, dtype);
         for (int k = 0; k < N_PARAMS; k++) /* the frozen one keeps its initial values exactly */
-            expect_param(&params[k], dtype, params[k].tensor, params[k].value, k + 1 < N_PARAMS ? reference_tolerance(dtype) : 0,
-                         what);
+            expect_param(&params[k], dtype, params[k].tensor, params[k].value,
+                         k + 1 < N_PARAMS ? reference_tolerance(dtype) : 0, what);
     }
     for (int k = 0; k < N_PARAMS; k++) {
         bool has_buffer = c.momentum != 0 && k + 1 < N_PARAMS; /* none without momentum, none for "frozen" */
@@ -209,8 +209,8 @@ static void test_adamw(gc_dtype dtype) {
         CHECK(opt.step == step + 1);
         for (int k = 0; k + 1 < N_PARAMS; k++) adamw_reference(&params[k], grads[k], c, step + 1, dtype);
         for (int k = 0; k < N_PARAMS; k++)
-            expect_param(&params[k], dtype, params[k].tensor, params[k].value, k + 1 < N_PARAMS ? reference_tolerance(dtype) : 0,
-                         "adamw");
+            expect_param(&params[k], dtype, params[k].tensor, params[k].value,
+                         k + 1 < N_PARAMS ? reference_tolerance(dtype) : 0, "adamw");
     }
     for (int k = 0; k + 1 < N_PARAMS; k++) {
         /* The moments are f32 values; the reference's differ from the kernel's by f32
@@ -626,7 +626,8 @@ int main(void) {
     test_scale_inplace();
     test_lr_schedule();
     test_adamw_learns_quadratic();
-    gc_test_expect_fatal(bad_adamw_beta, NULL, "adamw_init: lr 0.01, eps 1e-08 and weight_decay 0 must be >= 0 and beta1 1");
+    gc_test_expect_fatal(bad_adamw_beta, NULL,
+                         "adamw_init: lr 0.01, eps 1e-08 and weight_decay 0 must be >= 0 and beta1 1");
     gc_test_expect_fatal(bad_sgd_lr, NULL, "sgd_init: lr -0.1");
     gc_test_expect_fatal(mismatched_grad, NULL,
                          "sgd: the gradient [2, 3] f32 cpu of parameter 'w' does not match the parameter [6] f32 cpu");

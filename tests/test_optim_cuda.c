@@ -47,7 +47,9 @@ static optimizer make_optimizer(optimizer_kind kind, const gc_param_list *params
     return opt;
 }
 
-static gc_status step(optimizer *opt) { return opt->kind == ADAMW ? gc_adamw_step(&opt->adamw) : gc_sgd_step(&opt->sgd); }
+static gc_status step(optimizer *opt) {
+    return opt->kind == ADAMW ? gc_adamw_step(&opt->adamw) : gc_sgd_step(&opt->sgd);
+}
 
 /* State tensor `k` of parameter `index` (NULL where the kind keeps none). */
 static gc_tensor *state(const optimizer *opt, int k, int index) {
