@@ -94,6 +94,13 @@ gc_status gc_add_inplace(gc_tensor *dst, const gc_tensor *src) {
     return GC_OK;
 }
 
+void gc_scale_inplace(gc_tensor *x, double s) {
+    if (!x) return;
+    gc_check_float("scale_inplace", x);
+    gc_backend_for(x->device)->binary_scalar(GC_BINARY_MUL, gc_data(x), s, false, gc_data(x), (size_t)gc_numel(x),
+                                             x->dtype);
+}
+
 /* --- with a scalar --- */
 
 static gc_tensor *with_scalar(const char *name, gc_binary_op op, const gc_tensor *a, double s,

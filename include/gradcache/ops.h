@@ -35,6 +35,10 @@ gc_tensor *gc_sum_to_shape(const gc_tensor *x, int ndim, const int64_t *shape);
 /* dst += src in place (same shape, dtype, device); not recorded by autograd. Returns GC_OK
  * (it allocates nothing, so it cannot fail otherwise). */
 gc_status gc_add_inplace(gc_tensor *dst, const gc_tensor *src);
+/* x *= s in place (floating dtypes; f16 and bf16 computed in f32, as gc_mul_scalar); not
+ * recorded by autograd; a NULL x is a no-op. For gradient clipping, which rescales gradients
+ * without a copy. */
+void gc_scale_inplace(gc_tensor *x, double s);
 
 /* --- with a scalar (a op s, or s op a for the r-versions) --- */
 gc_tensor *gc_add_scalar(const gc_tensor *a, double s);
