@@ -63,6 +63,14 @@ static int gc_test_checks;
         }                                                                            \
     } while (0)
 
+/* Releases every tensor listed: RELEASE(a, b, c). */
+#define RELEASE(...)                                                                                 \
+    do {                                                                                             \
+        gc_tensor *to_release_[] = {__VA_ARGS__};                                                    \
+        for (size_t i_ = 0; i_ < sizeof to_release_ / sizeof *to_release_; i_++)                    \
+            gc_tensor_release(to_release_[i_]);                                                      \
+    } while (0)
+
 static inline int gc_test_result(void) {
     fprintf(stderr, "%d checks, %d failed\n", gc_test_checks, gc_test_failures);
     return gc_test_failures ? GC_TEST_FAIL : GC_TEST_PASS;

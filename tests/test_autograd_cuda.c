@@ -35,11 +35,6 @@ static params make_params(gc_device device) {
     return p;
 }
 
-#define RELEASE(...)                                                                        \
-    do {                                                                                    \
-        gc_tensor *to_release_[] = {__VA_ARGS__};                                           \
-        for (size_t i_ = 0; i_ < sizeof to_release_ / sizeof *to_release_; i_++) gc_tensor_release(to_release_[i_]); \
-    } while (0)
 
 /* A scalar loss over the tokens, through every rule. */
 static gc_tensor *loss_of(const params *p, const gc_tensor *ids) {

@@ -26,12 +26,6 @@ static void expect(gc_tensor *got, int ndim, const int64_t *shape, const double 
     gc_tensor_release(got);
 }
 
-static void release_all(gc_tensor **tensors, size_t count) {
-    for (size_t i = 0; i < count; i++) gc_tensor_release(tensors[i]);
-}
-#define RELEASE_ALL(...) \
-    release_all((gc_tensor *[]){__VA_ARGS__}, sizeof((gc_tensor *[]){__VA_ARGS__}) / sizeof(gc_tensor *))
-
 /* --- embedding --- */
 
 static void test_embedding(void) {
@@ -63,7 +57,7 @@ static void test_embedding(void) {
 
     CHECK(gc_embedding(NULL, ids) == NULL);
     CHECK(gc_embedding(table, NULL) == NULL);
-    RELEASE_ALL(table, ids, ids2, id0, table16, rows_2_to_4, ids_small);
+    RELEASE(table, ids, ids2, id0, table16, rows_2_to_4, ids_small);
 }
 
 static void embedding_bad_id(void *arg) {
@@ -136,7 +130,7 @@ static void test_permute(void) {
     expect(gc_permute(rows, (const int[]){2, 1, 0}), GC_SHAPE(3, 2, 1), (const double[]){6, 9, 7, 10, 8, 11},
            "permute of a slice");
     CHECK(gc_permute(NULL, (const int[]){0}) == NULL);
-    RELEASE_ALL(x2, x3, x4, x4b, scalar, rows);
+    RELEASE(x2, x3, x4, x4b, scalar, rows);
 }
 
 static void test_transpose(void) {
@@ -192,7 +186,7 @@ static void test_cat0(void) {
     expect(gc_cat0((gc_tensor *const[]){h1, h2}, 2), GC_SHAPE(5), (const double[]){1, 2, 3, -1, 0.5}, "cat0 f16 1-D");
 
     CHECK(gc_cat0((gc_tensor *const[]){a, NULL}, 2) == NULL);
-    RELEASE_ALL(a, none, b, row1, h1, h2);
+    RELEASE(a, none, b, row1, h1, h2);
 }
 
 static void cat0_trailing_mismatch(void *arg) {
@@ -271,7 +265,7 @@ static void test_cast(void) {
     CHECK(original[0] == 1.5 && original[2] == 65504);
 
     CHECK(gc_cast(NULL, GC_F16) == NULL);
-    RELEASE_ALL(x, h, fractions, ints, tail, copy, zeros);
+    RELEASE(x, h, fractions, ints, tail, copy, zeros);
     gc_test_expect_fatal(cast_unknown_dtype, NULL, "cast: unknown dtype 5");
 }
 

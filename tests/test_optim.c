@@ -12,11 +12,6 @@ static const gc_device cpu = {GC_DEVICE_CPU, 0};
 #define STEPS 3
 #define MAX_N 6
 
-#define RELEASE(...)                                                                                              \
-    do {                                                                                                          \
-        gc_tensor *to_release_[] = {__VA_ARGS__};                                                                 \
-        for (size_t i_ = 0; i_ < sizeof to_release_ / sizeof *to_release_; i_++) gc_tensor_release(to_release_[i_]); \
-    } while (0)
 
 /* --- helpers --- */
 

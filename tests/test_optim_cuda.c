@@ -13,11 +13,6 @@
 static const gc_device cpu = {GC_DEVICE_CPU, 0};
 static const gc_device cuda = {GC_DEVICE_CUDA, 0};
 
-#define RELEASE(...)                                                                                              \
-    do {                                                                                                          \
-        gc_tensor *to_release_[] = {__VA_ARGS__};                                                                 \
-        for (size_t i_ = 0; i_ < sizeof to_release_ / sizeof *to_release_; i_++) gc_tensor_release(to_release_[i_]); \
-    } while (0)
 
 /* Makes `values` (a CPU tensor of p's shape and dtype) the gradient of p: the backward of
  * p * values from a seed of ones. */
