@@ -387,37 +387,17 @@ static void save_duplicate_names(void *unused) {
     save_to_tmp(&list, NULL);
 }
 
-static void save_empty_name(void *unused) {
-    (void)unused;
+/* Saves one tensor named `name` (a const char *). */
+static void save_named(void *name) {
     gc_param_list list = {0};
-    add(&list, "", "", gc_zeros(GC_SHAPE(1), GC_F32, gc_cpu()));
+    add(&list, "", name, gc_zeros(GC_SHAPE(1), GC_F32, gc_cpu()));
     save_to_tmp(&list, NULL);
 }
 
-static void save_reserved_name(void *unused) {
-    (void)unused;
+/* Saves no tensor with `metadata` (a const char *const *). */
+static void save_metadata(void *metadata) {
     gc_param_list list = {0};
-    add(&list, "", "__metadata__", gc_zeros(GC_SHAPE(1), GC_F32, gc_cpu()));
-    save_to_tmp(&list, NULL);
-}
-
-static void save_invalid_utf8_name(void *unused) {
-    (void)unused;
-    gc_param_list list = {0};
-    add(&list, "", "bad\xff", gc_zeros(GC_SHAPE(1), GC_F32, gc_cpu()));
-    save_to_tmp(&list, NULL);
-}
-
-static void save_metadata_without_value(void *unused) {
-    (void)unused;
-    gc_param_list list = {0};
-    save_to_tmp(&list, (const char *const[]){"key", NULL, NULL});
-}
-
-static void save_duplicate_metadata_keys(void *unused) {
-    (void)unused;
-    gc_param_list list = {0};
-    save_to_tmp(&list, (const char *const[]){"k", "1", "k", "2", NULL});
+    save_to_tmp(&list, metadata);
 }
 
 static void name_out_of_range(void *unused) {
@@ -430,11 +410,15 @@ static void name_out_of_range(void *unused) {
 
 static void test_programmer_errors(void) {
     gc_test_expect_fatal(save_duplicate_names, NULL, "safetensors_save: tensor name 'layer.w' appears twice");
-    gc_test_expect_fatal(save_empty_name, NULL, "safetensors_save: a tensor has an empty name");
-    gc_test_expect_fatal(save_reserved_name, NULL, "safetensors_save: '__metadata__' cannot name a tensor");
-    gc_test_expect_fatal(save_invalid_utf8_name, NULL, "safetensors_save: tensor name 'bad\xff' is not valid UTF-8");
-    gc_test_expect_fatal(save_metadata_without_value, NULL, "safetensors_save: metadata key 'key' has no value");
-    gc_test_expect_fatal(save_duplicate_metadata_keys, NULL, "safetensors_save: metadata key 'k' appears twice");
+    gc_test_expect_fatal(save_named, "", "safetensors_save: a tensor has an empty name");
+    gc_test_expect_fatal(save_named, "__metadata__", "safetensors_save: '__metadata__' cannot name a tensor");
+    gc_test_expect_fatal(save_named, "bad\xff", "safetensors_save: tensor name 'bad\xff' is not valid UTF-8");
+    static const char *const without_value[] = {"key", NULL, NULL}, *const repeated[] = {"k", "1", "k", "2", NULL},
+                             *const invalid_value[] = {"k", "\xc0\xaf", NULL};
+    gc_test_expect_fatal(save_metadata, (void *)without_value, "safetensors_save: metadata key 'key' has no value");
+    gc_test_expect_fatal(save_metadata, (void *)repeated, "safetensors_save: metadata key 'k' appears twice");
+    gc_test_expect_fatal(save_metadata, (void *)invalid_value,
+                         "safetensors_save: the value of metadata key 'k' is not valid UTF-8");
     gc_test_expect_fatal(name_out_of_range, NULL, "safetensors_name: index 0 outside [0, 0) in empty");
 }
 
