@@ -6,10 +6,18 @@
  * above).
  *
  * Writing is atomic: a temporary file in the same folder, fsync, rename; a crash leaves the
- * old file or the new one, never half of one. Reading checks everything it relies on (sizes,
- * offsets in range and not overlapping, known dtypes, shape against byte count, a header of
- * sane size) and rejects a malformed file with GC_ERR_FORMAT and a message naming the file
- * and the problem; nothing is leaked on any error. */
+ * old file or the new one, never half of one. Files are deterministic: the tensors are laid
+ * out as the reference writer lays them out (by dtype, widest first: F64, F32, I32, BF16,
+ * F16; then by name), which also aligns every tensor to its element size, and metadata keys
+ * are sorted; for the same content (and at most one metadata key, whose order the reference
+ * leaves to chance) the bytes are those the official Python library writes.
+ *
+ * Reading checks everything it relies on (sizes, offsets in range, known dtypes, shape
+ * against byte count, at most GC_MAX_DIMS dims, unique names, a header of sane size that is
+ * strict JSON) and, as the reference does, that the tensors cover the data buffer exactly:
+ * no overlaps and no bytes that belong to no tensor. A malformed file is rejected with
+ * GC_ERR_FORMAT and a message naming the file and the problem; a file that cannot be read
+ * gives GC_ERR_IO with the system's reason. Nothing is leaked on any error. */
 #ifndef GRADCACHE_CHECKPOINT_H
 #define GRADCACHE_CHECKPOINT_H
 
@@ -24,13 +32,21 @@ extern "C" {
 
 /* Writes every tensor of `tensors` under its name, with metadata given as
  * {key, value, key, value, ..., NULL} (or NULL for none). Tensors on a GPU are copied to the
- * host. GC_ERR_IO (the file untouched) on failure. */
+ * host. GC_ERR_IO (the file untouched) on failure; GC_ERR_FORMAT (nothing written) for a
+ * header that would pass GC_SAFETENSORS_MAX_HEADER. Names must be non-empty, unique, valid
+ * UTF-8 and other than "__metadata__", metadata keys unique and valid UTF-8: anything else
+ * is a programmer error. */
 gc_status gc_safetensors_save(const char *path, const gc_param_list *tensors, const char *const *metadata);
 
 /* An opened file: the header parsed and checked, the data read. */
 typedef struct gc_safetensors gc_safetensors;
 
+/* *file is NULL on failure. */
 gc_status gc_safetensors_open(const char *path, gc_safetensors **file);
+/* The same from `size` bytes of memory (copied: the buffer may go away afterwards); `name`
+ * stands for the file in messages. */
+gc_status gc_safetensors_open_memory(const void *data, size_t size, const char *name, gc_safetensors **file);
+/* The entries, in name order. */
 int gc_safetensors_count(const gc_safetensors *file);
 const char *gc_safetensors_name(const gc_safetensors *file, int index);
 /* A new tensor holding the named entry on `device`; NULL with GC_ERR_FORMAT when there is no
@@ -38,11 +54,17 @@ const char *gc_safetensors_name(const gc_safetensors *file, int index);
 gc_tensor *gc_safetensors_get(const gc_safetensors *file, const char *name, gc_device device);
 /* A metadata value, or NULL. */
 const char *gc_safetensors_metadata(const gc_safetensors *file, const char *key);
+/* The metadata keys, in sorted order. */
+int gc_safetensors_metadata_count(const gc_safetensors *file);
+const char *gc_safetensors_metadata_key(const gc_safetensors *file, int index);
+/* NULL is a no-op. */
 void gc_safetensors_close(gc_safetensors *file);
 
 /* Copies every tensor of `into` from the file entry of the same name (same shape; the
- * dtype is converted if it differs). GC_ERR_FORMAT naming the file and the tensor when one
- * is missing or of another shape; nothing is changed then. */
+ * dtype is converted if it differs); entries of the file that `into` lacks are ignored.
+ * GC_ERR_FORMAT naming the file and the tensor when one is missing or of another shape;
+ * nothing is changed then, because every tensor is checked before the first is copied
+ * (only an allocation failure while copying can leave some tensors loaded). */
 gc_status gc_safetensors_load_into(const char *path, const gc_param_list *into);
 
 #ifdef __cplusplus

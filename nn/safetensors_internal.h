@@ -1,0 +1,72 @@
+/* What the safetensors reader and writer share: the opened-file structure, the format's
+ * names for our dtypes, and the header check both openers (file and memory) go through. */
+#ifndef GC_NN_SAFETENSORS_INTERNAL_H
+#define GC_NN_SAFETENSORS_INTERNAL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "gradcache/checkpoint.h"
+#include "nn/json.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "safetensors data is little-endian; the reader and writer copy it as is"
+#endif
+
+/* One tensor's description from the header, checked against the data buffer. */
+typedef struct gc_safetensors_entry {
+    const char *name; /* points into the parsed header */
+    gc_dtype dtype;
+    int ndim;
+    int64_t shape[GC_MAX_DIMS];
+    uint64_t begin, end; /* [begin, end) in the data buffer */
+} gc_safetensors_entry;
+
+struct gc_safetensors {
+    char *name;                     /* the path (or the caller's name), for messages */
+    gc_json *header;                /* owns the strings entries and metadata point to */
+    gc_safetensors_entry *entries;  /* [count], sorted by name */
+    int count;
+    const gc_json **metadata;       /* [metadata_count] string values, sorted by key */
+    int metadata_count;
+    unsigned char *data;            /* [data_size] */
+    uint64_t data_size;
+};
+
+/* Parses and checks `length` bytes of header for a data buffer of data_size bytes. On
+ * success *file is a new file whose data buffer is allocated but not filled; otherwise
+ * GC_ERR_FORMAT (or an allocation error) is recorded and nothing is left allocated. */
+gc_status gc_safetensors_parse_header(const char *name, const char *header, size_t length, uint64_t data_size,
+                                      gc_safetensors **file);
+
+/* The entry named `name`, or NULL. */
+const gc_safetensors_entry *gc_safetensors_find(const gc_safetensors *file, const char *name);
+
+/* Records GC_ERR_FORMAT as "safetensors: <name>: <problem>" and returns it. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+gc_status gc_safetensors_format_error(const char *name, const char *fmt, ...);
+
+/* The format's spelling of our dtypes. */
+static inline const char *gc_safetensors_dtype_name(gc_dtype dtype) {
+    switch (dtype) {
+    case GC_F32: return "F32";
+    case GC_F16: return "F16";
+    case GC_BF16: return "BF16";
+    case GC_I32: return "I32";
+    case GC_F64: return "F64";
+    default: return "?";
+    }
+}
+
+static inline bool gc_safetensors_dtype_parse(const char *name, gc_dtype *dtype) {
+    for (int d = 0; d < GC_DTYPE_COUNT; d++)
+        if (strcmp(name, gc_safetensors_dtype_name((gc_dtype)d)) == 0) {
+            *dtype = (gc_dtype)d;
+            return true;
+        }
+    return false;
+}
+
+#endif

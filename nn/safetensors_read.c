@@ -1,0 +1,142 @@
+/* Opening a safetensors file (from disk or from memory) and reading its tensors and
+ * metadata. Both openers check the 8-byte header length before allocating anything for
+ * the header, then share the header check in safetensors_header.c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nn/safetensors_internal.h"
+
+static gc_status io_error(const char *path, const char *what) {
+    gc_set_error(GC_ERR_IO, "safetensors: %s: %s: %s", path, what, strerror(errno));
+    return GC_ERR_IO;
+}
+
+/* The header length from the file's first 8 bytes (`prefix`, read only when the file
+ * has them), checked against the limit and against the file's `size`. */
+static gc_status header_length(const char *name, uint64_t size, const unsigned char *prefix, uint64_t *length) {
+    if (size < 8)
+        return gc_safetensors_format_error(name, "truncated: %" PRIu64 " bytes, fewer than the 8 of the header length",
+                                           size);
+    uint64_t value = 0;
+    for (int i = 7; i >= 0; i--) value = value << 8 | prefix[i];
+    if (value > GC_SAFETENSORS_MAX_HEADER)
+        return gc_safetensors_format_error(name, "header of %" PRIu64 " bytes is larger than the limit of %u", value,
+                                           GC_SAFETENSORS_MAX_HEADER);
+    if (value > size - 8)
+        return gc_safetensors_format_error(name, "truncated: the %" PRIu64 "-byte header runs past the end of the %" PRIu64
+                                           "-byte file", value, size);
+    *length = value;
+    return GC_OK;
+}
+
+gc_status gc_safetensors_open_memory(const void *data, size_t size, const char *name, gc_safetensors **file) {
+    const unsigned char *bytes = data;
+    uint64_t length = 0;
+    *file = NULL;
+    gc_status status = header_length(name, size, bytes, &length);
+    if (status == GC_OK)
+        status = gc_safetensors_parse_header(name, (const char *)bytes + 8, length, size - 8 - length, file);
+    if (status == GC_OK && (*file)->data_size) memcpy((*file)->data, bytes + 8 + length, (*file)->data_size);
+    return status;
+}
+
+/* Reads exactly `size` bytes; a file that ends sooner changed since its size was taken. */
+static gc_status read_exact(int fd, const char *path, void *buffer, uint64_t size) {
+    for (uint64_t done = 0; done < size;) {
+        ssize_t got = read(fd, (char *)buffer + done, size - done);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return io_error(path, "cannot read");
+        if (got == 0) {
+            gc_set_error(GC_ERR_IO, "safetensors: %s: the file ended early (did it change while being read?)", path);
+            return GC_ERR_IO;
+        }
+        done += (uint64_t)got;
+    }
+    return GC_OK;
+}
+
+gc_status gc_safetensors_open(const char *path, gc_safetensors **file) {
+    *file = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return io_error(path, "cannot open");
+    struct stat info;
+    unsigned char prefix[8] = {0};
+    uint64_t size = 0, length = 0;
+    char *header = NULL;
+    gc_status status = fstat(fd, &info) == 0 ? GC_OK : io_error(path, "cannot stat");
+    if (status == GC_OK) size = (uint64_t)info.st_size;
+    if (status == GC_OK && size >= 8) status = read_exact(fd, path, prefix, 8);
+    if (status == GC_OK) status = header_length(path, size, prefix, &length);
+    if (status == GC_OK && !(header = malloc(length ? length : 1))) {
+        gc_set_error(GC_ERR_OUT_OF_MEMORY, "safetensors: %s: out of host memory for the header", path);
+        status = GC_ERR_OUT_OF_MEMORY;
+    }
+    if (status == GC_OK) status = read_exact(fd, path, header, length);
+    if (status == GC_OK) status = gc_safetensors_parse_header(path, header, length, size - 8 - length, file);
+    if (status == GC_OK) status = read_exact(fd, path, (*file)->data, (*file)->data_size);
+    if (status != GC_OK) {
+        gc_safetensors_close(*file);
+        *file = NULL;
+    }
+    free(header);
+    close(fd);
+    return status;
+}
+
+int gc_safetensors_count(const gc_safetensors *file) { return file->count; }
+
+const char *gc_safetensors_name(const gc_safetensors *file, int index) {
+    if (index < 0 || index >= file->count)
+        gc_fatal("safetensors_name: index %d outside [0, %d) in %s", index, file->count, file->name);
+    return file->entries[index].name;
+}
+
+static int compare_name_with_entry(const void *name, const void *entry) {
+    return strcmp(name, ((const gc_safetensors_entry *)entry)->name);
+}
+
+const gc_safetensors_entry *gc_safetensors_find(const gc_safetensors *file, const char *name) {
+    return bsearch(name, file->entries, (size_t)file->count, sizeof *file->entries, compare_name_with_entry);
+}
+
+gc_tensor *gc_safetensors_get(const gc_safetensors *file, const char *name, gc_device device) {
+    const gc_safetensors_entry *entry = gc_safetensors_find(file, name);
+    if (!entry) {
+        gc_safetensors_format_error(file->name, "no tensor named '%s'", name);
+        return NULL;
+    }
+    return gc_from_host(file->data + entry->begin, entry->ndim, entry->shape, entry->dtype, device);
+}
+
+int gc_safetensors_metadata_count(const gc_safetensors *file) { return file->metadata_count; }
+
+const char *gc_safetensors_metadata_key(const gc_safetensors *file, int index) {
+    if (index < 0 || index >= file->metadata_count)
+        gc_fatal("safetensors_metadata_key: index %d outside [0, %d) in %s", index, file->metadata_count, file->name);
+    return file->metadata[index]->key;
+}
+
+static int compare_key_with_value(const void *key, const void *value) {
+    return strcmp(key, (*(const gc_json *const *)value)->key);
+}
+
+const char *gc_safetensors_metadata(const gc_safetensors *file, const char *key) {
+    if (!file->metadata) return NULL;
+    const gc_json *const *value =
+        bsearch(key, file->metadata, (size_t)file->metadata_count, sizeof *file->metadata, compare_key_with_value);
+    return value ? (*value)->string : NULL;
+}
+
+void gc_safetensors_close(gc_safetensors *file) {
+    if (!file) return;
+    gc_json_free(file->header);
+    free(file->name);
+    free(file->entries);
+    free(file->metadata);
+    free(file->data);
+    free(file);
+}
