@@ -37,7 +37,7 @@ static gc_tensor *project_heads(const gc_linear *projection, const gc_tensor *x,
 }
 
 /* scores [B * H, T, T] + (mask [B, T] - 1) 10000, broadcast over heads and queries. */
-static gc_tensor *add_padding_bias(gc_tensor *scores, const gc_tensor *mask, int heads) {
+static gc_tensor *add_padding_bias(const gc_tensor *scores, const gc_tensor *mask, int heads) {
     int64_t batch = mask->shape[0], length = mask->shape[1];
     gc_tensor *bias = gc_sub_scalar(mask, 1);
     bias = gc_nn_then(bias, gc_mul_scalar(bias, 10000));
@@ -50,38 +50,36 @@ static gc_tensor *add_padding_bias(gc_tensor *scores, const gc_tensor *mask, int
 }
 
 static void check_inputs(const gc_attention *layer, const gc_tensor *x, const gc_tensor *mask) {
-    char x_text[128], mask_text[128];
+    char x_text[128];
     int64_t dim = layer->query.weight->shape[1];
     if (x->ndim != 3 || x->shape[2] != dim)
         gc_fatal("attention: x %s is not [B, T, %lld]", gc_tensor_str(x, x_text, sizeof x_text), (long long)dim);
-    if (mask && (mask->ndim != 2 || mask->shape[0] != x->shape[0] || mask->shape[1] != x->shape[1] ||
-                 mask->dtype != x->dtype || !gc_device_equal(mask->device, x->device)))
-        gc_fatal("attention: mask %s is not [B, T] of x %s's dtype and device",
-                 gc_tensor_str(mask, mask_text, sizeof mask_text), gc_tensor_str(x, x_text, sizeof x_text));
+    gc_nn_check_mask("attention", mask, x->shape[0], x->shape[1], x->dtype, x->device);
 }
 
 gc_tensor *gc_attention_forward(const gc_attention *layer, const gc_tensor *x /* [B, T, dim] */,
                                 const gc_tensor *mask /* [B, T] or NULL */, bool training) {
     if (!x) return NULL;
     check_inputs(layer, x, mask);
-    int64_t batch = x->shape[0], length = x->shape[1], dim = x->shape[2], heads = layer->heads;
-    gc_tensor *query = project_heads(&layer->query, x, layer->heads); /* [B * H, T, Dh] */
-    gc_tensor *key = project_heads(&layer->key, x, layer->heads);
-    gc_tensor *value = project_heads(&layer->value, x, layer->heads);
-
+    int heads = layer->heads;
+    int64_t batch = x->shape[0], length = x->shape[1], dim = x->shape[2], head_dim = dim / heads;
+    gc_tensor *query = project_heads(&layer->query, x, heads); /* [B * H, T, Dh] */
+    gc_tensor *key = project_heads(&layer->key, x, heads);
     gc_tensor *scores = gc_matmul(query, key, false, true); /* [B * H, T, T] */
-    scores = gc_nn_then(scores, gc_mul_scalar(scores, 1 / sqrt((double)(dim / heads))));
-    if (mask) scores = gc_nn_then(scores, add_padding_bias(scores, mask, layer->heads));
+    gc_tensor_release(query);
+    gc_tensor_release(key);
+    scores = gc_nn_then(scores, gc_mul_scalar(scores, 1 / sqrt((double)head_dim)));
+    if (mask) scores = gc_nn_then(scores, add_padding_bias(scores, mask, heads));
     gc_tensor *probs = gc_nn_then(scores, gc_softmax(scores));
     probs = gc_nn_then(probs, gc_nn_dropout(probs, layer->dropout, training));
 
-    gc_tensor *context = gc_nn_then(probs, gc_matmul(probs, value, false, false)); /* [B * H, T, Dh] */
-    context = gc_nn_then(context, gc_reshape(context, GC_SHAPE(batch, heads, length, dim / heads)));
+    gc_tensor *value = project_heads(&layer->value, x, heads);
+    gc_tensor *context = gc_matmul(probs, value, false, false); /* [B * H, T, Dh] */
+    gc_tensor_release(probs);
+    gc_tensor_release(value);
+    context = gc_nn_then(context, gc_reshape(context, GC_SHAPE(batch, heads, length, head_dim)));
     context = gc_nn_then(context, gc_permute(context, (const int[]){0, 2, 1, 3})); /* [B, T, H, Dh] */
     context = gc_nn_then(context, gc_reshape(context, GC_SHAPE(batch, length, dim)));
-    gc_tensor_release(query);
-    gc_tensor_release(key);
-    gc_tensor_release(value);
     return gc_nn_then(context, gc_linear_forward(&layer->output, context));
 }
 

@@ -10,7 +10,8 @@ gc_status gc_encoder_layer_init(gc_encoder_layer *layer, int64_t dim, int heads,
     gc_status status = gc_attention_init(&layer->attention, dim, heads, dropout, dtype, device, init);
     if (status == GC_OK)
         status = gc_layernorm_layer_init(&layer->attention_norm, dim, GC_NN_LAYERNORM_EPS, dtype, device);
-    if (status == GC_OK) status = gc_mlp_init(&layer->mlp, dim, hidden, activation, dropout, dtype, device, init);
+    /* BERT drops nothing between the MLP's two Linears: only the block's output, below */
+    if (status == GC_OK) status = gc_mlp_init(&layer->mlp, dim, hidden, activation, 0, dtype, device, init);
     if (status == GC_OK) status = gc_layernorm_layer_init(&layer->mlp_norm, dim, GC_NN_LAYERNORM_EPS, dtype, device);
     if (status != GC_OK) gc_encoder_layer_free(layer);
     return status;

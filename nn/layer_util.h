@@ -27,6 +27,19 @@ static inline void gc_nn_check_dropout(const char *layer, double p) {
     if (!(p >= 0 && p < 1)) gc_fatal("%s: dropout %g is outside [0, 1)", layer, p);
 }
 
+/* A padding mask must be [batch, length] of the activations' dtype (it is added to scores and
+ * multiplied into vectors) and on their device; NULL (no padding) passes. */
+static inline void gc_nn_check_mask(const char *layer, const gc_tensor *mask, int64_t batch, int64_t length,
+                                    gc_dtype dtype, gc_device device) {
+    if (mask && (mask->ndim != 2 || mask->shape[0] != batch || mask->shape[1] != length || mask->dtype != dtype ||
+                 !gc_device_equal(mask->device, device))) {
+        char mask_text[128], device_text[32];
+        gc_fatal("%s: mask %s is not [%lld, %lld] %s %s", layer, gc_tensor_str(mask, mask_text, sizeof mask_text),
+                 (long long)batch, (long long)length, gc_dtype_name(dtype),
+                 gc_device_str(device, device_text, sizeof device_text));
+    }
+}
+
 /* Makes a fresh tensor a parameter (a leaf that requires a gradient); NULL stays NULL. */
 static inline gc_tensor *gc_nn_parameter(gc_tensor *t) {
     if (t) gc_set_requires_grad(t, true);

@@ -2,12 +2,9 @@
 #include "layer_util.h"
 
 static void check_inputs(const gc_tensor *x, const gc_tensor *mask) {
-    char x_text[128], mask_text[128];
+    char x_text[128];
     if (x->ndim != 3) gc_fatal("pool: x %s is not [B, T, D]", gc_tensor_str(x, x_text, sizeof x_text));
-    if (mask && (mask->ndim != 2 || mask->shape[0] != x->shape[0] || mask->shape[1] != x->shape[1] ||
-                 mask->dtype != x->dtype || !gc_device_equal(mask->device, x->device)))
-        gc_fatal("pool: mask %s is not [B, T] of x %s's dtype and device",
-                 gc_tensor_str(mask, mask_text, sizeof mask_text), gc_tensor_str(x, x_text, sizeof x_text));
+    gc_nn_check_mask("pool", mask, x->shape[0], x->shape[1], x->dtype, x->device);
 }
 
 /* x [B, T, D] -> [B, D]: the first token of each sequence. */

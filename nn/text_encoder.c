@@ -48,7 +48,7 @@ gc_status gc_text_encoder_init(gc_text_encoder *encoder, const gc_text_encoder_c
 }
 
 static void check_inputs(const gc_text_encoder *encoder, const gc_tensor *ids, const gc_tensor *mask) {
-    char ids_text[128], mask_text[128];
+    char ids_text[128];
     const gc_tensor *table = encoder->tokens.weight;
     if (ids->dtype != GC_I32 || ids->ndim != 2 || !gc_device_equal(ids->device, table->device))
         gc_fatal("text_encoder: ids %s are not i32 [B, T] on the encoder's device",
@@ -57,10 +57,7 @@ static void check_inputs(const gc_text_encoder *encoder, const gc_tensor *ids, c
         gc_fatal("text_encoder: ids %s have %lld tokens, outside [1, max_length %lld]",
                  gc_tensor_str(ids, ids_text, sizeof ids_text), (long long)ids->shape[1],
                  (long long)encoder->config.max_length);
-    if (mask && (mask->ndim != 2 || mask->shape[0] != ids->shape[0] || mask->shape[1] != ids->shape[1] ||
-                 mask->dtype != table->dtype || !gc_device_equal(mask->device, table->device)))
-        gc_fatal("text_encoder: mask %s is not [B, T] of the encoder's dtype and device for ids %s",
-                 gc_tensor_str(mask, mask_text, sizeof mask_text), gc_tensor_str(ids, ids_text, sizeof ids_text));
+    gc_nn_check_mask("text_encoder", mask, ids->shape[0], ids->shape[1], table->dtype, table->device);
 }
 
 /* ids i32 [B, T] -> [B, T, dim]: each token's vector plus its position's. */

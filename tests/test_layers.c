@@ -344,12 +344,11 @@ static void test_l2_normalize(void) {
 
 /* --- attention --- */
 
-/* Deterministic, distinct weights for the reference test: a smooth function of the index,
- * so that no two entries are equal and no score ties. */
-static void set_smooth(gc_tensor *t, double scale, double phase, double *copy) {
-    int64_t n = gc_numel(t);
-    double *values = copy;
-    for (int64_t i = 0; i < n; i++) values[i] = scale * sin(phase + 0.7 * (double)i);
+/* Deterministic, distinct values for the reference test, into t and into values[numel(t)]
+ * for the reference: a smooth function of the index, so that no two entries are equal and no
+ * scores tie. */
+static void set_smooth(gc_tensor *t, double scale, double phase, double *values) {
+    for (int64_t i = 0; i < gc_numel(t); i++) values[i] = scale * sin(phase + 0.7 * (double)i);
     set_values(t, values);
 }
 
@@ -370,7 +369,8 @@ static void reference_attention(const double *x, double weights[4][REF_D * REF_D
             double scores[REF_T], total = 0;
             for (int u = 0; u < REF_T; u++) {
                 scores[u] = 0;
-                for (int d = h * REF_DH; d < (h + 1) * REF_DH; d++) scores[u] += projected[0][t][d] * projected[1][u][d];
+                for (int d = h * REF_DH; d < (h + 1) * REF_DH; d++)
+                    scores[u] += projected[0][t][d] * projected[1][u][d];
                 scores[u] = scores[u] / sqrt(REF_DH) + (mask ? (mask[u] - 1) * 10000 : 0);
                 scores[u] = exp(scores[u]);
                 total += scores[u];
@@ -477,7 +477,8 @@ static void test_encoder_layer(void) {
         CHECK(y->ndim == 3 && gc_same_shape(x, y));
         gc_param_list list = {0};
         gc_encoder_layer_params(&layer, "layer", &list);
-        CHECK(list.count == 16 && gc_param_list_find(&list, "layer.attention_norm.weight") == layer.attention_norm.gamma);
+        CHECK(list.count == 16);
+        CHECK(gc_param_list_find(&list, "layer.attention_norm.weight") == layer.attention_norm.gamma);
         CHECK(gc_param_list_find(&list, "layer.mlp.out.bias") == layer.mlp.out.bias);
         gc_param_list_free(&list);
 
@@ -548,6 +549,9 @@ static void test_dropout(void) {
     gc_text_encoder_config config = small_config(false, GC_POOL_MEAN, 0, 0.1);
     gc_text_encoder encoder;
     init_encoder(&encoder, &config, 12);
+    /* as BERT: dropout on the attention probabilities and each block's output, none inside the MLP */
+    CHECK(encoder.layers[1].dropout == 0.1 && encoder.layers[1].attention.dropout == 0.1);
+    CHECK(encoder.layers[1].mlp.dropout == 0);
     gc_tensor *ids = ids_tensor(2, 3, (const int32_t[]){1, 2, 3, 4, 5, 6});
     gc_tensor *eval = gc_text_encoder_forward(&encoder, ids, NULL, false);
     gc_tensor *eval_again = gc_text_encoder_forward(&encoder, ids, NULL, false);
@@ -690,9 +694,9 @@ static void test_fatal(void) {
     init_encoder(&fatal_encoder, &config, 15);
     gc_test_expect_fatal(too_long, NULL, "text_encoder: ids [1, 7] i32 cpu have 7 tokens, outside [1, max_length 6]");
     gc_test_expect_fatal(float_ids, NULL, "text_encoder: ids [1, 3] f32 cpu are not i32 [B, T]");
-    gc_test_expect_fatal(f64_mask, NULL, "text_encoder: mask [1, 3] f64 cpu is not [B, T] of the encoder's dtype");
+    gc_test_expect_fatal(f64_mask, NULL, "text_encoder: mask [1, 3] f64 cpu is not [1, 3] f32 cpu");
     gc_test_expect_fatal(linear_wrong_width, NULL, "linear: x [2, 7] f32 cpu does not end in the 8 inputs");
-    gc_test_expect_fatal(attention_wrong_mask, NULL, "attention: mask [2, 4] f32 cpu is not [B, T]");
+    gc_test_expect_fatal(attention_wrong_mask, NULL, "attention: mask [2, 4] f32 cpu is not [2, 3] f32 cpu");
     gc_test_expect_fatal(pool_two_dims, NULL, "pool: x [2, 8] f32 cpu is not [B, T, D]");
     gc_test_expect_fatal(heads_not_dividing, NULL, "attention: dim 10 does not split into 3 heads");
     gc_test_expect_fatal(dropout_one, NULL, "mlp: dropout 1 is outside [0, 1)");

@@ -131,7 +131,8 @@ typedef struct gc_encoder_layer {
     gc_layernorm_layer attention_norm;
     gc_mlp mlp;
     gc_layernorm_layer mlp_norm;
-    double dropout;  /* on each sublayer's output, before the residual add */
+    double dropout;  /* on each sublayer's output before the residual add, and on the attention
+                      * probabilities, as BERT; none inside the MLP (its dropout is 0) */
     bool pre_norm;   /* false: x = norm(x + f(x)) as in BERT; true: x = x + f(norm(x)) */
 } gc_encoder_layer;
 gc_status gc_encoder_layer_init(gc_encoder_layer *layer, int64_t dim, int heads, int64_t hidden,
