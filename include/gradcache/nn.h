@@ -125,13 +125,14 @@ gc_tensor *gc_attention_forward(const gc_attention *layer, const gc_tensor *x, c
 void gc_attention_params(const gc_attention *layer, const char *prefix, gc_param_list *list);
 void gc_attention_free(gc_attention *layer);
 
-/* --- Transformer encoder layer --- */
+/* --- Transformer encoder layer (its LayerNorms use BERT's eps, 1e-12) --- */
 typedef struct gc_encoder_layer {
     gc_attention attention;
     gc_layernorm_layer attention_norm;
     gc_mlp mlp;
     gc_layernorm_layer mlp_norm;
-    double dropout;  /* on each sublayer's output, before the residual add */
+    double dropout;  /* on each sublayer's output before the residual add, and on the attention
+                      * probabilities, as BERT; none inside the MLP (its dropout is 0) */
     bool pre_norm;   /* false: x = norm(x + f(x)) as in BERT; true: x = x + f(norm(x)) */
 } gc_encoder_layer;
 gc_status gc_encoder_layer_init(gc_encoder_layer *layer, int64_t dim, int heads, int64_t hidden,
@@ -146,9 +147,14 @@ void gc_encoder_layer_free(gc_encoder_layer *layer);
 /* --- pooling and normalisation of representations --- */
 typedef enum gc_pooling { GC_POOL_CLS, GC_POOL_MEAN } gc_pooling;
 /* x [B, T, D], mask [B, T] (x's dtype, 1 = token) or NULL -> [B, D]: the first token's
- * vector (CLS), or the mean over the tokens the mask keeps (MEAN). */
+ * vector (CLS), or the mean over the tokens the mask keeps (MEAN). A row whose mask keeps
+ * no token divides by max(count, 1), so it pools to 0 instead of 0 / 0. */
 gc_tensor *gc_pool(const gc_tensor *x, const gc_tensor *mask, gc_pooling pooling);
-/* x / max(||x||, eps) over the last dim. */
+/* x / sqrt(||x||^2 + eps^2) over the last dim (there is no max op): within a relative
+ * eps^2 / (2 ||x||^2) of x / max(||x||, eps) for ||x|| >> eps (1e-12 / 2 for eps = 1e-6 and a
+ * unit-size vector), and x / eps to the same order for ||x|| << eps; the two differ most, by a
+ * factor sqrt 2, at ||x|| = eps. eps^2 must be representable in x's dtype (in f16, eps >= 2^-12)
+ * for a zero vector to stay 0. */
 gc_tensor *gc_l2_normalize(const gc_tensor *x, double eps);
 
 /* --- a text encoder: tokens -> embeddings + positions -> N layers -> pooling -> projection --- */
@@ -159,7 +165,7 @@ typedef struct gc_text_encoder_config {
     int heads;
     int layers;
     int64_t hidden;     /* the MLP's inner width */
-    int64_t projection; /* 0: none; else a final Linear [projection, dim] */
+    int64_t projection; /* 0: none; else a final Linear [projection, dim] with a bias */
     double dropout;
     bool pre_norm;
     gc_activation activation;
@@ -171,7 +177,7 @@ typedef struct gc_text_encoder {
     gc_text_encoder_config config;
     gc_embedding_layer tokens;     /* "embeddings.tokens" */
     gc_embedding_layer positions;  /* "embeddings.positions" */
-    gc_layernorm_layer embedding_norm; /* "embeddings.norm" */
+    gc_layernorm_layer embedding_norm; /* "embeddings.norm": post-norm encoders only (BERT) */
     gc_encoder_layer *layers;      /* [config.layers], "layers.N" */
     gc_layernorm_layer final_norm; /* "final_norm": pre-norm encoders only */
     gc_linear projection;          /* "projection": when config.projection > 0 */
@@ -179,8 +185,10 @@ typedef struct gc_text_encoder {
 
 gc_status gc_text_encoder_init(gc_text_encoder *encoder, const gc_text_encoder_config *config, gc_device device,
                                gc_generator *init);
-/* ids i32 [B, T] (T <= max_length), mask [B, T] of the encoder's dtype or NULL ->
- * [B, projection or dim] */
+/* ids i32 [B, T] (1 <= T <= max_length), mask [B, T] of the encoder's dtype or NULL ->
+ * [B, projection or dim]. Positions 0..T-1 are added to the tokens; then the embedding norm
+ * (post-norm), dropout, the layers (each given the mask), the final norm (pre-norm), the
+ * pooling (given the mask) and the projection. */
 gc_tensor *gc_text_encoder_forward(const gc_text_encoder *encoder, const gc_tensor *ids, const gc_tensor *mask,
                                    bool training);
 void gc_text_encoder_params(const gc_text_encoder *encoder, const char *prefix, gc_param_list *list);

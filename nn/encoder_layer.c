@@ -1,0 +1,65 @@
+/* A transformer encoder layer: attention then an MLP, each a residual block, with the
+ * LayerNorm after the residual add (post-norm, BERT) or before the sublayer (pre-norm). */
+#include "layer_util.h"
+
+gc_status gc_encoder_layer_init(gc_encoder_layer *layer, int64_t dim, int heads, int64_t hidden,
+                                gc_activation activation, double dropout, bool pre_norm, gc_dtype dtype,
+                                gc_device device, gc_generator *init) {
+    gc_nn_check_dropout("encoder_layer", dropout);
+    *layer = (gc_encoder_layer){.dropout = dropout, .pre_norm = pre_norm};
+    gc_status status = gc_attention_init(&layer->attention, dim, heads, dropout, dtype, device, init);
+    if (status == GC_OK)
+        status = gc_layernorm_layer_init(&layer->attention_norm, dim, GC_NN_LAYERNORM_EPS, dtype, device);
+    /* BERT drops nothing between the MLP's two Linears: only the block's output, below */
+    if (status == GC_OK) status = gc_mlp_init(&layer->mlp, dim, hidden, activation, 0, dtype, device, init);
+    if (status == GC_OK) status = gc_layernorm_layer_init(&layer->mlp_norm, dim, GC_NN_LAYERNORM_EPS, dtype, device);
+    if (status != GC_OK) gc_encoder_layer_free(layer);
+    return status;
+}
+
+/* The two sublayers, one signature: x [B, T, dim] -> [B, T, dim]. */
+typedef gc_tensor *(*sublayer_forward)(const gc_encoder_layer *layer, const gc_tensor *x, const gc_tensor *mask,
+                                       bool training);
+
+static gc_tensor *attention_sublayer(const gc_encoder_layer *layer, const gc_tensor *x, const gc_tensor *mask,
+                                     bool training) {
+    return gc_attention_forward(&layer->attention, x, mask, training);
+}
+
+static gc_tensor *mlp_sublayer(const gc_encoder_layer *layer, const gc_tensor *x, const gc_tensor *mask,
+                               bool training) {
+    (void)mask; /* the MLP works token by token: padding cannot reach a real token through it */
+    return gc_mlp_forward(&layer->mlp, x, training);
+}
+
+/* norm(x + dropout(f(x))) post-norm, x + dropout(f(norm(x))) pre-norm; x [B, T, dim]. */
+static gc_tensor *residual_block(const gc_encoder_layer *layer, const gc_tensor *x, sublayer_forward sublayer,
+                                 const gc_layernorm_layer *norm, const gc_tensor *mask, bool training) {
+    gc_tensor *input = layer->pre_norm ? gc_layernorm_layer_forward(norm, x) : gc_tensor_retain((gc_tensor *)x);
+    gc_tensor *update = gc_nn_then(input, sublayer(layer, input, mask, training));
+    update = gc_nn_then(update, gc_nn_dropout(update, layer->dropout, training));
+    gc_tensor *sum = gc_nn_then(update, gc_add(x, update));
+    return layer->pre_norm ? sum : gc_nn_then(sum, gc_layernorm_layer_forward(norm, sum));
+}
+
+gc_tensor *gc_encoder_layer_forward(const gc_encoder_layer *layer, const gc_tensor *x /* [B, T, dim] */,
+                                    const gc_tensor *mask /* [B, T] or NULL */, bool training) {
+    if (!x) return NULL;
+    gc_tensor *h = residual_block(layer, x, attention_sublayer, &layer->attention_norm, mask, training);
+    return gc_nn_then(h, residual_block(layer, h, mlp_sublayer, &layer->mlp_norm, mask, training));
+}
+
+void gc_encoder_layer_params(const gc_encoder_layer *layer, const char *prefix, gc_param_list *list) {
+    char name[GC_PARAM_NAME_MAX];
+    gc_attention_params(&layer->attention, gc_nn_join(name, prefix, "attention"), list);
+    gc_layernorm_layer_params(&layer->attention_norm, gc_nn_join(name, prefix, "attention_norm"), list);
+    gc_mlp_params(&layer->mlp, gc_nn_join(name, prefix, "mlp"), list);
+    gc_layernorm_layer_params(&layer->mlp_norm, gc_nn_join(name, prefix, "mlp_norm"), list);
+}
+
+void gc_encoder_layer_free(gc_encoder_layer *layer) {
+    gc_attention_free(&layer->attention);
+    gc_layernorm_layer_free(&layer->attention_norm);
+    gc_mlp_free(&layer->mlp);
+    gc_layernorm_layer_free(&layer->mlp_norm);
+}

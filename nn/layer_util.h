@@ -1,0 +1,77 @@
+/* What the layers share: BERT-style parameter creation, nested parameter names, and the
+ * release-as-you-go chaining of ops. */
+#ifndef GC_NN_LAYER_UTIL_H
+#define GC_NN_LAYER_UTIL_H
+
+#include <stdio.h>
+
+#include "gradcache/autograd.h"
+#include "gradcache/nn.h"
+#include "gradcache/ops.h"
+#include "gradcache/random.h"
+
+/* The LayerNorm eps of the encoder's norms: BERT's layer_norm_eps, so that its checkpoints
+ * compute the same function here. */
+#define GC_NN_LAYERNORM_EPS 1e-12
+
+/* A layer's sizes and dtype are programmer choices: anything else than positive sizes and a
+ * floating dtype stops the program naming the layer. */
+static inline void gc_nn_check_sizes(const char *layer, int64_t first, int64_t second, gc_dtype dtype) {
+    if (first <= 0 || second <= 0 || !gc_dtype_is_float(dtype))
+        gc_fatal("%s: needs positive sizes and a floating dtype, got %lld, %lld and %s", layer, (long long)first,
+                 (long long)second, gc_dtype_name(dtype));
+}
+
+/* Dropout probabilities live in [0, 1): p = 1 would divide by 0. */
+static inline void gc_nn_check_dropout(const char *layer, double p) {
+    if (!(p >= 0 && p < 1)) gc_fatal("%s: dropout %g is outside [0, 1)", layer, p);
+}
+
+/* A padding mask must be [batch, length] of the activations' dtype (it is added to scores and
+ * multiplied into vectors) and on their device; NULL (no padding) passes. */
+static inline void gc_nn_check_mask(const char *layer, const gc_tensor *mask, int64_t batch, int64_t length,
+                                    gc_dtype dtype, gc_device device) {
+    if (mask && (mask->ndim != 2 || mask->shape[0] != batch || mask->shape[1] != length || mask->dtype != dtype ||
+                 !gc_device_equal(mask->device, device))) {
+        char mask_text[128], device_text[32];
+        gc_fatal("%s: mask %s is not [%lld, %lld] %s %s", layer, gc_tensor_str(mask, mask_text, sizeof mask_text),
+                 (long long)batch, (long long)length, gc_dtype_name(dtype),
+                 gc_device_str(device, device_text, sizeof device_text));
+    }
+}
+
+/* Makes a fresh tensor a parameter (a leaf that requires a gradient); NULL stays NULL. */
+static inline gc_tensor *gc_nn_parameter(gc_tensor *t) {
+    if (t) gc_set_requires_grad(t, true);
+    return t;
+}
+
+/* A parameter drawn from normal(0, 0.02), BERT's initialiser, out of `init`'s stream; init
+ * advances past the words drawn, so the next parameter gets fresh numbers. */
+static inline gc_tensor *gc_nn_normal_parameter(int ndim, const int64_t *shape, gc_dtype dtype, gc_device device,
+                                                gc_generator *init) {
+    int64_t numel = 1;
+    for (int i = 0; i < ndim; i++) numel *= shape[i];
+    uint64_t offset = gc_generator_take(init, gc_normal_words(numel));
+    return gc_nn_parameter(gc_normal(ndim, shape, dtype, device, 0.0, 0.02, init->seed, offset));
+}
+
+/* prefix + "." + name (name alone for an empty prefix) into name_out, the prefix a layer
+ * hands to its sublayers' params functions. */
+static inline const char *gc_nn_join(char name_out[GC_PARAM_NAME_MAX], const char *prefix, const char *name) {
+    int length = snprintf(name_out, GC_PARAM_NAME_MAX, "%s%s%s", prefix ? prefix : "", prefix && *prefix ? "." : "",
+                          name);
+    if (length >= GC_PARAM_NAME_MAX)
+        gc_fatal("params: name '%s.%s' is longer than %d characters", prefix, name, GC_PARAM_NAME_MAX - 1);
+    return name_out;
+}
+
+/* Releases `used` and returns `result`, so that a chain of ops that each consume the last
+ * intermediate reads top to bottom: h = gc_nn_then(h, gc_relu(h)). A NULL result (an
+ * allocation failure) flows on through the NULL-tolerant ops to the chain's end. */
+static inline gc_tensor *gc_nn_then(gc_tensor *used, gc_tensor *result) {
+    gc_tensor_release(used);
+    return result;
+}
+
+#endif

@@ -1,0 +1,30 @@
+/* The transformer's feed-forward block: Linear -> activation -> dropout -> Linear. */
+#include "layer_util.h"
+
+gc_status gc_mlp_init(gc_mlp *layer, int64_t dim, int64_t hidden, gc_activation activation, double dropout,
+                      gc_dtype dtype, gc_device device, gc_generator *init) {
+    gc_nn_check_dropout("mlp", dropout);
+    *layer = (gc_mlp){.activation = activation, .dropout = dropout};
+    gc_status status = gc_linear_init(&layer->in, dim, hidden, true, dtype, device, init);
+    if (status == GC_OK) status = gc_linear_init(&layer->out, hidden, dim, true, dtype, device, init);
+    if (status != GC_OK) gc_mlp_free(layer);
+    return status;
+}
+
+gc_tensor *gc_mlp_forward(const gc_mlp *layer, const gc_tensor *x /* [..., dim] */, bool training) {
+    gc_tensor *h = gc_linear_forward(&layer->in, x); /* [..., hidden] */
+    h = gc_nn_then(h, gc_activate(h, layer->activation));
+    h = gc_nn_then(h, gc_nn_dropout(h, layer->dropout, training));
+    return gc_nn_then(h, gc_linear_forward(&layer->out, h));
+}
+
+void gc_mlp_params(const gc_mlp *layer, const char *prefix, gc_param_list *list) {
+    char name[GC_PARAM_NAME_MAX];
+    gc_linear_params(&layer->in, gc_nn_join(name, prefix, "in"), list);
+    gc_linear_params(&layer->out, gc_nn_join(name, prefix, "out"), list);
+}
+
+void gc_mlp_free(gc_mlp *layer) {
+    gc_linear_free(&layer->in);
+    gc_linear_free(&layer->out);
+}

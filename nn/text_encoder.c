@@ -1,0 +1,114 @@
+/* A text encoder: token and position embeddings, a stack of encoder layers, pooling to one
+ * vector per sequence, and an optional projection. */
+#include <stdlib.h>
+
+#include "layer_util.h"
+
+static void check_config(const gc_text_encoder_config *config) {
+    if (config->vocab <= 0 || config->max_length <= 0 || config->layers < 0 || config->projection < 0)
+        gc_fatal("text_encoder: needs a positive vocab and max_length and no negative layers or projection, got "
+                 "vocab %lld, max_length %lld, layers %d, projection %lld",
+                 (long long)config->vocab, (long long)config->max_length, config->layers,
+                 (long long)config->projection);
+    gc_nn_check_dropout("text_encoder", config->dropout);
+}
+
+/* Every part in the order the parameters are drawn from `init`; a part the config leaves
+ * out (a norm, the projection) stays zeroed. */
+static gc_status init_parts(gc_text_encoder *encoder, gc_device device, gc_generator *init) {
+    const gc_text_encoder_config *c = &encoder->config;
+    gc_status status = gc_embedding_layer_init(&encoder->tokens, c->vocab, c->dim, c->dtype, device, init);
+    if (status == GC_OK)
+        status = gc_embedding_layer_init(&encoder->positions, c->max_length, c->dim, c->dtype, device, init);
+    if (status == GC_OK && !c->pre_norm)
+        status = gc_layernorm_layer_init(&encoder->embedding_norm, c->dim, GC_NN_LAYERNORM_EPS, c->dtype, device);
+    for (int i = 0; status == GC_OK && i < c->layers; i++)
+        status = gc_encoder_layer_init(&encoder->layers[i], c->dim, c->heads, c->hidden, c->activation, c->dropout,
+                                       c->pre_norm, c->dtype, device, init);
+    if (status == GC_OK && c->pre_norm)
+        status = gc_layernorm_layer_init(&encoder->final_norm, c->dim, GC_NN_LAYERNORM_EPS, c->dtype, device);
+    if (status == GC_OK && c->projection)
+        status = gc_linear_init(&encoder->projection, c->dim, c->projection, true, c->dtype, device, init);
+    return status;
+}
+
+gc_status gc_text_encoder_init(gc_text_encoder *encoder, const gc_text_encoder_config *config, gc_device device,
+                               gc_generator *init) {
+    check_config(config);
+    *encoder = (gc_text_encoder){.config = *config};
+    /* calloc: a layer not reached by a failed init is zeroed, which its free accepts */
+    encoder->layers = calloc(config->layers ? (size_t)config->layers : 1, sizeof *encoder->layers);
+    if (!encoder->layers) {
+        gc_set_error(GC_ERR_OUT_OF_MEMORY, "text_encoder: no host memory for %d layers", config->layers);
+        return GC_ERR_OUT_OF_MEMORY;
+    }
+    gc_status status = init_parts(encoder, device, init);
+    if (status != GC_OK) gc_text_encoder_free(encoder);
+    return status;
+}
+
+static void check_inputs(const gc_text_encoder *encoder, const gc_tensor *ids, const gc_tensor *mask) {
+    char ids_text[128];
+    const gc_tensor *table = encoder->tokens.weight;
+    if (ids->dtype != GC_I32 || ids->ndim != 2 || !gc_device_equal(ids->device, table->device))
+        gc_fatal("text_encoder: ids %s are not i32 [B, T] on the encoder's device",
+                 gc_tensor_str(ids, ids_text, sizeof ids_text));
+    if (ids->shape[1] < 1 || ids->shape[1] > encoder->config.max_length)
+        gc_fatal("text_encoder: ids %s have %lld tokens, outside [1, max_length %lld]",
+                 gc_tensor_str(ids, ids_text, sizeof ids_text), (long long)ids->shape[1],
+                 (long long)encoder->config.max_length);
+    gc_nn_check_mask("text_encoder", mask, ids->shape[0], ids->shape[1], table->dtype, table->device);
+}
+
+/* ids i32 [B, T] -> [B, T, dim]: each token's vector plus its position's. */
+static gc_tensor *embed(const gc_text_encoder *encoder, const gc_tensor *ids) {
+    gc_tensor *positions = gc_arange(ids->shape[1], 0, 1, GC_I32, ids->device);
+    gc_tensor *position_vectors = gc_nn_then(positions, gc_embedding_layer_forward(&encoder->positions, positions));
+    gc_tensor *token_vectors = gc_embedding_layer_forward(&encoder->tokens, ids);
+    gc_tensor *sum = gc_add(token_vectors, position_vectors); /* [T, dim] broadcasts over B */
+    gc_tensor_release(token_vectors);
+    gc_tensor_release(position_vectors);
+    return sum;
+}
+
+gc_tensor *gc_text_encoder_forward(const gc_text_encoder *encoder, const gc_tensor *ids /* i32 [B, T] */,
+                                   const gc_tensor *mask /* [B, T] or NULL */, bool training) {
+    if (!ids) return NULL;
+    check_inputs(encoder, ids, mask);
+    const gc_text_encoder_config *config = &encoder->config;
+    gc_tensor *h = embed(encoder, ids); /* [B, T, dim] */
+    if (!config->pre_norm) h = gc_nn_then(h, gc_layernorm_layer_forward(&encoder->embedding_norm, h));
+    h = gc_nn_then(h, gc_nn_dropout(h, config->dropout, training));
+    for (int i = 0; i < config->layers; i++)
+        h = gc_nn_then(h, gc_encoder_layer_forward(&encoder->layers[i], h, mask, training));
+    if (config->pre_norm) h = gc_nn_then(h, gc_layernorm_layer_forward(&encoder->final_norm, h));
+    h = gc_nn_then(h, gc_pool(h, mask, config->pooling)); /* [B, dim] */
+    if (config->projection) h = gc_nn_then(h, gc_linear_forward(&encoder->projection, h));
+    return h;
+}
+
+void gc_text_encoder_params(const gc_text_encoder *encoder, const char *prefix, gc_param_list *list) {
+    const gc_text_encoder_config *config = &encoder->config;
+    char name[GC_PARAM_NAME_MAX], layer_name[32];
+    gc_embedding_layer_params(&encoder->tokens, gc_nn_join(name, prefix, "embeddings.tokens"), list);
+    gc_embedding_layer_params(&encoder->positions, gc_nn_join(name, prefix, "embeddings.positions"), list);
+    if (!config->pre_norm)
+        gc_layernorm_layer_params(&encoder->embedding_norm, gc_nn_join(name, prefix, "embeddings.norm"), list);
+    for (int i = 0; i < config->layers; i++) {
+        snprintf(layer_name, sizeof layer_name, "layers.%d", i);
+        gc_encoder_layer_params(&encoder->layers[i], gc_nn_join(name, prefix, layer_name), list);
+    }
+    if (config->pre_norm) gc_layernorm_layer_params(&encoder->final_norm, gc_nn_join(name, prefix, "final_norm"), list);
+    if (config->projection) gc_linear_params(&encoder->projection, gc_nn_join(name, prefix, "projection"), list);
+}
+
+void gc_text_encoder_free(gc_text_encoder *encoder) {
+    gc_embedding_layer_free(&encoder->tokens);
+    gc_embedding_layer_free(&encoder->positions);
+    gc_layernorm_layer_free(&encoder->embedding_norm);
+    for (int i = 0; encoder->layers && i < encoder->config.layers; i++) gc_encoder_layer_free(&encoder->layers[i]);
+    free(encoder->layers);
+    gc_layernorm_layer_free(&encoder->final_norm);
+    gc_linear_free(&encoder->projection);
+    *encoder = (gc_text_encoder){0};
+}
