@@ -139,8 +139,12 @@ static void *gemm_rows(void *arg) {
     const gemm_job *job = arg;
     const gc_matmul_args *g = job->args;
     size_t size = job->type->size;
-    void *packed_a = scratch((size_t)(round_up(MC, job->type->mr) * KC) * size);
-    void *packed_b = scratch((size_t)(KC * round_up(NC, job->type->nr)) * size);
+    /* Packing buffers sized to the problem, not the blocks: small products (autograd's,
+     * a gradient check's) would otherwise allocate and touch megabytes per call. */
+    int64_t depth = min64(KC, g->k > 0 ? g->k : 1);
+    int64_t rows = min64(MC, job->row_end - job->row_begin), cols = min64(NC, g->n);
+    void *packed_a = scratch((size_t)(round_up(rows, job->type->mr) * depth) * size);
+    void *packed_b = scratch((size_t)(depth * round_up(cols, job->type->nr)) * size);
     for (int64_t batch = 0; batch < g->batch; batch++)
         gemm_matrix(job, element(g->a, batch * g->m * g->k, size), element(g->b, batch * g->k * g->n, size),
                     (char *)g->c + (size_t)(batch * g->m * g->n) * size, packed_a, packed_b);
