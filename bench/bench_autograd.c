@@ -9,23 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "gradcache/gradcache.h"
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *values, int n) {
-    qsort(values, (size_t)n, sizeof *values, compare_doubles);
-    return values[n / 2];
-}
 
 static void fail(const char *what) {
     fprintf(stderr, "bench_autograd: %s: %s\n", what, gc_last_error());
@@ -42,19 +27,19 @@ static double tiny_chain(bool grad, double *backward_seconds) {
     if (!x) fail("tiny input");
     gc_set_requires_grad(x, true);
     bool previous = gc_set_grad_enabled(grad);
-    double start = now_seconds();
+    double start = bench_now();
     gc_tensor *h = gc_tensor_retain(x);
     for (int i = 0; i < CHAIN; i++) {
         gc_tensor *next = gc_mul_scalar(h, 1.0001);
         gc_tensor_release(h);
         h = next;
     }
-    double forward = now_seconds() - start;
+    double forward = bench_now() - start;
     gc_set_grad_enabled(previous);
     if (backward_seconds) {
-        start = now_seconds();
+        start = bench_now();
         if (gc_backward(&h, NULL, 1) != GC_OK) fail("backward");
-        *backward_seconds = now_seconds() - start;
+        *backward_seconds = bench_now() - start;
     }
     gc_tensor_release(h);
     gc_tensor_release(x);
@@ -67,7 +52,7 @@ static void tape_overhead(int reps) {
         plain[r] = tiny_chain(false, NULL);
         taped[r] = tiny_chain(true, &backward[r]);
     }
-    double p = median(plain, reps), t = median(taped, reps), b = median(backward, reps);
+    double p = bench_median(plain, reps), t = bench_median(taped, reps), b = bench_median(backward, reps);
     printf("tape overhead, a chain of %d mul_scalar ops on [1] f32 tensors (CPU):\n", CHAIN);
     printf("  no grad     %7.3f us/op\n", 1e6 * p / CHAIN);
     printf("  recorded    %7.3f us/op   (x%.2f of no grad: %.3f us/op of tape)\n", 1e6 * t / CHAIN, t / p,
@@ -120,18 +105,18 @@ static void mlp_step_times(int64_t batch, int64_t width, gc_device device, int r
     for (int r = 0; r < reps + 1; r++) { /* the first repetition warms up caches and cuBLAS */
         bool previous = gc_set_grad_enabled(false);
         gc_device_synchronize(device);
-        double start = now_seconds();
+        double start = bench_now();
         gc_tensor *loss = mlp_loss(&model, x);
         gc_device_synchronize(device);
-        double forward_time = now_seconds() - start;
+        double forward_time = bench_now() - start;
         gc_tensor_release(loss);
         gc_set_grad_enabled(previous);
 
-        start = now_seconds();
+        start = bench_now();
         loss = mlp_loss(&model, x);
         if (gc_backward(&loss, NULL, 1) != GC_OK) fail("backward");
         gc_device_synchronize(device);
-        double step_time = now_seconds() - start;
+        double step_time = bench_now() - start;
         gc_tensor_release(loss);
         for (int i = 0; i < LAYERS; i++) {
             gc_zero_grad(model.weight[i]);
@@ -142,7 +127,7 @@ static void mlp_step_times(int64_t batch, int64_t width, gc_device device, int r
             step[r - 1] = step_time;
         }
     }
-    double f = median(forward, reps), s = median(step, reps);
+    double f = bench_median(forward, reps), s = bench_median(step, reps);
     char name[16];
     double flops = 2.0 * batch * width * width * LAYERS;
     printf("  %-7s [%lld x %lld], %d layers: forward %8.3f ms (%6.1f GFLOP/s), forward+backward %8.3f ms = x%.2f of forward\n",

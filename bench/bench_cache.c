@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "gradcache/gradcache.h"
 
 typedef struct tower {
@@ -42,17 +43,6 @@ static gc_tensor *tower_forward(void *state, const gc_batch *chunk) {
     return out;
 }
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 typedef struct measurement {
     double seconds; /* median */
     size_t peak;    /* live bytes */
@@ -67,16 +57,15 @@ static measurement measure(gc_cache *cache, const gc_batch *inputs, tower *tower
         gc_param_list_zero_grad(&towers[1].params);
         gc_device_synchronize(device);
         gc_memory_reset_peak(device);
-        double start = now_seconds(), loss;
+        double start = bench_now(), loss;
         gc_status status = plain ? gc_cache_full_batch_step(cache, inputs, &loss) : gc_cache_step(cache, inputs, &loss, NULL);
         if (status != GC_OK) fail("step");
         gc_device_synchronize(device);
-        if (r > 0) times[r - 1] = now_seconds() - start;
+        if (r > 0) times[r - 1] = bench_now() - start;
         size_t p = gc_memory_get_stats(device).peak_bytes;
         if (p > peak) peak = p;
     }
-    qsort(times, (size_t)reps, sizeof *times, compare_doubles);
-    return (measurement){times[reps / 2], peak};
+    return (measurement){bench_median(times, reps), peak};
 }
 
 int main(int argc, char **argv) {

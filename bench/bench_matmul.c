@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "gradcache/gradcache.h"
 #ifdef GC_HAVE_CUDA
 #include "tensor/cuda/check.h"
@@ -37,12 +38,6 @@ static void layer_products(const int64_t *layer, product *out) {
     out[0] = (product){M, K, N, false, false, "x @ W"};
     out[1] = (product){M, N, K, false, true, "dy @ W^T"};
     out[2] = (product){K, M, N, true, false, "x^T @ dy"};
-}
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 static gc_tensor *checked(gc_tensor *t) {
@@ -79,14 +74,9 @@ static double time_calls(const gc_tensor *a, const gc_tensor *b, const product *
         return 1e-3 * ms / calls;
     }
 #endif
-    double start = now();
+    double start = bench_now();
     for (int i = 0; i < calls; i++) gc_tensor_release(checked(gc_matmul(a, b, p->trans_a, p->trans_b)));
-    return (now() - start) / calls;
-}
-
-static int compare_doubles(const void *x, const void *y) {
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
+    return (bench_now() - start) / calls;
 }
 
 static timing time_product(const product *p, gc_dtype dtype, gc_device device, int reps) {
@@ -97,8 +87,8 @@ static timing time_product(const product *p, gc_dtype dtype, gc_device device, i
     if (!seconds) gc_fatal("bench_matmul: no host memory");
     time_calls(a, b, p, 1); /* warm-up: caches, cuBLAS's handle and heuristics */
     for (int r = 0; r < reps; r++) seconds[r] = time_calls(a, b, p, calls);
-    qsort(seconds, (size_t)reps, sizeof(double), compare_doubles);
-    timing t = {seconds[reps / 2], seconds[0]};
+    double median = bench_median(seconds, reps); /* sorts: seconds[0] is then the best */
+    timing t = {median, seconds[0]};
     free(seconds);
     gc_tensor_release(a);
     gc_tensor_release(b);
