@@ -71,6 +71,7 @@ gc_status gc_cache_verify(gc_cache *cache, const gc_batch *inputs, double floor,
     int count = distinct_params(&cache->config, params, capacity);
     double loss;
     zero_grads(params, count);
+    gc_rng_context start = gc_rng_capture(); /* both steps draw the same dropout masks */
     gc_status status = gc_cache_step(cache, inputs, &loss, NULL);
     for (int i = 0; i < count && status == GC_OK; i++) {
         cached[i] = gc_grad(params[i]) ? gc_clone(gc_grad(params[i])) : NULL;
@@ -78,6 +79,7 @@ gc_status gc_cache_verify(gc_cache *cache, const gc_batch *inputs, double floor,
     }
     if (status == GC_OK) {
         zero_grads(params, count);
+        gc_rng_restore(&start);
         status = gc_cache_full_batch_step(cache, inputs, &loss);
     }
     *max_relative = 0;

@@ -334,6 +334,44 @@ static void test_replay_reproduces_masks(void) {
     free_encoder(&p);
 }
 
+/* A tied text encoder (one encoder for queries and passages) in f64, dropout on, padded
+ * rows and hard negatives: the cached step against the plain one. */
+static gc_tensor *text_forward(void *state, const gc_batch *chunk) {
+    return gc_text_encoder_forward(state, chunk->tensors[0], chunk->tensors[1], true);
+}
+
+static void test_tied_text_encoder(void) {
+    gc_text_encoder_config config = {.vocab = 30, .max_length = 6, .dim = 8, .heads = 2, .layers = 2, .hidden = 16,
+                                     .projection = 4, .dropout = 0.1, .activation = GC_ACT_GELU_ERF,
+                                     .pooling = GC_POOL_MEAN, .dtype = GC_F64};
+    gc_text_encoder encoder;
+    gc_generator init = {5, 0};
+    REQUIRE(gc_text_encoder_init(&encoder, &config, gc_cpu(), &init) == GC_OK);
+    gc_param_list params = {0};
+    gc_text_encoder_params(&encoder, "", &params);
+    gc_tensor *q_uniform = gc_uniform(GC_SHAPE(5, 6), GC_F32, gc_cpu(), 0, 30, 180, 0);
+    gc_tensor *p_uniform = gc_uniform(GC_SHAPE(10, 6), GC_F32, gc_cpu(), 0, 30, 181, 0);
+    gc_tensor *q_ids = gc_cast(q_uniform, GC_I32), *p_ids = gc_cast(p_uniform, GC_I32);
+    gc_tensor *q_mask = gc_ones(GC_SHAPE(5, 6), GC_F64, gc_cpu()), *p_mask = gc_ones(GC_SHAPE(10, 6), GC_F64, gc_cpu());
+    REQUIRE(q_ids && p_ids && q_mask && p_mask);
+    double *mask_values = gc_data(p_mask);
+    for (int t = 3; t < 6; t++) mask_values[2 * 6 + t] = 0; /* passage 2 has 3 padding tokens */
+    gc_batch inputs[2] = {{2, {"ids", "mask"}, {q_ids, q_mask}}, {2, {"ids", "mask"}, {p_ids, p_mask}}};
+    gc_contrastive_options options = {GC_SIMILARITY_COSINE, 0.1, NULL, GC_LOSS_MEAN}; /* 1 hard negative each */
+    gc_cache_config cache_config = {.n_models = 2,
+                                    .models = {{&encoder, text_forward, 2, &params}, {&encoder, text_forward, 3, &params}},
+                                    .loss = gc_contrastive_loss_fn(&options)};
+    gc_cache *cache = gc_cache_new(&cache_config);
+    gc_manual_seed(9);
+    double worst = 1;
+    REQUIRE(gc_cache_verify(cache, inputs, 1e-12, &worst, NULL, 0) == GC_OK);
+    CHECK_MSG(worst <= 1e-10, "tied text encoder: largest relative gradient difference %.3g", worst);
+    gc_cache_free(cache);
+    RELEASE(q_uniform, p_uniform, q_ids, p_ids, q_mask, p_mask);
+    gc_param_list_free(&params);
+    gc_text_encoder_free(&encoder);
+}
+
 int main(void) {
     const scenario scenarios[] = {
         {"two encoders, f32", GC_F32, 12, 12, 4, 5, false, false, 0.1},
@@ -352,6 +390,7 @@ int main(void) {
     test_keep_last_graph_saves_a_forward();
     test_functional_api();
     test_replay_reproduces_masks();
+    test_tied_text_encoder();
     CHECK(gc_memory_get_stats(gc_cpu()).live_bytes == 0);
     return gc_test_result();
 }

@@ -105,7 +105,8 @@ gc_status gc_cache_step(gc_cache *cache, const gc_batch *inputs, double *loss, g
  * forward + backward, and compares every parameter's gradient. max_relative receives the
  * largest ||g_cache - g_full|| / max(||g_full||, floor) over parameters; per_param (may be
  * NULL) receives each parameter's value in the order of the models' param lists (tied
- * models counted once). The parameters are left holding the full-batch gradients. */
+ * models counted once). Both steps start from the same RNG state, so they draw the same
+ * dropout masks. The parameters are left holding the full-batch gradients. */
 gc_status gc_cache_verify(gc_cache *cache, const gc_batch *inputs, double floor, double *max_relative,
                           double *per_param, int per_param_capacity);
 
