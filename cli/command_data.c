@@ -1,11 +1,168 @@
-/* STUB: to be written. */
+/* gradcache data wordnet: WordNet -> train.tsv and dev.tsv (the split is wordnet.c's);
+ * gradcache data check FILE: validates a pair file and prints its counts. Outputs are
+ * written to temporary files and renamed into place only when both are complete, so a
+ * failure leaves nothing half-written behind. */
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "commands.h"
+#include "flags.h"
+#include "pairs.h"
+#include "wordnet.h"
+
+static const char wordnet_summary[] =
+    "Builds a definition -> word pair dataset from WordNet 3.0 (Debian's wordnet-base).\n"
+    "Writes OUT/train.tsv and OUT/dev.tsv, pair files of one `definition<TAB>word` line per\n"
+    "(synset, word): the definition is the gloss up to its first ';' (examples dropped), the\n"
+    "word has '_' replaced by ' '. The split is held out by synset: a hash of the definition\n"
+    "(and --seed) decides, so all words of a synset, and all synsets sharing a definition, land\n"
+    "on the same side. Entries that would not be valid pair lines are skipped. See docs/DATA.md.";
+
+static const char check_usage[] =
+    "usage: gradcache data check FILE\n"
+    "Validates the pair file FILE (one `query<TAB>positive[<TAB>negative...]` line per example,\n"
+    "UTF-8, the same number of negatives on every line; see docs/DATA.md) and prints its counts.\n"
+    "A problem is reported as FILE:LINE: what is wrong, with exit status 1.\n";
+
+static const char data_usage[] =
+    "usage: gradcache data <wordnet|check> ...\n"
+    "  data wordnet [flags]   build train.tsv and dev.tsv from WordNet (--help for its flags)\n"
+    "  data check FILE        validate a pair file and print its counts\n";
+
+/* OUT/name, and the temporary it is written to first; false (error set) when too long. */
+static bool output_paths(const char *folder, const char *name, char *path, char *temporary) {
+    int length = snprintf(path, PATH_MAX, "%s/%s", folder, name);
+    int temporary_length = snprintf(temporary, PATH_MAX, "%s.tmp.%ld", path, (long)getpid());
+    if (length < 0 || length >= PATH_MAX || temporary_length < 0 || temporary_length >= PATH_MAX) {
+        gc_set_error(GC_ERR_IO, "%s/%s: path too long", folder, name);
+        return false;
+    }
+    return true;
+}
+
+static gc_status write_file(const char *path, const char *text, size_t size) {
+    FILE *out = fopen(path, "wb");
+    if (!out) {
+        gc_set_error(GC_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+        return GC_ERR_IO;
+    }
+    bool written = fwrite(text, 1, size, out) == size && fflush(out) == 0 && fsync(fileno(out)) == 0;
+    int error = errno;
+    if (fclose(out) != 0 && written) written = false, error = errno;
+    if (!written) {
+        gc_set_error(GC_ERR_IO, "%s: cannot write: %s", path, strerror(error));
+        return GC_ERR_IO;
+    }
+    return GC_OK;
+}
+
+/* Both files complete under temporary names first, then both renamed. */
+static gc_status write_split(const char *folder, const gc_wordnet_split *split) {
+    static const char *const names[2] = {"train.tsv", "dev.tsv"};
+    const gc_wordnet_side *sides[2] = {&split->train, &split->dev};
+    char paths[2][PATH_MAX], temporaries[2][PATH_MAX];
+    if (mkdir(folder, 0777) != 0 && errno != EEXIST) {
+        gc_set_error(GC_ERR_IO, "%s: cannot create the folder: %s", folder, strerror(errno));
+        return GC_ERR_IO;
+    }
+    int started = 0; /* temporaries created, or tried */
+    gc_status status = GC_OK;
+    for (; started < 2 && status == GC_OK; started++) {
+        if (!output_paths(folder, names[started], paths[started], temporaries[started])) {
+            status = GC_ERR_IO;
+            break;
+        }
+        status = write_file(temporaries[started], sides[started]->text, sides[started]->size);
+    }
+    for (int i = 0; i < 2 && status == GC_OK; i++) {
+        if (rename(temporaries[i], paths[i]) != 0) {
+            gc_set_error(GC_ERR_IO, "%s: cannot rename %s into place: %s", paths[i], temporaries[i], strerror(errno));
+            status = GC_ERR_IO;
+        }
+    }
+    if (status != GC_OK)
+        for (int i = 0; i < started; i++) unlink(temporaries[i]); /* a renamed one is gone already */
+    return status;
+}
+
+static int data_wordnet(int argc, char **argv) {
+    const char *out = "data", *folder = "/usr/share/wordnet";
+    double held_out = 0.05;
+    int64_t seed = 0;
+    gc_flag flags[] = {
+        {"out", GC_FLAG_STRING, &out, 0, 0, NULL, "folder for train.tsv and dev.tsv (created if missing)"},
+        {"wordnet", GC_FLAG_STRING, &folder, 0, 0, NULL, "folder of WordNet's data.noun, .verb, .adj, .adv"},
+        {"held-out", GC_FLAG_DOUBLE, &held_out, 0.001, 0.5, NULL, "fraction of the definitions put in dev.tsv"},
+        {"seed", GC_FLAG_INT, &seed, 0, 4294967295.0, NULL, "another seed holds out other definitions"},
+    };
+    int parsed = gc_flags_parse("data wordnet", wordnet_summary, flags, sizeof flags / sizeof *flags, argc, argv, 3);
+    if (parsed) return parsed == 1 ? 0 : parsed;
+
+    gc_wordnet_split split;
+    gc_status status = gc_wordnet_split_build(folder, held_out, (uint64_t)seed, &split);
+    if (status == GC_OK && (split.train.pairs == 0 || split.dev.pairs == 0)) {
+        gc_set_error(GC_ERR_FORMAT, "%s: no pairs for %s (%lld kept, %lld skipped); try another --held-out", folder,
+                     split.train.pairs == 0 ? "train.tsv" : "dev.tsv",
+                     (long long)(split.train.pairs + split.dev.pairs), (long long)split.skipped);
+        status = GC_ERR_FORMAT;
+    }
+    if (status == GC_OK) status = write_split(out, &split);
+    if (status != GC_OK) {
+        fprintf(stderr, "gradcache data wordnet: %s\n", gc_last_error());
+        gc_wordnet_split_free(&split);
+        return 1;
+    }
+    printf("%s/train.tsv: %lld pairs from %lld synsets\n", out, (long long)split.train.pairs,
+           (long long)split.train.synsets);
+    printf("%s/dev.tsv: %lld pairs from %lld synsets\n", out, (long long)split.dev.pairs, (long long)split.dev.synsets);
+    printf("skipped %lld entries that would not be valid pair lines\n", (long long)split.skipped);
+    gc_wordnet_split_free(&split);
+    return 0;
+}
+
+static int data_check(int argc, char **argv) {
+    if (argc > 3 && (strcmp(argv[3], "--help") == 0 || strcmp(argv[3], "-h") == 0)) {
+        fputs(check_usage, stdout);
+        return 0;
+    }
+    if (argc != 4 || strncmp(argv[3], "-", 1) == 0) {
+        fprintf(stderr, "gradcache data check: %s (usage: gradcache data check FILE)\n",
+                argc < 4 ? "missing FILE" : argc > 4 ? "one FILE only" : "FILE cannot start with '-'");
+        return 2;
+    }
+    gc_pairs pairs;
+    if (gc_pairs_read(argv[3], &pairs) != GC_OK) {
+        fprintf(stderr, "gradcache data check: %s\n", gc_last_error());
+        return 1;
+    }
+    size_t longest = 0;
+    for (int64_t i = 0; i < pairs.count * (2 + pairs.negatives); i++) {
+        size_t length = strlen(pairs.texts[i]);
+        if (length > longest) longest = length;
+    }
+    printf("%s: %lld examples, %d hard negatives each, longest text %zu bytes\n", argv[3], (long long)pairs.count,
+           pairs.negatives, longest);
+    gc_pairs_free(&pairs);
+    return 0;
+}
 
 int gc_command_data(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "gradcache data: not implemented yet\n");
-    return 1;
+    const char *what = argc > 2 ? argv[2] : "";
+    if (strcmp(what, "wordnet") == 0) return data_wordnet(argc, argv);
+    if (strcmp(what, "check") == 0) return data_check(argc, argv);
+    if (strcmp(what, "--help") == 0 || strcmp(what, "-h") == 0) {
+        fputs(data_usage, stdout);
+        return 0;
+    }
+    if (*what)
+        fprintf(stderr, "gradcache data: unknown subcommand '%s' (wordnet or check)\n", what);
+    else
+        fprintf(stderr, "gradcache data: missing subcommand (wordnet or check)\n");
+    return 2;
 }
