@@ -1,11 +1,12 @@
 /* gradcache eval: definition -> word retrieval with a trained model. Every query of the split
  * is encoded with the query tower, every distinct positive with the passage tower, and each
  * query's positive is ranked among all of them by cosine similarity (retrieval.h). */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "commands.h"
+#include "device_flag.h"
+#include "errors.h"
 #include "encode.h"
 #include "flags.h"
 #include "model.h"
@@ -18,8 +19,6 @@
     "Ranks each query's positive among every distinct positive of the split by cosine similarity and prints\n" \
     "Recall@1, Recall@10 and MRR (with --json, one JSON object on stdout instead)."
 
-static const char *const device_names[] = {"cpu", "cuda", NULL};
-
 typedef struct eval_flags {
     const char *model, *data, *split;
     int64_t batch_size;
@@ -27,22 +26,8 @@ typedef struct eval_flags {
     bool json;
 } eval_flags;
 
-static int fail(int exit_status, const char *format, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
 /* One line "gradcache eval: ..." on stderr; returns exit_status. */
-static int fail(int exit_status, const char *format, ...) {
-    va_list args;
-    va_start(args, format);
-    fputs("gradcache eval: ", stderr);
-    vfprintf(stderr, format, args);
-    fputc('\n', stderr);
-    va_end(args);
-    return exit_status;
-}
+#define fail(...) gc_cli_fail("eval", __VA_ARGS__)
 
 static int parse_flags(int argc, char **argv, eval_flags *f) {
     *f = (eval_flags){.split = "dev", .batch_size = 256};
@@ -51,7 +36,7 @@ static int parse_flags(int argc, char **argv, eval_flags *f) {
         {"data", GC_FLAG_STRING, &f->data, 0, 0, NULL, "a pair file, or a folder holding SPLIT.tsv (required)"},
         {"split", GC_FLAG_STRING, &f->split, 0, 0, NULL, "the file of a --data folder to evaluate on"},
         {"batch-size", GC_FLAG_INT, &f->batch_size, 1, 1 << 24, NULL, "texts encoded at a time"},
-        {"device", GC_FLAG_CHOICE, &f->device, 0, 0, device_names, "where to encode (cuda: the first GPU)"},
+        {"device", GC_FLAG_CHOICE, &f->device, 0, 0, gc_device_flag_choices, "where to encode (cuda: the first GPU)"},
         {"json", GC_FLAG_BOOL, &f->json, 0, 0, NULL, "print the metrics as one JSON object"},
     };
     int status = gc_flags_parse("eval", SUMMARY, table, (int)(sizeof table / sizeof *table), argc, argv, 2);
@@ -102,13 +87,9 @@ int gc_command_eval(int argc, char **argv) {
     eval_flags f;
     int status = parse_flags(argc, argv, &f);
     if (status) return status == 1 ? 0 : status; /* 1: --help was printed */
-    gc_device device = gc_cpu();
-    if (f.device == 1) {
-        if (gc_cuda_device_count() < 1)
-            return fail(2, "--device cuda: no CUDA device is available%s",
-                        gc_cuda_built() ? "" : " (this build has no CUDA backend)");
-        device = gc_cuda(0);
-    }
+    gc_device device;
+    status = gc_device_from_flag("eval", f.device, &device);
+    if (status) return status;
     char *model_path = gc_run_file(f.model, "model.safetensors");
     char *data_path = gc_data_path(f.data, f.split);
     gc_dual_encoder model = {0};

@@ -8,7 +8,6 @@
  * (train_state.h) holding the parameters, AdamW's state, the step count and the generators'
  * positions is all --resume needs to continue bitwise as if the run had never stopped. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,42 +15,25 @@
 
 #include "batches.h"
 #include "commands.h"
-#include "flags.h"
+#include "device_flag.h"
+#include "errors.h"
 #include "metadata.h"
 #include "model.h"
 #include "model_file.h"
-#include "numbers.h"
 #include "pairs.h"
 #include "paths.h"
 #include "progress.h"
 #include "run_log.h"
+#include "train_flags.h"
 #include "train_state.h"
-
-#define SUMMARY                                                                                  \
-    "Trains a dual text encoder (or one tied encoder with --tied) on query<TAB>positive pairs with the\n" \
-    "in-batch contrastive loss; --gc computes each step with Gradient Cache. Writes DIR/log.jsonl,\n"      \
-    "DIR/checkpoint.safetensors (for --resume) and DIR/model.safetensors (for gradcache eval)."
 
 /* Gradient clipping and AdamW's constants: those of BERT-style fine-tuning. */
 #define MAX_GRAD_NORM 1.0
 #define WEIGHT_DECAY 0.01
-#define DEFAULT_CHUNK_SIZE 8
-
-static const char *const device_names[] = {"cpu", "cuda", NULL};
-
-typedef struct train_flags {
-    const char *data, *out, *gc_chunk_size;
-    int model_size, device;
-    int64_t max_length, batch_size, steps, epochs, hard_negatives, seed, log_every, save_every, stop_after;
-    double lr, temperature;
-    size_t mem_limit;
-    bool tied, gc, resume;
-} train_flags;
 
 /* Everything a run holds. */
 typedef struct trainer {
-    train_flags flags;
-    int64_t chunk_sizes[2]; /* --gc-chunk-size: query, passage rows per chunk */
+    gc_train_flags flags;
     gc_device device;
     char *data_path, *checkpoint_path, *model_path;
     gc_pairs pairs;
@@ -72,78 +54,8 @@ typedef struct trainer {
     gc_progress bar;
 } trainer;
 
-static int fail(int exit_status, const char *format, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
 /* One line "gradcache train: ..." on stderr; returns exit_status. */
-static int fail(int exit_status, const char *format, ...) {
-    va_list args;
-    va_start(args, format);
-    fputs("gradcache train: ", stderr);
-    vfprintf(stderr, format, args);
-    fputc('\n', stderr);
-    va_end(args);
-    return exit_status;
-}
-
-/* --gc-chunk-size "N" (both sides) or "N,M" (queries, passages); 0 or the usage status. */
-static int parse_chunk_sizes(const char *text, int64_t sizes[2]) {
-    char *end;
-    long long query = strtoll(text, &end, 10), passage = query;
-    if (*end == ',') passage = strtoll(end + 1, &end, 10);
-    if (*end || end == text || query < 1 || passage < 1 || query > INT32_MAX || passage > INT32_MAX)
-        return fail(2, "--gc-chunk-size: expected N or N,M (positive integers: query rows, passage rows), got '%s'",
-                    text);
-    sizes[0] = query;
-    sizes[1] = passage;
-    return 0;
-}
-
-/* Parses and checks the flags; 0, or the exit status (0 after --help is folded in by the caller). */
-static int parse_flags(int argc, char **argv, trainer *t) {
-    train_flags *f = &t->flags;
-    *f = (train_flags){.out = "runs/latest",
-                       .model_size = 1,
-                       .max_length = 32,
-                       .batch_size = 64,
-                       .lr = 5e-4,
-                       .temperature = 0.05,
-                       .log_every = 10,
-                       .save_every = 100};
-    gc_flag table[] = {
-        {"data", GC_FLAG_STRING, &f->data, 0, 0, NULL, "a pair file, or a folder holding train.tsv (required)"},
-        {"out", GC_FLAG_STRING, &f->out, 0, 0, NULL, "the run folder (log, checkpoint, model)"},
-        {"model-size", GC_FLAG_CHOICE, &f->model_size, 0, 0, gc_model_size_names, "the encoder preset"},
-        {"max-length", GC_FLAG_INT, &f->max_length, 2, 4096, NULL, "tokens per text ([CLS] and UTF-8 bytes)"},
-        {"tied", GC_FLAG_BOOL, &f->tied, 0, 0, NULL, "one encoder for queries and passages"},
-        {"batch-size", GC_FLAG_INT, &f->batch_size, 1, 1 << 24, NULL, "examples per step"},
-        {"gc", GC_FLAG_BOOL, &f->gc, 0, 0, NULL, "compute each step with Gradient Cache"},
-        {"gc-chunk-size", GC_FLAG_STRING, &f->gc_chunk_size, 0, 0, NULL,
-         "rows per chunk with --gc: N, or N,M for queries and passages (default 8)"},
-        {"device", GC_FLAG_CHOICE, &f->device, 0, 0, device_names, "where to train (cuda: the first GPU)"},
-        {"mem-limit", GC_FLAG_SIZE, &f->mem_limit, 0, 0, NULL, "a byte limit on the device's memory, e.g. 512M"},
-        {"steps", GC_FLAG_INT, &f->steps, 1, 1e12, NULL, "steps to train (or --epochs; default one epoch)"},
-        {"epochs", GC_FLAG_INT, &f->epochs, 1, 1e6, NULL, "epochs to train (the examples left over by the batch size are skipped)"},
-        {"lr", GC_FLAG_DOUBLE, &f->lr, 1e-12, 1, NULL, "AdamW's peak rate: linear warm-up over 10% of the steps, then linear decay to 0"},
-        {"temperature", GC_FLAG_DOUBLE, &f->temperature, 1e-4, 100, NULL, "the contrastive loss's temperature"},
-        {"hard-negatives", GC_FLAG_INT, &f->hard_negatives, 0, 64, NULL, "negatives per example: the first N negative columns"},
-        {"seed", GC_FLAG_INT, &f->seed, 0, 9007199254740992.0, NULL, "names the random streams: weights, dropout, data order"},
-        {"log-every", GC_FLAG_INT, &f->log_every, 1, 1e12, NULL, "steps between progress lines when stderr is not a terminal"},
-        {"save-every", GC_FLAG_INT, &f->save_every, 0, 1e12, NULL, "steps between checkpoints (0: only at the end)"},
-        {"stop-after", GC_FLAG_INT, &f->stop_after, 1, 1e12, NULL, "stop after this step as if interrupted (checkpoint written; continue with --resume)"},
-        {"resume", GC_FLAG_BOOL, &f->resume, 0, 0, NULL, "continue from DIR/checkpoint.safetensors (same flags as the run that wrote it)"},
-    };
-    int status = gc_flags_parse("train", SUMMARY, table, (int)(sizeof table / sizeof *table), argc, argv, 2);
-    if (status) return status;
-    if (!f->data) return fail(2, "--data is required (a pair file, or a folder holding train.tsv)");
-    if (f->steps && f->epochs) return fail(2, "--steps and --epochs cannot be used together");
-    if (f->gc_chunk_size && !f->gc) return fail(2, "--gc-chunk-size needs --gc");
-    t->chunk_sizes[0] = t->chunk_sizes[1] = DEFAULT_CHUNK_SIZE;
-    return f->gc_chunk_size ? parse_chunk_sizes(f->gc_chunk_size, t->chunk_sizes) : 0;
-}
+#define fail(...) gc_cli_fail("train", __VA_ARGS__)
 
 /* The run's three uses of randomness draw from independent Philox streams, all named by
  * --seed through splitmix64's finaliser (Steele et al.), so nearby seeds give unrelated
@@ -157,43 +69,6 @@ static uint64_t stream_seed(uint64_t seed, random_stream stream) {
     return z ^ (z >> 31);
 }
 
-/* FNV-1a over every text of the pairs: a resumed run checks it trains on the same data. */
-static uint64_t pairs_hash(const gc_pairs *pairs) {
-    uint64_t hash = 0xCBF29CE484222325u;
-    int64_t texts = pairs->count * (2 + pairs->negatives);
-    for (int64_t i = 0; i < texts; i++)
-        for (const unsigned char *c = (const unsigned char *)pairs->texts[i];; c++) {
-            hash = (hash ^ *c) * 0x100000001B3u; /* the NUL too: it separates the texts */
-            if (!*c) break;
-        }
-    return hash;
-}
-
-static const char *yes_no(bool value) { return value ? "yes" : "no"; }
-
-/* The flags that decide what the run computes, as a resumed run must repeat them. Where it
- * runs (--device, --mem-limit), where it writes and how often it reports are free to change. */
-static void describe_settings(trainer *t) {
-    const train_flags *f = &t->flags;
-    gc_metadata *s = &t->settings;
-    gc_metadata_set(s, "flag.data", "%lld examples with fnv1a %016llx", (long long)t->pairs.count,
-                    (unsigned long long)pairs_hash(&t->pairs));
-    gc_metadata_set(s, "flag.model-size", "%s", gc_model_size_names[f->model_size]);
-    gc_metadata_set(s, "flag.max-length", "%lld", (long long)f->max_length);
-    gc_metadata_set(s, "flag.tied", "%s", yes_no(f->tied));
-    gc_metadata_set(s, "flag.batch-size", "%lld", (long long)f->batch_size);
-    gc_metadata_set(s, "flag.gc", "%s", yes_no(f->gc));
-    if (f->gc) gc_metadata_set(s, "flag.gc-chunk-size", "%lld,%lld", (long long)t->chunk_sizes[0], (long long)t->chunk_sizes[1]);
-    else gc_metadata_set(s, "flag.gc-chunk-size", "none");
-    if (f->steps) gc_metadata_set(s, "flag.steps", "%lld", (long long)f->steps);
-    else gc_metadata_set(s, "flag.epochs", "%lld", (long long)(f->epochs ? f->epochs : 1));
-    char number[32];
-    gc_metadata_set(s, "flag.lr", "%s", gc_format_exact(f->lr, number, sizeof number));
-    gc_metadata_set(s, "flag.temperature", "%s", gc_format_exact(f->temperature, number, sizeof number));
-    gc_metadata_set(s, "flag.hard-negatives", "%lld", (long long)f->hard_negatives);
-    gc_metadata_set(s, "flag.seed", "%lld", (long long)f->seed);
-}
-
 /* The epoch of step `step` (0-based) and how many of that epoch's examples come before it. */
 static void locate(const trainer *t, int64_t step, int64_t *epoch, int64_t *position) {
     *epoch = step / t->steps_per_epoch;
@@ -202,14 +77,9 @@ static void locate(const trainer *t, int64_t step, int64_t *epoch, int64_t *posi
 
 /* The device, the data and the sizes the flags imply; 0 or the exit status. */
 static int load_data(trainer *t) {
-    const train_flags *f = &t->flags;
-    t->device = gc_cpu();
-    if (f->device == 1) {
-        if (gc_cuda_device_count() < 1)
-            return fail(2, "--device cuda: no CUDA device is available%s",
-                        gc_cuda_built() ? "" : " (this build has no CUDA backend)");
-        t->device = gc_cuda(0);
-    }
+    const gc_train_flags *f = &t->flags;
+    int status = gc_device_from_flag("train", f->device, &t->device);
+    if (status) return status;
     if (f->mem_limit) gc_memory_set_limit(t->device, f->mem_limit);
     t->data_path = gc_data_path(f->data, "train");
     if (gc_pairs_read(t->data_path, &t->pairs) != GC_OK) return fail(1, "--data: %s", gc_last_error());
@@ -231,19 +101,20 @@ static int load_data(trainer *t) {
 
 /* The model, the optimizer and the state a fresh run starts from, or the checkpoint's. */
 static int build_model(trainer *t) {
-    const train_flags *f = &t->flags;
+    const gc_train_flags *f = &t->flags;
     gc_text_encoder_config config = gc_model_preset(f->model_size, f->max_length);
     if (gc_dual_encoder_init(&t->model, &config, f->tied, t->device, stream_seed((uint64_t)f->seed, STREAM_INIT)) !=
         GC_OK)
         return fail(1, "cannot build the model: %s", gc_last_error());
-    gc_adamw_init(&t->optimizer, &t->model.params, f->lr, 0.9, 0.999, 1e-8, WEIGHT_DECAY);
+    if (gc_adamw_init(&t->optimizer, &t->model.params, f->lr, 0.9, 0.999, 1e-8, WEIGHT_DECAY) != GC_OK)
+        return fail(1, "cannot build the optimizer: %s", gc_last_error());
     t->optimizer_ready = true;
     /* warm-up over the first 10% of the steps, then linear decay to 0 */
     t->schedule = (gc_lr_schedule){f->lr, 0, t->total_steps / 10, t->total_steps, GC_LR_LINEAR};
     gc_manual_seed(stream_seed((uint64_t)f->seed, STREAM_DROPOUT));
     int64_t passages = f->batch_size * (1 + f->hard_negatives);
-    t->progress = (gc_train_progress){.chunk_sizes = {f->gc ? t->chunk_sizes[0] : f->batch_size,
-                                                      f->gc ? t->chunk_sizes[1] : passages},
+    t->progress = (gc_train_progress){.chunk_sizes = {f->gc ? f->chunk_sizes[0] : f->batch_size,
+                                                      f->gc ? f->chunk_sizes[1] : passages},
                                       .rng = gc_rng_capture()};
     if (!f->resume) return 0;
     if (gc_train_state_load(t->checkpoint_path, &t->model, &t->optimizer, &t->progress, &t->settings) != GC_OK)
@@ -262,7 +133,7 @@ static int build_model(trainer *t) {
 static int set_up(trainer *t) {
     int status = load_data(t);
     if (status) return status;
-    describe_settings(t);
+    gc_train_flags_settings(&t->flags, &t->pairs, &t->settings);
     t->checkpoint_path = gc_path_join(t->flags.out, "checkpoint.safetensors");
     t->model_path = gc_path_join(t->flags.out, "model.safetensors");
     status = build_model(t);
@@ -296,7 +167,7 @@ static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
 
 /* Step t->progress.step + 1: the batch, the gradients, clipping and the AdamW update. */
 static gc_status run_step(trainer *t, gc_step_record *record) {
-    const train_flags *f = &t->flags;
+    const gc_train_flags *f = &t->flags;
     int64_t step = t->progress.step, epoch, position;
     locate(t, step, &epoch, &position);
     if (epoch != t->order_epoch) {
@@ -315,7 +186,16 @@ static gc_status run_step(trainer *t, gc_step_record *record) {
     else status = gc_cache_full_batch_step(t->cache, batch.inputs, &loss);
     gc_training_batch_release(&batch);
     if (status != GC_OK) return status;
+    gc_clear_error(); /* a nan norm with an error recorded means clipping ran out of memory */
     double grad_norm = gc_clip_grad_norm(&t->model.params, MAX_GRAD_NORM);
+    if (isnan(grad_norm) && gc_last_status() != GC_OK) return gc_last_status();
+    if (!isfinite(loss) || isnan(grad_norm)) {
+        /* an update would spread the nan into every parameter: stop while the last
+         * checkpoint is still sound (GC_ERR_FORMAT: the run, as given, cannot go on) */
+        gc_set_error(GC_ERR_FORMAT, "the loss is %g and the gradient norm %g: the run diverged (lower --lr?)", loss,
+                     grad_norm);
+        return GC_ERR_FORMAT;
+    }
     t->optimizer.lr = gc_lr_at(&t->schedule, step);
     status = gc_adamw_step(&t->optimizer);
     gc_param_list_zero_grad(&t->model.params);
@@ -400,7 +280,7 @@ static void tear_down(trainer *t) {
 
 int gc_command_train(int argc, char **argv) {
     trainer t = {0};
-    int status = parse_flags(argc, argv, &t);
+    int status = gc_train_flags_parse(argc, argv, &t.flags);
     if (status) return status == 1 ? 0 : status; /* 1: --help was printed */
     status = set_up(&t);
     if (!status) status = train(&t);
