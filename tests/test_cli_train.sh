@@ -121,6 +121,15 @@ expect_ok "$gradcache" train "${common[@]}" --steps 3 --tied --gc --hard-negativ
 grep -q '"encoder.embeddings.tokens.weight"' "$work/tied/model.safetensors" || fail "tied: no encoder.* parameters"
 check [ "$(field "$work/tied/log.jsonl" 1 chunk_sizes)" = "[8" ] "tied: chunk sizes $(field "$work/tied/log.jsonl" 1 chunk_sizes)"
 
+# --- under --mem-limit: a plain step of 64 does not fit (it needs about 29 MB here), a cached
+# one halves its chunks until it does ------------------------------------------------------
+limited=(--data "$pairs" --model-size tiny --max-length 24 --batch-size 64 --steps 2 --mem-limit 12M)
+expect_error "memory limit reached on cpu" "$gradcache" train "${limited[@]}" --out "$work/limited_plain"
+grep -q "try --gc" "$work/stderr" || fail "a plain step out of memory does not suggest --gc: $(cat "$work/stderr")"
+expect_ok "$gradcache" train "${limited[@]}" --gc --gc-chunk-size 64 --out "$work/limited_gc"
+check awk -v sizes="$(field "$work/limited_gc/log.jsonl" 2 chunk_sizes)" 'BEGIN { exit !(substr(sizes, 2) + 0 < 64) }' \
+    "--mem-limit: the chunks were not made smaller: $(field "$work/limited_gc/log.jsonl" 2 chunk_sizes)"
+
 # --- eval ----------------------------------------------------------------------------------
 expect_ok "$gradcache" eval --model "$work/gc" --data "$pairs"
 grep -qE '^Recall@1 [01]\.[0-9]{4}  Recall@10 [01]\.[0-9]{4}  MRR [01]\.[0-9]{4}  \(200 queries, 200 candidates\)$' \
