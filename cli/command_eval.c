@@ -32,7 +32,8 @@ typedef struct eval_flags {
 static int parse_flags(int argc, char **argv, eval_flags *f) {
     *f = (eval_flags){.split = "dev", .batch_size = 256};
     gc_flag table[] = {
-        {"model", GC_FLAG_STRING, &f->model, 0, 0, NULL, "a run folder holding model.safetensors, or the file (required)"},
+        {"model", GC_FLAG_STRING, &f->model, 0, 0, NULL,
+         "a run folder holding model.safetensors, or the file (required)"},
         {"data", GC_FLAG_STRING, &f->data, 0, 0, NULL, "a pair file, or a folder holding SPLIT.tsv (required)"},
         {"split", GC_FLAG_STRING, &f->split, 0, 0, NULL, "the file of a --data folder to evaluate on"},
         {"batch-size", GC_FLAG_INT, &f->batch_size, 1, 1 << 24, NULL, "texts encoded at a time"},
@@ -53,14 +54,16 @@ static gc_status evaluate(gc_dual_encoder *model, const gc_pairs *pairs, int64_t
     const char **queries = malloc((size_t)count * sizeof *queries);
     const char **positives = malloc((size_t)count * sizeof *positives);
     int64_t *positive_index = malloc((size_t)count * sizeof *positive_index);
-    if (!queries || !positives || !positive_index) gc_fatal("eval: out of host memory for %lld pairs", (long long)count);
+    if (!queries || !positives || !positive_index)
+        gc_fatal("eval: out of host memory for %lld pairs", (long long)count);
     for (int64_t i = 0; i < count; i++) {
         queries[i] = gc_pairs_text(pairs, i, 0);
         positives[i] = gc_pairs_text(pairs, i, 1);
     }
     const char **words;
     int64_t n_words = gc_distinct_texts(positives, count, &words, positive_index);
-    gc_tensor *query_reps = gc_encode_texts(gc_dual_encoder_tower(model, 0), queries, count, batch_size); /* [count, D] */
+    /* [count, D] */
+    gc_tensor *query_reps = gc_encode_texts(gc_dual_encoder_tower(model, 0), queries, count, batch_size);
     gc_tensor *word_reps = query_reps ? gc_encode_texts(gc_dual_encoder_tower(model, 1), words, n_words, batch_size)
                                       : NULL; /* [n_words, D] */
     gc_status status = word_reps ? gc_retrieval_evaluate(query_reps, word_reps, positive_index, metrics)

@@ -71,7 +71,8 @@ gc_status gc_retrieval_evaluate(const gc_tensor *queries, const gc_tensor *candi
     bool previous = gc_set_grad_enabled(false);
     gc_tensor *unit_queries = unit_rows(queries), *unit_candidates = unit_rows(candidates);
     float *scores = malloc((size_t)(block_rows * n_candidates + 1) * sizeof *scores);
-    if (!scores) gc_fatal("retrieval_evaluate: out of host memory for %lld scores", (long long)(block_rows * n_candidates));
+    if (!scores)
+        gc_fatal("retrieval_evaluate: out of host memory for %lld scores", (long long)(block_rows * n_candidates));
     gc_status status = unit_queries && unit_candidates ? GC_OK : gc_last_status();
     for (int64_t start = 0; start < n_queries && status == GC_OK; start += QUERY_BLOCK) {
         int64_t end = start + QUERY_BLOCK < n_queries ? start + QUERY_BLOCK : n_queries;

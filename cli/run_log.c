@@ -74,7 +74,8 @@ gc_status gc_run_log_append(gc_run_log *log, const gc_step_record *r) {
     print_number(log->file, "loss", r->loss);
     print_number(log->file, "lr", r->lr);
     print_number(log->file, "grad_norm", r->grad_norm);
-    fprintf(log->file, ",\"examples_per_second\":%.1f,\"peak_bytes\":%zu,\"chunk_sizes\":[%lld,%lld],\"seconds\":%.6f}\n",
+    fprintf(log->file,
+            ",\"examples_per_second\":%.1f,\"peak_bytes\":%zu,\"chunk_sizes\":[%lld,%lld],\"seconds\":%.6f}\n",
             r->examples_per_second, r->peak_bytes, (long long)r->chunk_sizes[0], (long long)r->chunk_sizes[1],
             r->seconds);
     if (fflush(log->file) != 0) return io_error(log->path, "append to");

@@ -88,10 +88,13 @@ for mode in gc plain; do
         grep -q "^{\"step\":20,.*\"$key\":" "$out/log.jsonl" || fail "$mode: no $key in the log"
     done
     # the model learns: the last loss is below the first (seeded, so not a matter of luck)
-    check awk -v first="$(field "$out/log.jsonl" 1 loss)" -v last="$(field "$out/log.jsonl" 20 loss)" \
-        'BEGIN { exit !(last < first) }' "$mode: loss did not fall ($(field "$out/log.jsonl" 1 loss) -> $(field "$out/log.jsonl" 20 loss))"
+    first=$(field "$out/log.jsonl" 1 loss)
+    last=$(field "$out/log.jsonl" 20 loss)
+    check awk -v first="$first" -v last="$last" 'BEGIN { exit !(last < first) }' \
+        "$mode: loss did not fall ($first -> $last)"
 done
-check [ "$(field "$work/gc/log.jsonl" 1 chunk_sizes)" = "[4" ] "gc: chunk sizes $(field "$work/gc/log.jsonl" 1 chunk_sizes)"
+sizes=$(field "$work/gc/log.jsonl" 1 chunk_sizes)
+check [ "$sizes" = "[4" ] "gc: chunk sizes $sizes..."
 
 # With one chunk per side the cached step draws the plain step's dropout masks: the same loss
 # and, to rounding (the two sum the gradients in another order), the same gradient norm.
@@ -108,9 +111,11 @@ grep -q "trained steps 1-10 of 20" "$work/stdout" || fail "stop-after: $(cat "$w
 expect_ok "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 --out "$resumed" --resume
 grep -q "trained steps 11-20 of 20" "$work/stdout" || fail "resume: $(cat "$work/stdout")"
 for file in model.safetensors checkpoint.safetensors; do
-    check [ "$(sha256sum <"$resumed/$file")" = "$(sha256sum <"$work/gc/$file")" ] "resumed $file differs from the straight run's"
+    check [ "$(sha256sum <"$resumed/$file")" = "$(sha256sum <"$work/gc/$file")" ] \
+        "resumed $file differs from the straight run's"
 done
-check cmp -s <(computed "$resumed/log.jsonl") <(computed "$work/gc/log.jsonl") "resumed log differs from the straight run's"
+check cmp -s <(computed "$resumed/log.jsonl") <(computed "$work/gc/log.jsonl") \
+    "resumed log differs from the straight run's"
 expect_error "was written with --lr 0.0005, this run has --lr 0.001" \
     "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 --out "$resumed" --resume --lr 0.001
 expect_error "$work/nothing/checkpoint.safetensors: cannot open" \
@@ -119,7 +124,8 @@ expect_error "$work/nothing/checkpoint.safetensors: cannot open" \
 # --- tied encoder, hard negatives ---------------------------------------------------------
 expect_ok "$gradcache" train "${common[@]}" --steps 3 --tied --gc --hard-negatives 1 --out "$work/tied"
 grep -q '"encoder.embeddings.tokens.weight"' "$work/tied/model.safetensors" || fail "tied: no encoder.* parameters"
-check [ "$(field "$work/tied/log.jsonl" 1 chunk_sizes)" = "[8" ] "tied: chunk sizes $(field "$work/tied/log.jsonl" 1 chunk_sizes)"
+sizes=$(field "$work/tied/log.jsonl" 1 chunk_sizes)
+check [ "$sizes" = "[8" ] "tied: chunk sizes $sizes..."
 
 # --- under --mem-limit: a plain step of 64 does not fit (it needs about 29 MB here), a cached
 # one halves its chunks until it does ------------------------------------------------------
@@ -135,7 +141,8 @@ expect_ok "$gradcache" eval --model "$work/gc" --data "$pairs"
 grep -qE '^Recall@1 [01]\.[0-9]{4}  Recall@10 [01]\.[0-9]{4}  MRR [01]\.[0-9]{4}  \(200 queries, 200 candidates\)$' \
     "$work/stdout" || fail "eval output: $(cat "$work/stdout")"
 expect_ok "$gradcache" eval --model "$work/tied/model.safetensors" --data "$work" --split pairs --json
-grep -qE '^\{"recall_at_1":[01]\.[0-9]+,"recall_at_10":[01]\.[0-9]+,"mrr":[01]\.[0-9]+,"queries":200,"candidates":200\}$' \
+metric='[01]\.[0-9]+'
+grep -qE "^\{\"recall_at_1\":$metric,\"recall_at_10\":$metric,\"mrr\":$metric,\"queries\":200,\"candidates\":200\}\$" \
     "$work/stdout" || fail "eval --json output: $(cat "$work/stdout")"
 
 # --- bad input: one line naming the flag or the file, nothing written ----------------------
@@ -151,7 +158,8 @@ expect_error "--gc-chunk-size needs --gc" "$gradcache" train "${common[@]}" --gc
 expect_error "--steps and --epochs cannot be used together" "$gradcache" train "${common[@]}" --epochs 1
 expect_error "--data is required" "$gradcache" train --steps 1
 check [ ! -e "$work/bad_run" ] "a failed run left $work/bad_run behind"
-expect_error "--model: safetensors: $work/missing: cannot open" "$gradcache" eval --model "$work/missing" --data "$pairs"
+expect_error "--model: safetensors: $work/missing: cannot open" \
+    "$gradcache" eval --model "$work/missing" --data "$pairs"
 expect_error "--data: $work/missing.tsv: cannot open" "$gradcache" eval --model "$work/gc" --data "$work/missing.tsv"
 expect_error "--model: safetensors: $pairs:" "$gradcache" eval --model "$pairs" --data "$pairs"
 expect_error "unknown flag --bogus" "$gradcache" eval --model "$work/gc" --data "$pairs" --bogus

@@ -22,14 +22,16 @@ static void test_distinct_texts(void) {
     CHECK(count == 3);
     CHECK(strcmp(distinct[0], "a") == 0 && strcmp(distinct[1], "b") == 0 && strcmp(distinct[2], "c") == 0);
     int64_t want[] = {1, 0, 1, 2, 0};
-    for (int i = 0; i < 5; i++) CHECK_MSG(index[i] == want[i], "text %d: index %lld, want %lld", i, (long long)index[i], (long long)want[i]);
+    for (int i = 0; i < 5; i++)
+        CHECK_MSG(index[i] == want[i], "text %d: index %lld, want %lld", i, (long long)index[i], (long long)want[i]);
     free(distinct);
 }
 
 /* A positive outside the candidates is a programmer error. */
 static void evaluate_out_of_range(void *unused) {
     (void)unused;
-    gc_tensor *candidates = gc_zeros(GC_SHAPE(2, 3), GC_F32, gc_cpu()), *queries = gc_zeros(GC_SHAPE(1, 3), GC_F32, gc_cpu());
+    gc_tensor *candidates = gc_zeros(GC_SHAPE(2, 3), GC_F32, gc_cpu());
+    gc_tensor *queries = gc_zeros(GC_SHAPE(1, 3), GC_F32, gc_cpu());
     int64_t positive[] = {2};
     gc_retrieval_metrics metrics;
     gc_retrieval_evaluate(queries, candidates, positive, &metrics);
