@@ -97,7 +97,7 @@ static int data_wordnet(int argc, char **argv) {
     int64_t seed = 0;
     gc_flag flags[] = {
         {"out", GC_FLAG_STRING, &out, 0, 0, NULL, "folder for train.tsv and dev.tsv (created if missing)"},
-        {"wordnet", GC_FLAG_STRING, &folder, 0, 0, NULL, "WordNet's folder of data.noun, data.verb, data.adj, data.adv"},
+        {"wordnet", GC_FLAG_STRING, &folder, 0, 0, NULL, "folder of WordNet's data.noun, .verb, .adj, .adv"},
         {"held-out", GC_FLAG_DOUBLE, &held_out, 0.001, 0.5, NULL, "fraction of the definitions put in dev.tsv"},
         {"seed", GC_FLAG_INT, &seed, 0, 4294967295.0, NULL, "another seed holds out other definitions"},
     };

@@ -82,7 +82,8 @@ static gc_status check_line(const char *name, long long number, line text, int *
     for (size_t i = 0; i < text.length;) {
         unsigned char byte = bytes[i];
         if (byte == '\0') return line_error(name, number, "NUL byte at column %zu", i + 1);
-        if (byte == '\r') return line_error(name, number, "carriage return not followed by a newline at column %zu", i + 1);
+        if (byte == '\r')
+            return line_error(name, number, "carriage return not followed by a newline at column %zu", i + 1);
         if (byte == '\t') {
             if (i == 0 || i + 1 == text.length || bytes[i + 1] == '\t')
                 return line_error(name, number, "empty field (%s)",
@@ -109,8 +110,9 @@ static gc_status check_all(const char *data, size_t size, const char *name, int6
             return line_error(name, number, "one field; expected query<TAB>positive[<TAB>negative...]");
         if (number == 1) *columns = fields;
         if (fields != *columns)
-            return line_error(name, number, "%d fields where line 1 has %d (every line needs the same number of negatives)",
-                              fields, *columns);
+            return line_error(name, number,
+                              "%d fields where line 1 has %d (every line needs the same number of negatives)", fields,
+                              *columns);
     }
     if (number == 0) {
         gc_set_error(GC_ERR_FORMAT, "%s: no examples (the file is empty)", name);
