@@ -1,11 +1,115 @@
-/* STUB: to be written. */
+/* gradcache eval: definition -> word retrieval with a trained model. Every query of the split
+ * is encoded with the query tower, every distinct positive with the passage tower, and each
+ * query's positive is ranked among all of them by cosine similarity (retrieval.h). */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "commands.h"
+#include "device_flag.h"
+#include "errors.h"
+#include "encode.h"
+#include "flags.h"
+#include "model.h"
+#include "model_file.h"
+#include "pairs.h"
+#include "paths.h"
+#include "retrieval.h"
+
+#define SUMMARY                                                                                            \
+    "Ranks each query's positive among every distinct positive of the split by cosine similarity and prints\n" \
+    "Recall@1, Recall@10 and MRR (with --json, one JSON object on stdout instead)."
+
+typedef struct eval_flags {
+    const char *model, *data, *split;
+    int64_t batch_size;
+    int device;
+    bool json;
+} eval_flags;
+
+/* One line "gradcache eval: ..." on stderr; returns exit_status. */
+#define fail(...) gc_cli_fail("eval", __VA_ARGS__)
+
+static int parse_flags(int argc, char **argv, eval_flags *f) {
+    *f = (eval_flags){.split = "dev", .batch_size = 256};
+    gc_flag table[] = {
+        {"model", GC_FLAG_STRING, &f->model, 0, 0, NULL,
+         "a run folder holding model.safetensors, or the file (required)"},
+        {"data", GC_FLAG_STRING, &f->data, 0, 0, NULL, "a pair file, or a folder holding SPLIT.tsv (required)"},
+        {"split", GC_FLAG_STRING, &f->split, 0, 0, NULL, "the file of a --data folder to evaluate on"},
+        {"batch-size", GC_FLAG_INT, &f->batch_size, 1, 1 << 24, NULL, "texts encoded at a time"},
+        {"device", GC_FLAG_CHOICE, &f->device, 0, 0, gc_device_flag_choices, "where to encode (cuda: the first GPU)"},
+        {"json", GC_FLAG_BOOL, &f->json, 0, 0, NULL, "print the metrics as one JSON object"},
+    };
+    int status = gc_flags_parse("eval", SUMMARY, table, (int)(sizeof table / sizeof *table), argc, argv, 2);
+    if (status) return status;
+    if (!f->model) return fail(2, "--model is required (a run folder or a model.safetensors file)");
+    if (!f->data) return fail(2, "--data is required (a pair file, or a folder holding %s.tsv)", f->split);
+    return 0;
+}
+
+/* Encodes the queries and the distinct positives of `pairs` and ranks them. */
+static gc_status evaluate(gc_dual_encoder *model, const gc_pairs *pairs, int64_t batch_size,
+                          gc_retrieval_metrics *metrics) {
+    int64_t count = pairs->count;
+    const char **queries = malloc((size_t)count * sizeof *queries);
+    const char **positives = malloc((size_t)count * sizeof *positives);
+    int64_t *positive_index = malloc((size_t)count * sizeof *positive_index);
+    if (!queries || !positives || !positive_index)
+        gc_fatal("eval: out of host memory for %lld pairs", (long long)count);
+    for (int64_t i = 0; i < count; i++) {
+        queries[i] = gc_pairs_text(pairs, i, 0);
+        positives[i] = gc_pairs_text(pairs, i, 1);
+    }
+    const char **words;
+    int64_t n_words = gc_distinct_texts(positives, count, &words, positive_index);
+    /* [count, D] */
+    gc_tensor *query_reps = gc_encode_texts(gc_dual_encoder_tower(model, 0), queries, count, batch_size);
+    gc_tensor *word_reps = query_reps ? gc_encode_texts(gc_dual_encoder_tower(model, 1), words, n_words, batch_size)
+                                      : NULL; /* [n_words, D] */
+    gc_status status = word_reps ? gc_retrieval_evaluate(query_reps, word_reps, positive_index, metrics)
+                                 : gc_last_status();
+    gc_tensor_release(query_reps);
+    gc_tensor_release(word_reps);
+    free(words);
+    free(queries);
+    free(positives);
+    free(positive_index);
+    return status;
+}
+
+static void print_metrics(const gc_retrieval_metrics *m, bool json) {
+    if (json)
+        printf("{\"recall_at_1\":%.6f,\"recall_at_10\":%.6f,\"mrr\":%.6f,\"queries\":%lld,\"candidates\":%lld}\n",
+               m->recall_at_1, m->recall_at_10, m->mrr, (long long)m->queries, (long long)m->candidates);
+    else
+        printf("Recall@1 %.4f  Recall@10 %.4f  MRR %.4f  (%lld queries, %lld candidates)\n", m->recall_at_1,
+               m->recall_at_10, m->mrr, (long long)m->queries, (long long)m->candidates);
+}
 
 int gc_command_eval(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "gradcache eval: not implemented yet\n");
-    return 1;
+    eval_flags f;
+    int status = parse_flags(argc, argv, &f);
+    if (status) return status == 1 ? 0 : status; /* 1: --help was printed */
+    gc_device device;
+    status = gc_device_from_flag("eval", f.device, &device);
+    if (status) return status;
+    char *model_path = gc_run_file(f.model, "model.safetensors");
+    char *data_path = gc_data_path(f.data, f.split);
+    gc_dual_encoder model = {0};
+    gc_pairs pairs = {0};
+    gc_retrieval_metrics metrics;
+    if (gc_model_file_load(model_path, device, &model) != GC_OK) {
+        status = fail(1, "--model: %s", gc_last_error());
+    } else if (gc_pairs_read(data_path, &pairs) != GC_OK) {
+        status = fail(1, "--data: %s", gc_last_error());
+    } else if (evaluate(&model, &pairs, f.batch_size, &metrics) != GC_OK) {
+        status = fail(1, "%s", gc_last_error());
+    } else {
+        print_metrics(&metrics, f.json);
+    }
+    gc_pairs_free(&pairs);
+    gc_dual_encoder_free(&model);
+    free(model_path);
+    free(data_path);
+    return status;
 }

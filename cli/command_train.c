@@ -1,11 +1,289 @@
-/* STUB: to be written. */
+/* gradcache train: a dual (or tied) text encoder trained on query/positive pairs with the
+ * in-batch contrastive loss (cosine InfoNCE), each step either a Gradient Cache step (--gc)
+ * or a plain full-batch step, then gradient clipping and AdamW.
+ *
+ * Everything that decides what a step computes is a function of --seed and the step count:
+ * the initial weights, the dropout masks and the data order come from three Philox streams
+ * named by --seed, the data order of an epoch from (seed, epoch) alone. So a checkpoint
+ * (train_state.h) holding the parameters, AdamW's state, the step count and the generators'
+ * positions is all --resume needs to continue bitwise as if the run had never stopped. */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
+#include "batches.h"
 #include "commands.h"
+#include "device_flag.h"
+#include "errors.h"
+#include "metadata.h"
+#include "model.h"
+#include "model_file.h"
+#include "pairs.h"
+#include "paths.h"
+#include "progress.h"
+#include "run_log.h"
+#include "train_flags.h"
+#include "train_state.h"
+
+/* Gradient clipping and AdamW's constants: those of BERT-style fine-tuning. */
+#define MAX_GRAD_NORM 1.0
+#define WEIGHT_DECAY 0.01
+
+/* Everything a run holds. */
+typedef struct trainer {
+    gc_train_flags flags;
+    gc_device device;
+    char *data_path, *checkpoint_path, *model_path;
+    gc_pairs pairs;
+    int64_t steps_per_epoch, total_steps;
+    int64_t stop_step;      /* the last step this run takes: total_steps, or --stop-after */
+    uint64_t data_seed;
+    int64_t *order;         /* [pairs.count]: the data order of epoch order_epoch */
+    int64_t order_epoch;
+    gc_dual_encoder model;
+    gc_adamw optimizer;
+    bool optimizer_ready;
+    gc_lr_schedule schedule;
+    gc_contrastive_options loss_options; /* the loss keeps a pointer to it */
+    gc_cache *cache;
+    gc_metadata settings;   /* the flags a resumed run must share (train_state.h) */
+    gc_train_progress progress;
+    gc_run_log log;
+    gc_progress bar;
+} trainer;
+
+/* One line "gradcache train: ..." on stderr; returns exit_status. */
+#define fail(...) gc_cli_fail("train", __VA_ARGS__)
+
+/* The run's three uses of randomness draw from independent Philox streams, all named by
+ * --seed through splitmix64's finaliser (Steele et al.), so nearby seeds give unrelated
+ * stream names. */
+typedef enum random_stream { STREAM_INIT = 1, STREAM_DROPOUT, STREAM_DATA } random_stream;
+
+static uint64_t stream_seed(uint64_t seed, random_stream stream) {
+    uint64_t z = seed + (uint64_t)stream * 0x9E3779B97F4A7C15u;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+    return z ^ (z >> 31);
+}
+
+/* The epoch of step `step` (0-based) and how many of that epoch's examples come before it. */
+static void locate(const trainer *t, int64_t step, int64_t *epoch, int64_t *position) {
+    *epoch = step / t->steps_per_epoch;
+    *position = step % t->steps_per_epoch * t->flags.batch_size;
+}
+
+/* The device, the data and the sizes the flags imply; 0 or the exit status. */
+static int load_data(trainer *t) {
+    const gc_train_flags *f = &t->flags;
+    int status = gc_device_from_flag("train", f->device, &t->device);
+    if (status) return status;
+    if (f->mem_limit) gc_memory_set_limit(t->device, f->mem_limit);
+    t->data_path = gc_data_path(f->data, "train");
+    if (gc_pairs_read(t->data_path, &t->pairs) != GC_OK) return fail(1, "--data: %s", gc_last_error());
+    if (f->hard_negatives > t->pairs.negatives)
+        return fail(2, "--hard-negatives %lld: %s has %d negative column%s", (long long)f->hard_negatives,
+                    t->data_path, t->pairs.negatives, t->pairs.negatives == 1 ? "" : "s");
+    if (f->batch_size > t->pairs.count)
+        return fail(2, "--batch-size %lld: %s has only %lld examples", (long long)f->batch_size, t->data_path,
+                    (long long)t->pairs.count);
+    t->steps_per_epoch = t->pairs.count / f->batch_size;
+    t->total_steps = f->steps ? f->steps : (f->epochs ? f->epochs : 1) * t->steps_per_epoch;
+    t->stop_step = f->stop_after && f->stop_after < t->total_steps ? f->stop_after : t->total_steps;
+    t->data_seed = stream_seed((uint64_t)f->seed, STREAM_DATA);
+    t->order = malloc((size_t)t->pairs.count * sizeof *t->order);
+    if (!t->order) gc_fatal("train: out of host memory for the data order");
+    t->order_epoch = -1;
+    return 0;
+}
+
+/* The model, the optimizer and the state a fresh run starts from, or the checkpoint's. */
+static int build_model(trainer *t) {
+    const gc_train_flags *f = &t->flags;
+    gc_text_encoder_config config = gc_model_preset(f->model_size, f->max_length);
+    if (gc_dual_encoder_init(&t->model, &config, f->tied, t->device, stream_seed((uint64_t)f->seed, STREAM_INIT)) !=
+        GC_OK)
+        return fail(1, "cannot build the model: %s", gc_last_error());
+    if (gc_adamw_init(&t->optimizer, &t->model.params, f->lr, 0.9, 0.999, 1e-8, WEIGHT_DECAY) != GC_OK)
+        return fail(1, "cannot build the optimizer: %s", gc_last_error());
+    t->optimizer_ready = true;
+    /* warm-up over the first 10% of the steps, then linear decay to 0 */
+    t->schedule = (gc_lr_schedule){f->lr, 0, t->total_steps / 10, t->total_steps, GC_LR_LINEAR};
+    gc_manual_seed(stream_seed((uint64_t)f->seed, STREAM_DROPOUT));
+    int64_t passages = f->batch_size * (1 + f->hard_negatives);
+    t->progress = (gc_train_progress){.chunk_sizes = {f->gc ? f->chunk_sizes[0] : f->batch_size,
+                                                      f->gc ? f->chunk_sizes[1] : passages},
+                                      .rng = gc_rng_capture()};
+    if (!f->resume) return 0;
+    if (gc_train_state_load(t->checkpoint_path, &t->model, &t->optimizer, &t->progress, &t->settings) != GC_OK)
+        return fail(1, "--resume: %s", gc_last_error());
+    int64_t epoch, position;
+    locate(t, t->progress.step, &epoch, &position);
+    if (t->progress.step > t->total_steps || t->progress.epoch != epoch || t->progress.position != position)
+        return fail(1, "--resume: %s: step %lld, epoch %lld and position %lld do not fit %lld steps of %lld per epoch",
+                    t->checkpoint_path, (long long)t->progress.step, (long long)t->progress.epoch,
+                    (long long)t->progress.position, (long long)t->total_steps, (long long)t->steps_per_epoch);
+    gc_rng_restore(&t->progress.rng);
+    return 0;
+}
+
+/* Everything before the first step; 0 or the exit status. */
+static int set_up(trainer *t) {
+    int status = load_data(t);
+    if (status) return status;
+    gc_train_flags_settings(&t->flags, &t->pairs, &t->settings);
+    t->checkpoint_path = gc_path_join(t->flags.out, "checkpoint.safetensors");
+    t->model_path = gc_path_join(t->flags.out, "model.safetensors");
+    status = build_model(t);
+    if (status) return status;
+    if (gc_make_directories(t->flags.out) != GC_OK) return fail(1, "--out: %s", gc_last_error());
+    char *log_path = gc_path_join(t->flags.out, "log.jsonl");
+    gc_status opened = gc_run_log_open(&t->log, log_path, t->progress.step);
+    free(log_path);
+    if (opened != GC_OK) return fail(1, "--out: %s", gc_last_error());
+    gc_text_encoder *towers[2] = {gc_dual_encoder_tower(&t->model, 0), gc_dual_encoder_tower(&t->model, 1)};
+    t->loss_options = (gc_contrastive_options){GC_SIMILARITY_COSINE, t->flags.temperature, NULL, GC_LOSS_MEAN};
+    gc_cache_config config = {
+        .n_models = 2,
+        .models = {{towers[0], gc_dual_encoder_forward_train, t->progress.chunk_sizes[0], &t->model.params},
+                   {towers[1], gc_dual_encoder_forward_train, t->progress.chunk_sizes[1], &t->model.params}},
+        .loss = gc_contrastive_loss_fn(&t->loss_options),
+        .keep_last_graph = true, /* one forward fewer per side; the same numbers */
+        .auto_chunk = t->flags.gc,
+    };
+    t->cache = gc_cache_new(&config);
+    return 0;
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
+
+/* Step t->progress.step + 1: the batch, the gradients, clipping and the AdamW update. */
+static gc_status run_step(trainer *t, gc_step_record *record) {
+    const gc_train_flags *f = &t->flags;
+    int64_t step = t->progress.step, epoch, position;
+    locate(t, step, &epoch, &position);
+    if (epoch != t->order_epoch) {
+        gc_epoch_order(t->data_seed, epoch, t->pairs.count, t->order);
+        t->order_epoch = epoch;
+    }
+    double start = now_seconds();
+    gc_training_batch batch;
+    gc_status status = gc_training_batch_make(&t->pairs, t->order + position, f->batch_size, (int)f->hard_negatives,
+                                              f->max_length, t->device, &batch);
+    if (status != GC_OK) return status;
+    gc_memory_reset_peak(t->device);
+    gc_cache_report report = {0};
+    double loss = NAN;
+    if (f->gc) status = gc_cache_step(t->cache, batch.inputs, &loss, &report);
+    else status = gc_cache_full_batch_step(t->cache, batch.inputs, &loss);
+    gc_training_batch_release(&batch);
+    if (status != GC_OK) return status;
+    gc_clear_error(); /* a nan norm with an error recorded means clipping ran out of memory */
+    double grad_norm = gc_clip_grad_norm(&t->model.params, MAX_GRAD_NORM);
+    if (isnan(grad_norm) && gc_last_status() != GC_OK) return gc_last_status();
+    if (!isfinite(loss) || isnan(grad_norm)) {
+        /* an update would spread the nan into every parameter: stop while the last
+         * checkpoint is still sound (GC_ERR_FORMAT: the run, as given, cannot go on) */
+        gc_set_error(GC_ERR_FORMAT, "the loss is %g and the gradient norm %g: the run diverged (lower --lr?)", loss,
+                     grad_norm);
+        return GC_ERR_FORMAT;
+    }
+    t->optimizer.lr = gc_lr_at(&t->schedule, step);
+    status = gc_adamw_step(&t->optimizer);
+    gc_param_list_zero_grad(&t->model.params);
+    if (status != GC_OK) return status;
+    gc_device_synchronize(t->device);
+    double seconds = now_seconds() - start;
+    if (f->gc) memcpy(t->progress.chunk_sizes, report.chunk_sizes, sizeof t->progress.chunk_sizes);
+    /* a cached step measures its phases itself, resetting the peak at each: the step's peak
+     * is the largest of theirs and of what followed the last reset */
+    size_t peak = max_size(max_size(report.forward_peak_bytes, report.loss_peak_bytes),
+                           gc_memory_get_stats(t->device).peak_bytes);
+    *record = (gc_step_record){.step = step + 1,
+                               .epoch = epoch,
+                               .loss = loss,
+                               .lr = t->optimizer.lr,
+                               .grad_norm = grad_norm,
+                               .examples_per_second = (double)f->batch_size / seconds,
+                               .seconds = seconds,
+                               .peak_bytes = peak,
+                               .chunk_sizes = {t->progress.chunk_sizes[0], t->progress.chunk_sizes[1]}};
+    t->progress.step = step + 1;
+    return GC_OK;
+}
+
+/* The checkpoint and the model file, both written atomically. */
+static gc_status save(trainer *t) {
+    locate(t, t->progress.step, &t->progress.epoch, &t->progress.position);
+    t->progress.rng = gc_rng_capture();
+    gc_status status = gc_train_state_save(t->checkpoint_path, &t->model, &t->optimizer, &t->progress, &t->settings);
+    return status == GC_OK ? gc_model_file_save(t->model_path, &t->model) : status;
+}
+
+/* Ends the progress line, then reports the failure of step `step`. */
+static int step_failed(trainer *t, int64_t step, const char *doing) {
+    gc_progress_end(&t->bar);
+    gc_status status = gc_last_status();
+    bool memory = status == GC_ERR_OUT_OF_MEMORY || status == GC_ERR_MEM_LIMIT;
+    return fail(1, "step %lld: %s: %s%s", (long long)step, doing, gc_last_error(),
+                memory && !t->flags.gc ? " (a plain step holds the whole batch's activations: try --gc)" : "");
+}
+
+static int train(trainer *t) {
+    int64_t first = t->progress.step;
+    if (first >= t->stop_step) {
+        printf("nothing to do: %s is at step %lld of %lld\n", t->checkpoint_path, (long long)first,
+               (long long)t->total_steps);
+        return 0;
+    }
+    gc_progress_begin(&t->bar, stderr, first, t->total_steps, t->flags.log_every);
+    double first_loss = NAN, last_loss = NAN, seconds = 0;
+    while (t->progress.step < t->stop_step) {
+        gc_step_record record;
+        if (run_step(t, &record) != GC_OK) return step_failed(t, t->progress.step + 1, "training");
+        if (gc_run_log_append(&t->log, &record) != GC_OK) return step_failed(t, record.step, "logging");
+        gc_progress_step(&t->bar, &record);
+        if (record.step == first + 1) first_loss = record.loss;
+        last_loss = record.loss;
+        seconds += record.seconds;
+        bool checkpoint = t->flags.save_every && record.step % t->flags.save_every == 0;
+        if ((checkpoint || record.step == t->stop_step) && save(t) != GC_OK)
+            return step_failed(t, record.step, "saving");
+    }
+    gc_progress_end(&t->bar);
+    printf("trained steps %lld-%lld of %lld in %.1f s, loss %.4f -> %.4f; wrote %s and %s\n", (long long)first + 1,
+           (long long)t->stop_step, (long long)t->total_steps, seconds, first_loss, last_loss, t->model_path,
+           t->checkpoint_path);
+    return 0;
+}
+
+static void tear_down(trainer *t) {
+    gc_run_log_close(&t->log);
+    if (t->cache) gc_cache_free(t->cache);
+    if (t->optimizer_ready) gc_adamw_free(&t->optimizer);
+    gc_dual_encoder_free(&t->model);
+    gc_metadata_free(&t->settings);
+    gc_pairs_free(&t->pairs);
+    free(t->order);
+    free(t->data_path);
+    free(t->checkpoint_path);
+    free(t->model_path);
+}
 
 int gc_command_train(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "gradcache train: not implemented yet\n");
-    return 1;
+    trainer t = {0};
+    int status = gc_train_flags_parse(argc, argv, &t.flags);
+    if (status) return status == 1 ? 0 : status; /* 1: --help was printed */
+    status = set_up(&t);
+    if (!status) status = train(&t);
+    tear_down(&t);
+    return status;
 }

@@ -1,0 +1,65 @@
+/* Training progress (see progress.h). */
+#include <unistd.h>
+
+#include "progress.h"
+
+enum { BAR_WIDTH = 20 };
+
+const char *gc_format_bytes(size_t bytes, char *buf, int size) {
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double value = (double)bytes;
+    int unit = 0;
+    while (value >= 1024 && unit < 4) {
+        value /= 1024;
+        unit++;
+    }
+    snprintf(buf, (size_t)size, unit ? "%.1f %s" : "%.0f %s", value, units[unit]);
+    return buf;
+}
+
+void gc_progress_begin(gc_progress *progress, FILE *out, int64_t first_step, int64_t total_steps, int64_t log_every) {
+    *progress = (gc_progress){.out = out,
+                              .terminal = isatty(fileno(out)),
+                              .total_steps = total_steps,
+                              .log_every = log_every,
+                              .first_step = first_step};
+}
+
+/* Seconds left at this run's average step time. */
+static double eta_seconds(const gc_progress *progress, int64_t step) {
+    int64_t done = step - progress->first_step;
+    return done > 0 ? progress->seconds / (double)done * (double)(progress->total_steps - step) : 0;
+}
+
+static void draw_bar(gc_progress *progress, const gc_step_record *r, const char *peak) {
+    char bar[BAR_WIDTH + 1];
+    int filled = (int)(BAR_WIDTH * r->step / (progress->total_steps > 0 ? progress->total_steps : 1));
+    for (int i = 0; i < BAR_WIDTH; i++) bar[i] = i < filled ? '=' : i == filled ? '>' : ' ';
+    bar[BAR_WIDTH] = '\0';
+    long eta = (long)(eta_seconds(progress, r->step) + 0.5);
+    /* \033[K clears what a longer previous line left on the right */
+    fprintf(progress->out, "\rstep %lld/%lld [%s] loss %.4f | %.1f ex/s | peak %s | ETA %ld:%02ld:%02ld\033[K",
+            (long long)r->step, (long long)progress->total_steps, bar, r->loss, r->examples_per_second, peak,
+            eta / 3600, eta / 60 % 60, eta % 60);
+    fflush(progress->out);
+    progress->line_open = true;
+}
+
+void gc_progress_step(gc_progress *progress, const gc_step_record *r) {
+    progress->seconds += r->seconds;
+    char peak[32];
+    gc_format_bytes(r->peak_bytes, peak, sizeof peak);
+    if (progress->terminal) {
+        draw_bar(progress, r, peak);
+    } else if (r->step % progress->log_every == 0 || r->step == progress->total_steps) {
+        fprintf(progress->out, "step %lld/%lld epoch %lld loss %.4f lr %.3g %.1f ex/s peak %s ETA %.0f s\n",
+                (long long)r->step, (long long)progress->total_steps, (long long)r->epoch, r->loss, r->lr,
+                r->examples_per_second, peak, eta_seconds(progress, r->step));
+        fflush(progress->out);
+    }
+}
+
+void gc_progress_end(gc_progress *progress) {
+    if (progress->line_open) fputc('\n', progress->out);
+    progress->line_open = false;
+}

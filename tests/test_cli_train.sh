@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# gradcache train and eval on a small generated pair file ("def of X"<TAB>"X" for 200 random
+# words): training with and without Gradient Cache, the log, --resume continuing bitwise,
+# eval's metrics, and bad input (one line on stderr naming the flag or file, a non-zero exit,
+# nothing written). Run by meson with the gradcache program as $1. A tiny model, 24 tokens and
+# batches of 16 keep the whole script to seconds on two cores.
+set -uo pipefail
+gradcache=${1:?usage: test_cli_train.sh path/to/gradcache}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+checks=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+# expect_error WANT COMMAND...: non-zero exit, exactly one line on stderr, containing WANT.
+expect_error() {
+    local want=$1 status=0
+    shift
+    checks=$((checks + 1))
+    "$@" >"$work/stdout" 2>"$work/stderr" || status=$?
+    local message
+    message=$(cat "$work/stderr")
+    if [ "$status" -eq 0 ]; then
+        fail "$* exited 0; wanted an error with '$want'"
+    elif [ "$(wc -l <"$work/stderr")" -ne 1 ]; then
+        fail "$*: wanted one line on stderr, got: $message"
+    elif [[ $message != *"$want"* ]]; then
+        fail "$*: wanted '$want' in: $message"
+    fi
+}
+
+# expect_ok COMMAND...: exit 0; its stdout and stderr are left in $work/stdout, $work/stderr.
+expect_ok() {
+    checks=$((checks + 1))
+    "$@" >"$work/stdout" 2>"$work/stderr" || fail "$* exited non-zero: $(cat "$work/stderr")"
+}
+
+# check CONDITION-COMMAND... MESSAGE: counts a check; fails with MESSAGE when the command fails.
+check() {
+    local message=${*: -1}
+    checks=$((checks + 1))
+    "${@:1:$#-1}" || fail "$message"
+}
+
+# field FILE STEP KEY: the value of KEY in the log line of STEP.
+field() {
+    grep "^{\"step\":$2," "$1" | sed -E "s/.*\"$3\":([^,}]*).*/\1/"
+}
+
+# The log without its timings (examples_per_second, seconds): what a step computed.
+computed() {
+    sed -E 's/"examples_per_second":[^,]*,//; s/,"seconds":[^}]*//' "$1"
+}
+
+# --- data: 200 distinct random words (awk's generator, seeded: the same file everywhere) ---
+pairs=$work/pairs.tsv
+awk 'BEGIN {
+    srand(7)
+    while (n < 200) {
+        word = ""
+        length_ = 3 + int(rand() * 6)
+        for (i = 0; i < length_; i++) word = word substr("abcdefghijklmnopqrstuvwxyz", 1 + int(rand() * 26), 1)
+        if (!(word in seen)) { seen[word] = 1; words[n++] = word }
+    }
+    for (i = 0; i < n; i++) printf "def of %s\t%s\t%s\n", words[i], words[i], words[(i + 1) % n]
+}' >"$pairs"
+check [ "$(wc -l <"$pairs")" -eq 200 ] "the generated pair file has $(wc -l <"$pairs") lines"
+common=(--data "$pairs" --model-size tiny --max-length 24 --batch-size 16 --steps 20 --log-every 10)
+
+# --- training with Gradient Cache and without ------------------------------------------
+for mode in gc plain; do
+    flags=()
+    [ "$mode" = gc ] && flags=(--gc --gc-chunk-size 4,8)
+    out=$work/$mode
+    expect_ok "$gradcache" train "${common[@]}" "${flags[@]}" --out "$out"
+    grep -q "trained steps 1-20 of 20" "$work/stdout" || fail "$mode: no summary: $(cat "$work/stdout")"
+    # stderr is not a terminal here: plain progress lines every --log-every steps
+    check [ "$(grep -c '^step [0-9]*/20 epoch' "$work/stderr")" -eq 2 ] "$mode: progress lines: $(cat "$work/stderr")"
+    for file in log.jsonl checkpoint.safetensors model.safetensors; do
+        check [ -s "$out/$file" ] "$mode: no $file"
+    done
+    check [ "$(wc -l <"$out/log.jsonl")" -eq 20 ] "$mode: the log has $(wc -l <"$out/log.jsonl") lines, not 20"
+    for key in epoch loss lr grad_norm examples_per_second peak_bytes chunk_sizes seconds; do
+        grep -q "^{\"step\":20,.*\"$key\":" "$out/log.jsonl" || fail "$mode: no $key in the log"
+    done
+    # the model learns: the last loss is below the first (seeded, so not a matter of luck)
+    first=$(field "$out/log.jsonl" 1 loss)
+    last=$(field "$out/log.jsonl" 20 loss)
+    check awk -v first="$first" -v last="$last" 'BEGIN { exit !(last < first) }' \
+        "$mode: loss did not fall ($first -> $last)"
+done
+sizes=$(field "$work/gc/log.jsonl" 1 chunk_sizes)
+check [ "$sizes" = "[4" ] "gc: chunk sizes $sizes..."
+
+# With one chunk per side the cached step draws the plain step's dropout masks: the same loss
+# and, to rounding (the two sum the gradients in another order), the same gradient norm.
+expect_ok "$gradcache" train "${common[@]}" --steps 1 --gc --gc-chunk-size 16 --out "$work/one_chunk"
+check [ "$(field "$work/one_chunk/log.jsonl" 1 loss)" = "$(field "$work/plain/log.jsonl" 1 loss)" ] \
+    "one-chunk GradCache loss $(field "$work/one_chunk/log.jsonl" 1 loss) differs from plain"
+check awk -v a="$(field "$work/one_chunk/log.jsonl" 1 grad_norm)" -v b="$(field "$work/plain/log.jsonl" 1 grad_norm)" \
+    'BEGIN { d = a - b; exit !(d * d <= 1e-10 * b * b) }' "one-chunk GradCache gradient norm differs from plain"
+
+# --- --resume: 10 steps, stop, 10 more == 20 straight, bit for bit ----------------------
+resumed=$work/resumed
+expect_ok "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 --stop-after 10 --out "$resumed"
+grep -q "trained steps 1-10 of 20" "$work/stdout" || fail "stop-after: $(cat "$work/stdout")"
+expect_ok "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 --out "$resumed" --resume
+grep -q "trained steps 11-20 of 20" "$work/stdout" || fail "resume: $(cat "$work/stdout")"
+for file in model.safetensors checkpoint.safetensors; do
+    check [ "$(sha256sum <"$resumed/$file")" = "$(sha256sum <"$work/gc/$file")" ] \
+        "resumed $file differs from the straight run's"
+done
+check cmp -s <(computed "$resumed/log.jsonl") <(computed "$work/gc/log.jsonl") \
+    "resumed log differs from the straight run's"
+expect_error "was written with --lr 0.0005, this run has --lr 0.001" \
+    "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 --out "$resumed" --resume --lr 0.001
+expect_error "$work/nothing/checkpoint.safetensors: cannot open" \
+    "$gradcache" train "${common[@]}" --out "$work/nothing" --resume
+
+# --- tied encoder, hard negatives ---------------------------------------------------------
+expect_ok "$gradcache" train "${common[@]}" --steps 3 --tied --gc --hard-negatives 1 --out "$work/tied"
+grep -q '"encoder.embeddings.tokens.weight"' "$work/tied/model.safetensors" || fail "tied: no encoder.* parameters"
+sizes=$(field "$work/tied/log.jsonl" 1 chunk_sizes)
+check [ "$sizes" = "[8" ] "tied: chunk sizes $sizes..."
+
+# --- under --mem-limit: a plain step of 64 does not fit (it needs about 29 MB here), a cached
+# one halves its chunks until it does ------------------------------------------------------
+limited=(--data "$pairs" --model-size tiny --max-length 24 --batch-size 64 --steps 2 --mem-limit 12M)
+expect_error "memory limit reached on cpu" "$gradcache" train "${limited[@]}" --out "$work/limited_plain"
+grep -q "try --gc" "$work/stderr" || fail "a plain step out of memory does not suggest --gc: $(cat "$work/stderr")"
+expect_ok "$gradcache" train "${limited[@]}" --gc --gc-chunk-size 64 --out "$work/limited_gc"
+check awk -v sizes="$(field "$work/limited_gc/log.jsonl" 2 chunk_sizes)" 'BEGIN { exit !(substr(sizes, 2) + 0 < 64) }' \
+    "--mem-limit: the chunks were not made smaller: $(field "$work/limited_gc/log.jsonl" 2 chunk_sizes)"
+
+# --- eval ----------------------------------------------------------------------------------
+expect_ok "$gradcache" eval --model "$work/gc" --data "$pairs"
+grep -qE '^Recall@1 [01]\.[0-9]{4}  Recall@10 [01]\.[0-9]{4}  MRR [01]\.[0-9]{4}  \(200 queries, 200 candidates\)$' \
+    "$work/stdout" || fail "eval output: $(cat "$work/stdout")"
+expect_ok "$gradcache" eval --model "$work/tied/model.safetensors" --data "$work" --split pairs --json
+metric='[01]\.[0-9]+'
+grep -qE "^\{\"recall_at_1\":$metric,\"recall_at_10\":$metric,\"mrr\":$metric,\"queries\":200,\"candidates\":200\}\$" \
+    "$work/stdout" || fail "eval --json output: $(cat "$work/stdout")"
+
+# --- bad input: one line naming the flag or the file, nothing written ----------------------
+expect_error "$work/missing.tsv: cannot open" "$gradcache" train --data "$work/missing.tsv" --out "$work/bad_run"
+check [ ! -e "$work/bad_run" ] "a failed run left $work/bad_run behind"
+expect_error "$work/plain/train.tsv: cannot open" "$gradcache" train --data "$work/plain" --out "$work/bad_run"
+expect_error "unknown flag --bogus" "$gradcache" train "${common[@]}" --bogus
+expect_error "--batch-size: expected an integer" "$gradcache" train "${common[@]}" --batch-size 0
+expect_error "--batch-size 500: $pairs has only 200 examples" "$gradcache" train "${common[@]}" --batch-size 500
+expect_error "--hard-negatives 2: $pairs has 1 negative column" "$gradcache" train "${common[@]}" --hard-negatives 2
+expect_error "--gc-chunk-size: expected N or N,M" "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,x
+expect_error "--gc-chunk-size needs --gc" "$gradcache" train "${common[@]}" --gc-chunk-size 4
+expect_error "--steps and --epochs cannot be used together" "$gradcache" train "${common[@]}" --epochs 1
+expect_error "--data is required" "$gradcache" train --steps 1
+check [ ! -e "$work/bad_run" ] "a failed run left $work/bad_run behind"
+expect_error "--model: safetensors: $work/missing: cannot open" \
+    "$gradcache" eval --model "$work/missing" --data "$pairs"
+expect_error "--data: $work/missing.tsv: cannot open" "$gradcache" eval --model "$work/gc" --data "$work/missing.tsv"
+expect_error "--model: safetensors: $pairs:" "$gradcache" eval --model "$pairs" --data "$pairs"
+expect_error "unknown flag --bogus" "$gradcache" eval --model "$work/gc" --data "$pairs" --bogus
+
+echo "$checks checks, $failures failed"
+[ "$failures" -eq 0 ]
