@@ -1,11 +1,130 @@
-/* STUB: to be written. */
+/* gradcache verify: one GradCache step and one full-batch step on the same model, data and
+ * dropout masks; the relative difference of every parameter's gradient, and a non-zero exit
+ * above a tolerance. No dataset: the texts are synthetic (see synthetic.h). */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "bench_step.h"
 #include "commands.h"
 
+/* A gradient norm below this fraction of the model's largest is measured against that
+ * floor instead: some gradients are zero but for rounding (an attention key bias: softmax
+ * ignores a shift shared by all keys; ~1e-12 of the largest norm here), and two roundings of
+ * zero would otherwise differ by 100%. The smallest real gradients of these models (the
+ * attention query and key weights at initialisation, 3e-5 to 1e-4 of the largest) are then
+ * compared with a floor at most a few times their own norm: an error in them still shows. */
+#define GC_VERIFY_FLOOR_FRACTION 1e-4
+
+static const char *const dtype_names[] = {"f32", "f64", NULL};
+static const gc_dtype dtypes[] = {GC_F32, GC_F64};
+/* The default tolerances: a few hundred roundings of each dtype (sums of chunk gradients in
+ * another order than the full batch's). */
+static const double default_tolerances[] = {1e-5, 1e-10};
+
+static double gradient_norm(const gc_tensor *grad) {
+    int64_t numel = gc_numel(grad);
+    double *values = malloc((size_t)numel * sizeof *values), sum = 0;
+    if (!values) gc_fatal("verify: out of host memory for %lld values", (long long)numel);
+    gc_to_host_f64(grad, values);
+    for (int64_t i = 0; i < numel; i++) sum += values[i] * values[i];
+    free(values);
+    return sqrt(sum);
+}
+
+/* The largest parameter gradient norm of a full-batch step: the scale of the floor. */
+static gc_status gradient_scale(gc_cache *cache, const gc_batch *inputs, const gc_param_list *params, double *scale) {
+    double loss;
+    gc_status status = gc_cache_full_batch_step(cache, inputs, &loss);
+    *scale = 0;
+    for (int i = 0; i < params->count && status == GC_OK; i++) {
+        const gc_tensor *grad = gc_grad(params->items[i].tensor);
+        double norm = grad ? gradient_norm(grad) : 0;
+        if (norm > *scale) *scale = norm;
+    }
+    gc_param_list_zero_grad(params);
+    return status;
+}
+
+static void print_differences(const gc_param_list *params, const double *relative, int *largest) {
+    printf("  %-44s %-14s %s\n", "parameter", "shape", "relative difference");
+    *largest = 0;
+    for (int i = 0; i < params->count; i++) {
+        const gc_tensor *tensor = params->items[i].tensor;
+        char shape[64];
+        printf("  %-44s %-14s %.3e\n", params->items[i].name, gc_shape_str(tensor->ndim, tensor->shape, shape, sizeof shape),
+               relative[i]);
+        if (relative[i] > relative[*largest]) *largest = i;
+    }
+}
+
+static int run(const gc_bench_model_options *options, gc_dtype dtype, gc_device device, int64_t batch_size,
+               int64_t chunk_size, double tolerance) {
+    char model_text[200], device_text[16];
+    printf("gradcache verify: %s, %s, %s, batch %lld in chunks of %lld, seed %lld\n",
+           gc_bench_model_describe(options, model_text, sizeof model_text), gc_dtype_name(dtype),
+           gc_device_str(device, device_text, sizeof device_text), (long long)batch_size, (long long)chunk_size,
+           (long long)options->seed);
+    gc_bench_setup setup;
+    gc_bench_batch batch;
+    if (gc_bench_setup_init(&setup, options, dtype, device) != GC_OK) {
+        fprintf(stderr, "gradcache verify: the model: %s\n", gc_last_error());
+        return 1;
+    }
+    gc_status status = gc_bench_batch_make(&setup, batch_size, &batch);
+    double largest_relative = 0;
+    double *relative = calloc((size_t)setup.model.params.count, sizeof *relative);
+    if (!relative) gc_fatal("verify: out of host memory for %d parameters", setup.model.params.count);
+    double scale = 0;
+    if (status == GC_OK) {
+        gc_cache_config config = gc_bench_cache_config(&setup, chunk_size);
+        gc_cache *cache = gc_cache_new(&config);
+        status = gradient_scale(cache, batch.inputs, &setup.model.params, &scale);
+        if (status == GC_OK)
+            status = gc_cache_verify(cache, batch.inputs, GC_VERIFY_FLOOR_FRACTION * scale, &largest_relative,
+                                     relative, setup.model.params.count);
+        gc_cache_free(cache);
+    }
+    int exit_status = 1;
+    if (status != GC_OK) {
+        fprintf(stderr, "gradcache verify: %s\n", gc_last_error());
+    } else {
+        int largest;
+        printf("largest gradient norm %.3e: norms below %.3e are compared with that floor\n", scale,
+               GC_VERIFY_FLOOR_FRACTION * scale);
+        print_differences(&setup.model.params, relative, &largest);
+        bool ok = largest_relative <= tolerance;
+        printf("largest relative difference %.3e (%s), tolerance %.3e: %s\n", largest_relative,
+               setup.model.params.items[largest].name, tolerance, ok ? "ok" : "ABOVE THE TOLERANCE");
+        exit_status = ok ? 0 : 1;
+    }
+    free(relative);
+    gc_bench_batch_free(&batch);
+    gc_bench_setup_free(&setup);
+    return exit_status;
+}
+
 int gc_command_verify(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "gradcache verify: not implemented yet\n");
-    return 1;
+    gc_bench_model_options model = {.dim = 32, .layers = 2, .heads = 4, .hidden = 64, .max_length = 32, .dropout = 0.1};
+    int64_t batch_size = 32, chunk_size = 8;
+    int dtype = 0;
+    double tolerance = -1;
+    gc_flag flags[] = {
+        {"batch-size", GC_FLAG_INT, &batch_size, 1, 1 << 20, NULL, "query/passage pairs in the step"},
+        {"chunk-size", GC_FLAG_INT, &chunk_size, 1, 1 << 20, NULL, "rows per GradCache chunk"},
+        {"dtype", GC_FLAG_CHOICE, &dtype, 0, 0, dtype_names, "parameters and activations"},
+        {"tolerance", GC_FLAG_DOUBLE, &tolerance, -1, 1e300, NULL,
+         "largest relative difference allowed; negative: 1e-5 for f32, 1e-10 for f64"},
+        GC_BENCH_MODEL_FLAGS(model),
+    };
+    int parsed = gc_flags_parse("verify",
+                                "Runs one Gradient Cache step and one full-batch step (same model, data and dropout masks)\n"
+                                "and prints ||g_cache - g_full|| / ||g_full|| for every parameter tensor; exits 1 when the\n"
+                                "largest is above the tolerance.",
+                                flags, (int)(sizeof flags / sizeof *flags), argc, argv, 2);
+    if (parsed) return parsed == 1 ? 0 : parsed;
+    gc_device device;
+    int usage = gc_bench_model_check("verify", &model, &device);
+    if (usage) return usage;
+    return run(&model, dtypes[dtype], device, batch_size, chunk_size, tolerance < 0 ? default_tolerances[dtype] : tolerance);
 }

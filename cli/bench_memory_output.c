@@ -1,0 +1,88 @@
+/* The memory benchmark's outputs: CSV and SVG chart (see bench_commands.h). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "bench_commands.h"
+#include "int_list.h"
+#include "svg.h"
+
+static const char *const byte_units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+
+/* The largest binary unit (1024^k) not above `bytes`, and its name. */
+static double byte_unit(double bytes, const char **name) {
+    int k = 0;
+    while (k < 4 && bytes >= 1024.0 * ldexp(1, 10 * k)) k++;
+    *name = byte_units[k];
+    return ldexp(1, 10 * k);
+}
+
+const char *gc_format_bytes(double bytes, char *buf, int size) {
+    const char *name;
+    double unit = byte_unit(bytes, &name);
+    snprintf(buf, (size_t)size, "%.3g %s", bytes / unit, name);
+    return buf;
+}
+
+void gc_memory_rows_write_csv(FILE *out, const gc_memory_row *rows, int count) {
+    fputs("mode,batch,chunk,peak_bytes,step_ms,fits\n", out);
+    for (int i = 0; i < count; i++) {
+        const gc_memory_row *row = &rows[i];
+        fprintf(out, "%s,%lld,%lld,", row->plain ? "plain" : "gc", (long long)row->batch, (long long)row->chunk);
+        if (row->result.status == GC_OK) fprintf(out, "%zu,%.3f,1\n", row->result.peak_bytes, row->result.step_ms);
+        else fputs(",,0\n", out);
+    }
+}
+
+/* Appends the rows of one line of the chart (plain, or GradCache with `chunk`) to series. */
+static void fill_series(gc_svg_series *series, double *x, double *y, const gc_memory_row *rows, int count, bool plain,
+                        int64_t chunk) {
+    series->count = 0;
+    for (int i = 0; i < count; i++) {
+        if (rows[i].plain != plain || (!plain && rows[i].chunk != chunk)) continue;
+        x[series->count] = (double)rows[i].batch;
+        y[series->count] = rows[i].result.status == GC_OK ? (double)rows[i].result.peak_bytes : NAN;
+        series->count++;
+    }
+    series->x = x;
+    series->y = y;
+}
+
+void gc_memory_rows_write_svg(FILE *out, const gc_memory_row *rows, int count, const char *title,
+                              const char *subtitle, size_t limit_bytes) {
+    gc_int_list chunks = {0};
+    double largest = (double)limit_bytes;
+    for (int i = 0; i < count; i++) {
+        if (!rows[i].plain && gc_int_list_insert(&chunks, rows[i].chunk) != 0)
+            gc_fatal("memory_rows_write_svg: more than %d chunk sizes", GC_INT_LIST_MAX);
+        if (rows[i].result.status == GC_OK) largest = fmax(largest, (double)rows[i].result.peak_bytes);
+    }
+    int series_count = 1 + chunks.count;
+    gc_svg_series series[1 + GC_INT_LIST_MAX];
+    char names[1 + GC_INT_LIST_MAX][48];
+    double *values = malloc(2 * (size_t)(series_count * (count > 0 ? count : 1)) * sizeof *values);
+    if (!values) gc_fatal("memory_rows_write_svg: out of host memory for %d rows", count);
+    for (int s = 0; s < series_count; s++) {
+        double *x = values + 2 * s * count, *y = x + count;
+        fill_series(&series[s], x, y, rows, count, s == 0, s == 0 ? 0 : chunks.values[s - 1]);
+        if (s == 0) snprintf(names[s], sizeof names[s], "plain step");
+        else snprintf(names[s], sizeof names[s], "GradCache, chunk %lld", (long long)chunks.values[s - 1]);
+        series[s].name = names[s];
+    }
+    const char *unit_name;
+    double unit = byte_unit(largest, &unit_name);
+    char y_label[64], limit_label[64], limit_text[32];
+    snprintf(y_label, sizeof y_label, "peak live memory (%s)", unit_name);
+    snprintf(limit_label, sizeof limit_label, "memory limit %s", gc_format_bytes((double)limit_bytes, limit_text, 32));
+    gc_svg_chart chart = {.title = title,
+                          .subtitle = subtitle,
+                          .x_label = "batch size (query/passage pairs, log scale)",
+                          .y_label = y_label,
+                          .y_unit = unit,
+                          .y_limit = (double)limit_bytes,
+                          .limit_label = limit_label,
+                          .missing_label = "does not fit",
+                          .series_count = series_count,
+                          .series = series};
+    gc_svg_write_line_chart(out, &chart);
+    free(values);
+}

@@ -1,0 +1,73 @@
+/* The model of verify and the benchmarks (see bench_model.h). */
+#include <stdio.h>
+
+#include "bench_model.h"
+#include "tokenizer.h"
+
+const char *const gc_bench_device_names[] = {"cpu", "cuda", NULL};
+
+int gc_bench_model_check(const char *command, const gc_bench_model_options *options, gc_device *device) {
+    if (options->dim % options->heads != 0) {
+        fprintf(stderr, "gradcache %s: --heads %lld does not divide --dim %lld\n", command, (long long)options->heads,
+                (long long)options->dim);
+        return 2;
+    }
+    *device = options->device == 0 ? gc_cpu() : gc_cuda(0);
+    if (device->type == GC_DEVICE_CUDA && gc_cuda_device_count() < 1) {
+        fprintf(stderr, "gradcache %s: --device cuda: %s\n", command,
+                gc_cuda_built() ? "no CUDA device is usable" : "this build has no CUDA backend");
+        return 2;
+    }
+    return 0;
+}
+
+gc_text_encoder_config gc_bench_model_config(const gc_bench_model_options *options, gc_dtype dtype) {
+    return (gc_text_encoder_config){.vocab = GC_TOKEN_VOCAB,
+                                    .max_length = options->max_length,
+                                    .dim = options->dim,
+                                    .heads = (int)options->heads,
+                                    .layers = (int)options->layers,
+                                    .hidden = options->hidden,
+                                    .dropout = options->dropout,
+                                    .activation = GC_ACT_GELU_ERF,
+                                    .pooling = GC_POOL_MEAN,
+                                    .dtype = dtype};
+}
+
+const char *gc_bench_model_describe(const gc_bench_model_options *options, char *buf, int size) {
+    snprintf(buf, (size_t)size, "%s encoder (dim %lld, %lld layers, %lld heads, hidden %lld, max length %lld, dropout %g)",
+             options->tied ? "tied" : "dual", (long long)options->dim, (long long)options->layers,
+             (long long)options->heads, (long long)options->hidden, (long long)options->max_length, options->dropout);
+    return buf;
+}
+
+gc_status gc_bench_encoder_init(gc_bench_encoder *model, const gc_text_encoder_config *config, bool tied,
+                                gc_device device, uint64_t seed) {
+    static const char *const prefixes[2][2] = {{"query", "passage"}, {"encoder", NULL}};
+    *model = (gc_bench_encoder){.tied = tied};
+    gc_generator init = {seed, 0};
+    int towers = tied ? 1 : 2;
+    for (int t = 0; t < towers; t++) {
+        gc_status status = gc_text_encoder_init(&model->towers[t], config, device, &init);
+        if (status != GC_OK) {
+            for (int done = 0; done < t; done++) gc_text_encoder_free(&model->towers[done]);
+            gc_param_list_free(&model->params);
+            return status;
+        }
+        gc_text_encoder_params(&model->towers[t], prefixes[tied][t], &model->params);
+    }
+    return GC_OK;
+}
+
+gc_text_encoder *gc_bench_encoder_tower(gc_bench_encoder *model, int side) {
+    return &model->towers[model->tied ? 0 : side];
+}
+
+void gc_bench_encoder_free(gc_bench_encoder *model) {
+    gc_param_list_free(&model->params);
+    for (int t = 0; t < (model->tied ? 1 : 2); t++) gc_text_encoder_free(&model->towers[t]);
+}
+
+gc_tensor *gc_bench_encoder_forward(void *tower, const gc_batch *chunk) {
+    return gc_text_encoder_forward(tower, chunk->tensors[0], chunk->tensors[1], true);
+}

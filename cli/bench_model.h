@@ -1,0 +1,61 @@
+/* The model that `verify` and the benchmarks run: a dual (or tied) text encoder whose sizes
+ * come from flags, so that a sweep can scale one of them. The towers mirror model.h's
+ * gc_dual_encoder on purpose (the same fields and calls), so that these commands can switch
+ * to it and its presets by a rename. */
+#ifndef GC_CLI_BENCH_MODEL_H
+#define GC_CLI_BENCH_MODEL_H
+
+#include <stdbool.h>
+
+#include "flags.h"
+#include "gradcache/gradcache.h"
+
+/* What the model flags set. */
+typedef struct gc_bench_model_options {
+    int64_t dim, layers, heads, hidden, max_length;
+    double dropout;
+    bool tied;
+    int device;   /* an index in gc_bench_device_names */
+    int64_t seed; /* initialisation, synthetic data and dropout */
+} gc_bench_model_options;
+
+extern const char *const gc_bench_device_names[]; /* "cpu", "cuda", NULL */
+
+/* The model flags, as initialisers for a command's gc_flag table. */
+#define GC_BENCH_MODEL_FLAGS(options)                                                                        \
+    {"dim", GC_FLAG_INT, &(options).dim, 1, 8192, NULL, "model width"},                                      \
+    {"layers", GC_FLAG_INT, &(options).layers, 1, 64, NULL, "transformer layers"},                           \
+    {"heads", GC_FLAG_INT, &(options).heads, 1, 128, NULL, "attention heads (a divisor of --dim)"},         \
+    {"hidden", GC_FLAG_INT, &(options).hidden, 1, 65536, NULL, "inner width of each layer's MLP"},           \
+    {"max-length", GC_FLAG_INT, &(options).max_length, 2, 8192, NULL, "tokens per text, [CLS] included"},   \
+    {"dropout", GC_FLAG_DOUBLE, &(options).dropout, 0, 0.9, NULL, "dropout probability"},                    \
+    {"tied", GC_FLAG_BOOL, &(options).tied, 0, 0, NULL, "one encoder for queries and passages"},             \
+    {"device", GC_FLAG_CHOICE, &(options).device, 0, 0, gc_bench_device_names, "where to run"},              \
+    {"seed", GC_FLAG_INT, &(options).seed, 0, 9007199254740992.0, NULL, "initialisation, data and dropout"}
+
+/* What single flags cannot check: --heads divides --dim, the device exists. Writes the
+ * device; 0, or prints one line naming the flag and returns 2 (a usage error). */
+int gc_bench_model_check(const char *command, const gc_bench_model_options *options, gc_device *device);
+
+/* The text encoder the options describe: byte-level vocabulary, BERT's post-norm layers,
+ * mean pooling over the mask, no projection. */
+gc_text_encoder_config gc_bench_model_config(const gc_bench_model_options *options, gc_dtype dtype);
+
+/* "dual encoder (dim 32, 2 layers, 4 heads, hidden 64, max length 16, dropout 0.1)" into buf. */
+const char *gc_bench_model_describe(const gc_bench_model_options *options, char *buf, int size);
+
+/* A query tower and a passage tower; tied: one encoder used for both. */
+typedef struct gc_bench_encoder {
+    bool tied;
+    gc_text_encoder towers[2]; /* [1] unused when tied */
+    gc_param_list params;      /* "query.*" and "passage.*", or "encoder.*" when tied */
+} gc_bench_encoder;
+
+gc_status gc_bench_encoder_init(gc_bench_encoder *model, const gc_text_encoder_config *config, bool tied,
+                                gc_device device, uint64_t seed);
+gc_text_encoder *gc_bench_encoder_tower(gc_bench_encoder *model, int side); /* 0 query, 1 passage */
+void gc_bench_encoder_free(gc_bench_encoder *model);
+/* GradCache's model function for a tower: chunk {ids [rows, T], mask [rows, T]} -> [rows, dim]. */
+gc_tensor *gc_bench_encoder_forward(void *tower, const gc_batch *chunk);
+
+#endif
