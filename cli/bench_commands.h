@@ -24,7 +24,5 @@ void gc_memory_rows_write_csv(FILE *out, const gc_memory_row *rows, int count);
  * plain step, one per chunk size; limit_bytes > 0 draws the memory limit. */
 void gc_memory_rows_write_svg(FILE *out, const gc_memory_row *rows, int count, const char *title,
                               const char *subtitle, size_t limit_bytes);
-/* A byte count in binary units, 3 significant digits ("1.5 MiB") into buf; returns buf. */
-const char *gc_format_bytes(double bytes, char *buf, int size);
 
 #endif

@@ -3,25 +3,9 @@
 #include <stdlib.h>
 
 #include "bench_commands.h"
+#include "bytes.h"
 #include "int_list.h"
 #include "svg.h"
-
-static const char *const byte_units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-
-/* The largest binary unit (1024^k) not above `bytes`, and its name. */
-static double byte_unit(double bytes, const char **name) {
-    int k = 0;
-    while (k < 4 && bytes >= 1024.0 * ldexp(1, 10 * k)) k++;
-    *name = byte_units[k];
-    return ldexp(1, 10 * k);
-}
-
-const char *gc_format_bytes(double bytes, char *buf, int size) {
-    const char *name;
-    double unit = byte_unit(bytes, &name);
-    snprintf(buf, (size_t)size, "%.3g %s", bytes / unit, name);
-    return buf;
-}
 
 void gc_memory_rows_write_csv(FILE *out, const gc_memory_row *rows, int count) {
     fputs("mode,batch,chunk,peak_bytes,step_ms,fits\n", out);
@@ -69,7 +53,7 @@ void gc_memory_rows_write_svg(FILE *out, const gc_memory_row *rows, int count, c
         series[s].name = names[s];
     }
     const char *unit_name;
-    double unit = byte_unit(largest, &unit_name);
+    double unit = gc_byte_unit(largest, &unit_name);
     char y_label[64], limit_label[64], limit_text[32];
     snprintf(y_label, sizeof y_label, "peak live memory (%s)", unit_name);
     snprintf(limit_label, sizeof limit_label, "memory limit %s", gc_format_bytes((double)limit_bytes, limit_text, 32));

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "bench_commands.h"
+#include "bytes.h"
 #include "int_list.h"
 #include "output_file.h"
 

@@ -1,21 +1,10 @@
 /* Training progress (see progress.h). */
 #include <unistd.h>
 
+#include "bytes.h"
 #include "progress.h"
 
 enum { BAR_WIDTH = 20 };
-
-const char *gc_format_bytes(size_t bytes, char *buf, int size) {
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double value = (double)bytes;
-    int unit = 0;
-    while (value >= 1024 && unit < 4) {
-        value /= 1024;
-        unit++;
-    }
-    snprintf(buf, (size_t)size, unit ? "%.1f %s" : "%.0f %s", value, units[unit]);
-    return buf;
-}
 
 void gc_progress_begin(gc_progress *progress, FILE *out, int64_t first_step, int64_t total_steps, int64_t log_every) {
     *progress = (gc_progress){.out = out,
@@ -48,7 +37,7 @@ static void draw_bar(gc_progress *progress, const gc_step_record *r, const char 
 void gc_progress_step(gc_progress *progress, const gc_step_record *r) {
     progress->seconds += r->seconds;
     char peak[32];
-    gc_format_bytes(r->peak_bytes, peak, sizeof peak);
+    gc_format_bytes((double)r->peak_bytes, peak, sizeof peak);
     if (progress->terminal) {
         draw_bar(progress, r, peak);
     } else if (r->step % progress->log_every == 0 || r->step == progress->total_steps) {

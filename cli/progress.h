@@ -24,7 +24,5 @@ void gc_progress_begin(gc_progress *progress, FILE *out, int64_t first_step, int
 void gc_progress_step(gc_progress *progress, const gc_step_record *record);
 /* Ends a redrawn line; call before printing anything else and at the end. */
 void gc_progress_end(gc_progress *progress);
-/* "41.2 MiB" into buf (at least 16 bytes); returns buf. */
-const char *gc_format_bytes(size_t bytes, char *buf, int size);
 
 #endif
