@@ -40,34 +40,3 @@ const char *gc_bench_model_describe(const gc_bench_model_options *options, char 
              (long long)options->heads, (long long)options->hidden, (long long)options->max_length, options->dropout);
     return buf;
 }
-
-gc_status gc_bench_encoder_init(gc_bench_encoder *model, const gc_text_encoder_config *config, bool tied,
-                                gc_device device, uint64_t seed) {
-    static const char *const prefixes[2][2] = {{"query", "passage"}, {"encoder", NULL}};
-    *model = (gc_bench_encoder){.tied = tied};
-    gc_generator init = {seed, 0};
-    int towers = tied ? 1 : 2;
-    for (int t = 0; t < towers; t++) {
-        gc_status status = gc_text_encoder_init(&model->towers[t], config, device, &init);
-        if (status != GC_OK) {
-            for (int done = 0; done < t; done++) gc_text_encoder_free(&model->towers[done]);
-            gc_param_list_free(&model->params);
-            return status;
-        }
-        gc_text_encoder_params(&model->towers[t], prefixes[tied][t], &model->params);
-    }
-    return GC_OK;
-}
-
-gc_text_encoder *gc_bench_encoder_tower(gc_bench_encoder *model, int side) {
-    return &model->towers[model->tied ? 0 : side];
-}
-
-void gc_bench_encoder_free(gc_bench_encoder *model) {
-    gc_param_list_free(&model->params);
-    for (int t = 0; t < (model->tied ? 1 : 2); t++) gc_text_encoder_free(&model->towers[t]);
-}
-
-gc_tensor *gc_bench_encoder_forward(void *tower, const gc_batch *chunk) {
-    return gc_text_encoder_forward(tower, chunk->tensors[0], chunk->tensors[1], true);
-}

@@ -1,7 +1,6 @@
 /* The model that `verify` and the benchmarks run: a dual (or tied) text encoder whose sizes
- * come from flags, so that a sweep can scale one of them. The towers mirror model.h's
- * gc_dual_encoder on purpose (the same fields and calls), so that these commands can switch
- * to it and its presets by a rename. */
+ * come from flags, so that a sweep can scale one of them. The towers are model.h's
+ * gc_dual_encoder. */
 #ifndef GC_CLI_BENCH_MODEL_H
 #define GC_CLI_BENCH_MODEL_H
 
@@ -43,19 +42,5 @@ gc_text_encoder_config gc_bench_model_config(const gc_bench_model_options *optio
 
 /* "dual encoder (dim 32, 2 layers, 4 heads, hidden 64, max length 16, dropout 0.1)" into buf. */
 const char *gc_bench_model_describe(const gc_bench_model_options *options, char *buf, int size);
-
-/* A query tower and a passage tower; tied: one encoder used for both. */
-typedef struct gc_bench_encoder {
-    bool tied;
-    gc_text_encoder towers[2]; /* [1] unused when tied */
-    gc_param_list params;      /* "query.*" and "passage.*", or "encoder.*" when tied */
-} gc_bench_encoder;
-
-gc_status gc_bench_encoder_init(gc_bench_encoder *model, const gc_text_encoder_config *config, bool tied,
-                                gc_device device, uint64_t seed);
-gc_text_encoder *gc_bench_encoder_tower(gc_bench_encoder *model, int side); /* 0 query, 1 passage */
-void gc_bench_encoder_free(gc_bench_encoder *model);
-/* GradCache's model function for a tower: chunk {ids [rows, T], mask [rows, T]} -> [rows, dim]. */
-gc_tensor *gc_bench_encoder_forward(void *tower, const gc_batch *chunk);
 
 #endif

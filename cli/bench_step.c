@@ -17,10 +17,10 @@ gc_status gc_bench_setup_init(gc_bench_setup *setup, const gc_bench_model_option
                               .data = {(uint64_t)options->seed + 1, 0}};
     gc_manual_seed((uint64_t)options->seed);
     gc_text_encoder_config config = gc_bench_model_config(options, dtype);
-    return gc_bench_encoder_init(&setup->model, &config, options->tied, device, (uint64_t)options->seed);
+    return gc_dual_encoder_init(&setup->model, &config, options->tied, device, (uint64_t)options->seed);
 }
 
-void gc_bench_setup_free(gc_bench_setup *setup) { gc_bench_encoder_free(&setup->model); }
+void gc_bench_setup_free(gc_bench_setup *setup) { gc_dual_encoder_free(&setup->model); }
 
 gc_status gc_bench_batch_make(gc_bench_setup *setup, int64_t rows, gc_bench_batch *batch) {
     *batch = (gc_bench_batch){0};
@@ -42,7 +42,7 @@ void gc_bench_batch_free(gc_bench_batch *batch) {
 gc_cache_config gc_bench_cache_config(gc_bench_setup *setup, int64_t chunk_size) {
     gc_cache_config config = {.n_models = 2, .loss = gc_contrastive_loss_fn(&setup->loss)};
     for (int side = 0; side < 2; side++)
-        config.models[side] = (gc_cached_model){gc_bench_encoder_tower(&setup->model, side), gc_bench_encoder_forward,
+        config.models[side] = (gc_cached_model){gc_dual_encoder_tower(&setup->model, side), gc_dual_encoder_forward_train,
                                                 chunk_size, &setup->model.params};
     return config;
 }

@@ -5,11 +5,12 @@
 #define GC_CLI_BENCH_STEP_H
 
 #include "bench_model.h"
+#include "model.h"
 
 #define GC_BENCH_MAX_REPS 100
 
 typedef struct gc_bench_setup {
-    gc_bench_encoder model;
+    gc_dual_encoder model;
     gc_device device;
     gc_dtype dtype;
     int64_t max_length;

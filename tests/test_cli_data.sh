@@ -6,38 +6,8 @@
 # and the test then reports a skip (77) unless something failed.
 set -uo pipefail
 gradcache=${1:?usage: test_cli_data.sh path/to/gradcache}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-checks=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-# expect_error WANT COMMAND...: non-zero exit, exactly one line on stderr, containing WANT.
-expect_error() {
-    local want=$1 status=0
-    shift
-    checks=$((checks + 1))
-    "$@" >"$work/stdout" 2>"$work/stderr" || status=$?
-    local message
-    message=$(cat "$work/stderr")
-    if [ "$status" -eq 0 ]; then
-        fail "$* exited 0; wanted an error with '$want'"
-    elif [ "$(wc -l <"$work/stderr")" -ne 1 ]; then
-        fail "$*: wanted one line on stderr, got: $message"
-    elif [[ $message != *"$want"* ]]; then
-        fail "$*: wanted '$want' in: $message"
-    fi
-}
-
-# expect_ok COMMAND...: exit 0; its stdout is left in $work/stdout.
-expect_ok() {
-    checks=$((checks + 1))
-    "$@" >"$work/stdout" 2>"$work/stderr" || fail "$* exited non-zero: $(cat "$work/stderr")"
-}
+# shellcheck source=tests/cli_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
 # --- data check: every kind of bad pair file -----------------------------------------
 good=$work/good.tsv
@@ -146,7 +116,6 @@ else
     skipped=1
 fi
 
-echo "$checks checks, $failures failed"
-[ "$failures" -eq 0 ] || exit 1
+cli_summary || exit 1
 [ "$skipped" -eq 0 ] || exit 77
 exit 0

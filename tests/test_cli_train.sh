@@ -6,38 +6,8 @@
 # batches of 16 keep the whole script to seconds on two cores.
 set -uo pipefail
 gradcache=${1:?usage: test_cli_train.sh path/to/gradcache}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-checks=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-# expect_error WANT COMMAND...: non-zero exit, exactly one line on stderr, containing WANT.
-expect_error() {
-    local want=$1 status=0
-    shift
-    checks=$((checks + 1))
-    "$@" >"$work/stdout" 2>"$work/stderr" || status=$?
-    local message
-    message=$(cat "$work/stderr")
-    if [ "$status" -eq 0 ]; then
-        fail "$* exited 0; wanted an error with '$want'"
-    elif [ "$(wc -l <"$work/stderr")" -ne 1 ]; then
-        fail "$*: wanted one line on stderr, got: $message"
-    elif [[ $message != *"$want"* ]]; then
-        fail "$*: wanted '$want' in: $message"
-    fi
-}
-
-# expect_ok COMMAND...: exit 0; its stdout and stderr are left in $work/stdout, $work/stderr.
-expect_ok() {
-    checks=$((checks + 1))
-    "$@" >"$work/stdout" 2>"$work/stderr" || fail "$* exited non-zero: $(cat "$work/stderr")"
-}
+# shellcheck source=tests/cli_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
 # check CONDITION-COMMAND... MESSAGE: counts a check; fails with MESSAGE when the command fails.
 check() {
@@ -164,5 +134,4 @@ expect_error "--data: $work/missing.tsv: cannot open" "$gradcache" eval --model 
 expect_error "--model: safetensors: $pairs:" "$gradcache" eval --model "$pairs" --data "$pairs"
 expect_error "unknown flag --bogus" "$gradcache" eval --model "$work/gc" --data "$pairs" --bogus
 
-echo "$checks checks, $failures failed"
-[ "$failures" -eq 0 ]
+cli_summary
