@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "flags.h"
+#include "output_file.h"
 #include "pairs.h"
 #include "wordnet.h"
 
@@ -35,59 +36,31 @@ static const char data_usage[] =
     "  data wordnet [flags]   build train.tsv and dev.tsv from WordNet (--help for its flags)\n"
     "  data check FILE        validate a pair file and print its counts\n";
 
-/* OUT/name, and the temporary it is written to first; false (error set) when too long. */
-static bool output_paths(const char *folder, const char *name, char *path, char *temporary) {
-    int length = snprintf(path, PATH_MAX, "%s/%s", folder, name);
-    int temporary_length = snprintf(temporary, PATH_MAX, "%s.tmp.%ld", path, (long)getpid());
-    if (length < 0 || length >= PATH_MAX || temporary_length < 0 || temporary_length >= PATH_MAX) {
-        gc_set_error(GC_ERR_IO, "%s/%s: path too long", folder, name);
-        return false;
-    }
-    return true;
-}
-
-static gc_status write_file(const char *path, const char *text, size_t size) {
-    FILE *out = fopen(path, "wb");
-    if (!out) {
-        gc_set_error(GC_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-        return GC_ERR_IO;
-    }
-    bool written = fwrite(text, 1, size, out) == size && fflush(out) == 0 && fsync(fileno(out)) == 0;
-    int error = errno;
-    if (fclose(out) != 0 && written) written = false, error = errno;
-    if (!written) {
-        gc_set_error(GC_ERR_IO, "%s: cannot write: %s", path, strerror(error));
-        return GC_ERR_IO;
-    }
-    return GC_OK;
-}
-
 /* Both files complete under temporary names first, then both renamed. */
 static gc_status write_split(const char *folder, const gc_wordnet_split *split) {
     static const char *const names[2] = {"train.tsv", "dev.tsv"};
     const gc_wordnet_side *sides[2] = {&split->train, &split->dev};
-    char paths[2][PATH_MAX], temporaries[2][PATH_MAX];
     if (mkdir(folder, 0777) != 0 && errno != EEXIST) {
         gc_set_error(GC_ERR_IO, "%s: cannot create the folder: %s", folder, strerror(errno));
         return GC_ERR_IO;
     }
-    int started = 0; /* temporaries created, or tried */
+    gc_output_file outputs[2] = {{0}};
     gc_status status = GC_OK;
-    for (; started < 2 && status == GC_OK; started++) {
-        if (!output_paths(folder, names[started], paths[started], temporaries[started])) {
-            status = GC_ERR_IO;
-            break;
-        }
-        status = write_file(temporaries[started], sides[started]->text, sides[started]->size);
-    }
     for (int i = 0; i < 2 && status == GC_OK; i++) {
-        if (rename(temporaries[i], paths[i]) != 0) {
-            gc_set_error(GC_ERR_IO, "%s: cannot rename %s into place: %s", paths[i], temporaries[i], strerror(errno));
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof path, "%s/%s", folder, names[i]) >= (int)sizeof path) {
+            gc_set_error(GC_ERR_IO, "%s/%s: path too long", folder, names[i]);
+            status = GC_ERR_IO;
+        } else if ((status = gc_output_open(&outputs[i], path)) == GC_OK &&
+                   fwrite(sides[i]->text, 1, sides[i]->size, outputs[i].file) != sides[i]->size) {
+            gc_set_error(GC_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
             status = GC_ERR_IO;
         }
     }
-    if (status != GC_OK)
-        for (int i = 0; i < started; i++) unlink(temporaries[i]); /* a renamed one is gone already */
+    for (int i = 0; i < 2; i++) {
+        if (status == GC_OK) status = gc_output_commit(&outputs[i]);
+        else gc_output_abort(&outputs[i]);
+    }
     return status;
 }
 

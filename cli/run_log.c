@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "numbers.h"
+#include "output_file.h"
 #include "run_log.h"
 
 static gc_status io_error(const char *path, const char *doing) {
@@ -30,29 +31,18 @@ static void copy_kept_lines(FILE *old, FILE *out, int64_t kept_steps) {
 
 gc_status gc_run_log_open(gc_run_log *log, const char *path, int64_t kept_steps) {
     *log = (gc_run_log){0};
-    int length = snprintf(NULL, 0, "%s.tmp.%ld", path, (long)getpid());
-    char *temporary = malloc((size_t)length + 1);
-    if (!temporary) gc_fatal("run_log: out of host memory");
-    snprintf(temporary, (size_t)length + 1, "%s.tmp.%ld", path, (long)getpid());
-    FILE *out = fopen(temporary, "w");
-    if (!out) {
-        free(temporary);
-        return io_error(path, "create a temporary file next to");
-    }
+    /* The kept lines go to a new file that replaces the log whole: a crash while cutting
+     * it leaves the old log, never half of one. */
+    gc_output_file out;
+    gc_status status = gc_output_open(&out, path);
+    if (status != GC_OK) return status;
     FILE *old = kept_steps > 0 ? fopen(path, "r") : NULL;
     if (old) {
-        copy_kept_lines(old, out, kept_steps);
+        copy_kept_lines(old, out.file, kept_steps);
         fclose(old);
     }
-    bool written = fflush(out) == 0 && fsync(fileno(out)) == 0;
-    written = fclose(out) == 0 && written;
-    if (!written || rename(temporary, path) != 0) {
-        gc_status status = io_error(path, "write");
-        remove(temporary);
-        free(temporary);
-        return status;
-    }
-    free(temporary);
+    status = gc_output_commit(&out);
+    if (status != GC_OK) return status;
     log->file = fopen(path, "a");
     if (!log->file) return io_error(path, "open for appending");
     log->path = strdup(path);
