@@ -52,9 +52,20 @@ run_tests() {
 
 main_job() {
     local build_dir=${GC_BUILD_DIR:-build}
-    # Until the trainer exists, the main job is the matmul benchmark: it exercises the
-    # allocator, the CPU kernels and, on a GPU machine, cuBLAS.
-    "$build_dir/bench/bench_matmul" "$@"
+    local gradcache="$build_dir/cli/gradcache" data=data/wordnet out=runs/quickstart
+    # A short real training run on WordNet (definition -> word) with Gradient Cache: batches
+    # of 128 in chunks of 32, a tiny encoder, a few minutes on two CPU cores; then its
+    # retrieval quality on the held-out synsets and the memory-versus-batch chart.
+    "$gradcache" data wordnet --out "$data"
+    "$gradcache" train --data "$data" --model-size tiny --batch-size 128 --gc --gc-chunk-size 32 \
+        --steps 300 --lr 1e-3 --out "$out" "$@"
+    "$gradcache" eval --model "$out" --data "$data"
+    "$gradcache" bench memory --csv "$out/memory.csv" --svg "$out/memory.svg"
+    echo
+    echo "log:        $out/log.jsonl (one JSON object per step)"
+    echo "checkpoint: $out/checkpoint.safetensors (resume with the same flags and --resume)"
+    echo "model:      $out/model.safetensors"
+    echo "chart:      $out/memory.svg (table: $out/memory.csv)"
 }
 
 case "${1:-run}" in
