@@ -15,6 +15,7 @@
 #include "flags.h"
 #include "output_file.h"
 #include "pairs.h"
+#include "paths.h"
 #include "wordnet.h"
 
 static const char wordnet_summary[] =
@@ -40,12 +41,9 @@ static const char data_usage[] =
 static gc_status write_split(const char *folder, const gc_wordnet_split *split) {
     static const char *const names[2] = {"train.tsv", "dev.tsv"};
     const gc_wordnet_side *sides[2] = {&split->train, &split->dev};
-    if (mkdir(folder, 0777) != 0 && errno != EEXIST) {
-        gc_set_error(GC_ERR_IO, "%s: cannot create the folder: %s", folder, strerror(errno));
-        return GC_ERR_IO;
-    }
+    gc_status status = gc_make_directories(folder);
+    if (status != GC_OK) return status;
     gc_output_file outputs[2] = {{0}};
-    gc_status status = GC_OK;
     for (int i = 0; i < 2 && status == GC_OK; i++) {
         char path[PATH_MAX];
         if (snprintf(path, sizeof path, "%s/%s", folder, names[i]) >= (int)sizeof path) {
