@@ -6,6 +6,7 @@
  * Build: cc dual_encoder.c $(pkg-config --cflags --libs gradcache). Exit status 0 when the
  * loss fell by half. */
 #include <stdio.h>
+#include <string.h>
 
 #include <gradcache/gradcache.h>
 
@@ -31,7 +32,12 @@ static void make_batch(uint64_t step, gc_tensor **queries, gc_tensor **passages,
     gc_tensor_release(spelled);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    if (argc > 1) { /* no flags: everything is in the constants above */
+        printf("usage: %s\nTrains a dual text encoder with Gradient Cache on a synthetic task and prints the loss.\n",
+               argv[0]);
+        return strcmp(argv[1], "--help") == 0 ? 0 : 2;
+    }
     gc_text_encoder_config config = {.vocab = VOCAB, .max_length = LENGTH, .dim = 32, .heads = 4, .layers = 1,
                                      .hidden = 64, .projection = 32, .dropout = 0.1, .activation = GC_ACT_GELU_ERF,
                                      .pooling = GC_POOL_MEAN, .dtype = GC_F32};
