@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench/bench_util.h"
 #include "batches.h"
 #include "commands.h"
 #include "device_flag.h"
@@ -157,12 +157,6 @@ static int set_up(trainer *t) {
     return 0;
 }
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
 
 /* Step t->progress.step + 1: the batch, the gradients, clipping and the AdamW update. */
@@ -174,7 +168,7 @@ static gc_status run_step(trainer *t, gc_step_record *record) {
         gc_epoch_order(t->data_seed, epoch, t->pairs.count, t->order);
         t->order_epoch = epoch;
     }
-    double start = now_seconds();
+    double start = bench_now();
     gc_training_batch batch;
     gc_status status = gc_training_batch_make(&t->pairs, t->order + position, f->batch_size, (int)f->hard_negatives,
                                               f->max_length, t->device, &batch);
@@ -201,7 +195,7 @@ static gc_status run_step(trainer *t, gc_step_record *record) {
     gc_param_list_zero_grad(&t->model.params);
     if (status != GC_OK) return status;
     gc_device_synchronize(t->device);
-    double seconds = now_seconds() - start;
+    double seconds = bench_now() - start;
     if (f->gc) memcpy(t->progress.chunk_sizes, report.chunk_sizes, sizeof t->progress.chunk_sizes);
     /* a cached step measures its phases itself, resetting the peak at each: the step's peak
      * is the largest of theirs and of what followed the last reset */
