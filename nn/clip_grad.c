@@ -1,4 +1,5 @@
-/* Global gradient-norm clipping, as torch.nn.utils.clip_grad_norm_. */
+/* Global gradient-norm clipping, as torch.nn.utils.clip_grad_norm_, in place or folded into an
+ * optimizer's grad_scale. */
 #include <math.h>
 
 #include "gradcache/autograd.h"
@@ -25,18 +26,34 @@ static double squared_sum(const gc_tensor *grad) {
     return result;
 }
 
-double gc_clip_grad_norm(const gc_param_list *params, double max_norm) {
-    if (!(max_norm >= 0)) gc_fatal("clip_grad_norm: max_norm %g is not >= 0", max_norm);
+/* The total 2-norm of every gradient of params (nan after a failed allocation). */
+static double total_norm(const gc_param_list *params) {
     bool previous = gc_set_grad_enabled(false);
     double sum = 0;
     for (int i = 0; i < params->count && !isnan(sum); i++) {
         const gc_tensor *grad = gc_grad(params->items[i].tensor);
         if (grad) sum += squared_sum(grad);
     }
-    double total = sqrt(sum);
+    gc_set_grad_enabled(previous);
+    return sqrt(sum);
+}
+
+static void check_max_norm(const char *op, double max_norm) {
+    if (!(max_norm >= 0)) gc_fatal("%s: max_norm %g is not >= 0", op, max_norm);
+}
+
+double gc_clip_grad_norm(const gc_param_list *params, double max_norm) {
+    check_max_norm("clip_grad_norm", max_norm);
+    double total = total_norm(params);
     if (total > max_norm) /* false for nan: nothing is scaled after a failed allocation */
         for (int i = 0; i < params->count; i++)
             gc_scale_inplace(gc_grad(params->items[i].tensor), max_norm / (total + CLIP_EPS));
-    gc_set_grad_enabled(previous);
+    return total;
+}
+
+double gc_clip_grad_scale(const gc_param_list *params, double max_norm, double *grad_scale) {
+    check_max_norm("clip_grad_scale", max_norm);
+    double total = total_norm(params) * *grad_scale;
+    if (total > max_norm) *grad_scale *= max_norm / (total + CLIP_EPS);
     return total;
 }

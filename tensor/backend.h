@@ -75,16 +75,25 @@ typedef struct gc_permute_args {
     int perm[GC_BCAST_DIMS];
 } gc_permute_args;
 
-/* Hyper-parameters of the fused optimizer updates (see gradcache/optim.h). */
+/* Hyper-parameters of the fused optimizer updates (see gradcache/optim.h). grad_scale
+ * multiplies every gradient before it is used: a loss scaler's 1 / scale and a clipping
+ * coefficient folded into the update (1 for a plain step). */
 typedef struct gc_sgd_hyper {
-    float lr, momentum, weight_decay;
+    float lr, momentum, weight_decay, grad_scale;
     bool first_step; /* the momentum buffer starts as the first gradient (as in PyTorch) */
 } gc_sgd_hyper;
 
 typedef struct gc_adamw_hyper {
-    float lr, beta1, beta2, eps, weight_decay;
+    float lr, beta1, beta2, eps, weight_decay, grad_scale;
     float bias_correction1, bias_correction2; /* 1 - beta^step */
 } gc_adamw_hyper;
+
+/* One array of a multi-tensor kernel: numel elements of dtype at data (device memory). */
+typedef struct gc_span {
+    const void *data;
+    int64_t numel;
+    gc_dtype dtype;
+} gc_span;
 
 typedef struct gc_backend {
     const char *name;
@@ -142,15 +151,23 @@ typedef struct gc_backend {
     void (*dropout)(const void *x, void *y, size_t n, gc_dtype dtype, uint32_t threshold, double scale,
                     uint64_t seed, uint64_t offset);
 
-    /* --- fused optimizer updates, in place; param and grad [n] of dtype, state f32 [n] --- */
+    /* --- fused optimizer updates, in place; param and grad [n] of dtype, state f32 [n] ---
+     * g is grad_scale times the stored gradient. master (f32 [n], or NULL) is the f32 master
+     * copy of an f16 or bf16 parameter: when given, p is read from it, the new p is stored
+     * into it and then rounded into param, in the same pass. */
     /* g' = g + weight_decay p; buf = first_step ? g' : momentum buf + g'; p -= lr buf
      * (momentum 0: p -= lr g', buf unused and may be NULL). */
-    void (*sgd_update)(void *param, const void *grad, float *momentum_buffer, size_t n, gc_dtype dtype,
-                       const gc_sgd_hyper *hyper);
+    void (*sgd_update)(void *param, float *master, const void *grad, float *momentum_buffer, size_t n,
+                       gc_dtype dtype, const gc_sgd_hyper *hyper);
     /* p -= lr weight_decay p; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
      * p -= lr (m / bc1) / (sqrt(v / bc2) + eps) */
-    void (*adamw_update)(void *param, const void *grad, float *exp_avg, float *exp_avg_sq, size_t n,
-                         gc_dtype dtype, const gc_adamw_hyper *hyper);
+    void (*adamw_update)(void *param, float *master, const void *grad, float *exp_avg, float *exp_avg_sq,
+                         size_t n, gc_dtype dtype, const gc_adamw_hyper *hyper);
+
+    /* --- finiteness of many arrays in one pass: sets *flag (an i32 in device memory) to 1
+     * when any element of any of the `count` spans (floating dtypes; the array of spans is in
+     * host memory) is inf or nan, and leaves it unchanged otherwise --- */
+    void (*nonfinite_check)(const gc_span *spans, int count, int32_t *flag);
 } gc_backend;
 
 /* The backend owning `device`; stops the program when it is not built. */

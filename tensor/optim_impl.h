@@ -7,11 +7,14 @@
  * into one fma by default and gcc in ISO C mode does not, so every multiply-add is an
  * explicit fma and no other product feeds an addition.
  *
- * Each function takes one parameter element p and its gradient g in the working type T
- * (float for f32, f16 and bf16; double for f64), updates the element's f32 state in place
- * and returns the new parameter value, which the kernel rounds once into the parameter's
- * dtype. The state is rounded to f32 when stored; the parameter update uses the unrounded
- * value of this step. */
+ * Each function takes one parameter element p and its stored gradient g in the working type
+ * T (float for f32, f16 and bf16; double for f64), multiplies g by the step's grad_scale
+ * (exact when it is 1; a loss scaler's unscaling, done here in f32 rather than in place in
+ * a 16-bit gradient, where small values would flush to zero), updates the element's f32
+ * state in place and returns the new parameter value. The kernel rounds that once into the
+ * parameter's dtype, or, for a parameter with an f32 master copy, stores it into the master
+ * (p was read from there) and rounds it into the parameter. The state is rounded to f32
+ * when stored; the parameter update uses the unrounded value of this step. */
 #ifndef GC_TENSOR_OPTIM_IMPL_H
 #define GC_TENSOR_OPTIM_IMPL_H
 
@@ -33,6 +36,7 @@
     /* g' = g + wd p; buf = g' at the buffer's first step, else momentum buf + g'; p - lr buf.          \
      * buf is not touched (and may be NULL) when momentum is 0: p - lr g'. */                          \
     static inline GC_HD T gc_sgd_element_##T(T p, T g, float *buf, gc_sgd_hyper h) {                    \
+        g *= (T)h.grad_scale;                                                                            \
         T d = FMA((T)h.weight_decay, p, g);                                                              \
         if (h.momentum != 0) {                                                                           \
             if (!h.first_step) d = FMA((T)h.momentum, (T)*buf, d);                                       \
@@ -44,6 +48,7 @@
      * m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2 and p - lr (m / bc1) / (sqrt(v / bc2) + eps). */  \
     static inline GC_HD T gc_adamw_element_##T(T p, T g, float *exp_avg, float *exp_avg_sq,             \
                                                gc_adamw_hyper h) {                                       \
+        g *= (T)h.grad_scale;                                                                            \
         p = FMA(-(T)h.lr * (T)h.weight_decay, p, p);                                                     \
         T m = FMA((T)h.beta1, (T)*exp_avg, ((T)1 - (T)h.beta1) * g);                                     \
         T v = FMA((T)h.beta2, (T)*exp_avg_sq, ((T)1 - (T)h.beta2) * g * g);                              \

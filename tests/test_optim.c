@@ -45,16 +45,23 @@ static double round_to(gc_dtype dtype, double x) {
     }
 }
 
-/* How far a kernel may be from the double references below, which round the parameter to
- * its dtype after each step, the state to f32, and the hyper-parameters to f32 as the
- * kernels receive them:
+/* The value the reference keeps after a step: an f16 or bf16 parameter lives in its f32
+ * master (the optimizers keep masters by default), any other in its own dtype. */
+static double master_value(gc_dtype dtype, double x) {
+    return dtype == GC_F16 || dtype == GC_BF16 ? to_f32(x) : round_to(dtype, x);
+}
+
+/* How far a kernel may be from the double references below, which keep the parameter in
+ * its dtype (f16 and bf16: in an f32 master) after each step, the state in f32, and the
+ * hyper-parameters rounded to f32 as the kernels receive them:
  *  - f64: the kernel's fma against the reference's multiply and add: ~1e-16 per step;
- *  - f32: the kernel's f32 arithmetic, some ten roundings of 2^-24 over 3 steps, on
- *    values below 4;
- *  - f16, bf16: the kernel rounds an f32 value and the reference a double one that may
- *    differ in the last f32 bit: one unit in the last place of the dtype (at most 2^-10 and
- *    2^-7 for values below 2), where that last bit decides a rounding. The steps below are
- *    0.05, 50 f16 ulps and 6 bf16 ulps, so a missing or wrong update still fails. */
+ *  - f32 (and the f32 masters): the kernel's f32 arithmetic, some ten roundings of 2^-24
+ *    over 3 steps, on values below 4;
+ *  - f16, bf16 parameters: the master rounded into the dtype, where the kernel's and the
+ *    reference's masters may differ in their last f32 bits: one unit in the last place of
+ *    the dtype (at most 2^-10 and 2^-7 for values below 2), where those bits decide a
+ *    rounding. The steps below are 0.05, 50 f16 ulps and 6 bf16 ulps, so a missing or wrong
+ *    update still fails. */
 static double reference_tolerance(gc_dtype dtype) {
     switch (dtype) {
     case GC_F64: return 1e-12;
@@ -109,6 +116,19 @@ static void expect_param(const ref_param *p, gc_dtype dtype, const gc_tensor *go
     gc_test_expect_values(got, got ? got->dtype : dtype, GC_SHAPE(p->n), want, tol, 0, label);
 }
 
+/* The parameter (its reference value rounded into its dtype) and, for f16 and bf16, its
+ * master (the value itself, to f32 rounding); the frozen parameter exactly and masterless. */
+static void expect_param_and_master(const ref_param *p, gc_dtype dtype, const gc_tensor *master, bool frozen,
+                                    const char *what) {
+    double stored[MAX_N];
+    for (int i = 0; i < p->n; i++) stored[i] = round_to(dtype, p->value[i]);
+    expect_param(p, dtype, p->tensor, stored, frozen ? 0 : reference_tolerance(dtype), what);
+    bool half = dtype == GC_F16 || dtype == GC_BF16;
+    CHECK_MSG((master != NULL) == (half && !frozen), "%s %s %s: master %p", what, gc_dtype_name(dtype), p->name,
+              (const void *)master);
+    if (master && half) expect_param(p, GC_F32, master, p->value, 1e-6, "master of");
+}
+
 /* --- SGD --- */
 
 typedef struct sgd_config { double momentum, weight_decay; } sgd_config;
@@ -122,7 +142,7 @@ static void sgd_reference(ref_param *p, const double *g, sgd_config c, bool firs
             d = first ? d : momentum * p->state[0][i] + d;
             p->state[0][i] = to_f32(d);
         }
-        p->value[i] = round_to(dtype, p->value[i] - lr * d);
+        p->value[i] = master_value(dtype, p->value[i] - lr * d);
     }
 }
 
@@ -141,8 +161,7 @@ static void test_sgd(gc_dtype dtype, sgd_config c) {
         CHECK(gc_sgd_step(&opt) == GC_OK);
         for (int k = 0; k + 1 < N_PARAMS; k++) sgd_reference(&params[k], grads[k], c, step == 0, dtype);
         for (int k = 0; k < N_PARAMS; k++) /* the frozen one keeps its initial values exactly */
-            expect_param(&params[k], dtype, params[k].tensor, params[k].value,
-                         k + 1 < N_PARAMS ? reference_tolerance(dtype) : 0, what);
+            expect_param_and_master(&params[k], dtype, opt.master[k], k + 1 == N_PARAMS, what);
     }
     for (int k = 0; k < N_PARAMS; k++) {
         bool has_buffer = c.momentum != 0 && k + 1 < N_PARAMS; /* none without momentum, none for "frozen" */
@@ -157,13 +176,13 @@ static void test_sgd(gc_dtype dtype, sgd_config c) {
  * g'): at a first step the buffer's old contents are not read. Values exact in f32. */
 static void test_sgd_kernel_first_step(void) {
     float param[2] = {1, 2}, grad[2] = {0.5f, -1}, buffer[2] = {100, 100};
-    gc_sgd_hyper hyper = {.lr = 0.5f, .momentum = 0.5f, .weight_decay = 0.5f, .first_step = true};
-    gc_cpu_backend.sgd_update(param, grad, buffer, 2, GC_F32, &hyper);
+    gc_sgd_hyper hyper = {.lr = 0.5f, .momentum = 0.5f, .weight_decay = 0.5f, .grad_scale = 1, .first_step = true};
+    gc_cpu_backend.sgd_update(param, NULL, grad, buffer, 2, GC_F32, &hyper);
     /* g' = g + p / 2 = {1, 0}; buf = g'; p -= buf / 2 */
     CHECK(buffer[0] == 1 && buffer[1] == 0);
     CHECK(param[0] == 0.5f && param[1] == 2);
     hyper.first_step = false;
-    gc_cpu_backend.sgd_update(param, grad, buffer, 2, GC_F32, &hyper);
+    gc_cpu_backend.sgd_update(param, NULL, grad, buffer, 2, GC_F32, &hyper);
     /* g' = {0.75, 0}; buf = buf / 2 + g' = {1.25, 0}; p -= buf / 2 */
     CHECK(buffer[0] == 1.25f && buffer[1] == 0);
     CHECK(param[0] == -0.125f && param[1] == 2);
@@ -185,7 +204,7 @@ static void adamw_reference(ref_param *p, const double *g, adamw_config c, int64
         double v = b2 * p->state[1][i] + (1 - b2) * g[i] * g[i];
         p->state[0][i] = to_f32(m);
         p->state[1][i] = to_f32(v);
-        p->value[i] = round_to(dtype, x - lr * (m / bc1) / (sqrt(v / bc2) + eps));
+        p->value[i] = master_value(dtype, x - lr * (m / bc1) / (sqrt(v / bc2) + eps));
     }
 }
 
@@ -204,8 +223,7 @@ static void test_adamw(gc_dtype dtype) {
         CHECK(opt.step == step + 1);
         for (int k = 0; k + 1 < N_PARAMS; k++) adamw_reference(&params[k], grads[k], c, step + 1, dtype);
         for (int k = 0; k < N_PARAMS; k++)
-            expect_param(&params[k], dtype, params[k].tensor, params[k].value,
-                         k + 1 < N_PARAMS ? reference_tolerance(dtype) : 0, "adamw");
+            expect_param_and_master(&params[k], dtype, opt.master[k], k + 1 == N_PARAMS, "adamw");
     }
     for (int k = 0; k + 1 < N_PARAMS; k++) {
         /* The moments are f32 values; the reference's differ from the kernel's by f32

@@ -10,6 +10,7 @@
 #include "gradcache/dtype.h"
 #include "gradcache/error.h"
 #include "gradcache/loss.h"
+#include "gradcache/loss_scaler.h"
 #include "gradcache/memory.h"
 #include "gradcache/nn.h"
 #include "gradcache/ops.h"

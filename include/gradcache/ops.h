@@ -40,6 +40,13 @@ gc_status gc_add_inplace(gc_tensor *dst, const gc_tensor *src);
  * without a copy. */
 void gc_scale_inplace(gc_tensor *x, double s);
 
+/* Whether any element of the `count` tensors (count >= 1; floating dtypes, all on one
+ * device) is an inf or a nan: a 0-dim i32 tensor on their device holding 1 or 0. One pass
+ * over all of them (one kernel launch for up to 512 tensors on CUDA, not one per tensor), and
+ * the verdict stays on the device until read, so that it can be combined across processes
+ * first. Not recorded by autograd. For a loss scaler's check of every gradient. */
+gc_tensor *gc_any_nonfinite(gc_tensor *const *tensors, int count);
+
 /* --- with a scalar (a op s, or s op a for the r-versions) --- */
 gc_tensor *gc_add_scalar(const gc_tensor *a, double s);
 gc_tensor *gc_mul_scalar(const gc_tensor *a, double s);
@@ -107,6 +114,10 @@ gc_tensor *gc_transpose(const gc_tensor *x, int dim0, int dim1);
 /* Concatenates along dim 0; every other dim, the dtype and the device must match. */
 gc_tensor *gc_cat0(gc_tensor *const *tensors, int count);
 gc_tensor *gc_cast(const gc_tensor *x, gc_dtype dtype);
+/* x in its working dtype (gc_working_dtype): an f16 or bf16 x cast to f32 (recorded, so its
+ * gradient comes back in x's dtype), any other x itself (a new reference). How a loss or a
+ * statistic is computed in f32 whatever the storage type. */
+gc_tensor *gc_to_working(const gc_tensor *x);
 
 #ifdef __cplusplus
 }

@@ -27,4 +27,5 @@ const gc_backend gc_cpu_backend = {
     .dropout = gc_cpu_dropout,
     .sgd_update = gc_cpu_sgd_update,
     .adamw_update = gc_cpu_adamw_update,
+    .nonfinite_check = gc_cpu_nonfinite_check,
 };

@@ -54,9 +54,12 @@ void gc_cpu_dropout(const void *x, void *y, size_t n, gc_dtype dtype, uint32_t t
                  uint64_t offset);
 
 /* optim_cpu.c */
-void gc_cpu_sgd_update(void *param, const void *grad, float *momentum_buffer, size_t n, gc_dtype dtype,
-                    const gc_sgd_hyper *hyper);
-void gc_cpu_adamw_update(void *param, const void *grad, float *exp_avg, float *exp_avg_sq, size_t n, gc_dtype dtype,
-                      const gc_adamw_hyper *hyper);
+void gc_cpu_sgd_update(void *param, float *master, const void *grad, float *momentum_buffer, size_t n,
+                       gc_dtype dtype, const gc_sgd_hyper *hyper);
+void gc_cpu_adamw_update(void *param, float *master, const void *grad, float *exp_avg, float *exp_avg_sq, size_t n,
+                         gc_dtype dtype, const gc_adamw_hyper *hyper);
+
+/* finite_cpu.c */
+void gc_cpu_nonfinite_check(const gc_span *spans, int count, int32_t *flag);
 
 #endif

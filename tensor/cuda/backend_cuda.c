@@ -27,4 +27,5 @@ const gc_backend gc_cuda_backend = {
     .dropout = gc_cuda_dropout,
     .sgd_update = gc_cuda_sgd_update,
     .adamw_update = gc_cuda_adamw_update,
+    .nonfinite_check = gc_cuda_nonfinite_check,
 };

@@ -61,10 +61,13 @@ void gc_cuda_dropout(const void *x, void *y, size_t n, gc_dtype dtype, uint32_t 
                  uint64_t offset);
 
 /* optim_cuda.cu */
-void gc_cuda_sgd_update(void *param, const void *grad, float *momentum_buffer, size_t n, gc_dtype dtype,
-                    const gc_sgd_hyper *hyper);
-void gc_cuda_adamw_update(void *param, const void *grad, float *exp_avg, float *exp_avg_sq, size_t n, gc_dtype dtype,
-                      const gc_adamw_hyper *hyper);
+void gc_cuda_sgd_update(void *param, float *master, const void *grad, float *momentum_buffer, size_t n,
+                        gc_dtype dtype, const gc_sgd_hyper *hyper);
+void gc_cuda_adamw_update(void *param, float *master, const void *grad, float *exp_avg, float *exp_avg_sq,
+                          size_t n, gc_dtype dtype, const gc_adamw_hyper *hyper);
+
+/* finite_cuda.cu */
+void gc_cuda_nonfinite_check(const gc_span *spans, int count, int32_t *flag);
 
 #ifdef __cplusplus
 }
