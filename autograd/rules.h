@@ -19,6 +19,17 @@ static inline gc_tensor *gc_rule_to_input_shape(const gc_node *node, int i, gc_t
     return reduced;
 }
 
+/* Half-precision rules: a rule whose arithmetic spans a row (softmax, layernorm, the
+ * embedding's scatter-add) computes in the working dtype (gc_to_working: f32 for f16 and
+ * bf16), so that its intermediate sums are not rounded to 16 bits at every step, and rounds
+ * each result once into its input's dtype with this. Takes over `grad`'s reference. */
+static inline gc_tensor *gc_rule_narrow(gc_tensor *grad, gc_dtype dtype) {
+    if (!grad || grad->dtype == dtype) return grad;
+    gc_tensor *narrowed = gc_cast(grad, dtype);
+    gc_tensor_release(grad);
+    return narrowed;
+}
+
 /* A save() for rules that need nothing kept. */
 bool gc_rule_save_nothing(gc_node *node, const gc_op_record *record);
 

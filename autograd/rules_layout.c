@@ -2,7 +2,9 @@
  * to where its element came from. */
 #include "rules.h"
 
-/* --- embedding: rows of the table gathered -> gradient rows scattered back (summed) --- */
+/* --- embedding: rows of the table gathered -> gradient rows scattered back (summed) ---
+ * The sum runs in the working dtype (f32 for a 16-bit table: a token seen a thousand times in
+ * a batch would otherwise lose most of its gradient to 16-bit roundings of a running sum). */
 
 static bool save_embedding(gc_node *node, const gc_op_record *record) {
     gc_node_save(node, 0, record->inputs[1]); /* the ids */
@@ -10,7 +12,10 @@ static bool save_embedding(gc_node *node, const gc_op_record *record) {
 }
 
 static bool backward_embedding(gc_node *node, gc_tensor *g, gc_tensor **grad_inputs) {
-    grad_inputs[0] = gc_embedding_backward(g, node->saved[0], node->inputs[0].shape[0]);
+    gc_tensor *working = gc_to_working(g);
+    gc_tensor *table_grad = gc_embedding_backward(working, node->saved[0], node->inputs[0].shape[0]);
+    grad_inputs[0] = gc_rule_narrow(table_grad, node->inputs[0].dtype);
+    gc_tensor_release(working);
     return grad_inputs[0] != NULL;
 }
 

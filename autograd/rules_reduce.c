@@ -72,20 +72,21 @@ static bool backward_reduce_all(gc_node *node, gc_tensor *g, gc_tensor **grad_in
 const gc_backward_rule gc_rule_reduce_last = {"reduce_last", save_reduce, backward_reduce_last};
 const gc_backward_rule gc_rule_reduce_all = {"reduce_all", save_reduce, backward_reduce_all};
 
-/* --- softmax: dx = y (g - sum(g y));  log-softmax: dx = g - e^y sum(g) --- */
+/* --- softmax: dx = y (g - sum(g y));  log-softmax: dx = g - e^y sum(g) ---
+ * in the working dtype (f32 for 16-bit inputs: see rules.h). */
 
 static bool save_softmax(gc_node *node, const gc_op_record *record) {
     gc_node_save(node, 0, record->output);
     return true;
 }
 
-static bool backward_softmax(gc_node *node, gc_tensor *g, gc_tensor **grad_inputs) {
-    const gc_tensor *y = node->saved[0];
-    if (node->record.params.softmax.log) {
+static gc_tensor *softmax_input_grad(const gc_tensor *y, const gc_tensor *g, bool log) {
+    gc_tensor *result;
+    if (log) {
         gc_tensor *softmax = gc_exp(y);
         gc_tensor *total = gc_sum_last(g, true);
         gc_tensor *share = gc_mul(softmax, total);
-        grad_inputs[0] = gc_sub(g, share);
+        result = gc_sub(g, share);
         gc_tensor_release(softmax);
         gc_tensor_release(total);
         gc_tensor_release(share);
@@ -93,11 +94,20 @@ static bool backward_softmax(gc_node *node, gc_tensor *g, gc_tensor **grad_input
         gc_tensor *gy = gc_mul(g, y);
         gc_tensor *total = gc_sum_last(gy, true);
         gc_tensor *centred = gc_sub(g, total);
-        grad_inputs[0] = gc_mul(y, centred);
+        result = gc_mul(y, centred);
         gc_tensor_release(gy);
         gc_tensor_release(total);
         gc_tensor_release(centred);
     }
+    return result;
+}
+
+static bool backward_softmax(gc_node *node, gc_tensor *g, gc_tensor **grad_inputs) {
+    gc_tensor *y = gc_to_working(node->saved[0]), *working_g = gc_to_working(g);
+    gc_tensor *dx = softmax_input_grad(y, working_g, node->record.params.softmax.log);
+    grad_inputs[0] = gc_rule_narrow(dx, node->inputs[0].dtype);
+    gc_tensor_release(y);
+    gc_tensor_release(working_g);
     return grad_inputs[0] != NULL;
 }
 
@@ -107,8 +117,9 @@ const gc_backward_rule gc_rule_softmax = {"softmax", save_softmax, backward_soft
  * With xhat = (x - mean) rstd and dxhat = g gamma:
  *   dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)),
  *   dgamma = sum over rows of g xhat,  dbeta = sum over rows of g.
- * mean and rstd are recomputed from x in x's dtype rather than taken from the f32
- * statistics of the forward, so that an f64 gradient check is exact to f64. */
+ * mean and rstd are recomputed from x in x's working dtype (f32 for 16-bit inputs, where the
+ * whole rule runs: see rules.h) rather than taken from the f32 statistics of the forward, so
+ * that an f64 gradient check is exact to f64. */
 
 static bool save_layernorm(gc_node *node, const gc_op_record *record) {
     gc_node_save(node, 0, record->inputs[0]);
@@ -130,9 +141,9 @@ static gc_tensor *normalised_input(const gc_tensor *x, double eps, gc_tensor **r
     return xhat;
 }
 
-static bool backward_layernorm(gc_node *node, gc_tensor *g, gc_tensor **grad_inputs) {
-    const gc_tensor *x = node->saved[0], *gamma = node->saved[1];
-    gc_tensor *rstd = NULL;
+static bool backward_layernorm(gc_node *node, gc_tensor *g_stored, gc_tensor **grad_inputs) {
+    gc_tensor *x = gc_to_working(node->saved[0]), *gamma = gc_to_working(node->saved[1]);
+    gc_tensor *g = gc_to_working(g_stored), *rstd = NULL;
     gc_tensor *xhat = normalised_input(x, node->record.params.layernorm.eps, &rstd);
     if (gc_rule_needs(node, 0)) {
         gc_tensor *dxhat = gamma ? gc_mul(g, gamma) : gc_tensor_retain(g);
@@ -150,8 +161,9 @@ static bool backward_layernorm(gc_node *node, gc_tensor *g, gc_tensor **grad_inp
         grad_inputs[1] = gc_rule_to_input_shape(node, 1, gc_mul(g, xhat));
     if (node->n_inputs > 2 && gc_rule_needs(node, 2))
         grad_inputs[2] = gc_rule_to_input_shape(node, 2, gc_tensor_retain(g));
-    gc_tensor_release(xhat);
-    gc_tensor_release(rstd);
+    for (int i = 0; i < node->n_inputs; i++) grad_inputs[i] = gc_rule_narrow(grad_inputs[i], node->inputs[i].dtype);
+    gc_tensor *temporaries[] = {x, gamma, g, xhat, rstd};
+    for (int i = 0; i < 5; i++) gc_tensor_release(temporaries[i]);
     for (int i = 0; i < node->n_inputs; i++)
         if (gc_rule_needs(node, i) && !grad_inputs[i]) return false;
     return true;

@@ -45,11 +45,6 @@ static void check_arguments(const gc_tensor *queries, const gc_tensor *passages,
     }
 }
 
-/* x, or x cast to f32 when it is f16 or bf16 (see the top of this file). */
-static gc_tensor *in_working_precision(const gc_tensor *x) {
-    return x->dtype == GC_F16 || x->dtype == GC_BF16 ? gc_cast(x, GC_F32) : gc_tensor_retain((gc_tensor *)x);
-}
-
 /* x [N, D] -> x / sqrt(||x||^2 + eps^2) per row */
 static gc_tensor *normalize_rows(const gc_tensor *x) {
     gc_tensor *squares = gc_mul(x, x);
@@ -66,7 +61,7 @@ static gc_tensor *normalize_rows(const gc_tensor *x) {
 
 /* x [N, D] in working precision, normalised for cosine. */
 static gc_tensor *prepare(const gc_tensor *x, gc_similarity similarity) {
-    gc_tensor *working = in_working_precision(x);
+    gc_tensor *working = gc_to_working(x); /* f32 for f16 and bf16 (see the top of this file) */
     if (similarity == GC_SIMILARITY_DOT) return working;
     gc_tensor *unit = normalize_rows(working);
     gc_tensor_release(working);

@@ -1,5 +1,8 @@
 /* Cross-entropy, built from recorded ops so that autograd differentiates it.
  *
+ * f16 and bf16 logits are cast to f32 first, as autocast does for losses (the log-softmax and
+ * the mean over rows in 16 bits would round every step), so the loss is f32.
+ *
  * loss_i = -log_softmax(logits)[i, target_i]. The target entries are gathered with
  * gc_embedding from the log-probabilities seen as a column [N C, 1], at the flat indices
  * i C + target_i: no new kernel, nothing [N, C] kept for the backward beyond what
@@ -57,7 +60,8 @@ gc_tensor *gc_cross_entropy(const gc_tensor *logits, const gc_tensor *targets, g
     if (!check_targets(targets, classes)) return NULL;
     gc_tensor *row_starts = gc_arange(rows, 0, (double)classes, GC_I32, logits->device); /* i C */
     gc_tensor *flat_targets = gc_add(row_starts, targets);                                /* [N] */
-    gc_tensor *log_probs = gc_log_softmax(logits);                                        /* [N, C] */
+    gc_tensor *working = gc_to_working(logits);                                           /* [N, C] */
+    gc_tensor *log_probs = gc_log_softmax(working);                                       /* [N, C] */
     gc_tensor *column = gc_reshape(log_probs, GC_SHAPE(rows * classes, 1));               /* [N C, 1] */
     gc_tensor *picked = gc_embedding(column, flat_targets);                               /* [N, 1] */
     /* The mean of no rows is 0/0 = nan, as in PyTorch. */
@@ -65,6 +69,7 @@ gc_tensor *gc_cross_entropy(const gc_tensor *logits, const gc_tensor *targets, g
     gc_tensor *loss = gc_neg(total);
     gc_tensor_release(row_starts);
     gc_tensor_release(flat_targets);
+    gc_tensor_release(working);
     gc_tensor_release(log_probs);
     gc_tensor_release(column);
     gc_tensor_release(picked);

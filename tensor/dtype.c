@@ -23,6 +23,8 @@ const char *gc_dtype_name(gc_dtype dtype) {
 
 int gc_dtype_is_float(gc_dtype dtype) { return dtype != GC_I32; }
 
+gc_dtype gc_working_dtype(gc_dtype dtype) { return dtype == GC_F16 || dtype == GC_BF16 ? GC_F32 : dtype; }
+
 static uint32_t float_bits(float value) {
     uint32_t bits;
     memcpy(&bits, &value, sizeof bits);

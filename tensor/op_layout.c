@@ -126,3 +126,9 @@ gc_tensor *gc_cast(const gc_tensor *x, gc_dtype dtype) {
     return gc_finish_op(&(gc_op_record){.kind = GC_OP_CAST, .n_inputs = 1, .inputs = (const gc_tensor *[]){x},
                                         .output = y});
 }
+
+gc_tensor *gc_to_working(const gc_tensor *x) {
+    if (!x) return NULL;
+    gc_dtype working = gc_working_dtype(x->dtype);
+    return working == x->dtype ? gc_tensor_retain((gc_tensor *)x) : gc_cast(x, working);
+}

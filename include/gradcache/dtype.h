@@ -27,6 +27,9 @@ size_t gc_dtype_size(gc_dtype dtype);
 const char *gc_dtype_name(gc_dtype dtype);
 /* True for the floating-point types (everything but i32). */
 int gc_dtype_is_float(gc_dtype dtype);
+/* The dtype arithmetic on `dtype` is done in: f32 for f16 and bf16, the dtype itself
+ * otherwise. Losses, softmax and layernorm statistics and their gradients are computed in it. */
+gc_dtype gc_working_dtype(gc_dtype dtype);
 
 uint16_t gc_f32_to_f16(float value);
 float gc_f16_to_f32(uint16_t bits);
