@@ -42,14 +42,35 @@ gc_status gc_cache_backward(gc_backward_fn backward, gc_tensor *output, gc_tenso
     return gc_backward(&output, seed ? &seed : NULL, 1);
 }
 
+double gc_cache_loss_scale(const gc_cache *cache) {
+    const gc_loss_scaler *scaler = cache->config.scaler;
+    if (!scaler) return 1;
+    gc_loss_scaler_check("cache", scaler);
+    return scaler->scale;
+}
+
+gc_status gc_cache_loss_backward(const gc_cache *cache, gc_tensor *value) {
+    const gc_cache_config *config = &cache->config;
+    /* The one place the loss scale enters: the seed, a tensor like the loss (so an f32 loss
+     * carries any scale up to FLT_MAX exactly, where an f16 one would overflow past 65504). */
+    gc_tensor *seed = config->scaler ? gc_full(value->ndim, value->shape, value->dtype, value->device,
+                                               gc_cache_loss_scale(cache))
+                                     : NULL;
+    if (config->scaler && !seed) return gc_last_status();
+    gc_status status = gc_cache_backward(config->backward, value, seed, config->user);
+    gc_tensor_release(seed);
+    return status;
+}
+
 gc_status gc_cache_loss_and_cache(const gc_cache *cache, gc_tensor *const *leaves, double *loss, gc_tensor **grads) {
     const gc_cache_config *config = &cache->config;
     if (config->loss.value_and_grad)
-        return config->loss.value_and_grad(leaves, config->n_models, config->loss.args, loss, grads);
+        return config->loss.value_and_grad(leaves, config->n_models, config->loss.args, gc_cache_loss_scale(cache),
+                                           loss, grads);
     gc_tensor *value = config->loss.forward(leaves, config->n_models, config->loss.args);
     if (!value) return gc_last_status();
     *loss = gc_item(value);
-    gc_status status = gc_cache_backward(config->backward, value, NULL, config->user);
+    gc_status status = gc_cache_loss_backward(cache, value);
     gc_tensor_release(value);
     for (int m = 0; m < config->n_models; m++) {
         grads[m] = gc_grad(leaves[m]) ? gc_tensor_retain(gc_grad(leaves[m])) : NULL;
@@ -175,6 +196,15 @@ static gc_status forward_without_graph(const gc_cache *cache, int m, const gc_ba
     return status;
 }
 
+/* The second pass's representation of chunk c must be what the first pass cached: same
+ * shape, and the same dtype (the same precision). */
+static void check_second_pass(int m, int c, const gc_tensor *rep, const gc_tensor *seed) {
+    char got[128], want[128];
+    if (rep && (!gc_same_shape(rep, seed) || rep->dtype != seed->dtype))
+        gc_fatal("cache: model %d's second pass gave %s for chunk %d, its first pass %s (both passes must compute in"
+                 " one precision)", m, gc_tensor_str(rep, got, sizeof got), c, gc_tensor_str(seed, want, sizeof want));
+}
+
 /* Step 4 for one model: each chunk's forward with a graph (RNG replayed) and its backward
  * seeded with the chunk's slice of the cache. */
 static gc_status forward_backward(const gc_cache *cache, int m, model_pass *pass) {
@@ -195,6 +225,7 @@ static gc_status forward_backward(const gc_cache *cache, int m, model_pass *pass
                                           config->user);
             gc_rng_replay_end(&saved);
         }
+        check_second_pass(m, c, rep, seed);
         gc_status status = rep ? gc_cache_backward(config->backward, rep, seed, config->user) : gc_last_status();
         gc_tensor_release(rep);
         gc_tensor_release(seed);
@@ -239,6 +270,7 @@ static gc_status attempt(gc_cache *cache, const gc_batch *inputs, double *loss, 
         local.chunk_sizes[m] = config->models[m].chunk_size;
         release_pass(&passes[m]);
     }
+    local.loss_scale = gc_cache_loss_scale(cache);
     if (report) *report = local;
     return status;
 }

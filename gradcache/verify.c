@@ -18,7 +18,7 @@ gc_status gc_cache_full_batch_step(gc_cache *cache, const gc_batch *inputs, doub
     if (status == GC_OK && !value) status = gc_last_status();
     if (status == GC_OK) {
         *loss = gc_item(value);
-        status = gc_cache_backward(config->backward, value, NULL, config->user);
+        status = gc_cache_loss_backward(cache, value);
     }
     gc_tensor_release(value);
     for (int m = 0; m < config->n_models; m++) gc_tensor_release(reps[m]);

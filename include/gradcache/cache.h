@@ -5,7 +5,8 @@
  *   2. for each chunk: capture the RNG context of every device, run the model without a
  *      graph, keep only the representation;
  *   3. concatenate each model's representations, make them leaves, compute the loss on
- *      them and back-propagate to get d loss / d representation: the cache;
+ *      them and back-propagate to get d loss / d representation: the cache (times the loss
+ *      scale, when a loss scaler is configured: see below);
  *   4. for each model and chunk: replay the chunk's RNG context, run the model again with a
  *      graph, and back-propagate that chunk's slice of the cache (a vector-Jacobian product,
  *      gc_backward seeded with it) into the parameters;
@@ -16,7 +17,16 @@
  *
  * Models are called through a function over an opaque state, so any model works: a
  * gc_text_encoder, an MLP made of ops, two towers or the same one twice (tied encoders:
- * pass the same state twice; gradients accumulate into the shared parameters). */
+ * pass the same state twice; gradients accumulate into the shared parameters).
+ *
+ * Half precision: a model's dtype is its parameters', so the second pass computes in the
+ * precision of the first (a representation that comes back in another dtype or shape is a
+ * programmer error naming the model and the chunk) and, replaying the RNG, with the same
+ * dropout masks. With f16 gradients, set config.scaler (gradcache/loss_scaler.h): the loss's
+ * backward is seeded with the scale once, when the cache is built, so the cache and every
+ * chunk's gradients carry that one scale for the whole step; an overflow in any chunk reaches
+ * the accumulated parameter gradients as an inf or a nan (they are sums), so the scaler's
+ * check after the step skips the whole step. bf16 needs no scaler. */
 #ifndef GRADCACHE_CACHE_H
 #define GRADCACHE_CACHE_H
 
@@ -24,6 +34,7 @@
 #include <stdint.h>
 
 #include "gradcache/loss.h"
+#include "gradcache/loss_scaler.h"
 #include "gradcache/nn.h"
 #include "gradcache/rng.h"
 
@@ -49,8 +60,11 @@ typedef gc_tensor *(*gc_representation_fn)(gc_tensor *output, void *user);
  * whose tensors are new references (released by the cache); returns how many, or -1 on a
  * recoverable error. The default splits every tensor along dim 0 with views. */
 typedef int (*gc_split_fn)(const gc_batch *input, int64_t chunk_size, gc_batch *chunks, int capacity, void *user);
-/* Runs the backward of `output` seeded with `seed` (an outer trainer's own backward, e.g.
- * with loss scaling); the default is gc_backward. */
+/* Runs the backward of `output` seeded with `seed` (an outer trainer's own backward); the
+ * default is gc_backward. It must back-propagate the seed as given: the cache applies the
+ * loss scale itself, once, in the seeds it passes (the loss's seed is the scale as a tensor
+ * like the loss, or NULL for 1 without a scaler; a chunk's is its slice of the already scaled
+ * cache), so a backward that scaled again would scale twice. */
 typedef gc_status (*gc_backward_fn)(gc_tensor *output, gc_tensor *seed, void *user);
 
 typedef struct gc_cached_model {
@@ -73,6 +87,10 @@ typedef struct gc_cache_config {
                                               instead of recomputing it */
     bool auto_chunk;                       /* on out-of-memory or the memory limit, halve the
                                               chunk sizes and retry (see gc_cache_step) */
+    const gc_loss_scaler *scaler;          /* NULL: no loss scaling; else the loss is scaled by
+                                              scaler->scale, read when each step builds its cache
+                                              (the plain step too); checking the gradients and
+                                              updating the scaler are the caller's */
 } gc_cache_config;
 
 /* Time (seconds) and peak live bytes (on the representations' device) of each phase. */
@@ -82,6 +100,7 @@ typedef struct gc_cache_report {
     size_t cache_bytes;           /* representations + their gradients */
     int64_t chunk_sizes[GC_CACHE_MAX_MODELS]; /* the sizes used (after any automatic halving) */
     int retries;                  /* automatic chunk sizing: attempts that ran out of memory */
+    double loss_scale;            /* the scale the step's gradients carry (1 without a scaler) */
 } gc_cache_report;
 
 typedef struct gc_cache gc_cache;
@@ -121,7 +140,8 @@ gc_status gc_cache_full_batch_step(gc_cache *cache, const gc_batch *inputs, doub
  * state of every device, and returns the representation as a leaf that requires a gradient
  * (use the leaves in the loss, e.g. concatenated) and a closure. After the loss's backward
  * has filled the leaves' gradients, gc_closure_run replays the RNG, runs the model with a
- * graph and back-propagates the leaf's gradient into the parameters. */
+ * graph and back-propagates the leaf's gradient into the parameters. With a loss scaler, seed
+ * the loss's backward with the scale: the closures carry it on as it is. */
 typedef struct gc_closure gc_closure;
 gc_tensor *gc_cached_forward(void *model, gc_model_fn forward, const gc_batch *input,
                              gc_representation_fn representation, void *user, gc_closure **closure);

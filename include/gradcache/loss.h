@@ -20,8 +20,9 @@ typedef enum gc_loss_reduction { GC_LOSS_MEAN, GC_LOSS_SUM } gc_loss_reduction;
 typedef enum gc_similarity { GC_SIMILARITY_DOT, GC_SIMILARITY_COSINE } gc_similarity;
 
 /* Cross-entropy of logits [N, C] against i32 targets [N] (each in [0, C)): the mean (or
- * sum) over rows of logsumexp(row) - row[target]. A 0-dim result of logits' dtype; the mean
- * of no rows is nan, as in PyTorch. The targets are read back to the host to be checked (a
+ * sum) over rows of logsumexp(row) - row[target]. A 0-dim result of logits' working dtype
+ * (f16 and bf16 logits are computed in f32, the loss is f32); the mean of no rows is nan, as
+ * in PyTorch. The targets are read back to the host to be checked (a
  * synchronisation on a GPU); logits have at most 2^31 elements (the targets are gathered by
  * i32 flat index). */
 gc_tensor *gc_cross_entropy(const gc_tensor *logits, const gc_tensor *targets, gc_loss_reduction reduction);
@@ -48,9 +49,13 @@ gc_tensor *gc_contrastive_loss(const gc_tensor *queries, const gc_tensor *passag
  * [rows_i, D]; `args` is the caller's. */
 typedef struct gc_loss_fn {
     gc_tensor *(*forward)(gc_tensor *const *reps, int count, void *args);
-    /* Optional (NULL when absent): writes the loss into *value and d loss / d reps[i] into
-     * grads[i] (new tensors of reps[i]'s shape); records nothing on the tape. */
-    gc_status (*value_and_grad)(gc_tensor *const *reps, int count, void *args, double *value, gc_tensor **grads);
+    /* Optional (NULL when absent): writes the loss into *value and seed times d loss / d reps[i]
+     * into grads[i] (new tensors of reps[i]'s shape and dtype); records nothing on the tape.
+     * seed is what a backward would be seeded with (1, or a loss scale): it must multiply
+     * the gradient before that is rounded into a 16-bit dtype, where small values of the
+     * unscaled gradient would already have flushed to zero. */
+    gc_status (*value_and_grad)(gc_tensor *const *reps, int count, void *args, double seed, double *value,
+                                gc_tensor **grads);
     void *args;
 } gc_loss_fn;
 
