@@ -37,6 +37,22 @@ bool gc_cuda_built(void) {
 int gc_cuda_device_count(void) { return 0; }
 #endif
 
+gc_status gc_device_check_dtype(gc_device device, gc_dtype dtype) {
+    if ((int)dtype < 0 || dtype >= GC_DTYPE_COUNT) gc_fatal("device_check_dtype: unknown dtype %d", (int)dtype);
+    gc_backend_for(device); /* a device that does not exist is a programmer error */
+    if (device.type == GC_DEVICE_CPU || (dtype != GC_F16 && dtype != GC_BF16)) return GC_OK;
+#ifdef GC_HAVE_CUDA
+    int major, minor, need = dtype == GC_F16 ? 53 : 80;
+    gc_cuda_capability(device.index, &major, &minor);
+    if (10 * major + minor >= need) return GC_OK;
+    gc_set_error(GC_ERR_UNAVAILABLE, "cuda:%d (compute capability %d.%d) does not support %s, which needs %d.%d",
+                 device.index, major, minor, gc_dtype_name(dtype), need / 10, need % 10);
+    return GC_ERR_UNAVAILABLE;
+#else
+    return GC_OK; /* not reached: gc_backend_for stopped on a CUDA device */
+#endif
+}
+
 void gc_device_synchronize(gc_device device) { gc_backend_for(device)->synchronize(device.index); }
 
 const char *gc_device_str(gc_device device, char *buf, int size) {

@@ -15,7 +15,7 @@ static const int64_t nonfinite_sizes[7] = {3, 0, 65536, 1, 65537, 7, 131071};
 
 /* The largest finite value and the smallest positive subnormal of a dtype: finite, so the
  * check must not flag them. */
-static void nonfinite_extremes(gc_dtype dtype, double *largest, double *tiny) {
+static inline void nonfinite_extremes(gc_dtype dtype, double *largest, double *tiny) {
     switch (dtype) {
     case GC_F16: *largest = 65504; *tiny = ldexp(1, -24); break;
     case GC_BF16: *largest = 0x1.fep127; *tiny = ldexp(1, -133); break;
@@ -26,7 +26,7 @@ static void nonfinite_extremes(gc_dtype dtype, double *largest, double *tiny) {
 
 /* Writes `value` into element `index` of t (any device), rounded into t's dtype (1e6 is inf
  * in f16; inf and nan stay what they are). */
-static void nonfinite_set(gc_tensor *t, int64_t index, double value) {
+static inline void nonfinite_set(gc_tensor *t, int64_t index, double value) {
     gc_tensor *one = gc_from_host(&value, GC_SHAPE(1), GC_F64, gc_cpu());
     gc_tensor *cast = gc_cast(one, t->dtype);
     gc_tensor *flat = gc_reshape(t, GC_SHAPE(-1));
@@ -37,7 +37,7 @@ static void nonfinite_set(gc_tensor *t, int64_t index, double value) {
 
 /* `count` finite tensors on `device` (uniform values in [-4, 4), each non-empty one holding
  * its dtype's largest finite value, its negative and its smallest subnormal too). */
-static gc_tensor **nonfinite_make(int count, gc_device device) {
+static inline gc_tensor **nonfinite_make(int count, gc_device device) {
     gc_tensor **tensors = calloc((size_t)count, sizeof *tensors);
     REQUIRE(tensors);
     for (int i = 0; i < count; i++) {
@@ -55,13 +55,13 @@ static gc_tensor **nonfinite_make(int count, gc_device device) {
     return tensors;
 }
 
-static void nonfinite_free(gc_tensor **tensors, int count) {
+static inline void nonfinite_free(gc_tensor **tensors, int count) {
     for (int i = 0; i < count; i++) gc_tensor_release(tensors[i]);
     free(tensors);
 }
 
 /* The verdict of gc_any_nonfinite over the list, as 0 or 1 (REQUIREs a result). */
-static int nonfinite_verdict(gc_tensor *const *tensors, int count) {
+static inline int nonfinite_verdict(gc_tensor *const *tensors, int count) {
     gc_tensor *flag = gc_any_nonfinite(tensors, count);
     REQUIRE(flag);
     CHECK(flag->dtype == GC_I32 && flag->ndim == 0 && gc_device_equal(flag->device, tensors[0]->device));
@@ -79,7 +79,7 @@ typedef struct nonfinite_place {
 
 /* The places worth testing in a list of `count` tensors (count >= 8), into places; returns
  * how many. */
-static int nonfinite_places(int count, nonfinite_place *places) {
+static inline int nonfinite_places(int count, nonfinite_place *places) {
     int last = count - 1, n = 0;
     places[n++] = (nonfinite_place){0, 0, "the first element"};
     places[n++] = (nonfinite_place){last, nonfinite_sizes[last % 7] - 1, "the last element"};
@@ -94,7 +94,7 @@ static int nonfinite_places(int count, nonfinite_place *places) {
 
 /* For each place and each of inf, -inf and nan: the finite list with that one value planted
  * must give verdict 1, and the clean list 0 before and after. count >= 7. */
-static void nonfinite_check_all(int count, gc_device device) {
+static inline void nonfinite_check_all(int count, gc_device device) {
     gc_tensor **tensors = nonfinite_make(count, device);
     CHECK_MSG(nonfinite_verdict(tensors, count) == 0, "%d finite tensors flagged", count);
     nonfinite_place places[8];

@@ -6,6 +6,9 @@
 
 #include <stdbool.h>
 
+#include "gradcache/dtype.h"
+#include "gradcache/error.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -30,6 +33,11 @@ static inline bool gc_device_equal(gc_device a, gc_device b) {
 bool gc_cuda_built(void);
 /* Number of usable CUDA devices: 0 without a GPU, a driver, or the CUDA backend. */
 int gc_cuda_device_count(void);
+/* GC_OK when the device computes in `dtype`, else GC_ERR_UNAVAILABLE with a message naming
+ * the device and what it lacks. The CPU computes in every dtype (f16 and bf16 stored, with
+ * f32 arithmetic); a CUDA device needs compute capability 5.3 for f16 (half arithmetic) and
+ * 8.0 for bf16 (cuBLAS's bf16 matrix multiply). */
+gc_status gc_device_check_dtype(gc_device device, gc_dtype dtype);
 /* Waits until all work queued on the device has finished (a no-op on the CPU). */
 void gc_device_synchronize(gc_device device);
 /* "cpu" or "cuda:N", written into buf (at least 16 bytes); returns buf. */

@@ -27,6 +27,11 @@ void gc_cuda_activate(int index) {
     if (current != index) GC_CUDA_CHECK(cudaSetDevice(index));
 }
 
+void gc_cuda_capability(int index, int *major, int *minor) {
+    GC_CUDA_CHECK(cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, index));
+    GC_CUDA_CHECK(cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, index));
+}
+
 void *gc_cuda_raw_alloc(int device_index, size_t nbytes) {
     gc_cuda_activate(device_index);
     void *ptr = NULL;

@@ -8,6 +8,8 @@ extern "C" {
 
 /* Makes `index` the current device of the calling thread (kernels launch there). */
 void gc_cuda_activate(int index);
+/* The compute capability of device `index`, e.g. 9.0 for an H100. */
+void gc_cuda_capability(int index, int *major, int *minor);
 
 #ifdef __cplusplus
 }
