@@ -7,6 +7,7 @@
 #include "gradcache/checkpoint.h"
 #include "gradcache/config.h"
 #include "gradcache/device.h"
+#include "gradcache/dist.h"
 #include "gradcache/dtype.h"
 #include "gradcache/error.h"
 #include "gradcache/loss.h"
