@@ -6,6 +6,7 @@
 #include "gradcache/cache.h"
 #include "gradcache/checkpoint.h"
 #include "gradcache/config.h"
+#include "gradcache/ddp.h"
 #include "gradcache/device.h"
 #include "gradcache/dist.h"
 #include "gradcache/dtype.h"
