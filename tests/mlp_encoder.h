@@ -20,11 +20,12 @@ typedef struct mlp_encoder {
     int calls;     /* forward calls, to count the saved recomputation */
 } mlp_encoder;
 
-static inline mlp_encoder make_encoder(gc_dtype dtype, uint64_t seed, double dropout) {
+/* Philox gives the same values on every device, so an encoder is the same wherever it lives. */
+static inline mlp_encoder make_encoder_on(gc_device device, gc_dtype dtype, uint64_t seed, double dropout) {
     mlp_encoder e = {.dropout = dropout};
-    e.w1 = gc_uniform(GC_SHAPE(IN, HIDDEN), dtype, gc_cpu(), -0.5, 0.5, seed, 0);
-    e.b1 = gc_uniform(GC_SHAPE(HIDDEN), dtype, gc_cpu(), -0.1, 0.1, seed + 1, 0);
-    e.w2 = gc_uniform(GC_SHAPE(HIDDEN, DIM), dtype, gc_cpu(), -0.5, 0.5, seed + 2, 0);
+    e.w1 = gc_uniform(GC_SHAPE(IN, HIDDEN), dtype, device, -0.5, 0.5, seed, 0);
+    e.b1 = gc_uniform(GC_SHAPE(HIDDEN), dtype, device, -0.1, 0.1, seed + 1, 0);
+    e.w2 = gc_uniform(GC_SHAPE(HIDDEN, DIM), dtype, device, -0.5, 0.5, seed + 2, 0);
     REQUIRE(e.w1 && e.b1 && e.w2);
     gc_tensor *all[] = {e.w1, e.b1, e.w2};
     const char *names[] = {"w1", "b1", "w2"};
@@ -33,6 +34,10 @@ static inline mlp_encoder make_encoder(gc_dtype dtype, uint64_t seed, double dro
         gc_param_list_add(&e.params, "", names[i], all[i], false);
     }
     return e;
+}
+
+static inline mlp_encoder make_encoder(gc_dtype dtype, uint64_t seed, double dropout) {
+    return make_encoder_on(gc_cpu(), dtype, seed, dropout);
 }
 
 static inline void free_encoder(mlp_encoder *e) {
