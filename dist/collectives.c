@@ -203,3 +203,27 @@ gc_tensor *gc_dist_all_gather(gc_process_group *group, const gc_tensor *input, i
     free(rows);
     return output;
 }
+
+gc_status gc_dist_all_gather_host(gc_process_group *group, const void *mine, size_t size, void *all) {
+    int world = group->world;
+    int64_t words = (int64_t)((size + 3) / 4); /* gathered as i32 words: no arithmetic touches them */
+    gc_tensor *input = gc_zeros(GC_SHAPE(words), GC_I32, gc_cpu());
+    gc_tensor *output = gc_empty(GC_SHAPE(world * words), GC_I32, gc_cpu());
+    gc_status status = input && output ? GC_OK : gc_last_status();
+    if (status == GC_OK) {
+        memcpy(gc_data(input), mine, size);
+        gc_tensor *rows_in = gc_reshape(input, GC_SHAPE(1, words)), *rows_out = gc_reshape(output, GC_SHAPE(world, words));
+        int64_t *ones = malloc((size_t)world * sizeof *ones);
+        if (!ones) gc_fatal("all_gather_host: out of host memory");
+        for (int r = 0; r < world; r++) ones[r] = 1;
+        status = gc_dist_work_wait(gc_dist_all_gather_start(group, rows_in, rows_out, ones));
+        free(ones);
+        gc_tensor_release(rows_in);
+        gc_tensor_release(rows_out);
+    }
+    for (int r = 0; r < world && status == GC_OK; r++)
+        memcpy((char *)all + (size_t)r * size, (const int32_t *)gc_data(output) + (size_t)r * words, size);
+    gc_tensor_release(input);
+    gc_tensor_release(output);
+    return status;
+}

@@ -186,6 +186,19 @@ static void check_async(gc_process_group *group, gc_device device) {
     }
 }
 
+/* Seven bytes of host memory from every rank (not a multiple of the word), in rank order. */
+static void check_all_gather_host(gc_process_group *group) {
+    int rank = gc_dist_rank(group), world = gc_dist_world_size(group);
+    char mine[8], all[8 * DIST_SPAWN_MAX];
+    snprintf(mine, sizeof mine, "rank%02d", rank % 100);
+    CHECK_MSG(gc_dist_all_gather_host(group, mine, 7, all) == GC_OK, "%s", gc_last_error());
+    for (int r = 0; r < world; r++) {
+        char want[8];
+        snprintf(want, sizeof want, "rank%02d", r % 100);
+        CHECK_MSG(memcmp(all + 7 * r, want, 7) == 0, "all_gather_host: slot %d holds '%.7s'", r, all + 7 * r);
+    }
+}
+
 /* Every check above, on tensors of `device`. */
 static void check_collectives(gc_process_group *group, gc_device device) {
     int world = gc_dist_world_size(group);
@@ -208,6 +221,7 @@ static void check_collectives(gc_process_group *group, gc_device device) {
     check_all_gather(group, device, ascending);
     check_broadcast(group, device);
     check_async(group, device);
+    check_all_gather_host(group);
     CHECK(gc_dist_barrier(group) == GC_OK);
 }
 

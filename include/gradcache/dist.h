@@ -163,6 +163,11 @@ gc_dist_work *gc_dist_all_gather_start(gc_process_group *group, const gc_tensor 
  * not NULL, writes each rank's count into counts[world_size]. */
 gc_tensor *gc_dist_all_gather(gc_process_group *group, const gc_tensor *input, int64_t *counts);
 
+/* Every rank's `size` bytes of host memory (the same size on every rank) into
+ * all[world_size * size], in rank order: for small exchanges of state (random-number
+ * positions, counters) without making tensors. */
+gc_status gc_dist_all_gather_host(gc_process_group *group, const void *mine, size_t size, void *all);
+
 /* t (the same shape on every rank) becomes root's t on every rank. */
 gc_dist_work *gc_dist_broadcast_start(gc_process_group *group, gc_tensor *t, int root);
 gc_status gc_dist_broadcast(gc_process_group *group, gc_tensor *t, int root);
