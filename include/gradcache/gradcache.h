@@ -11,6 +11,7 @@
 #include "gradcache/dist.h"
 #include "gradcache/dtype.h"
 #include "gradcache/error.h"
+#include "gradcache/launch.h"
 #include "gradcache/loss.h"
 #include "gradcache/memory.h"
 #include "gradcache/nn.h"
