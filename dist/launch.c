@@ -2,9 +2,13 @@
  * whatever happens to one of them -- or to the launcher -- brought to all of them.
  *
  * One loop, poll() over the processes' pipes and a self-pipe that the signal handlers write
- * to (SIGCHLD, SIGINT, SIGTERM), so that no signal is handled outside the loop. Each process
- * leads a process group of its own, and every signal the launcher sends goes to the whole
- * group: what a process started goes with it. */
+ * to (SIGCHLD and the signals passed on), so that no signal is handled outside the loop. Each
+ * process leads a process group of its own, and every signal the launcher sends goes to the
+ * whole group: what a process started goes with it.
+ *
+ * The launcher may be a library call inside a program with threads of its own, so between
+ * fork() and exec() a child does only what is async-signal-safe: its environment is built
+ * before the fork, and a failed exec is reported with write(). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -44,7 +48,16 @@ typedef struct launcher {
     double kill_at;     /* stopping: when SIGKILL follows SIGTERM; 0: not stopping */
 } launcher;
 
+/* SIGCHLD, then the signals passed on to every process (as torchrun does). */
+static const int handled_signals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+#define HANDLED_SIGNALS ((int)(sizeof handled_signals / sizeof handled_signals[0]))
+
 static int signal_pipe[2] = {-1, -1};
+/* The caller's dispositions of the handled signals and of SIGPIPE (the last), restored when
+ * the launcher returns; a child gets SIG_IGN where the caller ignored, else the default. */
+static struct sigaction caller_dispositions[HANDLED_SIGNALS + 1];
+
+extern char **environ;
 
 static void on_signal(int signal_number) {
     int saved = errno;
@@ -54,14 +67,29 @@ static void on_signal(int signal_number) {
     errno = saved;
 }
 
-static void set_handlers(void (*handler)(int), struct sigaction *old) {
-    int signals[] = {SIGCHLD, SIGINT, SIGTERM};
-    for (int i = 0; i < 3; i++) {
-        struct sigaction action = {.sa_handler = handler};
-        sigemptyset(&action.sa_mask);
-        if (handler == on_signal) action.sa_flags = SA_RESTART;
-        sigaction(signals[i], handler == on_signal ? &action : &old[i], handler == on_signal ? &old[i] : NULL);
-    }
+/* The launcher's dispositions while it runs, the previous ones kept in `old`: the handled
+ * signals go to the self-pipe, and SIGPIPE is ignored so that a reader of the launcher's
+ * output going away (`gradcache launch ... | head`) costs that output, not the run. */
+static void install_handlers(void) {
+    struct sigaction action = {.sa_handler = on_signal, .sa_flags = SA_RESTART};
+    sigemptyset(&action.sa_mask);
+    for (int i = 0; i < HANDLED_SIGNALS; i++) sigaction(handled_signals[i], &action, &caller_dispositions[i]);
+    struct sigaction ignore = {.sa_handler = SIG_IGN};
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGPIPE, &ignore, &caller_dispositions[HANDLED_SIGNALS]);
+}
+
+static void restore_handlers(void) {
+    for (int i = 0; i < HANDLED_SIGNALS; i++) sigaction(handled_signals[i], &caller_dispositions[i], NULL);
+    sigaction(SIGPIPE, &caller_dispositions[HANDLED_SIGNALS], NULL);
+}
+
+/* The handled signals as a set, to block them around fork(). */
+static sigset_t handled_set(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int i = 0; i < HANDLED_SIGNALS; i++) sigaddset(&set, handled_signals[i]);
+    return set;
 }
 
 /* A free port on this machine (bound and released: a small race, as in torchrun). */
@@ -73,23 +101,73 @@ static int free_port(void) {
     return port;
 }
 
-static void set_int(const char *name, long value) {
-    char text[32];
-    snprintf(text, sizeof text, "%ld", value);
-    setenv(name, text, 1);
+/* The variables a process gets, each "NAME=value" (NULL name: the end). */
+typedef struct child_variable {
+    const char *name;
+    char text[160];
+} child_variable;
+
+/* The environment of process `local_rank`: the launcher's own, with torchrun's variables set
+ * (replacing any the launcher had). NULL (error recorded) without memory. Free with free():
+ * one block holds the array and the new strings. */
+static char **child_environment(const gc_launch_options *o, int local_rank, const char *addr, int port) {
+    int nnodes = o->nnodes > 1 ? o->nnodes : 1;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    child_variable set[] = {
+        {"RANK", ""}, {"WORLD_SIZE", ""}, {"LOCAL_RANK", ""}, {"LOCAL_WORLD_SIZE", ""}, {"GROUP_RANK", ""},
+        {"MASTER_ADDR", ""}, {"MASTER_PORT", ""},
+        /* as torchrun does for OMP_NUM_THREADS: the machine's cores shared, not multiplied */
+        {getenv("GC_NUM_THREADS") ? NULL : "GC_NUM_THREADS", ""},
+    };
+    long values[] = {(long)o->node_rank * o->nproc + local_rank, (long)nnodes * o->nproc, local_rank, o->nproc,
+                     o->node_rank, 0, port, cores / o->nproc > 1 ? cores / o->nproc : 1};
+    int count = (int)(sizeof set / sizeof set[0]);
+    for (int i = 0; i < count; i++) {
+        if (!set[i].name) continue;
+        if (strcmp(set[i].name, "MASTER_ADDR") == 0) snprintf(set[i].text, sizeof set[i].text, "%s=%s", set[i].name, addr);
+        else snprintf(set[i].text, sizeof set[i].text, "%s=%ld", set[i].name, values[i]);
+    }
+    size_t inherited = 0;
+    while (environ[inherited]) inherited++;
+    char **env = malloc((inherited + (size_t)count + 1) * sizeof *env + sizeof set);
+    if (!env) {
+        gc_set_error(GC_ERR_OUT_OF_MEMORY, "launch: out of host memory for an environment");
+        return NULL;
+    }
+    child_variable *own = (child_variable *)(env + inherited + count + 1);
+    memcpy(own, set, sizeof set);
+    size_t n = 0;
+    for (size_t i = 0; i < inherited; i++) {
+        bool replaced = false;
+        for (int k = 0; k < count && !replaced; k++) {
+            size_t length = own[k].name ? strlen(own[k].name) : 0;
+            replaced = length && strncmp(environ[i], own[k].name, length) == 0 && environ[i][length] == '=';
+        }
+        if (!replaced) env[n++] = environ[i];
+    }
+    for (int k = 0; k < count; k++)
+        if (own[k].name) env[n++] = own[k].text;
+    env[n] = NULL;
+    return env;
 }
 
-/* In the child: the environment, the output, then the program. Never returns. */
-static void run_child(const launcher *l, int local_rank, const char *addr, int port, int out_fd, int err_fd,
-                      pid_t launcher_pid, char *const argv[]) {
-    const gc_launch_options *o = l->options;
-    /* the launcher's handlers are not this process's: back to the defaults, then let the
-     * signals blocked around fork() in (one sent meanwhile now ends this process) */
-    struct sigaction defaults = {.sa_handler = SIG_DFL};
-    sigemptyset(&defaults.sa_mask);
-    sigaction(SIGCHLD, &defaults, NULL);
-    sigaction(SIGINT, &defaults, NULL);
-    sigaction(SIGTERM, &defaults, NULL);
+static void write_text(int fd, const char *text) {
+    if (write(fd, text, strlen(text)) < 0) { /* nowhere left to report it */
+    }
+}
+
+/* In the child: signals, the output, the environment, then the program. Never returns.
+ * Only async-signal-safe calls (the launcher may have threads). */
+static void run_child(int out_fd, int err_fd, char **env, pid_t launcher_pid, char *const argv[]) {
+    /* the launcher's dispositions are not this process's (its ignored SIGPIPE would survive
+     * exec): back to the caller's, a handler as the default (exec would reset it anyway, and
+     * it must not run here); then let the signals blocked around fork() in (one sent
+     * meanwhile now ends this process) */
+    for (int i = 0; i <= HANDLED_SIGNALS; i++) {
+        struct sigaction inherited = {.sa_handler = caller_dispositions[i].sa_handler == SIG_IGN ? SIG_IGN : SIG_DFL};
+        sigemptyset(&inherited.sa_mask);
+        sigaction(i < HANDLED_SIGNALS ? handled_signals[i] : SIGPIPE, &inherited, NULL);
+    }
     close(signal_pipe[0]);
     close(signal_pipe[1]);
     setpgid(0, 0);
@@ -100,19 +178,14 @@ static void run_child(const launcher *l, int local_rank, const char *addr, int p
     if (getppid() != launcher_pid) _exit(1); /* ... even if it died before that line */
     dup2(out_fd, STDOUT_FILENO);
     dup2(err_fd, STDERR_FILENO);
-    int nnodes = o->nnodes > 1 ? o->nnodes : 1;
-    set_int("RANK", (long)o->node_rank * o->nproc + local_rank);
-    set_int("WORLD_SIZE", (long)nnodes * o->nproc);
-    set_int("LOCAL_RANK", local_rank);
-    set_int("LOCAL_WORLD_SIZE", o->nproc);
-    set_int("GROUP_RANK", o->node_rank);
-    setenv("MASTER_ADDR", addr, 1);
-    set_int("MASTER_PORT", port);
-    /* as torchrun does for OMP_NUM_THREADS: the machine's cores shared, not multiplied */
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (!getenv("GC_NUM_THREADS")) set_int("GC_NUM_THREADS", cores / o->nproc > 1 ? cores / o->nproc : 1);
+    environ = env;
     execvp(argv[0], argv);
-    fprintf(stderr, "gradcache launch: cannot run '%s': %s\n", argv[0], strerror(errno));
+    const char *why = strerror(errno);
+    write_text(STDERR_FILENO, "gradcache launch: cannot run '");
+    write_text(STDERR_FILENO, argv[0]);
+    write_text(STDERR_FILENO, "': ");
+    write_text(STDERR_FILENO, why);
+    write_text(STDERR_FILENO, "\n");
     _exit(127);
 }
 
@@ -153,22 +226,22 @@ static void stop_all(launcher *l, int signal_number) {
     }
 }
 
+/* Reaps the launcher's own processes only, pid by pid: a program calling gc_launch may have
+ * children of its own to wait for. */
 static void reap(launcher *l) {
-    int raw;
-    pid_t pid;
-    while ((pid = waitpid(-1, &raw, WNOHANG)) > 0)
-        for (int i = 0; i < l->count; i++) {
-            process *p = &l->processes[i];
-            if (p->pid != pid) continue;
-            p->status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-            kill(-pid, SIGKILL); /* whatever it started and left behind */
-            p->pid = 0;
-            l->running--;
-            if (p->status != 0 && l->first_failure == 0 && !l->interrupted) {
-                l->first_failure = p->status;
-                stop_all(l, SIGTERM);
-            }
+    for (int i = 0; i < l->count; i++) {
+        process *p = &l->processes[i];
+        int raw;
+        if (p->pid <= 0 || waitpid(p->pid, &raw, WNOHANG) != p->pid) continue;
+        p->status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+        kill(-p->pid, SIGKILL); /* whatever it started and left behind */
+        p->pid = 0;
+        l->running--;
+        if (p->status != 0 && l->first_failure == 0 && !l->interrupted) {
+            l->first_failure = p->status;
+            stop_all(l, SIGTERM);
         }
+    }
 }
 
 static void handle_signals(launcher *l) {
@@ -183,9 +256,7 @@ static void handle_signals(launcher *l) {
 }
 
 /* The loop: relay output, reap, stop; until every process is gone and every pipe closed. */
-static void supervise(launcher *l) {
-    struct pollfd *polls = calloc((size_t)(2 * l->count + 1), sizeof *polls);
-    if (!polls) gc_fatal("launch: out of host memory");
+static void supervise(launcher *l, struct pollfd *polls /* [2 * count + 1] */) {
     double drain_until = 0;
     for (;;) {
         int n = 0;
@@ -213,7 +284,6 @@ static void supervise(launcher *l) {
         gc_relay_close(&l->processes[i].out);
         gc_relay_close(&l->processes[i].err);
     }
-    free(polls);
 }
 
 static bool valid(const gc_launch_options *o, char *const argv[]) {
@@ -227,6 +297,45 @@ static bool valid(const gc_launch_options *o, char *const argv[]) {
     else if (!argv || !argv[0]) problem = "no program to run";
     if (problem) gc_set_error(GC_ERR_FORMAT, "launch: %s", problem);
     return problem == NULL;
+}
+
+/* Starts process `i`: its output, its environment, fork and exec. False (error recorded)
+ * when it could not be started. */
+static bool start_process(launcher *l, int i, const char *addr, int port, pid_t self, char *const argv[]) {
+    const gc_launch_options *o = l->options;
+    int rank = o->node_rank * o->nproc + i;
+    int out_read = -1, err_read = -1;
+    int out_fd = open_output(l, i, "out", &out_read);
+    int err_fd = out_fd < 0 ? -1 : open_output(l, i, "err", &err_read);
+    char **env = err_fd < 0 ? NULL : child_environment(o, i, addr, port);
+    bool ready = env && gc_relay_init(&l->processes[i].out, out_read, stdout, rank) == GC_OK &&
+                 gc_relay_init(&l->processes[i].err, err_read, stderr, rank) == GC_OK;
+    pid_t pid = -1;
+    if (ready) {
+        /* no handler of the launcher's may run in the child before it has reset them */
+        sigset_t blocked = handled_set(), previous;
+        sigprocmask(SIG_BLOCK, &blocked, &previous);
+        pid = fork();
+        if (pid == 0) run_child(out_fd, err_fd, env, self, argv);
+        sigprocmask(SIG_SETMASK, &previous, NULL);
+        if (pid < 0) gc_set_error(GC_ERR_IO, "launch: cannot start a process: %s", strerror(errno));
+    }
+    free(env);
+    if (out_fd >= 0) close(out_fd);
+    if (err_fd >= 0) close(err_fd);
+    if (pid < 0) { /* the read ends: the relays' if they took them, else still ours */
+        gc_relay *relays[2] = {&l->processes[i].out, &l->processes[i].err};
+        int read_ends[2] = {out_read, err_read};
+        for (int k = 0; k < 2; k++) {
+            if (relays[k]->fd >= 0) gc_relay_close(relays[k]);
+            else if (read_ends[k] >= 0) close(read_ends[k]);
+        }
+        return false;
+    }
+    setpgid(pid, pid); /* also here: signals may be sent before the child has run */
+    l->processes[i].pid = pid;
+    l->running++;
+    return true;
 }
 
 int gc_launch(const gc_launch_options *options, char *const argv[]) {
@@ -243,59 +352,45 @@ int gc_launch(const gc_launch_options *options, char *const argv[]) {
         return -1;
     }
     l.processes = calloc((size_t)l.count, sizeof *l.processes);
-    if (!l.processes || pipe(signal_pipe) != 0) gc_fatal("launch: out of host memory or pipes");
-    fcntl(signal_pipe[0], F_SETFL, O_NONBLOCK);
-    fcntl(signal_pipe[1], F_SETFL, O_NONBLOCK);
-    fcntl(signal_pipe[0], F_SETFD, FD_CLOEXEC);
-    fcntl(signal_pipe[1], F_SETFD, FD_CLOEXEC);
-    struct sigaction old[3];
-    set_handlers(on_signal, old);
+    struct pollfd *polls = calloc((size_t)(2 * l.count + 1), sizeof *polls);
+    if (!l.processes || !polls) {
+        free(l.processes);
+        free(polls);
+        gc_set_error(GC_ERR_OUT_OF_MEMORY, "launch: out of host memory for %d processes", l.count);
+        return -1;
+    }
+    for (int i = 0; i < l.count; i++) l.processes[i].out.fd = l.processes[i].err.fd = -1;
+    if (pipe(signal_pipe) != 0) {
+        gc_set_error(GC_ERR_IO, "launch: cannot create a pipe: %s", strerror(errno));
+        free(l.processes);
+        free(polls);
+        return -1;
+    }
+    for (int k = 0; k < 2; k++) {
+        fcntl(signal_pipe[k], F_SETFL, O_NONBLOCK);
+        fcntl(signal_pipe[k], F_SETFD, FD_CLOEXEC);
+    }
+    install_handlers();
     fflush(NULL);
     pid_t self = getpid();
     bool started = true;
-    for (int i = 0; i < l.count && started; i++) {
-        int out_read, err_read;
-        int out_fd = open_output(&l, i, "out", &out_read), err_fd = out_fd < 0 ? -1 : open_output(&l, i, "err", &err_read);
-        /* no handler of the launcher's may run in the child before it has reset them */
-        sigset_t launcher_signals, previous;
-        sigemptyset(&launcher_signals);
-        sigaddset(&launcher_signals, SIGCHLD);
-        sigaddset(&launcher_signals, SIGINT);
-        sigaddset(&launcher_signals, SIGTERM);
-        sigprocmask(SIG_BLOCK, &launcher_signals, &previous);
-        pid_t pid = err_fd < 0 ? -1 : fork();
-        if (pid == 0) run_child(&l, i, addr, port, out_fd, err_fd, self, argv);
-        sigprocmask(SIG_SETMASK, &previous, NULL);
-        if (out_fd >= 0) close(out_fd);
-        if (err_fd >= 0) close(err_fd);
-        if (pid < 0) {
-            if (err_fd >= 0) gc_set_error(GC_ERR_IO, "launch: cannot start a process: %s", strerror(errno));
-            if (out_read >= 0) close(out_read);
-            if (err_fd >= 0 && err_read >= 0) close(err_read);
-            started = false;
-            break;
-        }
-        setpgid(pid, pid); /* also here: signals may be sent before the child has run */
-        l.processes[i].pid = pid;
-        gc_relay_init(&l.processes[i].out, out_read, stdout, options->node_rank * options->nproc + i);
-        gc_relay_init(&l.processes[i].err, err_read, stderr, options->node_rank * options->nproc + i);
-        l.running++;
-    }
+    for (int i = 0; i < l.count && started; i++) started = start_process(&l, i, addr, port, self, argv);
     if (!started) {
         char message[512];
         snprintf(message, sizeof message, "%s", gc_last_error());
         stop_all(&l, SIGKILL);
         l.interrupted = SIGKILL;
-        supervise(&l);
+        supervise(&l, polls);
         gc_set_error(GC_ERR_IO, "%s", message);
     } else {
-        supervise(&l);
+        supervise(&l, polls);
     }
-    set_handlers(NULL, old);
+    restore_handlers();
     close(signal_pipe[0]);
     close(signal_pipe[1]);
     signal_pipe[0] = signal_pipe[1] = -1;
     free(l.processes);
+    free(polls);
     if (!started) return -1;
     return l.interrupted ? 128 + l.interrupted : l.first_failure;
 }

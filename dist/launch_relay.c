@@ -8,15 +8,26 @@
 
 #include "gradcache/error.h"
 
-void gc_relay_init(gc_relay *relay, int fd, FILE *out, int rank) {
-    *relay = (gc_relay){.fd = fd, .out = out, .rank = rank, .pending = malloc(GC_RELAY_LINE_MAX)};
-    if (!relay->pending) gc_fatal("launch: out of host memory");
+gc_status gc_relay_init(gc_relay *relay, int fd, FILE *out, int rank) {
+    *relay = (gc_relay){.fd = -1, .out = out, .rank = rank, .pending = malloc(GC_RELAY_LINE_MAX)};
+    if (relay->pending) {
+        relay->fd = fd;
+        return GC_OK;
+    }
+    gc_set_error(GC_ERR_OUT_OF_MEMORY, "launch: out of host memory for an output buffer");
+    return GC_ERR_OUT_OF_MEMORY;
 }
 
-/* One line "[rank] text\n", written at once so that it lands whole. */
+/* One line "[rank] text\n", flushed at once so that it lands whole (the launcher has one
+ * thread: nothing else writes in between). The text goes byte for byte, NUL bytes included.
+ * A failed write (the reader gone: EPIPE, SIGPIPE being ignored while the launcher runs)
+ * loses this output only; the processes run on. */
 static void emit(gc_relay *relay, const char *text, size_t length) {
-    fprintf(relay->out, "[%d] %.*s\n", relay->rank, (int)length, text);
+    fprintf(relay->out, "[%d] ", relay->rank);
+    fwrite(text, 1, length, relay->out);
+    fputc('\n', relay->out);
     fflush(relay->out);
+    clearerr(relay->out);
 }
 
 void gc_relay_close(gc_relay *relay) {
@@ -44,10 +55,12 @@ void gc_relay_read(gc_relay *relay) {
             relay->length = 0;
             continue;
         }
-        relay->pending[relay->length++] = chunk[i];
-        if (relay->length == GC_RELAY_LINE_MAX) { /* a line this long is cut, not held without bound */
+        /* a line longer than the buffer is cut, not held without bound; the cut waits for a
+         * byte that is not the newline, so that a line of exactly the buffer's length passes whole */
+        if (relay->length == GC_RELAY_LINE_MAX) {
             emit(relay, relay->pending, relay->length);
             relay->length = 0;
         }
+        relay->pending[relay->length++] = chunk[i];
     }
 }

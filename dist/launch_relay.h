@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "gradcache/error.h"
+
 /* The longest line passed on whole; a longer one is cut into lines of this length. */
 #define GC_RELAY_LINE_MAX (64u << 10)
 
@@ -18,7 +20,9 @@ typedef struct gc_relay {
     size_t length;
 } gc_relay;
 
-void gc_relay_init(gc_relay *relay, int fd, FILE *out, int rank);
+/* Takes `fd` over. GC_ERR_OUT_OF_MEMORY (recorded) when the line buffer cannot be had: then
+ * `fd` stays the caller's and the relay is closed (fd -1). */
+gc_status gc_relay_init(gc_relay *relay, int fd, FILE *out, int rank);
 /* Reads what the pipe holds and writes out every finished line; at end of file, writes the
  * unfinished rest as a line of its own and closes the pipe. */
 void gc_relay_read(gc_relay *relay);

@@ -9,13 +9,16 @@
 #include <string.h>
 #include <unistd.h>
 
+/* DIR/KIND.RANK holding the pid, written whole or not at all (a temporary file renamed):
+ * a process stopped while writing must not leave an empty file for the tests to read. */
 static void write_pid(const char *dir, const char *kind, int rank, pid_t pid) {
-    char path[4096];
+    char path[4096], temporary[4200];
     snprintf(path, sizeof path, "%s/%s.%d", dir, kind, rank);
-    FILE *f = fopen(path, "w");
+    snprintf(temporary, sizeof temporary, "%s/.%s.%d.%d", dir, kind, rank, (int)getpid());
+    FILE *f = fopen(temporary, "w");
     if (f) {
         fprintf(f, "%d\n", (int)pid);
-        fclose(f);
+        if (fclose(f) == 0) rename(temporary, path);
     }
 }
 
@@ -43,6 +46,12 @@ int main(int argc, char **argv) {
             for (int n = 0; mine && n < atoi(value); n++) fputc('x', stderr);
             if (mine) fputc('\n', stderr);
             i++;
+        } else if (strcmp(flag, "--nul") == 0) { /* a line with a NUL byte inside */
+            if (mine) fwrite("before\0after\n", 1, 13, stdout);
+        } else if (strcmp(flag, "--sigpipe") == 0) { /* SIGPIPE's disposition, as exec left it */
+            struct sigaction current;
+            sigaction(SIGPIPE, NULL, &current);
+            if (mine) printf("sigpipe %s\n", current.sa_handler == SIG_IGN ? "ignored" : "default");
         } else if (strcmp(flag, "--no-newline") == 0) {
             if (mine) printf("unfinished");
         } else if (strcmp(flag, "--pids") == 0) { /* DIR/pid.RANK */

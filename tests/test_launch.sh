@@ -75,6 +75,25 @@ awk '{ print length($0) }' "$work/stderr" | sort -n | uniq -c | tr -s ' ' | grep
     awk '{ print length($0) }' "$work/stderr" | sort -n | uniq -c | tr -s ' ' | grep -q "^ 4 65540$" ||
     fail "the long lines: $(awk '{ print length($0) }' "$work/stderr" | sort -n | uniq -c | tr '\n' ' ')"
 
+# a line of exactly 65,536 bytes passes whole (no empty line after it); a NUL byte passes too
+expect_status 0 20 "$gradcache" launch -n 1 -- "$child" --long-line 65536 --nul
+checks=$((checks + 1))
+[ "$(awk '{ print length($0) }' "$work/stderr" | tr '\n' ' ')" = "65540 " ] ||
+    fail "a line of 65,536 bytes: line lengths $(awk '{ print length($0) }' "$work/stderr" | tr '\n' ' ')"
+checks=$((checks + 1))
+cmp -s "$work/stdout" <(printf '[0] before\0after\n') || fail "a NUL byte: $(od -c "$work/stdout" | head -2)"
+
+# the reader of the launcher's output going away costs that output, not the run: the
+# launcher does not die of SIGPIPE, the processes finish, their status is the launcher's
+checks=$((checks + 1))
+status=$(set -o pipefail; timeout 60 "$gradcache" launch -n 2 -- "$child" --lines 20000 --only 1 --exit 5 2>/dev/null |
+    head -1 >/dev/null; echo $?)
+[ "$status" -eq 5 ] || fail "the output's reader gone: exit status $status, wanted 5 (a process's status)"
+# ... and the processes themselves get SIGPIPE's default disposition, not the launcher's
+expect_status 0 20 "$gradcache" launch -n 1 -- "$child" --sigpipe
+checks=$((checks + 1))
+[ "$(cat "$work/stdout")" = "[0] sigpipe default" ] || fail "the processes' SIGPIPE: $(cat "$work/stdout")"
+
 # one process fails: the launcher exits with its status, the others (and what they started)
 # are stopped well before their sleep ends
 expect_status 3 10 "$gradcache" launch -n 3 -- "$child" --pids "$work/pids" --grandchild "$work/pids" \
@@ -84,7 +103,7 @@ expect_status 137 10 "$gradcache" launch -n 3 -- "$child" --pids "$work/pids" --
 expect_none_left "a process killed by SIGKILL"
 
 # signals sent to the launcher reach every process
-for signal in TERM INT; do
+for signal in TERM INT HUP QUIT; do
     checks=$((checks + 1))
     status=0
     timeout 60 "$gradcache" launch -n 2 -- "$child" --pids "$work/pids" --grandchild "$work/pids" --sleep 30 \

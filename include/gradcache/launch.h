@@ -11,9 +11,15 @@
  * Failure handling: when one process exits with a non-zero status or is killed by a signal,
  * the launcher sends SIGTERM to every other one (to its whole process group, so that what
  * it started goes too), then SIGKILL after grace_seconds, waits for all of them, and
- * returns the first failure's status. SIGINT and SIGTERM sent to the launcher are forwarded
- * to every process the same way. Each process also gets SIGKILL if the launcher itself dies
- * (Linux's parent-death signal), so that no process of the run outlives it. */
+ * returns the first failure's status. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to the
+ * launcher are forwarded to every process the same way. Each process also gets SIGKILL if the
+ * launcher itself dies (Linux's parent-death signal), so that no process of the run outlives it.
+ *
+ * For a program calling it: while it runs, gc_launch handles those signals and SIGCHLD and
+ * ignores SIGPIPE (a reader of its output going away costs that output, not the run), then
+ * puts the caller's dispositions back; the processes start with the caller's dispositions.
+ * It waits for its own processes only, so the caller's other children stay the caller's.
+ * Not reentrant: one gc_launch at a time per program. */
 #ifndef GRADCACHE_LAUNCH_H
 #define GRADCACHE_LAUNCH_H
 
