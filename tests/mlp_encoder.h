@@ -1,5 +1,7 @@
-/* The small model of the GradCache tests (test_cache.c, test_cache_precision.c): a two-layer
- * MLP encoder with dropout, and the parameter gradients of encoders as one f64 vector. */
+/* The small encoder and loss the GradCache tests share (test_cache.c, test_cache_precision.c):
+ * a two-layer MLP with dropout over plain ops, the same weights in another dtype, the InfoNCE
+ * loss written out with ops (the reference's targets), and the comparison of two steps'
+ * gradients. */
 #ifndef GC_TESTS_MLP_ENCODER_H
 #define GC_TESTS_MLP_ENCODER_H
 
@@ -30,13 +32,18 @@ static inline void make_parameters(mlp_encoder *e) {
     }
 }
 
-static inline mlp_encoder make_encoder(gc_dtype dtype, uint64_t seed, double dropout) {
+/* Philox gives the same values on every device, so an encoder is the same wherever it lives. */
+static inline mlp_encoder make_encoder_on(gc_device device, gc_dtype dtype, uint64_t seed, double dropout) {
     mlp_encoder e = {.dropout = dropout};
-    e.w1 = gc_uniform(GC_SHAPE(IN, HIDDEN), dtype, gc_cpu(), -0.5, 0.5, seed, 0);
-    e.b1 = gc_uniform(GC_SHAPE(HIDDEN), dtype, gc_cpu(), -0.1, 0.1, seed + 1, 0);
-    e.w2 = gc_uniform(GC_SHAPE(HIDDEN, DIM), dtype, gc_cpu(), -0.5, 0.5, seed + 2, 0);
+    e.w1 = gc_uniform(GC_SHAPE(IN, HIDDEN), dtype, device, -0.5, 0.5, seed, 0);
+    e.b1 = gc_uniform(GC_SHAPE(HIDDEN), dtype, device, -0.1, 0.1, seed + 1, 0);
+    e.w2 = gc_uniform(GC_SHAPE(HIDDEN, DIM), dtype, device, -0.5, 0.5, seed + 2, 0);
     make_parameters(&e);
     return e;
+}
+
+static inline mlp_encoder make_encoder(gc_dtype dtype, uint64_t seed, double dropout) {
+    return make_encoder_on(gc_cpu(), dtype, seed, dropout);
 }
 
 /* The same weights in another dtype (rounded into it), as fresh parameters. */
@@ -69,6 +76,29 @@ static inline gc_tensor *encoder_forward(void *state, const gc_batch *chunk) {
     gc_tensor *temporaries[] = {h, hb, r, d};
     for (int i = 0; i < 4; i++) gc_tensor_release(temporaries[i]);
     return out;
+}
+
+/* InfoNCE with dot products and temperature 0.5: query i's positive is passage i * (Np/Nq). */
+static inline gc_tensor *infonce(gc_tensor *const *reps, int count, void *args) {
+    (void)args;
+    REQUIRE(count == 2);
+    const gc_tensor *q = reps[0], *p = reps[1];
+    int64_t nq = q->shape[0], np = p->shape[0], group = np / nq;
+    gc_tensor *scores = gc_matmul(q, p, false, true);
+    gc_tensor *scaled = gc_div_scalar(scores, 0.5);
+    gc_tensor *log_probs = gc_log_softmax(scaled);
+    double *hot = calloc((size_t)(nq * np), sizeof *hot);
+    REQUIRE(hot);
+    for (int64_t i = 0; i < nq; i++) hot[i * np + i * group] = 1;
+    gc_tensor *one_hot_f64 = gc_from_host(hot, GC_SHAPE(nq, np), GC_F64, q->device);
+    gc_tensor *one_hot = gc_cast(one_hot_f64, q->dtype);
+    gc_tensor *picked = gc_mul(log_probs, one_hot);
+    gc_tensor *total = gc_sum_all(picked);
+    gc_tensor *loss = gc_mul_scalar(total, -1.0 / (double)nq);
+    gc_tensor *temporaries[] = {scores, scaled, log_probs, one_hot_f64, one_hot, picked, total};
+    for (int i = 0; i < 7; i++) gc_tensor_release(temporaries[i]);
+    free(hot);
+    return loss;
 }
 
 /* Gradients of every parameter after a step, as one f64 vector. */

@@ -6,29 +6,6 @@
 #include "check.h"
 #include "mlp_encoder.h"
 
-/* InfoNCE with dot products and temperature 0.5: query i's positive is passage i * (Np/Nq). */
-static gc_tensor *infonce(gc_tensor *const *reps, int count, void *args) {
-    (void)args;
-    REQUIRE(count == 2);
-    const gc_tensor *q = reps[0], *p = reps[1];
-    int64_t nq = q->shape[0], np = p->shape[0], group = np / nq;
-    gc_tensor *scores = gc_matmul(q, p, false, true);
-    gc_tensor *scaled = gc_div_scalar(scores, 0.5);
-    gc_tensor *log_probs = gc_log_softmax(scaled);
-    double *hot = calloc((size_t)(nq * np), sizeof *hot);
-    REQUIRE(hot);
-    for (int64_t i = 0; i < nq; i++) hot[i * np + i * group] = 1;
-    gc_tensor *one_hot_f64 = gc_from_host(hot, GC_SHAPE(nq, np), GC_F64, q->device);
-    gc_tensor *one_hot = gc_cast(one_hot_f64, q->dtype);
-    gc_tensor *picked = gc_mul(log_probs, one_hot);
-    gc_tensor *total = gc_sum_all(picked);
-    gc_tensor *loss = gc_mul_scalar(total, -1.0 / (double)nq);
-    gc_tensor *temporaries[] = {scores, scaled, log_probs, one_hot_f64, one_hot, picked, total};
-    for (int i = 0; i < 7; i++) gc_tensor_release(temporaries[i]);
-    free(hot);
-    return loss;
-}
-
 typedef struct scenario {
     const char *name;
     gc_dtype dtype;
