@@ -227,3 +227,12 @@ gc_status gc_dist_all_gather_host(gc_process_group *group, const void *mine, siz
     gc_tensor_release(output);
     return status;
 }
+
+gc_status gc_dist_any(gc_process_group *group, bool *flag) {
+    int32_t mine = *flag ? 1 : 0;
+    gc_tensor *t = gc_from_host(&mine, GC_SHAPE(1), GC_I32, gc_cpu());
+    gc_status status = t ? gc_dist_all_reduce(group, t, GC_DIST_MAX) : gc_last_status();
+    *flag = status != GC_OK || *(const int32_t *)gc_data(t) != 0;
+    gc_tensor_release(t);
+    return status;
+}

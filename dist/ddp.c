@@ -23,7 +23,13 @@ static gc_status launch(gc_ddp *ddp, gc_ddp_bucket *bucket) {
         gc_status status = restore_view(&ddp->slots[s]);
         if (status != GC_OK) return status;
     }
-    bucket->work = gc_dist_all_reduce_start(ddp->group, bucket->buffer, GC_DIST_AVG);
+    gc_tensor *reduced = bucket->buffer;
+    if (ddp->options.reduce_in_f32 && gc_dtype_size(reduced->dtype) == 2) {
+        bucket->wide = gc_cast(reduced, GC_F32); /* exact: f32 holds every f16 and bf16 value */
+        if (!bucket->wide) return gc_last_status();
+        reduced = bucket->wide;
+    }
+    bucket->work = gc_dist_all_reduce_start(ddp->group, reduced, GC_DIST_AVG);
     ddp->stats.all_reduces++;
     ddp->stats.bytes += (int64_t)gc_nbytes(bucket->buffer);
     return GC_OK;
@@ -80,6 +86,7 @@ void gc_ddp_free(gc_ddp *ddp) {
     if (!ddp) return;
     for (int b = 0; b < ddp->n_buckets; b++) {
         if (ddp->buckets[b].work) gc_dist_work_wait(ddp->buckets[b].work);
+        gc_tensor_release(ddp->buckets[b].wide);
         gc_tensor_release(ddp->buckets[b].buffer);
     }
     for (int s = 0; s < ddp->n_slots; s++) {
@@ -124,6 +131,14 @@ static gc_status finish(gc_ddp *ddp, bool check_unused) {
         if (!bucket->work) continue;
         gc_status done = gc_dist_work_wait(bucket->work);
         bucket->work = NULL;
+        if (bucket->wide) { /* the f32 average, rounded once into the half buffer */
+            gc_tensor *narrow = done == GC_OK ? gc_cast(bucket->wide, bucket->buffer->dtype) : NULL;
+            if (done == GC_OK && !narrow) done = gc_last_status();
+            if (narrow) done = gc_copy_(bucket->buffer, narrow);
+            gc_tensor_release(narrow);
+            gc_tensor_release(bucket->wide);
+            bucket->wide = NULL;
+        }
         if (status == GC_OK) status = done;
         bucket->pending = bucket->count;
     }

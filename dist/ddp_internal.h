@@ -18,6 +18,8 @@ typedef struct gc_ddp_slot {
 
 typedef struct gc_ddp_bucket {
     gc_tensor *buffer;   /* [numel]: the gradients of its slots, back to back */
+    gc_tensor *wide;     /* [numel] f32: with reduce_in_f32, a half buffer widened for the
+                          * all-reduce in flight; NULL otherwise */
     int first, count;    /* its slots: slots[first, first + count) */
     int pending;         /* slots not ready yet in this synced backward */
     gc_dist_work *work;  /* its all-reduce while in flight */

@@ -49,6 +49,12 @@ typedef struct gc_ddp_options {
      * gc_ddp_wait (its gradient would silently be stale); true: it is reduced as it is
      * (zero, or what it held) -- for models that use some parameters only some steps. */
     bool find_unused_parameters;
+    /* f16 and bf16 gradients: false reduces them in their own dtype (half the bytes on the
+     * wire; each addition rounded to the type, and a sum past 65504 is inf in f16 even when
+     * the average is not); true widens each half bucket to f32 for the all-reduce and rounds
+     * the average once (twice the bytes; what a loss-scaled f16 run near the top of the
+     * range needs). Other dtypes are reduced as they are either way. */
+    bool reduce_in_f32;
 } gc_ddp_options;
 
 typedef struct gc_ddp gc_ddp;

@@ -168,6 +168,12 @@ gc_tensor *gc_dist_all_gather(gc_process_group *group, const gc_tensor *input, i
  * positions, counters) without making tensors. */
 gc_status gc_dist_all_gather_host(gc_process_group *group, const void *mine, size_t size, void *all);
 
+/* *flag becomes true on every rank when it is true on any (one MAX all-reduce of one value):
+ * a verdict every rank must share, such as a loss scaler's found_inf (one rank's overflow
+ * skips the step everywhere, so the ranks' parameters never drift apart). On an error *flag
+ * is set true (a step that could not be agreed on is not taken). */
+gc_status gc_dist_any(gc_process_group *group, bool *flag);
+
 /* t (the same shape on every rank) becomes root's t on every rank. */
 gc_dist_work *gc_dist_broadcast_start(gc_process_group *group, gc_tensor *t, int root);
 gc_status gc_dist_broadcast(gc_process_group *group, gc_tensor *t, int root);
