@@ -22,10 +22,10 @@ typedef struct gc_training_batch {
     gc_batch inputs[2];                    /* {ids, mask} of each side, borrowing the above */
 } gc_training_batch;
 
-/* Tokenizes examples[0..count) of `pairs` on `device`. Returns GC_OK or an allocation error
- * (nothing left allocated). */
+/* Tokenizes examples[0..count) of `pairs` on `device`, the masks in mask_dtype (the model's).
+ * Returns GC_OK or an allocation error (nothing left allocated). */
 gc_status gc_training_batch_make(const gc_pairs *pairs, const int64_t *examples, int64_t count, int negatives,
-                                 int64_t max_length, gc_device device, gc_training_batch *batch);
+                                 int64_t max_length, gc_dtype mask_dtype, gc_device device, gc_training_batch *batch);
 void gc_training_batch_release(gc_training_batch *batch);
 
 #endif

@@ -6,7 +6,12 @@
  * the initial weights, the dropout masks and the data order come from three Philox streams
  * named by --seed, the data order of an epoch from (seed, epoch) alone. So a checkpoint
  * (train_state.h) holding the parameters, AdamW's state, the step count and the generators'
- * positions is all --resume needs to continue bitwise as if the run had never stopped. */
+ * positions is all --resume needs to continue bitwise as if the run had never stopped.
+ *
+ * --precision f16 / bf16: the model's parameters and activations in 16 bits, AdamW keeping
+ * f32 master weights (in the checkpoint too). With f16 a dynamic loss scaler (PyTorch's
+ * defaults) scales the loss once per step; a step with an inf or nan gradient on any rank is
+ * skipped everywhere (no update, the scale halved) and logged as such. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +27,7 @@
 #include "model_file.h"
 #include "pairs.h"
 #include "paths.h"
+#include "precision.h"
 #include "progress.h"
 #include "run_log.h"
 #include "train_flags.h"
@@ -76,6 +82,7 @@ static int load_data(trainer *t) {
     const gc_train_flags *f = &t->flags;
     int status = gc_device_from_flag("train", f->device, &t->device);
     if (!status) status = gc_train_dist_begin(&t->dist, f->batch_size, &t->device);
+    if (!status) status = gc_precision_check_device("train", f->precision, t->device);
     if (status) return status;
     if (f->mem_limit) gc_memory_set_limit(t->device, f->mem_limit);
     t->data_path = gc_data_path(f->data, "train");
@@ -99,7 +106,7 @@ static int load_data(trainer *t) {
 /* Data-parallel: the gradient bucketer, which also makes every rank start from rank 0's
  * parameters. */
 static int attach_bucketer(trainer *t) {
-    if (gc_train_dist_attach(&t->dist, &t->model.params) != GC_OK)
+    if (gc_train_dist_attach(&t->dist, &t->model.params, !t->flags.reduce_half) != GC_OK)
         return fail(1, "cannot set up data-parallel training: %s", gc_last_error());
     return 0;
 }
@@ -108,6 +115,7 @@ static int attach_bucketer(trainer *t) {
 static int build_model(trainer *t) {
     const gc_train_flags *f = &t->flags;
     gc_text_encoder_config config = gc_model_preset(f->model_size, f->max_length);
+    config.dtype = gc_precision_dtype(f->precision);
     if (gc_dual_encoder_init(&t->model, &config, f->tied, t->device, stream_seed((uint64_t)f->seed, STREAM_INIT)) !=
         GC_OK)
         return fail(1, "cannot build the model: %s", gc_last_error());
@@ -120,7 +128,9 @@ static int build_model(trainer *t) {
     int64_t passages = f->batch_size * (1 + f->hard_negatives);
     t->progress = (gc_train_progress){.chunk_sizes = {f->gc ? f->chunk_sizes[0] : f->batch_size,
                                                       f->gc ? f->chunk_sizes[1] : passages},
-                                      .rng = gc_rng_capture()};
+                                      .rng = gc_rng_capture(),
+                                      .scaled = f->precision == GC_PRECISION_F16};
+    gc_loss_scaler_init(&t->progress.scaler);
     if (!f->resume) return attach_bucketer(t);
     if (gc_train_state_load(t->checkpoint_path, &t->model, &t->optimizer, &t->progress, &t->settings,
                             gc_train_dist_rank(&t->dist), gc_train_dist_world(&t->dist)) != GC_OK)
@@ -162,12 +172,40 @@ static int set_up(trainer *t) {
         .auto_chunk = t->flags.gc && !t->dist.group, /* ranks could not agree on a retry */
         .group = t->dist.group,
         .ddp = t->dist.ddp,
+        .scaler = t->progress.scaled ? &t->progress.scaler : NULL, /* read at each step */
     };
     t->cache = gc_cache_new(&config);
     return 0;
 }
 
 static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
+
+/* With loss scaling: whether any gradient of any rank is inf or nan (one fused pass here,
+ * then the verdict agreed over the ranks, so that every rank skips the same steps). */
+static gc_status check_overflow(trainer *t, bool *skipped) {
+    *skipped = false;
+    if (!t->progress.scaled) return GC_OK;
+    gc_status status = gc_loss_scaler_check_grads(&t->model.params, skipped);
+    if (status == GC_OK && t->dist.group) status = gc_dist_any(t->dist.group, skipped);
+    return status;
+}
+
+/* Unscales (1 / loss_scale) and clips inside AdamW's f32 update: the gradients, 16-bit ones
+ * included, are never rewritten in place. */
+static gc_status clip_and_update(trainer *t, double loss, double loss_scale, double *grad_norm) {
+    double grad_scale = 1 / loss_scale;
+    gc_clear_error(); /* a nan norm with an error recorded means clipping ran out of memory */
+    *grad_norm = gc_clip_grad_scale(&t->model.params, MAX_GRAD_NORM, &grad_scale);
+    if (isnan(*grad_norm) && gc_last_status() != GC_OK) return gc_last_status();
+    if (!isfinite(loss) || isnan(*grad_norm)) {
+        /* an update would spread the nan into every parameter: stop while the last
+         * checkpoint is still sound (GC_ERR_FORMAT: the run, as given, cannot go on) */
+        gc_set_error(GC_ERR_FORMAT, "the loss is %g and the gradient norm %g: the run diverged (lower --lr?)", loss,
+                     *grad_norm);
+        return GC_ERR_FORMAT;
+    }
+    return gc_adamw_step_scaled(&t->optimizer, grad_scale);
+}
 
 /* Step t->progress.step + 1: the batch, the gradients, clipping and the AdamW update. */
 static gc_status run_step(trainer *t, gc_step_record *record) {
@@ -183,7 +221,8 @@ static gc_status run_step(trainer *t, gc_step_record *record) {
     gc_train_dist_share(&t->dist, f->batch_size, &share_start, &share); /* this rank's examples */
     gc_training_batch batch;
     gc_status status = gc_training_batch_make(&t->pairs, t->order + position + share_start, share,
-                                              (int)f->hard_negatives, f->max_length, t->device, &batch);
+                                              (int)f->hard_negatives, f->max_length,
+                                              gc_precision_dtype(f->precision), t->device, &batch);
     if (status != GC_OK) return status;
     gc_memory_reset_peak(t->device);
     gc_cache_report report = {0};
@@ -192,18 +231,12 @@ static gc_status run_step(trainer *t, gc_step_record *record) {
     else status = gc_cache_full_batch_step(t->cache, batch.inputs, &loss);
     gc_training_batch_release(&batch);
     if (status != GC_OK) return status;
-    gc_clear_error(); /* a nan norm with an error recorded means clipping ran out of memory */
-    double grad_norm = gc_clip_grad_norm(&t->model.params, MAX_GRAD_NORM);
-    if (isnan(grad_norm) && gc_last_status() != GC_OK) return gc_last_status();
-    if (!isfinite(loss) || isnan(grad_norm)) {
-        /* an update would spread the nan into every parameter: stop while the last
-         * checkpoint is still sound (GC_ERR_FORMAT: the run, as given, cannot go on) */
-        gc_set_error(GC_ERR_FORMAT, "the loss is %g and the gradient norm %g: the run diverged (lower --lr?)", loss,
-                     grad_norm);
-        return GC_ERR_FORMAT;
-    }
+    double loss_scale = t->progress.scaled ? t->progress.scaler.scale : 1, grad_norm = NAN;
+    bool skipped = false;
+    status = check_overflow(t, &skipped);
     t->optimizer.lr = gc_lr_at(&t->schedule, step);
-    status = gc_adamw_step(&t->optimizer);
+    if (status == GC_OK && !skipped) status = clip_and_update(t, loss, loss_scale, &grad_norm);
+    if (status == GC_OK && t->progress.scaled) gc_loss_scaler_update(&t->progress.scaler, skipped);
     gc_train_dist_zero_grad(&t->dist, &t->model.params);
     if (status != GC_OK) return status;
     gc_device_synchronize(t->device);
@@ -221,7 +254,9 @@ static gc_status run_step(trainer *t, gc_step_record *record) {
                                .examples_per_second = (double)f->batch_size / seconds,
                                .seconds = seconds,
                                .peak_bytes = peak,
-                               .chunk_sizes = {t->progress.chunk_sizes[0], t->progress.chunk_sizes[1]}};
+                               .chunk_sizes = {t->progress.chunk_sizes[0], t->progress.chunk_sizes[1]},
+                               .loss_scale = loss_scale,
+                               .skipped = skipped};
     t->progress.step = step + 1;
     return GC_OK;
 }

@@ -20,9 +20,9 @@ int gc_train_dist_begin(gc_train_dist *dist, int64_t batch_size, gc_device *devi
     return 0;
 }
 
-gc_status gc_train_dist_attach(gc_train_dist *dist, const gc_param_list *params) {
+gc_status gc_train_dist_attach(gc_train_dist *dist, const gc_param_list *params, bool reduce_in_f32) {
     if (!dist->group) return GC_OK;
-    dist->ddp = gc_ddp_new(dist->group, params, &(gc_ddp_options){0});
+    dist->ddp = gc_ddp_new(dist->group, params, &(gc_ddp_options){.reduce_in_f32 = reduce_in_f32});
     return dist->ddp ? GC_OK : gc_last_status();
 }
 

@@ -21,8 +21,9 @@ typedef struct gc_train_dist {
  * (TCP for the CPU; NCCL on cuda:LOCAL_RANK, which *device becomes, for CUDA). Returns 0 or
  * the exit status after one line naming the problem. */
 int gc_train_dist_begin(gc_train_dist *dist, int64_t batch_size, gc_device *device);
-/* The bucketer over the model's parameters (which it broadcasts from rank 0). */
-gc_status gc_train_dist_attach(gc_train_dist *dist, const gc_param_list *params);
+/* The bucketer over the model's parameters (which it broadcasts from rank 0); half
+ * gradients reduced in f32 or in their own dtype (gc_ddp_options.reduce_in_f32). */
+gc_status gc_train_dist_attach(gc_train_dist *dist, const gc_param_list *params, bool reduce_in_f32);
 void gc_train_dist_end(gc_train_dist *dist);
 
 int gc_train_dist_rank(const gc_train_dist *dist);

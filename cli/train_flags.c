@@ -6,6 +6,7 @@
 #include "flags.h"
 #include "model.h"
 #include "numbers.h"
+#include "precision.h"
 #include "train_flags.h"
 
 #define SUMMARY                                                                                              \
@@ -44,11 +45,15 @@ int gc_train_flags_parse(int argc, char **argv, gc_train_flags *f) {
         {"out", GC_FLAG_STRING, &f->out, 0, 0, NULL, "the run folder (log, checkpoint, model)"},
         {"model-size", GC_FLAG_CHOICE, &f->model_size, 0, 0, gc_model_size_names, "the encoder preset"},
         {"max-length", GC_FLAG_INT, &f->max_length, 2, 4096, NULL, "tokens per text ([CLS] and UTF-8 bytes)"},
+        {"precision", GC_FLAG_CHOICE, &f->precision, 0, 0, gc_precision_names,
+         "parameters and activations: f32, or f16 / bf16 with f32 master weights (f16: loss scaling)"},
         {"tied", GC_FLAG_BOOL, &f->tied, 0, 0, NULL, "one encoder for queries and passages"},
         {"batch-size", GC_FLAG_INT, &f->batch_size, 1, 1 << 24, NULL, "examples per step"},
         {"gc", GC_FLAG_BOOL, &f->gc, 0, 0, NULL, "compute each step with Gradient Cache"},
         {"gc-chunk-size", GC_FLAG_STRING, &f->gc_chunk_size, 0, 0, NULL,
          "rows per chunk with --gc: N, or N,M for queries and passages (default 8)"},
+        {"reduce-half", GC_FLAG_BOOL, &f->reduce_half, 0, 0, NULL,
+         "data-parallel f16/bf16: average gradients in their own dtype (half the traffic) instead of f32"},
         {"device", GC_FLAG_CHOICE, &f->device, 0, 0, gc_device_flag_choices, "where to train (cuda: the first GPU)"},
         {"mem-limit", GC_FLAG_SIZE, &f->mem_limit, 0, 0, NULL, "a byte limit on the device's memory, e.g. 512M"},
         {"steps", GC_FLAG_INT, &f->steps, 0, 1e12, NULL, "steps to train (0: as --epochs says)"},
@@ -97,6 +102,8 @@ void gc_train_flags_settings(const gc_train_flags *f, const gc_pairs *pairs, gc_
     gc_metadata_set(s, "flag.model-size", "%s", gc_model_size_names[f->model_size]);
     gc_metadata_set(s, "flag.max-length", "%lld", (long long)f->max_length);
     gc_metadata_set(s, "flag.tied", "%s", yes_no(f->tied));
+    /* another precision computes other numbers, and its checkpoint holds other tensors */
+    gc_metadata_set(s, "flag.precision", "%s", gc_precision_names[f->precision]);
     gc_metadata_set(s, "flag.batch-size", "%lld", (long long)f->batch_size);
     /* how a step is computed too: GradCache agrees with a plain step only to rounding */
     gc_metadata_set(s, "flag.gc", "%s", yes_no(f->gc));

@@ -13,10 +13,12 @@
 typedef struct gc_train_flags {
     const char *data, *out, *gc_chunk_size;
     int model_size, device;    /* indices into gc_model_size_names and gc_device_flag_choices */
+    int precision;             /* GC_PRECISION_* (cli/precision.h) */
     int64_t max_length, batch_size, steps, epochs, hard_negatives, seed, log_every, save_every, stop_after;
     double lr, temperature;
     size_t mem_limit;
     bool tied, gc, resume;
+    bool reduce_half;          /* data-parallel f16/bf16: reduce gradients in their dtype, not f32 */
     int64_t chunk_sizes[2];    /* --gc-chunk-size parsed: query, passage rows per chunk */
 } gc_train_flags;
 

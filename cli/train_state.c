@@ -2,7 +2,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <float.h>
+
 #include "model_file.h"
+#include "numbers.h"
 #include "train_state.h"
 
 #define OPTIMIZER_PREFIX "optimizer"
@@ -33,6 +36,12 @@ gc_status gc_train_state_save(const char *path, const gc_dual_encoder *model, co
     gc_metadata_set(&metadata, "train.query_chunk_size", "%lld", (long long)progress->chunk_sizes[0]);
     gc_metadata_set(&metadata, "train.passage_chunk_size", "%lld", (long long)progress->chunk_sizes[1]);
     gc_metadata_set(&metadata, "optimizer.step", "%lld", (long long)optimizer->step);
+    if (progress->scaled) {
+        char scale[32];
+        gc_metadata_set(&metadata, "scaler.scale", "%s", gc_format_exact(progress->scaler.scale, scale, sizeof scale));
+        gc_metadata_set(&metadata, "scaler.growth_tracker", "%lld", (long long)progress->scaler.growth_tracker);
+        gc_metadata_set(&metadata, "scaler.skipped_steps", "%lld", (long long)progress->scaler.skipped_steps);
+    }
     if (world > 1) gc_metadata_set(&metadata, "dist.world_size", "%d", world);
     for (int rank = 0; rank < world; rank++) {
         const gc_rng_context *rng = world > 1 ? &ranks[rank] : &progress->rng;
@@ -115,6 +124,23 @@ static gc_status read_progress(const gc_safetensors *file, const char *path, gc_
     return status;
 }
 
+/* The loss scaler's state (f16 runs), into progress->scaler (its constants already set). */
+static gc_status read_scaler(const gc_safetensors *file, const char *path, gc_train_progress *progress) {
+    gc_loss_scaler *scaler = &progress->scaler;
+    gc_status status = gc_metadata_read_double(file, path, "scaler.scale", &scaler->scale);
+    if (status == GC_OK)
+        status = gc_metadata_read_int(file, path, "scaler.growth_tracker", 0, scaler->growth_interval - 1,
+                                      &scaler->growth_tracker);
+    if (status == GC_OK)
+        status = gc_metadata_read_int(file, path, "scaler.skipped_steps", 0, INT64_MAX, &scaler->skipped_steps);
+    if (status == GC_OK && !(scaler->scale > 0 && scaler->scale <= FLT_MAX)) {
+        gc_set_error(GC_ERR_FORMAT, "%s: scaler.scale is %g (a loss scale is in (0, %g])", path, scaler->scale,
+                     (double)FLT_MAX);
+        status = GC_ERR_FORMAT;
+    }
+    return status;
+}
+
 /* The optimizer's entries of `file`, as CPU tensors (gc_adamw_load_state copies them). */
 static gc_status read_optimizer_state(const gc_safetensors *file, gc_param_list *state) {
     for (int i = 0; i < gc_safetensors_count(file); i++) {
@@ -138,6 +164,7 @@ gc_status gc_train_state_load(const char *path, gc_dual_encoder *model, gc_adamw
     status = check_settings(file, path, settings);
     if (status == GC_OK) status = check_world(file, path, world);
     if (status == GC_OK) status = read_progress(file, path, progress, &optimizer_step, rank);
+    if (status == GC_OK && progress->scaled) status = read_scaler(file, path, progress);
     if (status == GC_OK) status = read_optimizer_state(file, &state);
     gc_safetensors_close(file);
     if (status == GC_OK) status = gc_safetensors_load_into(path, &model->params);

@@ -12,7 +12,11 @@
  *     data-parallel run those of rank 0, with "rng.rank<R>.<device>.seed" and ".offset" for
  *     every other rank R, and "dist.world_size" (absent: 1) -- each rank draws its own masks,
  *     so a run resumes only with as many processes as wrote it;
- *   - the run's settings ("flag.<name>": every flag that decides what the run computes). */
+ *   - with --precision f16 or bf16, AdamW's f32 master weights ("optimizer.master.<param>";
+ *     the parameters hold the masters rounded to 16 bits) and, with f16, the loss scaler's
+ *     state: "scaler.scale" (exact), "scaler.growth_tracker", "scaler.skipped_steps";
+ *   - the run's settings ("flag.<name>": every flag that decides what the run computes,
+ *     --precision among them: a checkpoint of another precision is refused, naming it). */
 #ifndef GC_CLI_TRAIN_STATE_H
 #define GC_CLI_TRAIN_STATE_H
 
@@ -23,6 +27,8 @@ typedef struct gc_train_progress {
     int64_t step, epoch, position;
     int64_t chunk_sizes[2]; /* query, passage */
     gc_rng_context rng;
+    bool scaled;             /* f16: the loss scaler below is part of the state */
+    gc_loss_scaler scaler;
 } gc_train_progress;
 
 /* Writes the checkpoint to `path` atomically; ranks[world] are the random-number states of

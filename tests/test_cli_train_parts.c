@@ -121,7 +121,7 @@ static bool row_spells(const gc_tensor *ids, int64_t row, const char *text) {
 static void batch_with_missing_negatives(void *pairs) {
     int64_t examples[] = {0};
     gc_training_batch batch;
-    gc_training_batch_make(pairs, examples, 1, 2, 4, gc_cpu(), &batch);
+    gc_training_batch_make(pairs, examples, 1, 2, 4, GC_F32, gc_cpu(), &batch);
 }
 
 static void test_training_batch(void) {
@@ -130,9 +130,10 @@ static void test_training_batch(void) {
     REQUIRE(gc_pairs_parse(data, sizeof data - 1, "memory", &pairs) == GC_OK);
     int64_t examples[] = {2, 0};
     gc_training_batch batch;
-    REQUIRE(gc_training_batch_make(&pairs, examples, 2, 1, 4, gc_cpu(), &batch) == GC_OK);
+    REQUIRE(gc_training_batch_make(&pairs, examples, 2, 1, 4, GC_BF16, gc_cpu(), &batch) == GC_OK);
     CHECK(batch.query_ids->shape[0] == 2 && batch.query_ids->shape[1] == 4);
     CHECK(batch.passage_ids->shape[0] == 4 && batch.passage_mask->shape[0] == 4);
+    CHECK(batch.query_mask->dtype == GC_BF16 && batch.passage_mask->dtype == GC_BF16); /* the model's dtype */
     CHECK(row_spells(batch.query_ids, 0, "q2") && row_spells(batch.query_ids, 1, "q0"));
     /* each positive followed by its negatives: the layout the contrastive loss expects */
     CHECK(row_spells(batch.passage_ids, 0, "p2") && row_spells(batch.passage_ids, 1, "n2"));
