@@ -102,7 +102,7 @@ for precision in bf16 f16; do
 done
 check [ "$(field "$work/bf16/log.jsonl" 20 loss_scale)" = 1 ] "bf16: a loss scale in the log"
 skipped=$(grep -c '"skipped":true' "$work/f16/log.jsonl")
-check [ "$skipped" -ge 1 ] && [ "$skipped" -le 4 ] "f16: $skipped steps skipped, expected 1 to 4"
+check [ "$skipped" -ge 1 -a "$skipped" -le 4 ] "f16: $skipped steps skipped, expected 1 to 4"
 check [ "$(field "$work/f16/log.jsonl" 20 loss_scale)" = $((65536 >> skipped)) ] \
     "f16: final loss scale $(field "$work/f16/log.jsonl" 20 loss_scale) after $skipped skipped steps"
 check awk -v first="$(field "$work/f16/log.jsonl" 1 loss)" -v last="$(field "$work/f16/log.jsonl" 20 loss)" \
