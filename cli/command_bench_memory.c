@@ -8,11 +8,13 @@
 #include "bytes.h"
 #include "int_list.h"
 #include "output_file.h"
+#include "precision.h"
 
 typedef struct memory_options {
     const char *batches, *chunks, *csv, *svg;
     size_t mem_limit;
     int64_t reps, warmup;
+    int precision; /* GC_PRECISION_*: the model's dtype */
 } memory_options;
 
 /* The batch sizes of the plain step: the batches asked for and the chunk sizes, so that
@@ -92,15 +94,15 @@ static int sweep(const memory_options *options, const gc_bench_model_options *mo
     if (options->mem_limit) gc_memory_set_limit(device, options->mem_limit);
     size_t limit = gc_memory_get_stats(device).limit_bytes; /* --mem-limit, or GC_MEM_LIMIT */
     gc_bench_setup setup;
-    if (gc_bench_setup_init(&setup, model, GC_F32, device) != GC_OK) {
+    if (gc_bench_setup_init(&setup, model, gc_precision_dtype(options->precision), device) != GC_OK) {
         fprintf(stderr, "gradcache bench memory: the model alone does not fit: %s\n", gc_last_error());
         return 1;
     }
     char model_text[200], device_text[16], limit_text[32], title[160];
     gc_device_str(device, device_text, sizeof device_text);
-    printf("gradcache bench memory: %s, %lld parameters, %s, %s, step time: median of %lld\n",
+    printf("gradcache bench memory: %s, %lld parameters in %s, %s, %s, step time: median of %lld\n",
            gc_bench_model_describe(model, model_text, sizeof model_text),
-           (long long)gc_param_list_numel(&setup.model.params), device_text,
+           (long long)gc_param_list_numel(&setup.model.params), gc_precision_names[options->precision], device_text,
            limit ? gc_format_bytes((double)limit, limit_text, 32) : "no memory limit", (long long)options->reps);
     printf("  %-6s %7s %7s %14s %12s %10s %12s\n", "mode", "batch", "chunk", "peak bytes", "peak", "step ms",
            "peak/plain");
@@ -120,7 +122,8 @@ static int sweep(const memory_options *options, const gc_bench_model_options *mo
         fflush(stdout);
     }
     gc_bench_setup_free(&setup);
-    snprintf(title, sizeof title, "Peak memory of one training step, plain and GradCache (%s)", device_text);
+    snprintf(title, sizeof title, "Peak memory of one training step, plain and GradCache (%s, %s)", device_text,
+             gc_precision_names[options->precision]);
     const char *titles[2] = {title, model_text};
     if (status == 0 && options->csv) status = write_output(options->csv, rows, count, titles, limit, false);
     if (status == 0 && options->svg) status = write_output(options->svg, rows, count, titles, limit, true);
@@ -138,6 +141,8 @@ int gc_command_bench_memory(int argc, char **argv) {
         {"svg", GC_FLAG_STRING, &options.svg, 0, 0, NULL, "draw the results as an SVG chart in this file"},
         {"reps", GC_FLAG_INT, &options.reps, 1, GC_BENCH_MAX_REPS, NULL, "measured steps per run (median time)"},
         {"warmup", GC_FLAG_INT, &options.warmup, 0, 100, NULL, "unmeasured steps before them"},
+        {"precision", GC_FLAG_CHOICE, &options.precision, 0, 0, gc_precision_names,
+         "the model's parameters and activations (f16 and bf16: 16-bit storage)"},
         GC_BENCH_MODEL_FLAGS(model),
     };
     int parsed = gc_flags_parse("bench memory",
@@ -151,6 +156,7 @@ int gc_command_bench_memory(int argc, char **argv) {
     if (!usage) usage = gc_int_list_parse("bench memory", "chunks", options.chunks, 1, 1 << 20, &chunks);
     if (!usage) usage = plain_batch_sizes(&batches, &chunks, &plain_batches);
     if (!usage) usage = gc_bench_model_check("bench memory", &model, &device);
+    if (!usage) usage = gc_precision_check_device("bench memory", options.precision, device);
     if (!usage) usage = check_output("csv", options.csv);
     if (!usage) usage = check_output("svg", options.svg);
     if (usage) return usage;

@@ -1,14 +1,20 @@
 /* gradcache bench speed: the step time of GradCache against the plain step at the same
- * batch, for several chunk sizes, and the ratios next to the theory's. */
+ * batch, for several chunk sizes, and the ratios next to the theory's; with several
+ * --precision values, each measured in the same run, with the time against f32's. */
 #include <stdio.h>
 
 #include "bench_commands.h"
 #include "int_list.h"
+#include "precision.h"
 
-static void print_speed_row(const char *mode, int64_t chunk, const gc_bench_result *run, const gc_bench_result *plain) {
-    printf("  %-6s %7lld %10.2f %11.2f", mode, (long long)chunk, run->step_ms, run->step_ms / plain->step_ms);
-    if (run != plain)
-        printf(" %11.2f %16.2f", run->forward_ms, 1 + run->forward_ms / plain->step_ms);
+/* One row; f32 is the same run in f32 (NULL when f32 was not measured, or is this one). */
+static void print_speed_row(int precision, const char *mode, int64_t chunk, const gc_bench_result *run,
+                            const gc_bench_result *plain, const gc_bench_result *f32) {
+    printf("  %-5s %-6s %7lld %10.2f %11.2f", gc_precision_names[precision], mode, (long long)chunk, run->step_ms,
+           run->step_ms / plain->step_ms);
+    if (f32) printf(" %9.2f", run->step_ms / f32->step_ms);
+    else printf(" %9s", "-");
+    if (run != plain) printf(" %11.2f %16.2f", run->forward_ms, 1 + run->forward_ms / plain->step_ms);
     putchar('\n');
 }
 
@@ -21,44 +27,63 @@ static int measure(gc_bench_setup *setup, int64_t batch, int64_t chunk, int warm
     return 1;
 }
 
-static int speed(const gc_bench_model_options *model, gc_device device, int64_t batch, const gc_int_list *chunks,
-                 int warmup, int reps) {
+/* The plain step and each chunk size in one precision: runs[0] plain, runs[1 + c] chunk c.
+ * f32_runs: the same in f32 when measured before (NULL otherwise). 0, or 1 after a line. */
+static int speed_in(int precision, const gc_bench_model_options *model, gc_device device, int64_t batch,
+                    const gc_int_list *chunks, int warmup, int reps, gc_bench_result *runs,
+                    const gc_bench_result *f32_runs) {
     gc_bench_setup setup;
-    if (gc_bench_setup_init(&setup, model, GC_F32, device) != GC_OK) {
-        fprintf(stderr, "gradcache bench speed: the model: %s\n", gc_last_error());
+    if (gc_bench_setup_init(&setup, model, gc_precision_dtype(precision), device) != GC_OK) {
+        fprintf(stderr, "gradcache bench speed: the model in %s: %s\n", gc_precision_names[precision], gc_last_error());
         return 1;
     }
+    int status = measure(&setup, batch, 0, warmup, reps, &runs[0]);
+    if (status == 0) print_speed_row(precision, "plain", batch, &runs[0], &runs[0], f32_runs);
+    for (int c = 0; c < chunks->count && status == 0; c++) {
+        if (chunks->values[c] > batch) continue;
+        status = measure(&setup, batch, chunks->values[c], warmup, reps, &runs[1 + c]);
+        if (status == 0)
+            print_speed_row(precision, "gc", chunks->values[c], &runs[1 + c], &runs[0], f32_runs ? &f32_runs[1 + c] : NULL);
+        fflush(stdout);
+    }
+    gc_bench_setup_free(&setup);
+    return status;
+}
+
+static int speed(const gc_bench_model_options *model, gc_device device, int64_t batch, const gc_int_list *chunks,
+                 const int *precisions, int n_precisions, int warmup, int reps) {
     char model_text[200], device_text[16];
     printf("gradcache bench speed: %s, batch %lld, %s, median of %d steps after %d warm-up\n",
            gc_bench_model_describe(model, model_text, sizeof model_text), (long long)batch,
            gc_device_str(device, device_text, sizeof device_text), reps, warmup);
-    printf("  %-6s %7s %10s %11s %11s %16s\n", "mode", "chunk", "step ms", "time/plain", "forward ms",
-           "1+forward/plain");
-    gc_bench_result plain, run;
-    int status = measure(&setup, batch, 0, warmup, reps, &plain);
-    if (status == 0) print_speed_row("plain", batch, &plain, &plain);
-    for (int c = 0; c < chunks->count && status == 0; c++) {
-        if (chunks->values[c] > batch) continue;
-        status = measure(&setup, batch, chunks->values[c], warmup, reps, &run);
-        if (status == 0) print_speed_row("gc", chunks->values[c], &run, &plain);
-        fflush(stdout);
+    printf("  %-5s %-6s %7s %10s %11s %9s %11s %16s\n", "prec", "mode", "chunk", "step ms", "time/plain", "time/f32",
+           "forward ms", "1+forward/plain");
+    gc_bench_result runs[GC_PRECISION_COUNT][1 + GC_INT_LIST_MAX];
+    const gc_bench_result *f32_runs = NULL;
+    int status = 0;
+    for (int p = 0; p < n_precisions && status == 0; p++) {
+        int precision = precisions[p];
+        status = speed_in(precision, model, device, batch, chunks, warmup, reps, runs[p], f32_runs);
+        if (precision == GC_PRECISION_F32) f32_runs = runs[p];
     }
     if (status == 0)
         printf("theory: GradCache = plain + one graph-less forward, about 4/3 of the plain step when a backward\n"
-               "costs two forwards; '1+forward/plain' is that prediction from the measured forward.\n");
-    gc_bench_setup_free(&setup);
+               "costs two forwards; '1+forward/plain' is that prediction from the measured forward. 'time/f32':\n"
+               "against the same step in f32 (measured first: list f32 first in --precision to get it).\n");
     return status;
 }
 
 int gc_command_bench_speed(int argc, char **argv) {
     gc_bench_model_options model = {.dim = 32, .layers = 2, .heads = 4, .hidden = 64, .max_length = 16, .dropout = 0.1};
     int64_t batch = 256, reps = 3, warmup = 1;
-    const char *chunk_text = "16,32,64,128";
+    const char *chunk_text = "16,32,64,128", *precision_text = "f32";
     gc_flag flags[] = {
         {"batch-size", GC_FLAG_INT, &batch, 1, 1 << 20, NULL, "query/passage pairs per step"},
         {"chunks", GC_FLAG_STRING, &chunk_text, 0, 0, NULL, "GradCache chunk sizes, comma-separated"},
         {"reps", GC_FLAG_INT, &reps, 1, GC_BENCH_MAX_REPS, NULL, "measured steps per run (median time)"},
         {"warmup", GC_FLAG_INT, &warmup, 0, 100, NULL, "unmeasured steps before them"},
+        {"precision", GC_FLAG_STRING, &precision_text, 0, 0, NULL,
+         "the model's dtypes, comma-separated, each measured in turn: f32, f16, bf16"},
         GC_BENCH_MODEL_FLAGS(model),
     };
     int parsed = gc_flags_parse("bench speed",
@@ -68,8 +93,12 @@ int gc_command_bench_speed(int argc, char **argv) {
     if (parsed) return parsed == 1 ? 0 : parsed;
     gc_int_list chunks;
     gc_device device;
+    int precisions[GC_PRECISION_COUNT];
     int usage = gc_int_list_parse("bench speed", "chunks", chunk_text, 1, 1 << 20, &chunks);
+    int n_precisions = usage ? 0 : gc_precision_list_parse("bench speed", precision_text, precisions);
+    if (n_precisions < 0) usage = 2;
     if (!usage) usage = gc_bench_model_check("bench speed", &model, &device);
+    for (int p = 0; p < n_precisions && !usage; p++) usage = gc_precision_check_device("bench speed", precisions[p], device);
     if (usage) return usage;
-    return speed(&model, device, batch, &chunks, (int)warmup, (int)reps);
+    return speed(&model, device, batch, &chunks, precisions, n_precisions, (int)warmup, (int)reps);
 }

@@ -75,9 +75,18 @@ grep -q 'does not fit' "$dir/limit.svg" || fail "bench memory --mem-limit: the c
 # --- bench speed: the ratios ---
 expect_status 0 bench speed --batch-size 32 --chunks 8,16,64 --reps 1 --warmup 0
 grep -q 'time/plain' "$dir/out" || fail "bench speed: no ratio column"
-grep -Eq '^  gc  *8  *[0-9.]+  *[0-9]+\.[0-9]{2}  *[0-9.]+  *[0-9]+\.[0-9]{2}$' "$dir/out" ||
+grep -Eq '^  f32  *gc  *8  *[0-9.]+  *[0-9]+\.[0-9]{2}  *-  *[0-9.]+  *[0-9]+\.[0-9]{2}$' "$dir/out" ||
     fail "bench speed: no ratios for chunk 8: $(cat "$dir/out")"
-grep -q '^  gc  *64 ' "$dir/out" && fail "bench speed: a chunk larger than the batch was run"
+grep -q '^  f32  *gc  *64 ' "$dir/out" && fail "bench speed: a chunk larger than the batch was run"
+# several precisions in one run, each against f32's same step
+expect_status 0 bench speed --batch-size 16 --chunks 8 --reps 1 --warmup 0 --dim 16 --hidden 32 --precision f32,f16,bf16
+for precision in f16 bf16; do
+    grep -Eq "^  $precision  *gc  *8  *[0-9.]+  *[0-9]+\.[0-9]{2}  *[0-9]+\.[0-9]{2}  *[0-9.]+  *[0-9]+\.[0-9]{2}\$" "$dir/out" ||
+        fail "bench speed --precision: no $precision row against f32: $(cat "$dir/out")"
+done
+expect_status 0 bench memory --batches 16 --chunks 8 --dim 16 --hidden 32 --precision bf16 --csv "$dir/bf16.csv"
+grep -q 'parameters in bf16' "$dir/out" || fail "bench memory --precision: the header does not say bf16: $(cat "$dir/out")"
+grep -q '^gc,16,8,[0-9]*,[0-9.]*,1$' "$dir/bf16.csv" || fail "bench memory --precision bf16: no gc row"
 
 # --- bad input: one line naming the flag, exit 2, no output file ---
 expect_usage_error --batch-size verify --batch-size 0
@@ -91,6 +100,9 @@ expect_usage_error --mem-limit bench memory --mem-limit lots
 expect_usage_error --csv bench memory --csv "$dir/missing/memory.csv"
 expect_usage_error --reps bench speed --reps 0
 expect_usage_error --chunks bench speed --chunks 8,,16
+expect_usage_error --precision bench speed --precision f32,f8
+expect_usage_error --precision bench speed --precision f16,f16
+expect_usage_error --precision bench memory --precision f64
 expect_usage_error "'fast'" bench fast
 expect_usage_error --svg bench memory --batches 16 --chunks 8 --svg
 [ ! -e "$dir/missing" ] || fail "a failed run created $dir/missing"
