@@ -15,14 +15,7 @@
 #include <stdint.h>
 
 #include "backend.h"
-
-#ifndef GC_HD
-#ifdef __CUDACC__
-#define GC_HD __host__ __device__
-#else
-#define GC_HD
-#endif
-#endif
+#include "host_device.h"
 
 /* Elements per task: one CUDA block's share of an array per pass (64 Ki: enough to amortise
  * finding the task, small enough that a large array spreads over every SM). */
