@@ -67,17 +67,24 @@ check awk -v a="$(field "$work/one_chunk/log.jsonl" 1 grad_norm)" -v b="$(field 
     'BEGIN { d = a - b; exit !(d * d <= 1e-10 * b * b) }' "one-chunk GradCache gradient norm differs from plain"
 
 # --- --resume: 10 steps, stop, 10 more == 20 straight, bit for bit ----------------------
+# resumes_bitwise RESUMED STRAIGHT FLAG...: 10 steps into RESUMED with the flags, stop,
+# --resume for the other 10; the model, checkpoint and log must be STRAIGHT's (20 in one go).
+resumes_bitwise() {
+    local resumed=$1 straight=$2
+    shift 2
+    expect_ok "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 "$@" --stop-after 10 --out "$resumed"
+    grep -q "trained steps 1-10 of 20" "$work/stdout" || fail "stop-after: $(cat "$work/stdout")"
+    expect_ok "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 "$@" --out "$resumed" --resume
+    grep -q "trained steps 11-20 of 20" "$work/stdout" || fail "resume: $(cat "$work/stdout")"
+    for file in model.safetensors checkpoint.safetensors; do
+        check [ "$(sha256sum <"$resumed/$file")" = "$(sha256sum <"$straight/$file")" ] \
+            "$resumed: resumed $file differs from the straight run's"
+    done
+    check cmp -s <(computed "$resumed/log.jsonl") <(computed "$straight/log.jsonl") \
+        "$resumed: resumed log differs from the straight run's"
+}
 resumed=$work/resumed
-expect_ok "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 --stop-after 10 --out "$resumed"
-grep -q "trained steps 1-10 of 20" "$work/stdout" || fail "stop-after: $(cat "$work/stdout")"
-expect_ok "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 --out "$resumed" --resume
-grep -q "trained steps 11-20 of 20" "$work/stdout" || fail "resume: $(cat "$work/stdout")"
-for file in model.safetensors checkpoint.safetensors; do
-    check [ "$(sha256sum <"$resumed/$file")" = "$(sha256sum <"$work/gc/$file")" ] \
-        "resumed $file differs from the straight run's"
-done
-check cmp -s <(computed "$resumed/log.jsonl") <(computed "$work/gc/log.jsonl") \
-    "resumed log differs from the straight run's"
+resumes_bitwise "$resumed" "$work/gc"
 expect_error "was written with --lr 0.0005, this run has --lr 0.001" \
     "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 --out "$resumed" --resume --lr 0.001
 expect_error "$work/nothing/checkpoint.safetensors: cannot open" \
@@ -110,14 +117,7 @@ check awk -v first="$(field "$work/f16/log.jsonl" 1 loss)" -v last="$(field "$wo
 check grep -q '"scaler.scale"' "$work/f16/checkpoint.safetensors" "f16: no loss scaler in the checkpoint"
 # f16 resumes bitwise too: masters, moments and the scaler's state are in the checkpoint
 resumed=$work/resumed_f16
-expect_ok "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 --precision f16 --stop-after 10 --out "$resumed"
-expect_ok "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 --precision f16 --out "$resumed" --resume
-for file in model.safetensors checkpoint.safetensors; do
-    check [ "$(sha256sum <"$resumed/$file")" = "$(sha256sum <"$work/f16/$file")" ] \
-        "f16: resumed $file differs from the straight run's"
-done
-check cmp -s <(computed "$resumed/log.jsonl") <(computed "$work/f16/log.jsonl") \
-    "f16: resumed log differs from the straight run's"
+resumes_bitwise "$resumed" "$work/f16" --precision f16
 # a checkpoint of another precision is refused, naming it (never converted silently)
 expect_error "was written with --precision f16, this run has --precision bf16" \
     "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 --precision bf16 --out "$resumed" --resume
