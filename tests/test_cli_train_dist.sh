@@ -2,10 +2,10 @@
 # gradcache train under gradcache launch (data-parallel over TCP on loopback): two processes
 # train and process 0 alone writes the run folder; a launched world of one equals an
 # unlaunched run byte for byte; a two-process run stopped and resumed equals one that was not,
-# byte for byte; resuming with another number of processes is refused; a process that dies
-# stops the run with one line from the others, leaves the last checkpoint intact (resuming
-# from it gives the uninterrupted run's model), and nothing behind. A tiny model, seconds on
-# two cores.
+# byte for byte (in f16 too, with its loss scaler); resuming with another number of processes
+# is refused; a process that dies stops the run with one line from the others, leaves the
+# last checkpoint intact (resuming from it gives the uninterrupted run's model), and nothing
+# behind. A tiny model, seconds on two cores.
 # usage: test_cli_train_dist.sh GRADCACHE
 set -uo pipefail
 gradcache=${1:?usage: test_cli_train_dist.sh path/to/gradcache}
@@ -48,6 +48,19 @@ for file in model.safetensors checkpoint.safetensors; do
     check same_file "$work/resumed/$file" "$work/two/$file" "resumed: $file differs from the straight run's"
 done
 expect_error "was written by a run of 2 processes, this run has 1" "${train[@]}" --out "$work/resumed" --resume
+
+# f16 over two processes: steps skipped on overflow (the verdict agreed by both), masters and
+# the loss scaler in the checkpoint, so stopping and resuming is again byte for byte
+expect_ok timeout 180 "$gradcache" launch -n 2 -- "${train[@]}" --precision f16 --out "$work/f16"
+check grep -q '"skipped":true' "$work/f16/log.jsonl" "f16: no step skipped at the initial scale 2^16"
+expect_ok timeout 180 "$gradcache" launch -n 2 -- "${train[@]}" --precision f16 --out "$work/f16_resumed" --stop-after 3
+expect_ok timeout 180 "$gradcache" launch -n 2 -- "${train[@]}" --precision f16 --out "$work/f16_resumed" --resume
+for file in model.safetensors checkpoint.safetensors; do
+    check same_file "$work/f16_resumed/$file" "$work/f16/$file" "f16 resumed: $file differs from the straight run's"
+done
+# bf16 gradients averaged in bf16 (--reduce-half) instead of f32: a run of its own
+expect_ok timeout 180 "$gradcache" launch -n 2 -- "${train[@]}" --precision bf16 --reduce-half --out "$work/bf16_half"
+check [ "$(wc -l <"$work/bf16_half/log.jsonl")" -eq 8 ] "bf16 --reduce-half: the log has $(wc -l <"$work/bf16_half/log.jsonl") lines"
 
 # a process killed mid-run (unlaunched, so that nothing else stops the others): the other
 # stops with one line naming the collective and the process, in well under the timeout

@@ -66,9 +66,20 @@ static void test_copies(gc_device gpu) {
     for (int i = 0; i < 5; i++) gc_tensor_release(tensors[i]);
 }
 
+/* f32 and f16 everywhere this build runs (sm_53 and up); bf16 needs sm_80 and otherwise is
+ * refused with a message naming the device and what it lacks. */
+static void test_dtype_support(gc_device gpu) {
+    CHECK(gc_device_check_dtype(gpu, GC_F32) == GC_OK && gc_device_check_dtype(gpu, GC_F16) == GC_OK);
+    gc_status bf16 = gc_device_check_dtype(gpu, GC_BF16);
+    CHECK_MSG(bf16 == GC_OK || (bf16 == GC_ERR_UNAVAILABLE && strstr(gc_last_error(), "cuda:0 (compute capability") &&
+                                strstr(gc_last_error(), "does not support bf16, which needs 8.0")),
+              "bf16: %s", gc_last_error());
+}
+
 int main(void) {
     gc_test_require_cuda();
     gc_device gpu = gc_cuda(0);
+    test_dtype_support(gpu);
     test_cache_reuses_blocks(gpu);
     test_limit_and_real_oom(gpu);
     test_copies(gpu);

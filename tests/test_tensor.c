@@ -144,7 +144,13 @@ static void cuda_without_device(void *unused) {
     gc_zeros(GC_SHAPE(2), GC_F32, gc_cuda(GC_MAX_CUDA_DEVICES - 1));
 }
 
+/* The CPU computes in every dtype (16-bit ones stored, with f32 arithmetic). */
+static void test_cpu_computes_every_dtype(void) {
+    for (int d = 0; d < GC_DTYPE_COUNT; d++) CHECK(gc_device_check_dtype(gc_cpu(), (gc_dtype)d) == GC_OK);
+}
+
 int main(void) {
+    test_cpu_computes_every_dtype();
     test_creation();
     test_host_access_every_dtype();
     test_views_share_storage();
