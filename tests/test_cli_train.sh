@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # gradcache train and eval on a small generated pair file ("def of X"<TAB>"X" for 200 random
 # words): training with and without Gradient Cache, the log, --resume continuing bitwise,
-# --precision f16 and bf16 (loss against f32, skipped steps, bitwise resume, another precision refused),
 # eval's metrics, and bad input (one line on stderr naming the flag or file, a non-zero exit,
 # nothing written). Run by meson with the gradcache program as $1. A tiny model, 24 tokens and
 # batches of 16 keep the whole script to seconds on two cores.
@@ -10,22 +9,8 @@ gradcache=${1:?usage: test_cli_train.sh path/to/gradcache}
 # shellcheck source=tests/cli_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
-# check CONDITION-COMMAND... MESSAGE: counts a check; fails with MESSAGE when the command fails.
-check() {
-    local message=${*: -1}
-    checks=$((checks + 1))
-    "${@:1:$#-1}" || fail "$message"
-}
-
-# field FILE STEP KEY: the value of KEY in the log line of STEP.
-field() {
-    grep "^{\"step\":$2," "$1" | sed -E "s/.*\"$3\":([^,}]*).*/\1/"
-}
-
-# The log without its timings (examples_per_second, seconds): what a step computed.
-computed() {
-    sed -E 's/"examples_per_second":[^,]*,//; s/,"seconds":[^}]*//' "$1"
-}
+# shellcheck source=tests/train_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/train_lib.sh"
 
 # --- data: 200 distinct random words ------------------------------------------------------
 pairs=$work/pairs.tsv
@@ -67,64 +52,12 @@ check awk -v a="$(field "$work/one_chunk/log.jsonl" 1 grad_norm)" -v b="$(field 
     'BEGIN { d = a - b; exit !(d * d <= 1e-10 * b * b) }' "one-chunk GradCache gradient norm differs from plain"
 
 # --- --resume: 10 steps, stop, 10 more == 20 straight, bit for bit ----------------------
-# resumes_bitwise RESUMED STRAIGHT FLAG...: 10 steps into RESUMED with the flags, stop,
-# --resume for the other 10; the model, checkpoint and log must be STRAIGHT's (20 in one go).
-resumes_bitwise() {
-    local resumed=$1 straight=$2
-    shift 2
-    expect_ok "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 "$@" --stop-after 10 --out "$resumed"
-    grep -q "trained steps 1-10 of 20" "$work/stdout" || fail "stop-after: $(cat "$work/stdout")"
-    expect_ok "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 "$@" --out "$resumed" --resume
-    grep -q "trained steps 11-20 of 20" "$work/stdout" || fail "resume: $(cat "$work/stdout")"
-    for file in model.safetensors checkpoint.safetensors; do
-        check [ "$(sha256sum <"$resumed/$file")" = "$(sha256sum <"$straight/$file")" ] \
-            "$resumed: resumed $file differs from the straight run's"
-    done
-    check cmp -s <(computed "$resumed/log.jsonl") <(computed "$straight/log.jsonl") \
-        "$resumed: resumed log differs from the straight run's"
-}
 resumed=$work/resumed
 resumes_bitwise "$resumed" "$work/gc"
 expect_error "was written with --lr 0.0005, this run has --lr 0.001" \
     "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 --out "$resumed" --resume --lr 0.001
 expect_error "$work/nothing/checkpoint.safetensors: cannot open" \
     "$gradcache" train "${common[@]}" --out "$work/nothing" --resume
-
-# --- --precision: f16 and bf16 with f32 master weights ------------------------------------
-# The same 20 GradCache steps as $work/gc. bf16 (8-bit mantissa, f32 range) needs no loss
-# scaling and ends within 5% of the f32 loss: the rounding of 16-bit weights and activations
-# over 20 steps. f16 starts at PyTorch's scale 2^16, too large for this model's gradients
-# (cosine at temperature 0.05 makes them large): its first steps overflow and are skipped
-# (no update, the scale halved) until the scale settles -- 3 of the 20 here; the skipped
-# updates leave it behind the f32 run, so its bound is looser: within 25%, the loss falling.
-f32_last=$(field "$work/gc/log.jsonl" 20 loss)
-for precision in bf16 f16; do
-    out=$work/$precision
-    expect_ok "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 --precision $precision --out "$out"
-    last=$(field "$out/log.jsonl" 20 loss)
-    bound=0.05
-    [ $precision = f16 ] && bound=0.25
-    check awk -v a="$last" -v b="$f32_last" -v r=$bound 'BEGIN { d = a - b; exit !(d * d <= r * r * b * b) }'         "$precision: loss after 20 steps $last, f32 $f32_last (more than $bound apart)"
-    check grep -q "optimizer.master.query.embeddings.tokens.weight" "$out/checkpoint.safetensors"         "$precision: no f32 master weights in the checkpoint"
-done
-check [ "$(field "$work/bf16/log.jsonl" 20 loss_scale)" = 1 ] "bf16: a loss scale in the log"
-skipped=$(grep -c '"skipped":true' "$work/f16/log.jsonl")
-check [ "$skipped" -ge 1 -a "$skipped" -le 4 ] "f16: $skipped steps skipped, expected 1 to 4"
-check [ "$(field "$work/f16/log.jsonl" 20 loss_scale)" = $((65536 >> skipped)) ] \
-    "f16: final loss scale $(field "$work/f16/log.jsonl" 20 loss_scale) after $skipped skipped steps"
-check awk -v first="$(field "$work/f16/log.jsonl" 1 loss)" -v last="$(field "$work/f16/log.jsonl" 20 loss)" \
-    'BEGIN { exit !(last < first) }' "f16: the loss did not fall"
-check grep -q '"scaler.scale"' "$work/f16/checkpoint.safetensors" "f16: no loss scaler in the checkpoint"
-# f16 resumes bitwise too: masters, moments and the scaler's state are in the checkpoint
-resumed=$work/resumed_f16
-resumes_bitwise "$resumed" "$work/f16" --precision f16
-# a checkpoint of another precision is refused, naming it (never converted silently)
-expect_error "was written with --precision f16, this run has --precision bf16" \
-    "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 --precision bf16 --out "$resumed" --resume
-expect_error "was written with --precision f32, this run has --precision f16" \
-    "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 --precision f16 --out "$work/resumed" --resume
-# eval reads a model trained in 16 bits (its weights widened to f32, exactly)
-expect_ok "$gradcache" eval --model "$work/bf16" --data "$pairs"
 
 # --- tied encoder, hard negatives ---------------------------------------------------------
 expect_ok "$gradcache" train "${common[@]}" --steps 3 --tied --gc --hard-negatives 1 --out "$work/tied"
@@ -162,7 +95,6 @@ expect_error "--gc-chunk-size: expected N or N,M" "$gradcache" train "${common[@
 expect_error "--gc-chunk-size needs --gc" "$gradcache" train "${common[@]}" --gc-chunk-size 4
 expect_error "--steps and --epochs cannot be used together" "$gradcache" train "${common[@]}" --epochs 1
 expect_error "--data is required" "$gradcache" train --steps 1
-expect_error "--precision: expected one of f32 f16 bf16, got 'f8'" "$gradcache" train "${common[@]}" --precision f8
 check [ ! -e "$work/bad_run" ] "a failed run left $work/bad_run behind"
 expect_error "--model: safetensors: $work/missing: cannot open" \
     "$gradcache" eval --model "$work/missing" --data "$pairs"
