@@ -25,6 +25,8 @@ const gc_backend gc_cpu_backend = {
     .scatter_last = gc_cpu_scatter_last,
     .embedding_backward = gc_cpu_embedding_backward,
     .dropout = gc_cpu_dropout,
+    .score_tile_lse = gc_cpu_score_tile_lse,
+    .score_tile_grad = gc_cpu_score_tile_grad,
     .sgd_update = gc_cpu_sgd_update,
     .adamw_update = gc_cpu_adamw_update,
 };

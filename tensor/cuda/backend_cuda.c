@@ -25,6 +25,8 @@ const gc_backend gc_cuda_backend = {
     .scatter_last = gc_cuda_scatter_last,
     .embedding_backward = gc_cuda_embedding_backward,
     .dropout = gc_cuda_dropout,
+    .score_tile_lse = gc_cuda_score_tile_lse,
+    .score_tile_grad = gc_cuda_score_tile_grad,
     .sgd_update = gc_cuda_sgd_update,
     .adamw_update = gc_cuda_adamw_update,
 };
