@@ -75,6 +75,7 @@ gc_bench_result gc_bench_measure(gc_bench_setup *setup, int64_t batch, int64_t c
                               largest(report.forward_peak_bytes,
                                       largest(report.loss_peak_bytes, report.backward_peak_bytes)));
         result.peak_bytes = largest(result.peak_bytes, peak);
+        result.cache_bytes = report.cache_bytes;
         if (run >= warmup) {
             step_seconds[run - warmup] = seconds;
             forward_seconds[run - warmup] = report.forward_seconds;
