@@ -85,11 +85,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     char name[16];
-    printf("contrastive loss, value and gradients, tiled against untiled: dim %lld, tile %lld, f32, %s, median of %d\n",
-           (long long)dim, (long long)(tile ? tile : device.type == GC_DEVICE_CUDA ? GC_CONTRASTIVE_TILE_CUDA
-                                                                                     : GC_CONTRASTIVE_TILE_CPU),
-           gc_device_str(device, name, sizeof name), reps);
-    printf("  %8s %12s %12s %12s %12s %12s\n", "batch", "tiled ms", "full ms", "tiled/full", "tiled MiB", "full MiB");
+    printf("contrastive loss, value and gradients, tiled against untiled: dim %lld, cosine, f32, %s, median of %d\n",
+           (long long)dim, gc_device_str(device, name, sizeof name), reps);
+    printf("  %8s %6s %12s %12s %12s %12s %12s\n", "batch", "tile", "tiled ms", "full ms", "tiled/full", "tiled MiB",
+           "full MiB");
     for (int b = 0; b < n_batches; b++) {
         gc_tensor *q = gc_uniform(GC_SHAPE(batches[b], dim), GC_F32, device, -1, 1, 1, 0);
         gc_tensor *p = gc_uniform(GC_SHAPE(batches[b], dim), GC_F32, device, -1, 1, 2, 0);
@@ -102,7 +101,7 @@ int main(int argc, char **argv) {
         gc_contrastive_options full = tiled;
         full.method = GC_CONTRASTIVE_FULL;
         measurement t = measure(q, p, &tiled, device, reps), f = measure(q, p, &full, device, reps);
-        printf("  %8lld", (long long)batches[b]);
+        printf("  %8lld %6lld", (long long)batches[b], (long long)gc_contrastive_tile_size(&tiled, device, batches[b]));
         if (t.status == GC_OK) printf(" %12.1f", 1e3 * t.seconds);
         else printf(" %12s", "no fit");
         if (f.status == GC_OK) printf(" %12.1f %12.2f", 1e3 * f.seconds, t.seconds / f.seconds);

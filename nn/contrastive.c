@@ -47,7 +47,7 @@ gc_tensor *gc_contrastive_loss(const gc_tensor *queries, const gc_tensor *passag
                                const gc_contrastive_options *options) {
     if (!queries || !passages) return NULL;
     gc_contrastive_check_arguments(queries, passages, options);
-    if (gc_contrastive_check_finite(queries, passages, gc_contrastive_tile_size(options, queries->device)) != GC_OK)
+    if (gc_contrastive_check_finite(queries, passages, gc_contrastive_tile_size(options, queries->device, gc_contrastive_rows(queries, passages))) != GC_OK)
         return NULL;
     gc_tensor *targets = gc_contrastive_targets(queries, passages, options); /* [Nq] */
     gc_tensor *q = prepare(queries, options->similarity);                    /* [Nq, D] */
@@ -100,9 +100,9 @@ gc_status gc_contrastive_value_and_grad(const gc_tensor *queries, const gc_tenso
     if (!queries || !passages) return gc_contrastive_loss_tiled(queries, passages, options, value, grad_queries,
                                                                 grad_passages);
     gc_contrastive_check_arguments(queries, passages, options);
-    int64_t tile = gc_contrastive_tile_size(options, queries->device);
     bool tiled = options->method == GC_CONTRASTIVE_TILED ||
-                 (options->method == GC_CONTRASTIVE_AUTO && (queries->shape[0] > tile || passages->shape[0] > tile));
+                 (options->method == GC_CONTRASTIVE_AUTO &&
+                  gc_contrastive_rows(queries, passages) > gc_contrastive_largest_tile(options, queries->device));
     if (tiled) return gc_contrastive_loss_tiled(queries, passages, options, value, grad_queries, grad_passages);
     gc_tensor *grads[2] = {NULL, NULL};
     gc_status status = full_value_and_grad(queries, passages, options, value, grads);

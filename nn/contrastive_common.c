@@ -113,7 +113,18 @@ gc_tensor *gc_contrastive_working_precision(const gc_tensor *x) {
     return x->dtype == GC_F16 || x->dtype == GC_BF16 ? gc_cast(x, GC_F32) : gc_tensor_retain((gc_tensor *)x);
 }
 
-int64_t gc_contrastive_tile_size(const gc_contrastive_options *options, gc_device device) {
+int64_t gc_contrastive_rows(const gc_tensor *queries, const gc_tensor *passages) {
+    return queries->shape[0] > passages->shape[0] ? queries->shape[0] : passages->shape[0];
+}
+
+int64_t gc_contrastive_largest_tile(const gc_contrastive_options *options, gc_device device) {
     if (options->tile_size > 0) return options->tile_size;
     return device.type == GC_DEVICE_CUDA ? GC_CONTRASTIVE_TILE_CUDA : GC_CONTRASTIVE_TILE_CPU;
+}
+
+int64_t gc_contrastive_tile_size(const gc_contrastive_options *options, gc_device device, int64_t rows) {
+    int64_t largest = gc_contrastive_largest_tile(options, device);
+    if (options->tile_size > 0) return largest;
+    int64_t smallest = largest < 512 ? largest : 512, tile = rows / 32;
+    return tile < smallest ? smallest : tile > largest ? largest : tile;
 }

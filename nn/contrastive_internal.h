@@ -41,7 +41,11 @@ gc_status gc_contrastive_check_finite(const gc_tensor *queries, const gc_tensor 
  * loss computes in f32 as autocast does. A new reference. */
 gc_tensor *gc_contrastive_working_precision(const gc_tensor *x);
 
-/* The tile size `options` asks for on `device`. */
-int64_t gc_contrastive_tile_size(const gc_contrastive_options *options, gc_device device);
+/* options->tile_size, or the device's largest default tile: the method
+ * GC_CONTRASTIVE_AUTO tiles above it. */
+int64_t gc_contrastive_largest_tile(const gc_contrastive_options *options, gc_device device);
+
+/* The larger of the two sides' row counts. */
+int64_t gc_contrastive_rows(const gc_tensor *queries, const gc_tensor *passages);
 
 #endif

@@ -302,7 +302,8 @@ gc_status gc_contrastive_loss_tiled(const gc_tensor *queries, const gc_tensor *p
         return gc_last_status(); /* the error that made an input NULL */
     }
     gc_contrastive_check_arguments(queries, passages, options);
-    int64_t n_queries = queries->shape[0], tile = gc_contrastive_tile_size(options, queries->device);
+    int64_t n_queries = queries->shape[0];
+    int64_t tile = gc_contrastive_tile_size(options, queries->device, gc_contrastive_rows(queries, passages));
     gc_status status = gc_contrastive_check_finite(queries, passages, tile);
     if (status != GC_OK) return status;
     /* w: the mean of no queries is nan, as in the untiled loss */

@@ -29,13 +29,15 @@ gc_tensor *gc_cross_entropy(const gc_tensor *logits, const gc_tensor *targets, g
 /* How the contrastive loss's gradient is computed where a gc_loss_fn offers value_and_grad
  * (GradCache's loss phase): the forward, gc_contrastive_loss, is always the untiled reference. */
 typedef enum gc_contrastive_method {
-    GC_CONTRASTIVE_AUTO,  /* tiled when either side has more rows than one tile, else full */
+    GC_CONTRASTIVE_AUTO,  /* tiled when either side has more rows than the device's largest tile
+                             (or than tile_size, when given), else full */
     GC_CONTRASTIVE_TILED, /* gc_contrastive_loss_tiled */
     GC_CONTRASTIVE_FULL   /* the reference through autograd: a B x B matrix and its gradient */
 } gc_contrastive_method;
 
-/* The default tile: big enough to keep the matmuls efficient, small next to the batches that
- * need tiling (tile^2 f32 is 1 MiB on the CPU, 64 MiB on a GPU). */
+/* The largest default tile: big enough to keep the matmuls efficient (and, on a GPU, the
+ * kernel launches few), small next to the batches that need tiling (tile^2 f32 is 1 MiB on
+ * the CPU, 64 MiB on a GPU). */
 #define GC_CONTRASTIVE_TILE_CPU 512
 #define GC_CONTRASTIVE_TILE_CUDA 4096
 
@@ -50,8 +52,8 @@ typedef struct gc_contrastive_options {
     gc_loss_reduction reduction;
     bool symmetric;              /* also passage -> query (CLIP): see gc_contrastive_loss */
     gc_contrastive_method method;
-    int64_t tile_size;           /* rows (and columns) per tile (>= 1); 0: GC_CONTRASTIVE_TILE_CPU
-                                    or _CUDA, by the inputs' device */
+    int64_t tile_size;           /* rows (and columns) per tile (>= 1); 0: the default,
+                                    gc_contrastive_tile_size */
 } gc_contrastive_options;
 
 /* queries [Nq, D], passages [Np, D] (Np a multiple of Nq when targets is NULL):
@@ -82,6 +84,12 @@ gc_tensor *gc_contrastive_loss(const gc_tensor *queries, const gc_tensor *passag
 gc_status gc_contrastive_loss_tiled(const gc_tensor *queries, const gc_tensor *passages,
                                     const gc_contrastive_options *options, double *value, gc_tensor **grad_queries,
                                     gc_tensor **grad_passages);
+
+/* The tile the loss uses for a batch whose larger side has `rows` rows on `device`:
+ * options->tile_size when set, else rows / 32 (so one tile of scores is at most 0.1% of the
+ * rows x rows matrix) kept between 512 and the device's largest tile (GC_CONTRASTIVE_TILE_CPU
+ * or _CUDA). */
+int64_t gc_contrastive_tile_size(const gc_contrastive_options *options, gc_device device, int64_t rows);
 
 /* The value and the gradients as options->method chooses: tiled, or the reference
  * differentiated by autograd (on detached copies of the inputs: nothing is recorded and the

@@ -125,6 +125,7 @@ extern "C" void gc_cuda_score_tile_lse(const gc_score_tile_args *args) {
 }
 
 extern "C" void gc_cuda_score_tile_grad(const gc_score_tile_args *args) {
+    if (args->rows == 0 || args->cols == 0) return;
     dispatch_tile("score_tile_grad", args->dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         gc_cuda_launch(grad_kernel<T>, gc_cuda_blocks(args->rows * args->cols), *args);
