@@ -157,14 +157,11 @@ static gc_status prepare(tiled_loss *loss, const gc_tensor *queries, const gc_te
 
 /* --- the two passes over the tiles --- */
 
-/* The tile of query block `rows` x passage block `cols` (views), starting at passage j0. */
-static gc_score_tile tile_of(gc_tensor *scores, const side *rows, const side *cols, int64_t j0) {
-    return (gc_score_tile){scores, rows->scale, cols->scale, rows->targets, j0};
-}
+/* Calls visit for every tile, in order: query block `rows` x passage block `cols` (views)
+ * and the tile whose scores hold their dot products. Allocates nothing but views. */
+typedef void (*tile_visitor)(const tiled_loss *loss, const side *rows, const side *cols, gc_score_tile *tile);
 
-/* Every tile once: the running log-sum-exp of each query row (and passage column) and the
- * positives' scores. Allocates nothing but views. */
-static void forward_tiles(tiled_loss *loss) {
+static void for_each_tile(const tiled_loss *loss, tile_visitor visit) {
     const side *q = &loss->queries, *p = &loss->passages;
     for (int64_t i0 = 0; i0 < rows_of(q); i0 += loss->tile) {
         side rows = block_of(q, i0, min64(i0 + loss->tile, rows_of(q)));
@@ -172,13 +169,20 @@ static void forward_tiles(tiled_loss *loss) {
             side cols = block_of(p, j0, min64(j0 + loss->tile, rows_of(p)));
             gc_tensor *scores = tile_scores(loss, rows_of(&rows), rows_of(&cols));
             gc_matmul_into(scores, rows.reps, cols.reps, false, true, false);
-            gc_score_tile tile = tile_of(scores, &rows, &cols, j0);
-            gc_score_tile_lse(&tile, rows.max, rows.sum, cols.max, cols.sum, rows.target_score);
+            gc_score_tile tile = {scores, rows.scale, cols.scale, rows.targets, j0};
+            visit(loss, &rows, &cols, &tile);
             gc_tensor_release(scores);
             side_release(&cols);
         }
         side_release(&rows);
     }
+}
+
+/* Forward: the tile folded into the running log-sum-exp of each query row (and passage
+ * column), and the positives' scores picked up. */
+static void fold_tile(const tiled_loss *loss, const side *rows, const side *cols, gc_score_tile *tile) {
+    (void)loss;
+    gc_score_tile_lse(tile, rows->max, rows->sum, cols->max, cols->sum, rows->target_score);
 }
 
 /* lse = max + log(sum) for each row of s. */
@@ -216,26 +220,13 @@ static gc_status loss_value(tiled_loss *loss, double *value) {
     return status;
 }
 
-/* Every tile again: its scores, d loss / d dot products in their place, and the two matmuls
- * that add them into the gradients. Allocates nothing but views. */
-static void backward_tiles(tiled_loss *loss) {
-    const side *q = &loss->queries, *p = &loss->passages;
+/* Backward: d loss / d dot products in the scores' place, and the two matmuls that add them
+ * into the gradients. */
+static void differentiate_tile(const tiled_loss *loss, const side *rows, const side *cols, gc_score_tile *tile) {
     double target_weight = loss->symmetric ? 2 * loss->weight : loss->weight;
-    for (int64_t i0 = 0; i0 < rows_of(q); i0 += loss->tile) {
-        side rows = block_of(q, i0, min64(i0 + loss->tile, rows_of(q)));
-        for (int64_t j0 = 0; j0 < rows_of(p); j0 += loss->tile) {
-            side cols = block_of(p, j0, min64(j0 + loss->tile, rows_of(p)));
-            gc_tensor *scores = tile_scores(loss, rows_of(&rows), rows_of(&cols));
-            gc_matmul_into(scores, rows.reps, cols.reps, false, true, false);
-            gc_score_tile tile = tile_of(scores, &rows, &cols, j0);
-            gc_score_tile_grad(&tile, rows.lse, loss->weight, cols.lse, cols.col_weight, target_weight);
-            gc_matmul_into(rows.grad, scores, cols.reps, false, false, true); /* [rows, D] += h p */
-            gc_matmul_into(cols.grad, scores, rows.reps, true, false, true);  /* [cols, D] += h^T q */
-            gc_tensor_release(scores);
-            side_release(&cols);
-        }
-        side_release(&rows);
-    }
+    gc_score_tile_grad(tile, rows->lse, loss->weight, cols->lse, cols->col_weight, target_weight);
+    gc_matmul_into(rows->grad, tile->scores, cols->reps, false, false, true); /* [rows, D] += h p */
+    gc_matmul_into(cols->grad, tile->scores, rows->reps, true, false, true);  /* [cols, D] += h^T q */
 }
 
 /* Cosine: grad -= (grad . x) r^2 x for each row (see the top of this file), `chunk` rows at
@@ -273,7 +264,7 @@ static gc_status run(tiled_loss *loss, const gc_tensor *queries, const gc_tensor
                      gc_tensor **grads) {
     gc_status status = prepare(loss, queries, passages);
     if (status != GC_OK) return status;
-    forward_tiles(loss);
+    for_each_tile(loss, fold_tile);
     status = loss_value(loss, value);
     if (status == GC_OK && rows_of(&loss->queries) > 0 && !isfinite(*value)) {
         char text[128];
@@ -284,7 +275,7 @@ static gc_status run(tiled_loss *loss, const gc_tensor *queries, const gc_tensor
                      *value, gc_tensor_str(loss->queries.reps, text, sizeof text), loss->options->temperature);
     }
     if (status != GC_OK) return status;
-    backward_tiles(loss);
+    for_each_tile(loss, differentiate_tile);
     status = normalisation_backward(&loss->queries, loss->tile);
     if (status == GC_OK) status = normalisation_backward(&loss->passages, loss->tile);
     if (status != GC_OK) return status;

@@ -16,6 +16,15 @@ static void check_vector(const gc_tensor *x, const gc_tensor *scores, int64_t le
         gc_fatal(OP ": %s needs [%lld], got %s", what, (long long)length, gc_tensor_str(x, text, sizeof text));
 }
 
+/* Per column, two vectors that go together: both [cols], or both NULL. */
+static void check_column_pair(const gc_tensor *a, const gc_tensor *b, const gc_tensor *scores, int64_t cols,
+                              const char *name_a, const char *name_b) {
+    if (!a != !b) gc_fatal(OP ": %s and %s go together", name_a, name_b);
+    if (!a) return;
+    check_vector(a, scores, cols, name_a);
+    check_vector(b, scores, cols, name_b);
+}
+
 /* The tile's own checks: f32 or f64 scores [rows, cols], scales and i32 targets to match. */
 static gc_score_tile_args tile_args(const gc_score_tile *tile) {
     char text[128];
@@ -45,11 +54,7 @@ void gc_score_tile_lse(const gc_score_tile *tile, gc_tensor *row_max, gc_tensor 
     check_vector(row_max, tile->scores, args.rows, "row_max");
     check_vector(row_sum, tile->scores, args.rows, "row_sum");
     check_vector(target_score, tile->scores, args.rows, "target_score");
-    if (!col_max != !col_sum) gc_fatal(OP ": col_max and col_sum go together");
-    if (col_max) {
-        check_vector(col_max, tile->scores, args.cols, "col_max");
-        check_vector(col_sum, tile->scores, args.cols, "col_sum");
-    }
+    check_column_pair(col_max, col_sum, tile->scores, args.cols, "col_max", "col_sum");
     args.row_max = gc_data(row_max);
     args.row_sum = gc_data(row_sum);
     args.col_max = col_max ? gc_data(col_max) : NULL;
@@ -62,11 +67,7 @@ void gc_score_tile_grad(const gc_score_tile *tile, const gc_tensor *row_lse, dou
                         const gc_tensor *col_lse, const gc_tensor *col_weight, double target_weight) {
     gc_score_tile_args args = tile_args(tile);
     check_vector(row_lse, tile->scores, args.rows, "row_lse");
-    if (!col_lse != !col_weight) gc_fatal(OP ": col_lse and col_weight go together");
-    if (col_lse) {
-        check_vector(col_lse, tile->scores, args.cols, "col_lse");
-        check_vector(col_weight, tile->scores, args.cols, "col_weight");
-    }
+    check_column_pair(col_lse, col_weight, tile->scores, args.cols, "col_lse", "col_weight");
     args.row_lse = gc_data(row_lse);
     args.col_lse = col_lse ? gc_data(col_lse) : NULL;
     args.col_weight = col_weight ? gc_data(col_weight) : NULL;

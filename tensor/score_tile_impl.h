@@ -17,13 +17,7 @@
 #include <math.h>
 #include <stdbool.h>
 
-#ifndef GC_HD
-#ifdef __CUDACC__
-#define GC_HD __host__ __device__
-#else
-#define GC_HD
-#endif
-#endif
+#include "host_device.h"
 
 /* EXP is the exp of T (expf for float, exp for double): CUDA's device library has both. */
 #define GC_DEFINE_SCORE_TILE_ELEMENT(T, EXP)                                                               \
