@@ -71,16 +71,16 @@ full=$(grep '^gc,256,16,full,' "$dir/both.csv" | cut -d, -f5)
 [ -n "$tiled" ] && [ -n "$full" ] || fail "bench memory --loss both: rows missing: $(cat "$dir/both.csv")"
 grep -q 'GradCache, chunk 16, full loss' "$dir/both.svg" || fail "bench memory --loss both: no line for the full loss"
 
-# Flat apart from the cache: at 2048 pairs in chunks of 16 the cached step's peak, less the
-# cache and the input batch (2048 x 16 tokens, i32 ids and f32 masks, two sides: the caller's
-# data), is at most 1.5x the plain step's peak at 16 pairs. The full loss's 2048 x 2048 scores
-# alone (16 MiB) would break it.
-expect_status 0 bench memory --batches 2048 --chunks 16 --csv "$dir/flat.csv"
+# Flat apart from the cache: at 1024 pairs in chunks of 16 the cached step's peak, less the
+# cache and the input batch (1024 x 16 tokens, i32 ids and f32 masks, two sides: the caller's
+# data), is at most 1.5x the plain step's peak at 16 pairs (4 MiB). The full loss's
+# 1024 x 1024 scores, their softmax and gradient (20 MiB) would break it.
+expect_status 0 bench memory --batches 1024 --chunks 16 --csv "$dir/flat.csv"
 plain16=$(grep '^plain,16,16,' "$dir/flat.csv" | cut -d, -f5)
-awk -F, -v plain="$plain16" -v inputs=$((2048 * 16 * 8 * 2)) \
+awk -F, -v plain="$plain16" -v inputs=$((1024 * 16 * 8 * 2)) \
     '$1 == "gc" { found = 1; if ($5 - $6 - inputs > 1.5 * plain) above = 1 } END { exit !found || above }' \
     "$dir/flat.csv" ||
-    fail "bench memory: the cached step at 2048 is not flat: $(cat "$dir/flat.csv")"
+    fail "bench memory: the cached step at 1024 is not flat: $(cat "$dir/flat.csv")"
 
 # Under a limit the plain step at 256 pairs exceeds (~38 MiB) and GradCache in chunks of 16
 # does not (~2 MiB): a result, not a failure.
