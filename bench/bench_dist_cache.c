@@ -84,7 +84,7 @@ int main(int argc, char **argv) {
     gc_tensor *xp = gc_uniform(GC_SHAPE(batch, in), GC_F32, device, -1, 1, 3 + 2 * (uint64_t)env.rank, 0);
     if (!xq || !xp) fail("inputs");
     gc_batch inputs[2] = {{1, {"x"}, {xq}}, {1, {"x"}, {xp}}};
-    gc_contrastive_options options = {GC_SIMILARITY_DOT, 0.05, NULL, GC_LOSS_MEAN};
+    gc_contrastive_options options = {.similarity = GC_SIMILARITY_DOT, .temperature = 0.05};
     gc_cache_config config = {.n_models = 2,
                               .models = {{&towers[0], tower_forward, batch, &towers[0].params},
                                          {&towers[1], tower_forward, batch, &towers[1].params}},

@@ -14,14 +14,18 @@ int gc_command_bench_speed(int argc, char **argv);
 typedef struct gc_memory_row {
     bool plain;            /* the plain step (chunk = batch) or GradCache */
     int64_t batch, chunk;
+    gc_contrastive_method loss; /* GradCache: TILED or FULL; the plain step is always FULL */
     gc_bench_result result; /* status GC_OK, or the memory error of a run that does not fit */
 } gc_memory_row;
 
-/* The rows as CSV: mode,batch,chunk,peak_bytes,step_ms,fits (a run that does not fit has
- * fits 0 and empty measurements). */
+/* "tiled" or "full". */
+const char *gc_memory_loss_name(gc_contrastive_method loss);
+
+/* The rows as CSV: mode,batch,chunk,loss,peak_bytes,cache_bytes,step_ms,fits (a run that
+ * does not fit has fits 0 and empty measurements; the plain step has no cache: 0). */
 void gc_memory_rows_write_csv(FILE *out, const gc_memory_row *rows, int count);
 /* The rows as an SVG chart of peak bytes against the batch (log scale): one line for the
- * plain step, one per chunk size; limit_bytes > 0 draws the memory limit. */
+ * plain step, one per chunk size and loss; limit_bytes > 0 draws the memory limit. */
 void gc_memory_rows_write_svg(FILE *out, const gc_memory_row *rows, int count, const char *title,
                               const char *subtitle, size_t limit_bytes);
 

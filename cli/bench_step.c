@@ -12,7 +12,7 @@ gc_status gc_bench_setup_init(gc_bench_setup *setup, const gc_bench_model_option
     *setup = (gc_bench_setup){.device = device,
                               .dtype = dtype,
                               .max_length = options->max_length,
-                              .loss = {GC_SIMILARITY_COSINE, GC_BENCH_TEMPERATURE, NULL, GC_LOSS_MEAN},
+                              .loss = {.similarity = GC_SIMILARITY_COSINE, .temperature = GC_BENCH_TEMPERATURE},
                               /* another stream than the initialisation's (seed), for the data */
                               .data = {(uint64_t)options->seed + 1, 0}};
     gc_manual_seed((uint64_t)options->seed);
@@ -75,6 +75,7 @@ gc_bench_result gc_bench_measure(gc_bench_setup *setup, int64_t batch, int64_t c
                               largest(report.forward_peak_bytes,
                                       largest(report.loss_peak_bytes, report.backward_peak_bytes)));
         result.peak_bytes = largest(result.peak_bytes, peak);
+        result.cache_bytes = report.cache_bytes;
         if (run >= warmup) {
             step_seconds[run - warmup] = seconds;
             forward_seconds[run - warmup] = report.forward_seconds;

@@ -14,7 +14,7 @@ typedef struct gc_bench_setup {
     gc_device device;
     gc_dtype dtype;
     int64_t max_length;
-    gc_contrastive_options loss; /* in-batch InfoNCE, cosine similarity */
+    gc_contrastive_options loss; /* in-batch InfoNCE, cosine similarity; its method is the caller's */
     gc_generator data;           /* where synthetic batches are drawn from */
 } gc_bench_setup;
 
@@ -43,6 +43,7 @@ typedef struct gc_bench_result {
     size_t peak_bytes; /* the device's highest live bytes during a step, parameters included */
     double step_ms;    /* median over the measured steps */
     double forward_ms; /* GradCache: median time of the first, graph-less forward pass */
+    size_t cache_bytes; /* GradCache: the representations and their gradients (the step report's) */
 } gc_bench_result;
 
 /* Runs `warmup` unmeasured then `reps` measured steps over one new batch of `batch` rows:

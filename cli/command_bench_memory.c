@@ -10,11 +10,16 @@
 #include "output_file.h"
 #include "precision.h"
 
+/* --loss: which contrastive loss GradCache's loss phase runs */
+static const char *const loss_choices[] = {"tiled", "full", "both", NULL};
+enum { LOSS_TILED, LOSS_FULL, LOSS_BOTH };
+
 typedef struct memory_options {
     const char *batches, *chunks, *csv, *svg;
     size_t mem_limit;
     int64_t reps, warmup;
     int precision; /* GC_PRECISION_*: the model's dtype */
+    int loss; /* an index into loss_choices */
 } memory_options;
 
 /* The batch sizes of the plain step: the batches asked for and the chunk sizes, so that
@@ -33,30 +38,35 @@ static int plain_batch_sizes(const gc_int_list *batches, const gc_int_list *chun
 }
 
 /* The runs in the order they are measured: for each batch size the plain step, then, when
- * the batch was asked for, GradCache at each chunk size up to the batch. */
+ * the batch was asked for, GradCache at each chunk size up to the batch with each loss. */
 static int plan_rows(const gc_int_list *batches, const gc_int_list *plain_batches, const gc_int_list *chunks,
-                     gc_memory_row *rows) {
+                     int loss, gc_memory_row *rows) {
     int count = 0;
+    gc_contrastive_method losses[2] = {loss == LOSS_FULL ? GC_CONTRASTIVE_FULL : GC_CONTRASTIVE_TILED,
+                                       GC_CONTRASTIVE_FULL};
+    int n_losses = loss == LOSS_BOTH ? 2 : 1;
     for (int b = 0; b < plain_batches->count; b++) {
         int64_t batch = plain_batches->values[b];
-        rows[count++] = (gc_memory_row){.plain = true, .batch = batch, .chunk = batch};
+        rows[count++] = (gc_memory_row){.plain = true, .batch = batch, .chunk = batch, .loss = GC_CONTRASTIVE_FULL};
         bool asked = false;
         for (int i = 0; i < batches->count; i++) asked |= batches->values[i] == batch;
         for (int c = 0; asked && c < chunks->count && chunks->values[c] <= batch; c++)
-            rows[count++] = (gc_memory_row){.plain = false, .batch = batch, .chunk = chunks->values[c]};
+            for (int l = 0; l < n_losses; l++)
+                rows[count++] = (gc_memory_row){.batch = batch, .chunk = chunks->values[c], .loss = losses[l]};
     }
     return count;
 }
 
 static void print_row(const gc_memory_row *row, const gc_memory_row *plain) {
-    printf("  %-6s %7lld %7lld", row->plain ? "plain" : "gc", (long long)row->batch, (long long)row->chunk);
+    printf("  %-6s %7lld %7lld %-5s", row->plain ? "plain" : "gc", (long long)row->batch, (long long)row->chunk,
+           gc_memory_loss_name(row->loss));
     if (row->result.status != GC_OK) {
         printf("   does not fit (%s)\n", gc_status_name(row->result.status));
         return;
     }
-    char peak[32];
-    printf(" %14zu %12s %10.1f", row->result.peak_bytes, gc_format_bytes((double)row->result.peak_bytes, peak, 32),
-           row->result.step_ms);
+    char peak[32], cache[32];
+    printf(" %14zu %12s %12s %10.1f", row->result.peak_bytes, gc_format_bytes((double)row->result.peak_bytes, peak, 32),
+           gc_format_bytes((double)row->result.cache_bytes, cache, 32), row->result.step_ms);
     if (!row->plain && plain && plain->result.status == GC_OK)
         printf(" %12.3f", (double)row->result.peak_bytes / (double)plain->result.peak_bytes);
     putchar('\n');
@@ -104,11 +114,12 @@ static int sweep(const memory_options *options, const gc_bench_model_options *mo
            gc_bench_model_describe(model, model_text, sizeof model_text),
            (long long)gc_param_list_numel(&setup.model.params), gc_precision_names[options->precision], device_text,
            limit ? gc_format_bytes((double)limit, limit_text, 32) : "no memory limit", (long long)options->reps);
-    printf("  %-6s %7s %7s %14s %12s %10s %12s\n", "mode", "batch", "chunk", "peak bytes", "peak", "step ms",
-           "peak/plain");
+    printf("  %-6s %7s %7s %-5s %14s %12s %12s %10s %12s\n", "mode", "batch", "chunk", "loss", "peak bytes", "peak",
+           "cache", "step ms", "peak/plain");
     int status = 0;
     const gc_memory_row *plain = NULL;
     for (int i = 0; i < count && status == 0; i++) {
+        setup.loss.method = rows[i].loss;
         rows[i].result = gc_bench_measure(&setup, rows[i].batch, rows[i].plain ? 0 : rows[i].chunk,
                                           (int)options->warmup, (int)options->reps);
         gc_status result = rows[i].result.status;
@@ -131,7 +142,7 @@ static int sweep(const memory_options *options, const gc_bench_model_options *mo
 }
 
 int gc_command_bench_memory(int argc, char **argv) {
-    memory_options options = {.batches = "16,64,256,1024", .chunks = "16,64", .reps = 1};
+    memory_options options = {.batches = "16,64,256,1024", .chunks = "16,64", .reps = 1, .loss = LOSS_TILED};
     gc_bench_model_options model = {.dim = 32, .layers = 2, .heads = 4, .hidden = 64, .max_length = 16, .dropout = 0.1};
     gc_flag flags[] = {
         {"batches", GC_FLAG_STRING, &options.batches, 0, 0, NULL, "batch sizes, comma-separated"},
@@ -143,11 +154,15 @@ int gc_command_bench_memory(int argc, char **argv) {
         {"warmup", GC_FLAG_INT, &options.warmup, 0, 100, NULL, "unmeasured steps before them"},
         {"precision", GC_FLAG_CHOICE, &options.precision, 0, 0, gc_precision_names,
          "the model's parameters and activations (f16 and bf16: 16-bit storage)"},
+        {"loss", GC_FLAG_CHOICE, &options.loss, 0, 0, loss_choices,
+         "GradCache's loss: tiled (no B x B matrix), full (the B x B scores and their gradient), or both"},
         GC_BENCH_MODEL_FLAGS(model),
     };
     int parsed = gc_flags_parse("bench memory",
                                 "Peak memory and time of one training step against the batch size: the plain step\n"
-                                "(the whole batch in one graph) and Gradient Cache at each chunk size. Synthetic texts.",
+                                "(the whole batch in one graph) and Gradient Cache at each chunk size, with the tiled\n"
+                                "contrastive loss or the full one. The cache column is GradCache's representations\n"
+                                "and their gradients. Synthetic texts.",
                                 flags, (int)(sizeof flags / sizeof *flags), argc, argv, 3);
     if (parsed) return parsed == 1 ? 0 : parsed;
     gc_int_list batches, chunks, plain_batches;
@@ -160,9 +175,9 @@ int gc_command_bench_memory(int argc, char **argv) {
     if (!usage) usage = check_output("csv", options.csv);
     if (!usage) usage = check_output("svg", options.svg);
     if (usage) return usage;
-    gc_memory_row *rows = malloc((size_t)(plain_batches.count * (1 + chunks.count)) * sizeof *rows);
+    gc_memory_row *rows = malloc((size_t)(plain_batches.count * (1 + 2 * chunks.count)) * sizeof *rows);
     if (!rows) gc_fatal("bench memory: out of host memory");
-    int count = plan_rows(&batches, &plain_batches, &chunks, rows);
+    int count = plan_rows(&batches, &plain_batches, &chunks, options.loss, rows);
     int status = sweep(&options, &model, device, rows, count);
     free(rows);
     return status;

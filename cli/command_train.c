@@ -162,7 +162,9 @@ static int set_up(trainer *t) {
         if (opened != GC_OK) return fail(1, "--out: %s", gc_last_error());
     }
     gc_text_encoder *towers[2] = {gc_dual_encoder_tower(&t->model, 0), gc_dual_encoder_tower(&t->model, 1)};
-    t->loss_options = (gc_contrastive_options){GC_SIMILARITY_COSINE, t->flags.temperature, NULL, GC_LOSS_MEAN};
+    t->loss_options = (gc_contrastive_options){.similarity = GC_SIMILARITY_COSINE,
+                                               .temperature = t->flags.temperature,
+                                               .method = (gc_contrastive_method)t->flags.loss};
     gc_cache_config config = {
         .n_models = 2,
         .models = {{towers[0], gc_dual_encoder_forward_train, t->progress.chunk_sizes[0], &t->model.params},

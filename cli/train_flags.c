@@ -16,6 +16,8 @@
 
 #define DEFAULT_CHUNK_SIZE 8
 
+const char *const gc_train_loss_names[] = {"auto", "tiled", "full", NULL};
+
 /* --gc-chunk-size "N" (both sides) or "N,M" (queries, passages); 0 or the usage status. */
 static int parse_chunk_sizes(const char *text, int64_t sizes[2]) {
     char *end;
@@ -62,6 +64,9 @@ int gc_train_flags_parse(int argc, char **argv, gc_train_flags *f) {
         {"lr", GC_FLAG_DOUBLE, &f->lr, 1e-12, 1, NULL,
          "AdamW's peak rate: linear warm-up over 10% of the steps, then linear decay to 0"},
         {"temperature", GC_FLAG_DOUBLE, &f->temperature, 1e-4, 100, NULL, "the contrastive loss's temperature"},
+        {"loss", GC_FLAG_CHOICE, &f->loss, 0, 0, gc_train_loss_names,
+         "with --gc, the loss's gradient: tiled (no batch x batch matrix), full, or auto (tiled above one tile of "
+         "rows: 512 on the CPU, 4096 on a GPU)"},
         {"hard-negatives", GC_FLAG_INT, &f->hard_negatives, 0, 64, NULL,
          "negatives per example: the first N negative columns"},
         {"seed", GC_FLAG_INT, &f->seed, 0, 9007199254740992.0, NULL,
@@ -79,6 +84,8 @@ int gc_train_flags_parse(int argc, char **argv, gc_train_flags *f) {
     if (!f->data) return gc_cli_fail("train", 2, "--data is required (a pair file, or a folder holding train.tsv)");
     if (f->steps && f->epochs) return gc_cli_fail("train", 2, "--steps and --epochs cannot be used together");
     if (f->gc_chunk_size && !f->gc) return gc_cli_fail("train", 2, "--gc-chunk-size needs --gc");
+    if (f->loss != GC_CONTRASTIVE_AUTO && !f->gc)
+        return gc_cli_fail("train", 2, "--loss needs --gc (the plain step differentiates the full loss)");
     return f->gc_chunk_size ? parse_chunk_sizes(f->gc_chunk_size, f->chunk_sizes) : 0;
 }
 

@@ -10,10 +10,14 @@
 #include "metadata.h"
 #include "pairs.h"
 
+/* --loss: how a --gc step computes the loss's gradient, in gc_contrastive_method's order. */
+extern const char *const gc_train_loss_names[];
+
 typedef struct gc_train_flags {
     const char *data, *out, *gc_chunk_size;
     int model_size, device;    /* indices into gc_model_size_names and gc_device_flag_choices */
     int precision;             /* GC_PRECISION_* (cli/precision.h) */
+    int loss;                  /* an index into gc_train_loss_names: a gc_contrastive_method */
     int64_t max_length, batch_size, steps, epochs, hard_negatives, seed, log_every, save_every, stop_after;
     double lr, temperature;
     size_t mem_limit;

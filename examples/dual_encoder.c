@@ -54,7 +54,7 @@ int main(int argc, char **argv) {
     gc_adamw optimizer;
     gc_adamw_init(&optimizer, &params, 3e-3, 0.9, 0.999, 1e-8, 0.01);
 
-    gc_contrastive_options loss_options = {GC_SIMILARITY_COSINE, 0.1, NULL, GC_LOSS_MEAN};
+    gc_contrastive_options loss_options = {.similarity = GC_SIMILARITY_COSINE, .temperature = 0.1};
     gc_cache_config cache_config = {
         .n_models = 2,
         .models = {{&towers[0], encode, CHUNK, NULL}, {&towers[1], encode, CHUNK, NULL}},

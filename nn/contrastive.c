@@ -1,55 +1,15 @@
-/* The in-batch contrastive (InfoNCE) loss and its gc_loss_fn, built from recorded ops so
- * that autograd differentiates them.
- *
- * f16 and bf16 inputs are cast to f32 first, as autocast does for losses: in 16 bits a
- * sum of squares overflows (f16 tops out at 65504) or keeps 3 digits (bf16), and f16
- * flushes eps^2 = 1e-24 to 0. */
-#include <math.h>
-
-#include "gradcache/loss.h"
+/* The in-batch contrastive (InfoNCE) loss, untiled: the readable reference, built from
+ * recorded ops so that autograd differentiates it. Also the choice between it and the tiled
+ * loss (contrastive_tiled.c) for value_and_grad, and the gc_loss_fn. */
+#include "contrastive_internal.h"
+#include "gradcache/autograd.h"
 #include "gradcache/ops.h"
-#include "tensor/op_util.h"
-
-/* Cosine normalises a row as x / sqrt(||x||^2 + eps^2). That is F.normalize's
- * x / max(||x||, eps) to a relative eps^2 / (2 ||x||^2), below an f64 rounding for
- * ||x|| > 1e-4, and like it maps a zero row to 0 with the gradient g / eps there; it needs
- * no max op. */
-#define COSINE_EPS 1e-12
-
-static void check_arguments(const gc_tensor *queries, const gc_tensor *passages,
-                            const gc_contrastive_options *options) {
-    char tq[128], tp[128], tt[128];
-    if (!options) gc_fatal("contrastive_loss: options is NULL");
-    gc_tensor_str(queries, tq, sizeof tq);
-    gc_tensor_str(passages, tp, sizeof tp);
-    if (queries->ndim != 2 || passages->ndim != 2 || queries->shape[1] != passages->shape[1])
-        gc_fatal("contrastive_loss: needs queries [Nq, D] and passages [Np, D], got %s and %s", tq, tp);
-    gc_check_float("contrastive_loss", queries);
-    gc_check_same_dtype("contrastive_loss", queries, passages);
-    gc_check_same_device("contrastive_loss", queries, passages);
-    if (options->similarity != GC_SIMILARITY_DOT && options->similarity != GC_SIMILARITY_COSINE)
-        gc_fatal("contrastive_loss: unknown similarity %d", (int)options->similarity);
-    if (!(options->temperature > 0) || isinf(options->temperature))
-        gc_fatal("contrastive_loss: temperature %g is not positive and finite", options->temperature);
-    int64_t n_queries = queries->shape[0], n_passages = passages->shape[0];
-    const gc_tensor *targets = options->targets;
-    if (targets) {
-        gc_tensor_str(targets, tt, sizeof tt);
-        if (targets->dtype != GC_I32 || targets->ndim != 1 || targets->shape[0] != n_queries)
-            gc_fatal("contrastive_loss: needs i32 targets [%lld] for queries %s, got %s", (long long)n_queries, tq,
-                     tt);
-        gc_check_same_device("contrastive_loss", queries, targets);
-    } else if (n_queries > 0 && n_passages % n_queries != 0) {
-        gc_fatal("contrastive_loss: %lld passages %s are not a multiple of %lld queries %s (give targets)",
-                 (long long)n_passages, tp, (long long)n_queries, tq);
-    }
-}
 
 /* x [N, D] -> x / sqrt(||x||^2 + eps^2) per row */
 static gc_tensor *normalize_rows(const gc_tensor *x) {
     gc_tensor *squares = gc_mul(x, x);
     gc_tensor *norms_sq = gc_sum_last(squares, true); /* [N, 1] */
-    gc_tensor *padded = gc_add_scalar(norms_sq, COSINE_EPS * COSINE_EPS);
+    gc_tensor *padded = gc_add_scalar(norms_sq, GC_COSINE_EPS * GC_COSINE_EPS);
     gc_tensor *inverse_norms = gc_rsqrt(padded);
     gc_tensor *unit = gc_mul(x, inverse_norms);
     gc_tensor_release(squares);
@@ -61,31 +21,49 @@ static gc_tensor *normalize_rows(const gc_tensor *x) {
 
 /* x [N, D] in working precision, normalised for cosine. */
 static gc_tensor *prepare(const gc_tensor *x, gc_similarity similarity) {
-    gc_tensor *working = gc_to_working(x); /* f32 for f16 and bf16 (see the top of this file) */
+    gc_tensor *working = gc_to_working(x); /* f32 for f16 and bf16: a sum of squares overflows f16 */
     if (similarity == GC_SIMILARITY_DOT) return working;
     gc_tensor *unit = normalize_rows(working);
     gc_tensor_release(working);
     return unit;
 }
 
+/* The passage -> query term: row i of scores[:, targets]^T is the positive of query i scored
+ * against every query, and its target is query i. */
+static gc_tensor *passage_to_query_loss(const gc_tensor *scores, const gc_tensor *targets,
+                                        gc_loss_reduction reduction) {
+    int64_t n_queries = scores->shape[0];
+    gc_tensor *by_passage = gc_transpose(scores, 0, 1);                  /* [Np, Nq] */
+    gc_tensor *positives = gc_embedding(by_passage, targets);            /* [Nq, Nq] */
+    gc_tensor *diagonal = gc_arange(n_queries, 0, 1, GC_I32, scores->device);
+    gc_tensor *loss = gc_cross_entropy(positives, diagonal, reduction);
+    gc_tensor_release(by_passage);
+    gc_tensor_release(positives);
+    gc_tensor_release(diagonal);
+    return loss;
+}
+
 gc_tensor *gc_contrastive_loss(const gc_tensor *queries, const gc_tensor *passages,
                                const gc_contrastive_options *options) {
     if (!queries || !passages) return NULL;
-    check_arguments(queries, passages, options);
-    int64_t n_queries = queries->shape[0], n_passages = passages->shape[0];
-    /* By default query i's positive is passage i * (Np / Nq): each query is followed by
-     * its hard negatives. */
-    gc_tensor *default_targets =
-        options->targets ? NULL
-                         : gc_arange(n_queries, 0, n_queries ? (double)(n_passages / n_queries) : 0, GC_I32,
-                                     queries->device);
-    const gc_tensor *targets = options->targets ? options->targets : default_targets;
-    gc_tensor *q = prepare(queries, options->similarity);                  /* [Nq, D] */
-    gc_tensor *p = prepare(passages, options->similarity);                 /* [Np, D] */
-    gc_tensor *similarities = gc_matmul(q, p, false, true);                /* [Nq, Np] */
-    gc_tensor *scores = gc_div_scalar(similarities, options->temperature); /* [Nq, Np] */
+    gc_contrastive_check_arguments(queries, passages, options);
+    if (gc_contrastive_check_finite(queries, passages, gc_contrastive_tile_size(options, queries->device, gc_contrastive_rows(queries, passages))) != GC_OK)
+        return NULL;
+    gc_tensor *targets = gc_contrastive_targets(queries, passages, options); /* [Nq] */
+    gc_tensor *q = prepare(queries, options->similarity);                    /* [Nq, D] */
+    gc_tensor *p = prepare(passages, options->similarity);                   /* [Np, D] */
+    gc_tensor *similarities = gc_matmul(q, p, false, true);                  /* [Nq, Np] */
+    gc_tensor *scores = gc_div_scalar(similarities, options->temperature);   /* [Nq, Np] */
     gc_tensor *loss = gc_cross_entropy(scores, targets, options->reduction);
-    gc_tensor_release(default_targets);
+    if (options->symmetric && loss) {
+        gc_tensor *backward = passage_to_query_loss(scores, targets, options->reduction);
+        gc_tensor *both = gc_add(loss, backward);
+        gc_tensor_release(loss);
+        loss = gc_mul_scalar(both, 0.5);
+        gc_tensor_release(backward);
+        gc_tensor_release(both);
+    }
+    gc_tensor_release(targets);
     gc_tensor_release(q);
     gc_tensor_release(p);
     gc_tensor_release(similarities);
@@ -93,14 +71,78 @@ gc_tensor *gc_contrastive_loss(const gc_tensor *queries, const gc_tensor *passag
     return loss;
 }
 
-/* gc_loss_fn.forward: reps = (queries, passages), args the options. */
-static gc_tensor *contrastive_forward(gc_tensor *const *reps, int count, void *args) {
+/* The reference differentiated by autograd, on leaves that share the inputs' storage: the
+ * inputs' own graph and gradients are left alone. The backward is seeded with `seed` in the
+ * loss's f32, so a loss scale reaches the gradients before they are rounded to 16 bits. */
+static gc_status full_value_and_grad(const gc_tensor *queries, const gc_tensor *passages,
+                                     const gc_contrastive_options *options, double seed, double *value,
+                                     gc_tensor **grads) {
+    gc_tensor *leaves[2] = {gc_detach(queries), gc_detach(passages)};
+    for (int s = 0; s < 2; s++) gc_set_requires_grad(leaves[s], true);
+    bool previous = gc_set_grad_enabled(true);
+    gc_tensor *loss = gc_contrastive_loss(leaves[0], leaves[1], options);
+    gc_tensor *seed_tensor = loss && seed != 1 ? gc_full(loss->ndim, loss->shape, loss->dtype, loss->device, seed) : NULL;
+    gc_status status = !loss || (seed != 1 && !seed_tensor) ? gc_last_status()
+                                                             : gc_backward(&loss, seed_tensor ? &seed_tensor : NULL, 1);
+    gc_tensor_release(seed_tensor);
+    gc_set_grad_enabled(previous);
+    if (status == GC_OK) {
+        *value = gc_item(loss);
+        /* A side without rows gets no gradient from the graph: its gradient is empty. */
+        for (int s = 0; s < 2; s++)
+            grads[s] = gc_grad(leaves[s]) ? gc_tensor_retain(gc_grad(leaves[s])) : gc_zeros_like(leaves[s]);
+    }
+    gc_tensor_release(loss);
+    gc_tensor_release(leaves[0]);
+    gc_tensor_release(leaves[1]);
+    return status;
+}
+
+gc_status gc_contrastive_value_and_grad(const gc_tensor *queries, const gc_tensor *passages,
+                                        const gc_contrastive_options *options, double seed, double *value,
+                                        gc_tensor **grad_queries, gc_tensor **grad_passages) {
+    *grad_queries = *grad_passages = NULL;
+    if (!queries || !passages) return gc_contrastive_loss_tiled(queries, passages, options, seed, value, grad_queries,
+                                                                grad_passages);
+    gc_contrastive_check_arguments(queries, passages, options);
+    bool tiled = options->method == GC_CONTRASTIVE_TILED ||
+                 (options->method == GC_CONTRASTIVE_AUTO &&
+                  gc_contrastive_rows(queries, passages) > gc_contrastive_largest_tile(options, queries->device));
+    if (tiled)
+        return gc_contrastive_loss_tiled(queries, passages, options, seed, value, grad_queries, grad_passages);
+    gc_tensor *grads[2] = {NULL, NULL};
+    gc_status status = full_value_and_grad(queries, passages, options, seed, value, grads);
+    if (status == GC_OK && (!grads[0] || !grads[1])) status = gc_last_status();
+    if (status != GC_OK) {
+        gc_tensor_release(grads[0]);
+        gc_tensor_release(grads[1]);
+        return status;
+    }
+    *grad_queries = grads[0];
+    *grad_passages = grads[1];
+    return GC_OK;
+}
+
+/* gc_loss_fn.forward and value_and_grad: reps = (queries, passages), args the options. */
+static void check_count(int count) {
     if (count != 2) gc_fatal("contrastive_loss_fn: needs 2 representations (queries, passages), got %d", count);
+}
+
+static gc_tensor *contrastive_forward(gc_tensor *const *reps, int count, void *args) {
+    check_count(count);
     return gc_contrastive_loss(reps[0], reps[1], args);
+}
+
+static gc_status contrastive_value_and_grad(gc_tensor *const *reps, int count, void *args, double seed,
+                                            double *value, gc_tensor **grads) {
+    check_count(count);
+    return gc_contrastive_value_and_grad(reps[0], reps[1], args, seed, value, &grads[0], &grads[1]);
 }
 
 gc_loss_fn gc_contrastive_loss_fn(const gc_contrastive_options *options) {
     if (!options) gc_fatal("contrastive_loss_fn: options is NULL");
-    /* A tiled loss with its own value_and_grad comes later; this one goes through autograd. */
-    return (gc_loss_fn){.forward = contrastive_forward, .value_and_grad = NULL, .args = (void *)options};
+    bool full = options->method == GC_CONTRASTIVE_FULL;
+    return (gc_loss_fn){.forward = contrastive_forward,
+                        .value_and_grad = full ? NULL : contrastive_value_and_grad,
+                        .args = (void *)options};
 }

@@ -94,6 +94,32 @@ typedef struct gc_span {
     int64_t numel;
     gc_dtype dtype;
 } gc_span;
+/* One tile of the tiled contrastive loss (nn/contrastive_tiled.c): a block of queries
+ * (rows) against a block of candidates (columns). `scores` holds the block's dot products
+ * q_i . p_j, and the score of element (i, j) is s_ij = scores[i, j] row_scale[i] col_scale[j]
+ * (the temperature and cosine's inverse norms are folded into the scales). Every vector points
+ * at the tile's own rows or columns; floats are of `dtype`, f32 or f64. The arithmetic is
+ * tensor/score_tile_impl.h's, shared by every backend. */
+typedef struct gc_score_tile_args {
+    void *scores;                  /* [rows, cols]: overwritten (see the kernels) */
+    const void *row_scale;         /* [rows] */
+    const void *col_scale;         /* [cols] */
+    const int32_t *targets;        /* [rows]: each row's positive, a column of the whole matrix */
+    int64_t rows, cols, col_start; /* col_start: the whole matrix's column of the tile's column 0 */
+    gc_dtype dtype;
+    /* score_tile_lse: the running log-sum-exp (max, sum) of each row, and of each column when
+     * col_max is not NULL (score_tile_impl.h); target_score [rows] receives s_i,targets[i] for
+     * the rows whose positive is one of the tile's columns. */
+    void *row_max, *row_sum;       /* [rows] */
+    void *col_max, *col_sum;       /* [cols] or NULL */
+    void *target_score;            /* [rows] */
+    /* score_tile_grad: d loss / d s_ij = row_weight exp(s_ij - row_lse[i])
+     *   + col_weight[j] exp(s_ij - col_lse[j]) (when col_lse is not NULL)
+     *   - target_weight (when j is row i's positive) */
+    const void *row_lse;           /* [rows] */
+    const void *col_lse, *col_weight; /* [cols] or NULL */
+    double row_weight, target_weight;
+} gc_score_tile_args;
 
 typedef struct gc_backend {
     const char *name;
@@ -150,6 +176,14 @@ typedef struct gc_backend {
      * else 0, word() the Philox stream of seed (gradcache/random.h) --- */
     void (*dropout)(const void *x, void *y, size_t n, gc_dtype dtype, uint32_t threshold, double scale,
                     uint64_t seed, uint64_t offset);
+
+    /* --- the tiled contrastive loss (gc_score_tile_args above) --- */
+    /* Overwrites scores with the scores s, then folds each row (and column) into its running
+     * log-sum-exp and picks the target scores. */
+    void (*score_tile_lse)(const gc_score_tile_args *args);
+    /* Overwrites scores (the dot products, recomputed) with d loss / d dot products:
+     * d loss / d s_ij times row_scale[i] col_scale[j]. */
+    void (*score_tile_grad)(const gc_score_tile_args *args);
 
     /* --- fused optimizer updates, in place; param and grad [n] of dtype, state f32 [n] ---
      * g is grad_scale times the stored gradient. master (f32 [n], or NULL) is the f32 master

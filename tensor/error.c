@@ -28,6 +28,7 @@ const char *gc_status_name(gc_status status) {
     case GC_ERR_FORMAT: return "malformed input";
     case GC_ERR_PEER: return "peer failed";
     case GC_ERR_UNAVAILABLE: return "unavailable";
+    case GC_ERR_NON_FINITE: return "not finite";
     }
     return "unknown status";
 }

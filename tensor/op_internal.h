@@ -1,5 +1,6 @@
-/* Ops the library uses internally (backward rules) but that are not part of the public
- * API: derivative kernels and scatters. Not recorded by the op observer. */
+/* Ops the library uses internally (backward rules, the tiled contrastive loss) but that are
+ * not part of the public API: derivative kernels, scatters, a GEMM into an existing tensor
+ * and the contrastive loss's tiles. Not recorded by the op observer. */
 #ifndef GC_TENSOR_OP_INTERNAL_H
 #define GC_TENSOR_OP_INTERNAL_H
 
@@ -13,5 +14,29 @@ gc_tensor *gc_scatter_last(const gc_tensor *src, const gc_tensor *index, int64_t
 /* grad_out [S..., D], ids i32 [S...] -> [vocab, D]: row v = sum of the grad_out rows whose id
  * is v (duplicate ids accumulate). */
 gc_tensor *gc_embedding_backward(const gc_tensor *grad_out, const gc_tensor *ids, int64_t vocab);
+
+/* c = op(a) @ op(b), or c += op(a) @ op(b) when accumulate, into an existing c of the
+ * product's shape (a view such as a slice of rows works: it is contiguous). For the tiled
+ * contrastive loss, which accumulates gradients tile by tile without a temporary. */
+void gc_matmul_into(gc_tensor *c, const gc_tensor *a, const gc_tensor *b, bool trans_a, bool trans_b,
+                    bool accumulate);
+
+/* One tile of the tiled contrastive loss, as tensors (gc_score_tile_args in backend.h says
+ * what each is): one float dtype, f32 or f64, on one device. */
+typedef struct gc_score_tile {
+    gc_tensor *scores;          /* [rows, cols]: the dot products of the tile's queries and candidates */
+    const gc_tensor *row_scale; /* [rows] */
+    const gc_tensor *col_scale; /* [cols] */
+    const gc_tensor *targets;   /* i32 [rows] */
+    int64_t col_start;
+} gc_score_tile;
+
+/* The backend's score_tile_lse: row_max, row_sum, target_score [rows]; col_max and col_sum
+ * [cols], or both NULL. */
+void gc_score_tile_lse(const gc_score_tile *tile, gc_tensor *row_max, gc_tensor *row_sum, gc_tensor *col_max,
+                       gc_tensor *col_sum, gc_tensor *target_score);
+/* The backend's score_tile_grad: row_lse [rows]; col_lse and col_weight [cols], or both NULL. */
+void gc_score_tile_grad(const gc_score_tile *tile, const gc_tensor *row_lse, double row_weight,
+                        const gc_tensor *col_lse, const gc_tensor *col_weight, double target_weight);
 
 #endif

@@ -22,6 +22,8 @@ typedef struct dist_scenario {
     int64_t chunk;             /* queries per chunk (passages: chunk * (1 + negatives)) */
     bool tied, keep_last_graph, sync_every_backward, full_batch;
     gc_dist_backend backend;   /* the group's; the models live on cuda:0 for NCCL, else the CPU */
+    bool tiled_loss;           /* the ranks' loss: the tiled contrastive loss (tiles of 3 rows)
+                                  instead of infonce; the one process keeps infonce */
 } dist_scenario;
 
 static void add_all(gc_param_list *into, const char *prefix, const gc_param_list *from) {
@@ -127,6 +129,9 @@ static int dist_cache_body(int rank, int world, void *arg) {
     free(theirs);
 
     gc_batch inputs[2] = {{1, {"x"}, {my_q}}, {1, {"x"}, {my_p}}};
+    /* infonce's loss: dot products at temperature 0.5, query i's positive passage i (Np / Nq) */
+    gc_contrastive_options tiled = {.similarity = GC_SIMILARITY_DOT, .temperature = 0.5,
+                                    .method = GC_CONTRASTIVE_TILED, .tile_size = 3};
     gc_cache_config config = {
         .n_models = 2,
         .models = {{&q, encoder_forward, s->chunk, &q.params}, {second, encoder_forward, s->chunk * group_size, &second->params}},
@@ -136,6 +141,7 @@ static int dist_cache_body(int rank, int world, void *arg) {
         .ddp = ddp,
         .sync_every_backward = s->sync_every_backward,
     };
+    if (s->tiled_loss) config.loss = gc_contrastive_loss_fn(&tiled);
     gc_ddp_stats before = gc_ddp_get_stats(ddp);
     double loss = 0, ref_loss = 0;
     CHECK_MSG(step(s, &config, inputs, &loss) == GC_OK, "%s: %s", s->name, gc_last_error());
@@ -153,6 +159,7 @@ static int dist_cache_body(int rank, int world, void *arg) {
     ref_config.models[0].params = &ref_q.params;
     ref_config.models[1].state = ref_second;
     ref_config.models[1].params = &ref_second->params;
+    ref_config.loss = (gc_loss_fn){.forward = infonce};
     ref_config.group = NULL;
     ref_config.ddp = NULL;
     REQUIRE(step(s, &ref_config, ref_inputs, &ref_loss) == GC_OK);
@@ -197,18 +204,22 @@ static int dist_cache_body(int rank, int world, void *arg) {
 /* Every scenario in a world of 2, and (worlds > 2) of 4, through `backend`. */
 static void dist_cache_run_all(gc_dist_backend backend, int worlds) {
     const dist_scenario two[] = {
-        {"f32, equal rows", GC_F32, {8, 8}, 0, 2, false, false, false, false, GC_DIST_TCP},
-        {"f64, unequal rows, 1 hard negative", GC_F64, {5, 11}, 1, 3, false, false, false, false, GC_DIST_TCP},
-        {"f32, tied, unequal rows", GC_F32, {7, 3}, 0, 2, true, false, false, false, GC_DIST_TCP},
-        {"f32, kept last graph", GC_F32, {6, 6}, 1, 4, false, true, false, false, GC_DIST_TCP},
-        {"f32, sync every backward", GC_F32, {8, 8}, 0, 2, false, false, true, false, GC_DIST_TCP},
-        {"f64, plain step, unequal rows", GC_F64, {9, 4}, 1, 4, false, false, false, true, GC_DIST_TCP},
+        {"f32, equal rows", GC_F32, {8, 8}, 0, 2, false, false, false, false, GC_DIST_TCP, false},
+        {"f64, unequal rows, 1 hard negative", GC_F64, {5, 11}, 1, 3, false, false, false, false, GC_DIST_TCP, false},
+        {"f32, tied, unequal rows", GC_F32, {7, 3}, 0, 2, true, false, false, false, GC_DIST_TCP, false},
+        {"f32, kept last graph", GC_F32, {6, 6}, 1, 4, false, true, false, false, GC_DIST_TCP, false},
+        {"f32, sync every backward", GC_F32, {8, 8}, 0, 2, false, false, true, false, GC_DIST_TCP, false},
+        {"f64, plain step, unequal rows", GC_F64, {9, 4}, 1, 4, false, false, false, true, GC_DIST_TCP, false},
+        {"f64, tiled loss, unequal rows, 1 hard negative", GC_F64, {5, 8}, 1, 3, false, false, false, false,
+         GC_DIST_TCP, true},
+        {"f32, tiled loss, tied", GC_F32, {7, 7}, 0, 2, true, false, false, false, GC_DIST_TCP, true},
     };
     const dist_scenario four[] = {
-        {"f32, equal rows", GC_F32, {4, 4, 4, 4}, 0, 2, false, false, false, false, GC_DIST_TCP},
-        {"f64, unequal rows, 2 hard negatives", GC_F64, {3, 1, 6, 4}, 2, 2, false, false, false, false, GC_DIST_TCP},
-        {"f64, tied, unequal rows", GC_F64, {2, 5, 1, 3}, 0, 2, true, true, false, false, GC_DIST_TCP},
-        {"f32, sync every backward", GC_F32, {4, 4, 4, 4}, 1, 1, true, false, true, false, GC_DIST_TCP},
+        {"f32, equal rows", GC_F32, {4, 4, 4, 4}, 0, 2, false, false, false, false, GC_DIST_TCP, false},
+        {"f64, unequal rows, 2 hard negatives", GC_F64, {3, 1, 6, 4}, 2, 2, false, false, false, false, GC_DIST_TCP, false},
+        {"f64, tied, unequal rows", GC_F64, {2, 5, 1, 3}, 0, 2, true, true, false, false, GC_DIST_TCP, false},
+        {"f32, sync every backward", GC_F32, {4, 4, 4, 4}, 1, 1, true, false, true, false, GC_DIST_TCP, false},
+        {"f64, tiled loss, unequal rows", GC_F64, {3, 1, 6, 4}, 1, 2, false, false, false, false, GC_DIST_TCP, true},
     };
     for (size_t i = 0; i < sizeof two / sizeof *two; i++) {
         dist_scenario s = two[i];

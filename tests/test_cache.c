@@ -259,7 +259,7 @@ static void test_tied_text_encoder(void) {
     double *mask_values = gc_data(p_mask);
     for (int t = 3; t < 6; t++) mask_values[2 * 6 + t] = 0; /* passage 2 has 3 padding tokens */
     gc_batch inputs[2] = {{2, {"ids", "mask"}, {q_ids, q_mask}}, {2, {"ids", "mask"}, {p_ids, p_mask}}};
-    gc_contrastive_options options = {GC_SIMILARITY_COSINE, 0.1, NULL, GC_LOSS_MEAN}; /* 1 hard negative each */
+    gc_contrastive_options options = {.similarity = GC_SIMILARITY_COSINE, .temperature = 0.1}; /* 1 hard negative each */
     gc_cache_config cache_config = {.n_models = 2,
                                     .models = {{&encoder, text_forward, 2, &params}, {&encoder, text_forward, 3, &params}},
                                     .loss = gc_contrastive_loss_fn(&options)};

@@ -26,7 +26,7 @@ static void finish_setup(setup *s) {
     REQUIRE(s->xq && s->xp);
     s->inputs[0] = (gc_batch){1, {"x"}, {s->xq}};
     s->inputs[1] = (gc_batch){1, {"x"}, {s->xp}};
-    s->options = (gc_contrastive_options){GC_SIMILARITY_COSINE, 0.5, NULL, GC_LOSS_MEAN};
+    s->options = (gc_contrastive_options){.similarity = GC_SIMILARITY_COSINE, .temperature = 0.5, .reduction = GC_LOSS_MEAN};
     s->loss_factor = 1;
 }
 

@@ -49,24 +49,45 @@ grep -q '^  encoder.embeddings.tokens.weight ' "$dir/out" || fail "verify --tied
 # --- bench memory: table, CSV rows and columns, a well-formed SVG, temporary files gone ---
 expect_status 0 bench memory --batches 16,64 --chunks 8,32 --csv "$dir/memory.csv" --svg "$dir/memory.svg"
 # A plain row at every batch and at every chunk size; GradCache for every chunk up to the batch.
-want_rows="plain,8,8 plain,16,16 gc,16,8 plain,32,32 plain,64,64 gc,64,8 gc,64,32"
-got_rows=$(tail -n +2 "$dir/memory.csv" | cut -d, -f1-3 | tr '\n' ' ' | sed 's/ $//')
+want_rows="plain,8,8,full plain,16,16,full gc,16,8,tiled plain,32,32,full plain,64,64,full gc,64,8,tiled gc,64,32,tiled"
+got_rows=$(tail -n +2 "$dir/memory.csv" | cut -d, -f1-4 | tr '\n' ' ' | sed 's/ $//')
 [ "$got_rows" = "$want_rows" ] || fail "bench memory: CSV rows '$got_rows', want '$want_rows'"
-[ "$(head -1 "$dir/memory.csv")" = "mode,batch,chunk,peak_bytes,step_ms,fits" ] ||
+[ "$(head -1 "$dir/memory.csv")" = "mode,batch,chunk,loss,peak_bytes,cache_bytes,step_ms,fits" ] ||
     fail "bench memory: CSV header $(head -1 "$dir/memory.csv")"
-awk -F, 'NR > 1 && !($4 > 0 && $5 > 0 && $6 == 1) { exit 1 }' "$dir/memory.csv" ||
+awk -F, 'NR > 1 && !($5 > 0 && $7 > 0 && $8 == 1) { exit 1 }' "$dir/memory.csv" ||
     fail "bench memory: a row without positive measurements: $(cat "$dir/memory.csv")"
 grep -q '^  gc  *64  *8 ' "$dir/out" || fail "bench memory: no table row for gc 64 8: $(cat "$dir/out")"
 python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' "$dir/memory.svg" ||
     fail "bench memory: the SVG is not well-formed XML"
-grep -q 'GradCache, chunk 32' "$dir/memory.svg" || fail "bench memory: no line for chunk 32 in the chart"
+grep -q 'GradCache, chunk 32, tiled loss' "$dir/memory.svg" || fail "bench memory: no line for chunk 32 in the chart"
+# The cache: the representations (32 wide, f32: 8 KiB a side) of 64 queries and 64 passages and their gradients.
+grep -q '^gc,64,8,tiled,[0-9]*,32768,' "$dir/memory.csv" || fail "bench memory: cache_bytes of gc 64/8 is not 32768"
+grep -q '^plain,64,64,full,[0-9]*,0,' "$dir/memory.csv" || fail "bench memory: the plain step has a cache"
+
+# --loss both: each GradCache run with the tiled and with the full loss, a chart line each.
+expect_status 0 bench memory --batches 256 --chunks 16 --loss both --csv "$dir/both.csv" --svg "$dir/both.svg"
+tiled=$(grep '^gc,256,16,tiled,' "$dir/both.csv" | cut -d, -f5)
+full=$(grep '^gc,256,16,full,' "$dir/both.csv" | cut -d, -f5)
+[ -n "$tiled" ] && [ -n "$full" ] || fail "bench memory --loss both: rows missing: $(cat "$dir/both.csv")"
+grep -q 'GradCache, chunk 16, full loss' "$dir/both.svg" || fail "bench memory --loss both: no line for the full loss"
+
+# Flat apart from the cache: at 1024 pairs in chunks of 16 the cached step's peak, less the
+# cache and the input batch (1024 x 16 tokens, i32 ids and f32 masks, two sides: the caller's
+# data), is at most 1.5x the plain step's peak at 16 pairs (4 MiB). The full loss's
+# 1024 x 1024 scores, their softmax and gradient (20 MiB) would break it.
+expect_status 0 bench memory --batches 1024 --chunks 16 --csv "$dir/flat.csv"
+plain16=$(grep '^plain,16,16,' "$dir/flat.csv" | cut -d, -f5)
+awk -F, -v plain="$plain16" -v inputs=$((1024 * 16 * 8 * 2)) \
+    '$1 == "gc" { found = 1; if ($5 - $6 - inputs > 1.5 * plain) above = 1 } END { exit !found || above }' \
+    "$dir/flat.csv" ||
+    fail "bench memory: the cached step at 1024 is not flat: $(cat "$dir/flat.csv")"
 
 # Under a limit the plain step at 256 pairs exceeds (~38 MiB) and GradCache in chunks of 16
 # does not (~2 MiB): a result, not a failure.
 expect_status 0 bench memory --batches 16,256 --chunks 16 --mem-limit 16M --csv "$dir/limit.csv" --svg "$dir/limit.svg"
-grep -q '^plain,256,256,,,0$' "$dir/limit.csv" || fail "bench memory --mem-limit: plain 256 not reported as not fitting"
-grep -q '^gc,256,16,[0-9]*,[0-9.]*,1$' "$dir/limit.csv" || fail "bench memory --mem-limit: gc 256/16 does not fit"
-grep -q '^  plain  *256  *256  *does not fit' "$dir/out" || fail "bench memory --mem-limit: no 'does not fit' row"
+grep -q '^plain,256,256,full,,,,0$' "$dir/limit.csv" || fail "bench memory --mem-limit: plain 256 not reported as not fitting"
+grep -q '^gc,256,16,tiled,[0-9]*,[0-9]*,[0-9.]*,1$' "$dir/limit.csv" || fail "bench memory --mem-limit: gc 256/16 does not fit"
+grep -q '^  plain  *256  *256 full  *does not fit' "$dir/out" || fail "bench memory --mem-limit: no 'does not fit' row"
 python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' "$dir/limit.svg" ||
     fail "bench memory --mem-limit: the SVG is not well-formed XML"
 grep -q 'does not fit' "$dir/limit.svg" || fail "bench memory --mem-limit: the chart does not mark the run"
@@ -96,6 +117,7 @@ expect_usage_error --dtype verify --dtype f16
 expect_usage_error --tolerance verify --tolerance abc
 expect_usage_error --batches bench memory --batches 16,x
 expect_usage_error --chunks bench memory --chunks 0
+expect_usage_error --loss bench memory --loss flat
 expect_usage_error --mem-limit bench memory --mem-limit lots
 expect_usage_error --csv bench memory --csv "$dir/missing/memory.csv"
 expect_usage_error --reps bench speed --reps 0

@@ -84,6 +84,12 @@ grep -qE "^\{\"recall_at_1\":$metric,\"recall_at_10\":$metric,\"mrr\":$metric,\"
     "$work/stdout" || fail "eval --json output: $(cat "$work/stdout")"
 
 # --- bad input: one line naming the flag or the file, nothing written ----------------------
+# --loss tiled computes the same step's loss and gradient tile by tile (f32: to rounding).
+expect_ok "$gradcache" train "${common[@]}" --steps 1 --gc --gc-chunk-size 16 --loss tiled --out "$work/tiled"
+for key in loss grad_norm; do
+    check awk -v a="$(field "$work/tiled/log.jsonl" 1 $key)" -v b="$(field "$work/one_chunk/log.jsonl" 1 $key)" \
+        'BEGIN { d = a - b; exit !(d * d <= 1e-10 * b * b) }' "--loss tiled: $key differs from the full loss's"
+done
 expect_error "$work/missing.tsv: cannot open" "$gradcache" train --data "$work/missing.tsv" --out "$work/bad_run"
 check [ ! -e "$work/bad_run" ] "a failed run left $work/bad_run behind"
 expect_error "$work/plain/train.tsv: cannot open" "$gradcache" train --data "$work/plain" --out "$work/bad_run"
@@ -93,6 +99,8 @@ expect_error "--batch-size 500: $pairs has only 200 examples" "$gradcache" train
 expect_error "--hard-negatives 2: $pairs has 1 negative column" "$gradcache" train "${common[@]}" --hard-negatives 2
 expect_error "--gc-chunk-size: expected N or N,M" "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,x
 expect_error "--gc-chunk-size needs --gc" "$gradcache" train "${common[@]}" --gc-chunk-size 4
+expect_error "--loss needs --gc" "$gradcache" train "${common[@]}" --loss tiled
+expect_error "--loss: expected one of" "$gradcache" train "${common[@]}" --gc --loss flat
 expect_error "--steps and --epochs cannot be used together" "$gradcache" train "${common[@]}" --epochs 1
 expect_error "--data is required" "$gradcache" train --steps 1
 check [ ! -e "$work/bad_run" ] "a failed run left $work/bad_run behind"

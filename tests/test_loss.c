@@ -114,7 +114,7 @@ static double reference_loss(const gc_tensor *queries, const gc_tensor *passages
 /* gc_contrastive_loss of c on queries and passages; NULL when it failed. */
 static gc_tensor *contrastive_of(const gc_tensor *queries, const gc_tensor *passages, const contrastive_case *c) {
     gc_tensor *targets = c->targets ? i32_tensor(c->n_queries, c->targets) : NULL;
-    gc_contrastive_options options = {c->similarity, c->temperature, targets, c->reduction};
+    gc_contrastive_options options = {.similarity = c->similarity, .temperature = c->temperature, .targets = targets, .reduction = c->reduction};
     gc_tensor *loss = gc_contrastive_loss(queries, passages, &options);
     gc_tensor_release(targets);
     return loss;
@@ -266,9 +266,12 @@ static void test_gradient_16_bit(void) {
 
 static void test_loss_fn(void) {
     gc_tensor *reps[] = {gc_test_random(GC_SHAPE(2, 3), GC_F32, 16), gc_test_random(GC_SHAPE(4, 3), GC_F32, 17)};
-    gc_contrastive_options options = {GC_SIMILARITY_COSINE, 0.05, NULL, GC_LOSS_MEAN};
+    gc_contrastive_options options = {.similarity = GC_SIMILARITY_COSINE, .temperature = 0.05};
     gc_loss_fn fn = gc_contrastive_loss_fn(&options);
-    CHECK(fn.value_and_grad == NULL && fn.args == &options);
+    CHECK(fn.value_and_grad != NULL && fn.args == &options);
+    gc_contrastive_options full = {.similarity = GC_SIMILARITY_COSINE, .temperature = 0.05,
+                                   .method = GC_CONTRASTIVE_FULL};
+    CHECK(gc_contrastive_loss_fn(&full).value_and_grad == NULL); /* GradCache differentiates the forward */
     gc_tensor *via_fn = fn.forward(reps, 2, fn.args), *direct = gc_contrastive_loss(reps[0], reps[1], &options);
     gc_test_expect_same_bytes(direct, via_fn, "gc_loss_fn forward");
     gc_tensor_release(via_fn);
@@ -308,8 +311,9 @@ static void contrastive_with(void *arg) {
     const bad_contrastive *b = arg;
     gc_tensor *queries = gc_zeros(GC_SHAPE(b->n_queries, b->query_dim), b->query_dtype, gc_cpu());
     gc_tensor *passages = gc_zeros(GC_SHAPE(b->n_passages, b->passage_dim), GC_F32, gc_cpu());
-    gc_contrastive_options options = {GC_SIMILARITY_DOT, b->temperature,
-                                      b->targets ? i32_tensor(b->n_targets, b->targets) : NULL, GC_LOSS_MEAN};
+    gc_contrastive_options options = {.similarity = GC_SIMILARITY_DOT,
+                                      .temperature = b->temperature,
+                                      .targets = b->targets ? i32_tensor(b->n_targets, b->targets) : NULL};
     gc_contrastive_loss(queries, passages, &options);
 }
 static void contrastive_no_options(void *arg) {
@@ -319,7 +323,7 @@ static void contrastive_no_options(void *arg) {
 }
 static void loss_fn_three_reps(void *arg) {
     (void)arg;
-    gc_contrastive_options options = {GC_SIMILARITY_DOT, 1.0, NULL, GC_LOSS_MEAN};
+    gc_contrastive_options options = {.similarity = GC_SIMILARITY_DOT, .temperature = 1.0};
     gc_loss_fn fn = gc_contrastive_loss_fn(&options);
     gc_tensor *x = gc_zeros(GC_SHAPE(2, 3), GC_F32, gc_cpu());
     fn.forward((gc_tensor *[]){x, x, x}, 3, fn.args);
@@ -354,7 +358,7 @@ static void test_errors(void) {
         "contrastive_loss: temperature nan is not positive and finite",
         "contrastive_loss: temperature inf is not positive and finite",
         "contrastive_loss: needs i32 targets [2] for queries [2, 3] f32 cpu, got [1] i32 cpu",
-        "cross_entropy: target 9 at position 1 is outside [0, 4)",
+        "contrastive_loss: target 9 at position 1 is outside [0, 4)",
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
         gc_test_expect_fatal(contrastive_with, (void *)&cases[k], messages[k]);

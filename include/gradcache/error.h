@@ -32,7 +32,8 @@ typedef enum gc_status {
     GC_ERR_IO,            /* a file could not be read or written */
     GC_ERR_FORMAT,        /* a file or a value from outside is malformed */
     GC_ERR_PEER,          /* a peer process died or hung up */
-    GC_ERR_UNAVAILABLE    /* a backend or device that is not built or not present */
+    GC_ERR_UNAVAILABLE,   /* a backend or device that is not built or not present */
+    GC_ERR_NON_FINITE     /* a value that must be finite is an inf or a nan (an overflow) */
 } gc_status;
 
 /* The status and message of the most recent recoverable error on this thread. */

@@ -27,7 +27,23 @@ typedef enum gc_similarity { GC_SIMILARITY_DOT, GC_SIMILARITY_COSINE } gc_simila
  * i32 flat index). */
 gc_tensor *gc_cross_entropy(const gc_tensor *logits, const gc_tensor *targets, gc_loss_reduction reduction);
 
-/* In-batch contrastive (InfoNCE) loss. */
+/* How the contrastive loss's gradient is computed where a gc_loss_fn offers value_and_grad
+ * (GradCache's loss phase): the forward, gc_contrastive_loss, is always the untiled reference. */
+typedef enum gc_contrastive_method {
+    GC_CONTRASTIVE_AUTO,  /* tiled when either side has more rows than the device's largest tile
+                             (or than tile_size, when given), else full */
+    GC_CONTRASTIVE_TILED, /* gc_contrastive_loss_tiled */
+    GC_CONTRASTIVE_FULL   /* the reference through autograd: a B x B matrix and its gradient */
+} gc_contrastive_method;
+
+/* The largest default tile: big enough to keep the matmuls efficient (and, on a GPU, the
+ * kernel launches few), small next to the batches that need tiling (tile^2 f32 is 1 MiB on
+ * the CPU, 64 MiB on a GPU). */
+#define GC_CONTRASTIVE_TILE_CPU 512
+#define GC_CONTRASTIVE_TILE_CUDA 4096
+
+/* In-batch contrastive (InfoNCE) loss. A zero-initialised tail (symmetric, method,
+ * tile_size) is the one-directional loss, tiled where that saves memory. */
 typedef struct gc_contrastive_options {
     gc_similarity similarity;    /* cosine normalises both sides first */
     double temperature;          /* scores are divided by it (> 0); a "scale" s is 1/s */
@@ -35,15 +51,56 @@ typedef struct gc_contrastive_options {
                                     i's positive is passage i * (Np / Nq), as in the reference
                                     (each query followed by its n hard negatives) */
     gc_loss_reduction reduction;
+    bool symmetric;              /* also passage -> query (CLIP): see gc_contrastive_loss */
+    gc_contrastive_method method;
+    int64_t tile_size;           /* rows (and columns) per tile (>= 1); 0: the default,
+                                    gc_contrastive_tile_size */
 } gc_contrastive_options;
 
 /* queries [Nq, D], passages [Np, D] (Np a multiple of Nq when targets is NULL):
  * cross-entropy of the scores [Nq, Np] = sim(queries, passages) / temperature. Cosine
  * divides each row by sqrt(||x||^2 + eps^2), eps = 1e-12: F.normalize's x / max(||x||, eps)
  * to within an f64 rounding for rows longer than 1e-4. f16 and bf16 inputs are computed in
- * f32 (the loss is f32); f32 and f64 in their own dtype. */
+ * f32 (the loss is f32); f32 and f64 in their own dtype.
+ * Symmetric: the mean of that loss and the passage -> query one, in which the passage that is
+ * query i's positive is scored against every query (column t_i of the scores) with query i as
+ * its target: 0.5 (CE(scores, t) + CE(scores[:, t]^T, 0..Nq-1)), each term reduced as
+ * `reduction` says. With hard negatives, a negative is a candidate for every query but is
+ * nobody's positive, so it has no term of its own (sentence-transformers' symmetric loss).
+ * The untiled reference: it holds the B x B scores (and autograd their gradient); a
+ * non-finite representation makes it return NULL with GC_ERR_NON_FINITE, as the tiled loss. */
 gc_tensor *gc_contrastive_loss(const gc_tensor *queries, const gc_tensor *passages,
                                const gc_contrastive_options *options);
+
+/* The same loss, its value and gradients d loss / d queries and d loss / d passages (new
+ * tensors of their shapes and dtypes) computed tile by tile without a graph (Inf-CL,
+ * arXiv 2410.17243; docs/DESIGN.md): the forward keeps a running log-sum-exp per query row
+ * (and per passage column when symmetric), the gradient recomputes each tile's scores from
+ * them. Working memory is one tile of scores plus O(Nq + Np) numbers (and, for f16 or bf16
+ * inputs, f32 copies of the representations and of their gradients): never Nq x Np.
+ * Nq and Np may differ, as with representations gathered from several processes.
+ * Returns GC_OK, an allocation error, or GC_ERR_NON_FINITE when a representation holds an inf
+ * or a nan (the message names the side and the row) or the scores overflow; nothing is kept
+ * then. A NULL input returns the error already recorded. The gradients are seed times
+ * d loss / d input (seed: 1, or a loss scale, applied in f32 before the gradients are
+ * rounded into a 16-bit dtype; see gc_loss_fn.value_and_grad). */
+gc_status gc_contrastive_loss_tiled(const gc_tensor *queries, const gc_tensor *passages,
+                                    const gc_contrastive_options *options, double seed, double *value,
+                                    gc_tensor **grad_queries, gc_tensor **grad_passages);
+
+/* The tile the loss uses for a batch whose larger side has `rows` rows on `device`:
+ * options->tile_size when set, else rows / 32 (so one tile of scores is at most 0.1% of the
+ * rows x rows matrix) kept between 512 and the device's largest tile (GC_CONTRASTIVE_TILE_CPU
+ * or _CUDA). */
+int64_t gc_contrastive_tile_size(const gc_contrastive_options *options, gc_device device, int64_t rows);
+
+/* The value and the gradients as options->method chooses: tiled, or the reference
+ * differentiated by autograd (on detached copies of the inputs: nothing is recorded and the
+ * inputs' own gradients are untouched; the backward is seeded with `seed`). What
+ * gc_contrastive_loss_fn's value_and_grad runs. */
+gc_status gc_contrastive_value_and_grad(const gc_tensor *queries, const gc_tensor *passages,
+                                        const gc_contrastive_options *options, double seed, double *value,
+                                        gc_tensor **grad_queries, gc_tensor **grad_passages);
 
 /* The loss interface (see the top of this file). reps[i] is model i's representation
  * [rows_i, D]; `args` is the caller's. */
@@ -60,7 +117,9 @@ typedef struct gc_loss_fn {
 } gc_loss_fn;
 
 /* A gc_loss_fn for gc_contrastive_loss over two representations (queries, passages) with
- * `options` (kept by pointer: it must outlive the gc_loss_fn). */
+ * `options` (kept by pointer: it must outlive the gc_loss_fn). Its value_and_grad is
+ * gc_contrastive_value_and_grad, except with GC_CONTRASTIVE_FULL, where it is NULL (GradCache
+ * then runs the forward and its own backward, through gc_cache_config.backward). */
 gc_loss_fn gc_contrastive_loss_fn(const gc_contrastive_options *options);
 
 #ifdef __cplusplus

@@ -53,6 +53,10 @@ void gc_cpu_embedding_backward(const void *grad_out, const int32_t *ids, void *g
 void gc_cpu_dropout(const void *x, void *y, size_t n, gc_dtype dtype, uint32_t threshold, double scale, uint64_t seed,
                  uint64_t offset);
 
+/* score_tile_cpu.c */
+void gc_cpu_score_tile_lse(const gc_score_tile_args *args);
+void gc_cpu_score_tile_grad(const gc_score_tile_args *args);
+
 /* optim_cpu.c */
 void gc_cpu_sgd_update(void *param, float *master, const void *grad, float *momentum_buffer, size_t n,
                        gc_dtype dtype, const gc_sgd_hyper *hyper);

@@ -60,6 +60,10 @@ void gc_cuda_embedding_backward(const void *grad_out, const int32_t *ids, void *
 void gc_cuda_dropout(const void *x, void *y, size_t n, gc_dtype dtype, uint32_t threshold, double scale, uint64_t seed,
                  uint64_t offset);
 
+/* score_tile_cuda.cu */
+void gc_cuda_score_tile_lse(const gc_score_tile_args *args);
+void gc_cuda_score_tile_grad(const gc_score_tile_args *args);
+
 /* optim_cuda.cu */
 void gc_cuda_sgd_update(void *param, float *master, const void *grad, float *momentum_buffer, size_t n,
                         gc_dtype dtype, const gc_sgd_hyper *hyper);

@@ -1,0 +1,46 @@
+/* What the untiled contrastive loss (contrastive.c) and the tiled one (contrastive_tiled.c)
+ * share: the argument checks, the targets, the finiteness check and the working precision. */
+#ifndef GC_NN_CONTRASTIVE_INTERNAL_H
+#define GC_NN_CONTRASTIVE_INTERNAL_H
+
+#include "gradcache/loss.h"
+
+/* Cosine normalises a row as x / sqrt(||x||^2 + eps^2). That is F.normalize's
+ * x / max(||x||, eps) to a relative eps^2 / (2 ||x||^2), below an f64 rounding for
+ * ||x|| > 1e-4, and like it maps a zero row to 0 with the gradient g / eps there; it needs
+ * no max op. */
+#define GC_COSINE_EPS 1e-12
+
+/* Releases every tensor listed, NULLs included: GC_RELEASE_ALL(a, b, c). */
+#define GC_RELEASE_ALL(...)                                                                     \
+    do {                                                                                        \
+        gc_tensor *gc_release_list_[] = {__VA_ARGS__};                                          \
+        for (size_t gc_release_i_ = 0; gc_release_i_ < sizeof gc_release_list_ / sizeof *gc_release_list_; \
+             gc_release_i_++)                                                                   \
+            gc_tensor_release(gc_release_list_[gc_release_i_]);                                 \
+    } while (0)
+
+/* Stops the program (one line) on arguments no call could make sense of: shapes, dtypes,
+ * devices, the similarity, the temperature, the targets' shape, the tile size. */
+void gc_contrastive_check_arguments(const gc_tensor *queries, const gc_tensor *passages,
+                                    const gc_contrastive_options *options);
+
+/* The i32 targets [Nq]: options->targets (retained) or query i -> passage i * (Np / Nq).
+ * Every target is checked to be a passage (read back to the host: a synchronisation on a
+ * GPU). NULL on an allocation error. */
+gc_tensor *gc_contrastive_targets(const gc_tensor *queries, const gc_tensor *passages,
+                                  const gc_contrastive_options *options);
+
+/* GC_OK when every element of queries and passages is finite; else GC_ERR_NON_FINITE with a
+ * message naming the side and the first row holding an inf or a nan (or an allocation error).
+ * Works through `chunk` rows at a time; records nothing on the tape. */
+gc_status gc_contrastive_check_finite(const gc_tensor *queries, const gc_tensor *passages, int64_t chunk);
+
+/* options->tile_size, or the device's largest default tile: the method
+ * GC_CONTRASTIVE_AUTO tiles above it. */
+int64_t gc_contrastive_largest_tile(const gc_contrastive_options *options, gc_device device);
+
+/* The larger of the two sides' row counts. */
+int64_t gc_contrastive_rows(const gc_tensor *queries, const gc_tensor *passages);
+
+#endif
