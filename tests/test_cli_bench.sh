@@ -107,7 +107,9 @@ for precision in f16 bf16; do
 done
 expect_status 0 bench memory --batches 16 --chunks 8 --dim 16 --hidden 32 --precision bf16 --csv "$dir/bf16.csv"
 grep -q 'parameters in bf16' "$dir/out" || fail "bench memory --precision: the header does not say bf16: $(cat "$dir/out")"
-grep -q '^gc,16,8,[0-9]*,[0-9.]*,1$' "$dir/bf16.csv" || fail "bench memory --precision bf16: no gc row"
+# the cache (16 rows x dim 16, two models, representations and gradients) in 2-byte bf16
+grep -q '^gc,16,8,tiled,[0-9]*,2048,[0-9.]*,1$' "$dir/bf16.csv" ||
+    fail "bench memory --precision bf16: no gc row with a 2048-byte cache: $(cat "$dir/bf16.csv")"
 
 # --- bad input: one line naming the flag, exit 2, no output file ---
 expect_usage_error --batch-size verify --batch-size 0
