@@ -1,4 +1,5 @@
 /* The training checkpoint (see train_state.h). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -7,13 +8,21 @@
 
 #define OPTIMIZER_PREFIX "optimizer"
 
+static const char *const CHUNK_SIZE_KEYS[2] = {"train.query_chunk_size", "train.passage_chunk_size"};
+
 /* "cpu" for slot 0 of a gc_rng_context, "cuda:N" for slot 1 + N. */
 static const char *slot_name(int slot, char *buf, int size) {
     return gc_device_str(slot == 0 ? gc_cpu() : gc_cuda(slot - 1), buf, size);
 }
 
+void gc_train_locate(const gc_train_plan *plan, int64_t step, int64_t *epoch, int64_t *position) {
+    *epoch = step / plan->steps_per_epoch;
+    *position = step % plan->steps_per_epoch * plan->batch_size;
+}
+
 gc_status gc_train_state_save(const char *path, const gc_dual_encoder *model, const gc_adamw *optimizer,
-                              const gc_train_progress *progress, const gc_metadata *settings) {
+                              const gc_train_progress *progress, const gc_metadata *settings,
+                              const gc_train_plan *plan) {
     gc_metadata metadata = {0};
     for (int i = 0; i < settings->count; i += 2)
         gc_metadata_set(&metadata, settings->entries[i], "%s", settings->entries[i + 1]);
@@ -21,8 +30,10 @@ gc_status gc_train_state_save(const char *path, const gc_dual_encoder *model, co
     gc_metadata_set(&metadata, "train.step", "%lld", (long long)progress->step);
     gc_metadata_set(&metadata, "train.epoch", "%lld", (long long)progress->epoch);
     gc_metadata_set(&metadata, "train.position", "%lld", (long long)progress->position);
-    gc_metadata_set(&metadata, "train.query_chunk_size", "%lld", (long long)progress->chunk_sizes[0]);
-    gc_metadata_set(&metadata, "train.passage_chunk_size", "%lld", (long long)progress->chunk_sizes[1]);
+    if (plan->gc) {
+        gc_metadata_set(&metadata, CHUNK_SIZE_KEYS[0], "%lld", (long long)progress->chunk_sizes[0]);
+        gc_metadata_set(&metadata, CHUNK_SIZE_KEYS[1], "%lld", (long long)progress->chunk_sizes[1]);
+    }
     gc_metadata_set(&metadata, "optimizer.step", "%lld", (long long)optimizer->step);
     for (int slot = 0; slot < 1 + GC_MAX_CUDA_DEVICES; slot++) {
         char device[16], key[64];
@@ -61,29 +72,82 @@ static gc_status check_settings(const gc_safetensors *file, const char *path, co
     return GC_OK;
 }
 
-static gc_status read_progress(const gc_safetensors *file, const char *path, gc_train_progress *progress,
-                               int64_t *optimizer_step) {
-    struct {
-        const char *key;
-        int64_t min, *value;
-    } counters[] = {
-        {"train.step", 0, &progress->step},
-        {"train.epoch", 0, &progress->epoch},
-        {"train.position", 0, &progress->position},
-        {"train.query_chunk_size", 1, &progress->chunk_sizes[0]},
-        {"train.passage_chunk_size", 1, &progress->chunk_sizes[1]},
-        {"optimizer.step", 0, optimizer_step},
-    };
+static gc_status refuse(const char *path, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* GC_ERR_FORMAT "<path>: <problem>" (one line). */
+static gc_status refuse(const char *path, const char *fmt, ...) {
+    char problem[400];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(problem, sizeof problem, fmt, args);
+    va_end(args);
+    gc_set_error(GC_ERR_FORMAT, "%s: %s", path, problem);
+    return GC_ERR_FORMAT;
+}
+
+/* Where the run is: the step within the plan, the epoch and position where it falls, and
+ * the optimizer's count of steps, which is the same (each step is one AdamW step). */
+static gc_status read_counters(const gc_safetensors *file, const char *path, const gc_train_plan *plan,
+                               gc_train_progress *progress, int64_t *optimizer_step) {
+    gc_status status = gc_metadata_read_int(file, path, "train.step", 0, plan->total_steps, &progress->step);
+    if (status == GC_OK) status = gc_metadata_read_int(file, path, "train.epoch", 0, INT64_MAX, &progress->epoch);
+    if (status == GC_OK) status = gc_metadata_read_int(file, path, "train.position", 0, INT64_MAX, &progress->position);
+    if (status == GC_OK) status = gc_metadata_read_int(file, path, "optimizer.step", 0, INT64_MAX, optimizer_step);
+    if (status != GC_OK) return status;
+    int64_t epoch, position;
+    gc_train_locate(plan, progress->step, &epoch, &position);
+    if (progress->epoch != epoch || progress->position != position)
+        return refuse(path, "train.epoch %lld and train.position %lld are not where train.step %lld falls (epoch %lld, "
+                      "position %lld with %lld steps of %lld per epoch)", (long long)progress->epoch,
+                      (long long)progress->position, (long long)progress->step, (long long)epoch, (long long)position,
+                      (long long)plan->steps_per_epoch, (long long)plan->batch_size);
+    if (*optimizer_step != progress->step)
+        return refuse(path, "optimizer.step %lld differs from train.step %lld (each step is one AdamW step)",
+                      (long long)*optimizer_step, (long long)progress->step);
+    return GC_OK;
+}
+
+/* The chunk sizes in effect: stored by GradCache runs only, each at least 1 and at most the
+ * fresh run's (automatic sizing only ever lowers them). */
+static gc_status read_chunk_sizes(const gc_safetensors *file, const char *path, const gc_train_plan *plan,
+                                  gc_train_progress *progress) {
     gc_status status = GC_OK;
-    for (size_t i = 0; i < sizeof counters / sizeof *counters && status == GC_OK; i++)
-        status = gc_metadata_read_int(file, path, counters[i].key, counters[i].min, INT64_MAX, counters[i].value);
+    for (int side = 0; side < 2 && status == GC_OK; side++) {
+        const char *key = CHUNK_SIZE_KEYS[side];
+        if (!plan->gc) {
+            if (gc_safetensors_metadata(file, key))
+                return refuse(path, "metadata '%s' is stored, but chunk sizes belong to --gc runs and this one has no"
+                              " --gc", key);
+            continue;
+        }
+        status = gc_metadata_read_int(file, path, key, 1, progress->chunk_sizes[side], &progress->chunk_sizes[side]);
+    }
+    return status;
+}
+
+/* Every device's generator: the fresh run's seed (the dropout stream --seed names), and an
+ * offset that leaves room for the rest of the run. */
+static gc_status read_generators(const gc_safetensors *file, const char *path, gc_train_progress *progress) {
+    gc_status status = GC_OK;
     for (int slot = 0; slot < 1 + GC_MAX_CUDA_DEVICES && status == GC_OK; slot++) {
         char device[16], key[64];
+        gc_generator *generator = &progress->rng.devices[slot];
+        uint64_t seed = generator->seed;
         slot_name(slot, device, sizeof device);
         snprintf(key, sizeof key, "rng.%s.seed", device);
-        status = gc_metadata_read_u64(file, path, key, &progress->rng.devices[slot].seed);
+        status = gc_metadata_read_u64(file, path, key, &generator->seed);
+        if (status == GC_OK && generator->seed != seed)
+            return refuse(path, "metadata '%s' is %llu, but this run's --seed gives %llu", key,
+                          (unsigned long long)generator->seed, (unsigned long long)seed);
         snprintf(key, sizeof key, "rng.%s.offset", device);
-        if (status == GC_OK) status = gc_metadata_read_u64(file, path, key, &progress->rng.devices[slot].offset);
+        if (status == GC_OK) status = gc_metadata_read_u64(file, path, key, &generator->offset);
+        if (status == GC_OK && generator->offset > GC_TRAIN_MAX_RNG_OFFSET)
+            return refuse(path, "metadata '%s' is %llu, past the largest offset a run reaches, 2^62", key,
+                          (unsigned long long)generator->offset);
     }
     return status;
 }
@@ -101,19 +165,46 @@ static gc_status read_optimizer_state(const gc_safetensors *file, gc_param_list 
     return GC_OK;
 }
 
+/* After gc_adamw_load_state: the file's optimizer entries were exactly AdamW's two moments of
+ * every parameter (after step 0) or none at all (at step 0). Anything else would continue
+ * to another model than the one the run would have trained. */
+static gc_status check_optimizer_entries(const char *path, const gc_adamw *optimizer, const gc_param_list *entries,
+                                         int64_t step) {
+    gc_param_list loaded = {0};
+    gc_adamw_state(optimizer, OPTIMIZER_PREFIX, &loaded);
+    gc_status status = GC_OK;
+    for (int i = 0; i < entries->count && status == GC_OK; i++)
+        if (!gc_param_list_find(&loaded, entries->items[i].name))
+            status = refuse(path, "unexpected tensor '%s' (AdamW keeps only exp_avg and exp_avg_sq of each parameter)",
+                            entries->items[i].name);
+    for (int i = 0; i < optimizer->params.count && status == GC_OK; i++) {
+        bool has = optimizer->exp_avg[i] != NULL;
+        if (has != (step > 0))
+            status = refuse(path, "%s AdamW moments for '%s' (%s.exp_avg.%s) at step %lld", has ? "holds" : "has no",
+                            optimizer->params.items[i].name, OPTIMIZER_PREFIX, optimizer->params.items[i].name,
+                            (long long)step);
+    }
+    gc_param_list_free(&loaded);
+    return status;
+}
+
 gc_status gc_train_state_load(const char *path, gc_dual_encoder *model, gc_adamw *optimizer,
-                              gc_train_progress *progress, const gc_metadata *settings) {
+                              gc_train_progress *progress, const gc_metadata *settings, const gc_train_plan *plan) {
     gc_safetensors *file;
     gc_status status = gc_safetensors_open(path, &file);
     if (status != GC_OK) return status;
     int64_t optimizer_step = 0;
     gc_param_list state = {0};
+    static const char *const optimizer_entries[] = {OPTIMIZER_PREFIX ".", NULL};
     status = check_settings(file, path, settings);
-    if (status == GC_OK) status = read_progress(file, path, progress, &optimizer_step);
+    if (status == GC_OK) status = read_counters(file, path, plan, progress, &optimizer_step);
+    if (status == GC_OK) status = read_chunk_sizes(file, path, plan, progress);
+    if (status == GC_OK) status = read_generators(file, path, progress);
+    if (status == GC_OK) status = gc_safetensors_load_exact(file, &model->params, optimizer_entries);
     if (status == GC_OK) status = read_optimizer_state(file, &state);
     gc_safetensors_close(file);
-    if (status == GC_OK) status = gc_safetensors_load_into(path, &model->params);
     if (status == GC_OK) status = gc_adamw_load_state(optimizer, OPTIMIZER_PREFIX, &state, optimizer_step);
+    if (status == GC_OK) status = check_optimizer_entries(path, optimizer, &state, optimizer_step);
     gc_param_list_free(&state);
     return status;
 }

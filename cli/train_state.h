@@ -5,16 +5,31 @@
  *   - the model's description (see model_file.h), so the file also rebuilds the model;
  *   - "train.step" (steps done), "train.epoch" and "train.position" (the epoch of the next
  *     step and how many of its examples earlier steps used), "optimizer.step";
- *   - "train.query_chunk_size" and "train.passage_chunk_size": the GradCache chunk sizes in
- *     effect (automatic sizing may have lowered those the flags asked for);
+ *   - with --gc only, "train.query_chunk_size" and "train.passage_chunk_size": the GradCache
+ *     chunk sizes in effect (automatic sizing may have lowered those the flags asked for);
  *   - "rng.<device>.seed" and "rng.<device>.offset" (decimal) for the default generator of
  *     every device ("cpu", "cuda:0", ...): the dropout masks of the next step;
- *   - the run's settings ("flag.<name>": every flag that decides what the run computes). */
+ *   - the run's settings ("flag.<name>": every flag that decides what the run computes).
+ *
+ * A checkpoint is trusted only as far as it is checked: on load, every value must be one the
+ * run could have written (see gc_train_state_load), so that a damaged or edited file is
+ * refused with one line naming the entry instead of aborting later or continuing to a
+ * different model. */
 #ifndef GC_CLI_TRAIN_STATE_H
 #define GC_CLI_TRAIN_STATE_H
 
 #include "metadata.h"
 #include "model.h"
+
+/* The largest generator offset a checkpoint may hold: 2^62 words, leaving as many again
+ * for the rest of the run (a step draws one word per dropped element). */
+#define GC_TRAIN_MAX_RNG_OFFSET (UINT64_C(1) << 62)
+
+/* The shape of a run, which a checkpoint must fit. */
+typedef struct gc_train_plan {
+    int64_t total_steps, steps_per_epoch, batch_size;
+    bool gc; /* chunk sizes are stored only for Gradient Cache runs */
+} gc_train_plan;
 
 typedef struct gc_train_progress {
     int64_t step, epoch, position;
@@ -22,14 +37,23 @@ typedef struct gc_train_progress {
     gc_rng_context rng;
 } gc_train_progress;
 
+/* The epoch of step `step` (0-based) and how many of that epoch's examples come before it. */
+void gc_train_locate(const gc_train_plan *plan, int64_t step, int64_t *epoch, int64_t *position);
+
 /* Writes the checkpoint to `path` atomically. */
 gc_status gc_train_state_save(const char *path, const gc_dual_encoder *model, const gc_adamw *optimizer,
-                              const gc_train_progress *progress, const gc_metadata *settings);
-/* Checks that the checkpoint at `path` was written with `settings` (GC_ERR_FORMAT naming the
- * first flag that differs, before anything is loaded), then loads the parameters into
- * `model`, the moments and step into `optimizer` and the rest into *progress. GC_ERR_IO or
- * GC_ERR_FORMAT naming the file when it cannot be read or is not such a checkpoint. */
+                              const gc_train_progress *progress, const gc_metadata *settings,
+                              const gc_train_plan *plan);
+/* Loads the checkpoint at `path` into `model`, `optimizer` (moments and step) and *progress,
+ * which holds on entry the state a fresh run starts from. Before anything is loaded, the
+ * file must have been written with `settings` and fit `plan`: train.step at most the run's
+ * steps, train.epoch and train.position where that step falls, optimizer.step equal to
+ * train.step, chunk sizes present with --gc only and no larger than the fresh run's, every
+ * generator of the fresh run's seed and at most GC_TRAIN_MAX_RNG_OFFSET along. Then the
+ * parameters must be there with their shapes and dtype, AdamW's two moments of every
+ * parameter after step 0 (none at step 0), and nothing else. GC_ERR_IO or GC_ERR_FORMAT
+ * naming the file and the first entry that does not fit. */
 gc_status gc_train_state_load(const char *path, gc_dual_encoder *model, gc_adamw *optimizer,
-                              gc_train_progress *progress, const gc_metadata *settings);
+                              gc_train_progress *progress, const gc_metadata *settings, const gc_train_plan *plan);
 
 #endif

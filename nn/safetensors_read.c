@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nn/checksum.h"
 #include "nn/safetensors_internal.h"
 
 static gc_status io_error(const char *path, const char *what) {
@@ -33,6 +34,36 @@ static gc_status header_length(const char *name, uint64_t size, const unsigned c
     return GC_OK;
 }
 
+/* Exactly GC_SAFETENSORS_CHECKSUM_DIGITS lowercase hex digits, as the writer prints them. */
+static bool parse_checksum(const char *digits, uint64_t *value) {
+    if (strlen(digits) != GC_SAFETENSORS_CHECKSUM_DIGITS) return false;
+    *value = 0;
+    for (const char *c = digits; *c; c++) {
+        int digit = *c >= '0' && *c <= '9' ? *c - '0' : *c >= 'a' && *c <= 'f' ? *c - 'a' + 10 : -1;
+        if (digit < 0) return false;
+        *value = *value << 4 | (uint64_t)digit;
+    }
+    return true;
+}
+
+gc_status gc_safetensors_verify_checksum(const gc_safetensors *file) {
+    if (!file->checksum) return GC_OK; /* written elsewhere: nothing to compare with */
+    const char *digits = file->checksum;
+    uint64_t stored;
+    if (!parse_checksum(digits, &stored))
+        return gc_safetensors_format_error(file->name, "metadata '%s' is not %d lowercase hex digits",
+                                           GC_SAFETENSORS_CHECKSUM_KEY, GC_SAFETENSORS_CHECKSUM_DIGITS);
+    gc_xxh64 state;
+    gc_xxh64_begin(&state);
+    gc_xxh64_update(&state, file->data, file->data_size);
+    uint64_t computed = gc_xxh64_end(&state);
+    if (computed != stored)
+        return gc_safetensors_format_error(file->name, "the tensor data does not match its checksum (%s %s, the data "
+                                           "hashes to %016" PRIx64 "): the file is corrupt",
+                                           GC_SAFETENSORS_CHECKSUM_KEY, digits, computed);
+    return GC_OK;
+}
+
 gc_status gc_safetensors_open_memory(const void *data, size_t size, const char *name, gc_safetensors **file) {
     const unsigned char *bytes = data;
     uint64_t length = 0;
@@ -41,6 +72,11 @@ gc_status gc_safetensors_open_memory(const void *data, size_t size, const char *
     if (status == GC_OK)
         status = gc_safetensors_parse_header(name, (const char *)bytes + 8, length, size - 8 - length, file);
     if (status == GC_OK && (*file)->data_size) memcpy((*file)->data, bytes + 8 + length, (*file)->data_size);
+    if (status == GC_OK) status = gc_safetensors_verify_checksum(*file);
+    if (status != GC_OK) {
+        gc_safetensors_close(*file);
+        *file = NULL;
+    }
     return status;
 }
 
@@ -78,6 +114,7 @@ gc_status gc_safetensors_open(const char *path, gc_safetensors **file) {
     if (status == GC_OK) status = read_exact(fd, path, header, length);
     if (status == GC_OK) status = gc_safetensors_parse_header(path, header, length, size - 8 - length, file);
     if (status == GC_OK) status = read_exact(fd, path, (*file)->data, (*file)->data_size);
+    if (status == GC_OK) status = gc_safetensors_verify_checksum(*file);
     if (status != GC_OK) {
         gc_safetensors_close(*file);
         *file = NULL;
@@ -88,6 +125,8 @@ gc_status gc_safetensors_open(const char *path, gc_safetensors **file) {
 }
 
 int gc_safetensors_count(const gc_safetensors *file) { return file->count; }
+
+uint64_t gc_safetensors_data_size(const gc_safetensors *file) { return file->data_size; }
 
 const char *gc_safetensors_name(const gc_safetensors *file, int index) {
     if (index < 0 || index >= file->count)

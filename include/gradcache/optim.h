@@ -51,10 +51,13 @@ gc_status gc_adamw_step(gc_adamw *opt);
  * seen a gradient for it) has no entries. The step count is kept by the caller (see
  * gradcache/checkpoint.h). */
 void gc_adamw_state(const gc_adamw *opt, const char *prefix, gc_param_list *list);
+/* The most steps AdamW counts: the bias corrections use the count as a double, exact up to
+ * 2^53. A step beyond it is a programmer error; a loaded count beyond it, GC_ERR_FORMAT. */
+#define GC_ADAMW_MAX_STEP (INT64_C(1) << 53)
 /* Loads state saved by gc_adamw_state from `list` (copies, onto each parameter's device) and
- * sets the step. A parameter with neither entry gets no state; one entry without the other,
- * or an entry that is not f32 of the parameter's shape, is GC_ERR_FORMAT naming it. On any
- * error nothing is changed. */
+ * sets the step (at most GC_ADAMW_MAX_STEP). A parameter with neither entry gets no state;
+ * one entry without the other, or an entry that is not f32 of the parameter's shape, is
+ * GC_ERR_FORMAT naming it. On any error nothing is changed. */
 gc_status gc_adamw_load_state(gc_adamw *opt, const char *prefix, const gc_param_list *list, int64_t step);
 void gc_adamw_free(gc_adamw *opt);
 
