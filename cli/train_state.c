@@ -20,29 +20,50 @@ void gc_train_locate(const gc_train_plan *plan, int64_t step, int64_t *epoch, in
     *position = step % plan->steps_per_epoch * plan->batch_size;
 }
 
+/* The metadata key of `field` ("seed" or "offset") of rank `rank`'s generator of slot `slot`:
+ * "rng.<device>.<field>" for rank 0 (as in a world of one), "rng.rank<R>.<device>.<field>"
+ * for the others. */
+static void rng_key(int rank, int slot, const char *field, char *key, int size) {
+    char device[16];
+    slot_name(slot, device, sizeof device);
+    if (rank == 0) snprintf(key, (size_t)size, "rng.%s.%s", device, field);
+    else snprintf(key, (size_t)size, "rng.rank%d.%s.%s", rank, device, field);
+}
+
+/* The metadata of a checkpoint (ranks[plan->world] the generators of every rank; NULL: those
+ * of progress->rng for each, when only the keys matter). */
+static void describe(gc_metadata *metadata, const gc_dual_encoder *model, int64_t optimizer_step,
+                     const gc_train_progress *progress, const gc_metadata *settings, const gc_train_plan *plan,
+                     const gc_rng_context *ranks) {
+    for (int i = 0; i < settings->count; i += 2)
+        gc_metadata_set(metadata, settings->entries[i], "%s", settings->entries[i + 1]);
+    gc_model_describe(model, metadata);
+    gc_metadata_set(metadata, "train.step", "%lld", (long long)progress->step);
+    gc_metadata_set(metadata, "train.epoch", "%lld", (long long)progress->epoch);
+    gc_metadata_set(metadata, "train.position", "%lld", (long long)progress->position);
+    if (plan->gc) {
+        gc_metadata_set(metadata, CHUNK_SIZE_KEYS[0], "%lld", (long long)progress->chunk_sizes[0]);
+        gc_metadata_set(metadata, CHUNK_SIZE_KEYS[1], "%lld", (long long)progress->chunk_sizes[1]);
+    }
+    gc_metadata_set(metadata, "optimizer.step", "%lld", (long long)optimizer_step);
+    if (plan->world > 1) gc_metadata_set(metadata, "dist.world_size", "%d", plan->world);
+    for (int rank = 0; rank < plan->world; rank++) {
+        const gc_rng_context *rng = ranks ? &ranks[rank] : &progress->rng;
+        for (int slot = 0; slot < 1 + GC_MAX_CUDA_DEVICES; slot++) {
+            char key[64];
+            rng_key(rank, slot, "seed", key, sizeof key);
+            gc_metadata_set(metadata, key, "%llu", (unsigned long long)rng->devices[slot].seed);
+            rng_key(rank, slot, "offset", key, sizeof key);
+            gc_metadata_set(metadata, key, "%llu", (unsigned long long)rng->devices[slot].offset);
+        }
+    }
+}
+
 gc_status gc_train_state_save(const char *path, const gc_dual_encoder *model, const gc_adamw *optimizer,
                               const gc_train_progress *progress, const gc_metadata *settings,
-                              const gc_train_plan *plan) {
+                              const gc_train_plan *plan, const gc_rng_context *ranks) {
     gc_metadata metadata = {0};
-    for (int i = 0; i < settings->count; i += 2)
-        gc_metadata_set(&metadata, settings->entries[i], "%s", settings->entries[i + 1]);
-    gc_model_describe(model, &metadata);
-    gc_metadata_set(&metadata, "train.step", "%lld", (long long)progress->step);
-    gc_metadata_set(&metadata, "train.epoch", "%lld", (long long)progress->epoch);
-    gc_metadata_set(&metadata, "train.position", "%lld", (long long)progress->position);
-    if (plan->gc) {
-        gc_metadata_set(&metadata, CHUNK_SIZE_KEYS[0], "%lld", (long long)progress->chunk_sizes[0]);
-        gc_metadata_set(&metadata, CHUNK_SIZE_KEYS[1], "%lld", (long long)progress->chunk_sizes[1]);
-    }
-    gc_metadata_set(&metadata, "optimizer.step", "%lld", (long long)optimizer->step);
-    for (int slot = 0; slot < 1 + GC_MAX_CUDA_DEVICES; slot++) {
-        char device[16], key[64];
-        slot_name(slot, device, sizeof device);
-        snprintf(key, sizeof key, "rng.%s.seed", device);
-        gc_metadata_set(&metadata, key, "%llu", (unsigned long long)progress->rng.devices[slot].seed);
-        snprintf(key, sizeof key, "rng.%s.offset", device);
-        gc_metadata_set(&metadata, key, "%llu", (unsigned long long)progress->rng.devices[slot].offset);
-    }
+    describe(&metadata, model, optimizer->step, progress, settings, plan, ranks);
     gc_param_list tensors = {0};
     for (int i = 0; i < model->params.count; i++)
         gc_param_list_add(&tensors, "", model->params.items[i].name, model->params.items[i].tensor, false);
@@ -70,6 +91,18 @@ static gc_status check_settings(const gc_safetensors *file, const char *path, co
         }
     }
     return GC_OK;
+}
+
+/* GC_ERR_FORMAT unless the checkpoint was written by a run of `world` processes. */
+static gc_status check_world(const gc_safetensors *file, const char *path, int world) {
+    int64_t written = 1;
+    if (gc_safetensors_metadata(file, "dist.world_size") &&
+        gc_metadata_read_int(file, path, "dist.world_size", 2, 1 << 20, &written) != GC_OK)
+        return GC_ERR_FORMAT;
+    if (written == world) return GC_OK;
+    gc_set_error(GC_ERR_FORMAT, "%s was written by a run of %lld process%s, this run has %d (each process draws its "
+                 "own dropout masks: resume with as many)", path, (long long)written, written == 1 ? "" : "es", world);
+    return GC_ERR_FORMAT;
 }
 
 static gc_status refuse(const char *path, const char *fmt, ...)
@@ -129,27 +162,41 @@ static gc_status read_chunk_sizes(const gc_safetensors *file, const char *path, 
     return status;
 }
 
-/* Every device's generator: the fresh run's seed (the dropout stream --seed names), and an
- * offset that leaves room for the rest of the run. */
-static gc_status read_generators(const gc_safetensors *file, const char *path, gc_train_progress *progress) {
+/* The generators: every rank's offsets at most GC_TRAIN_MAX_RNG_OFFSET along (room for the
+ * rest of the run), and this rank's of the fresh run's seed (the dropout stream --seed and
+ * the rank name), loaded into progress->rng. */
+static gc_status read_generators(const gc_safetensors *file, const char *path, const gc_train_plan *plan,
+                                 gc_train_progress *progress) {
     gc_status status = GC_OK;
-    for (int slot = 0; slot < 1 + GC_MAX_CUDA_DEVICES && status == GC_OK; slot++) {
-        char device[16], key[64];
-        gc_generator *generator = &progress->rng.devices[slot];
-        uint64_t seed = generator->seed;
-        slot_name(slot, device, sizeof device);
-        snprintf(key, sizeof key, "rng.%s.seed", device);
-        status = gc_metadata_read_u64(file, path, key, &generator->seed);
-        if (status == GC_OK && generator->seed != seed)
-            return refuse(path, "metadata '%s' is %llu, but this run's --seed gives %llu", key,
-                          (unsigned long long)generator->seed, (unsigned long long)seed);
-        snprintf(key, sizeof key, "rng.%s.offset", device);
-        if (status == GC_OK) status = gc_metadata_read_u64(file, path, key, &generator->offset);
-        if (status == GC_OK && generator->offset > GC_TRAIN_MAX_RNG_OFFSET)
-            return refuse(path, "metadata '%s' is %llu, past the largest offset a run reaches, 2^62", key,
-                          (unsigned long long)generator->offset);
+    for (int rank = 0; rank < plan->world && status == GC_OK; rank++) {
+        for (int slot = 0; slot < 1 + GC_MAX_CUDA_DEVICES && status == GC_OK; slot++) {
+            char key[64];
+            uint64_t seed, offset;
+            rng_key(rank, slot, "seed", key, sizeof key);
+            status = gc_metadata_read_u64(file, path, key, &seed);
+            if (status == GC_OK && rank == plan->rank && seed != progress->rng.devices[slot].seed)
+                return refuse(path, "metadata '%s' is %llu, but this run's --seed gives %llu", key,
+                              (unsigned long long)seed, (unsigned long long)progress->rng.devices[slot].seed);
+            rng_key(rank, slot, "offset", key, sizeof key);
+            if (status == GC_OK) status = gc_metadata_read_u64(file, path, key, &offset);
+            if (status == GC_OK && offset > GC_TRAIN_MAX_RNG_OFFSET)
+                return refuse(path, "metadata '%s' is %llu, past the largest offset a run reaches, 2^62", key,
+                              (unsigned long long)offset);
+            if (status == GC_OK && rank == plan->rank) progress->rng.devices[slot].offset = offset;
+        }
     }
     return status;
+}
+
+/* GC_ERR_FORMAT naming the first metadata key of the file that a checkpoint of this run
+ * would not hold (`expected`: the metadata such a checkpoint has). */
+static gc_status check_keys(const gc_safetensors *file, const char *path, const gc_metadata *expected) {
+    for (int i = 0; i < gc_safetensors_metadata_count(file); i++) {
+        const char *key = gc_safetensors_metadata_key(file, i);
+        if (!gc_metadata_get(expected, key))
+            return refuse(path, "unexpected metadata '%.80s' (not an entry a checkpoint of this run holds)", key);
+    }
+    return GC_OK;
 }
 
 /* The optimizer's entries of `file`, as CPU tensors (gc_adamw_load_state copies them). */
@@ -197,9 +244,16 @@ gc_status gc_train_state_load(const char *path, gc_dual_encoder *model, gc_adamw
     gc_param_list state = {0};
     static const char *const optimizer_entries[] = {OPTIMIZER_PREFIX ".", NULL};
     status = check_settings(file, path, settings);
+    if (status == GC_OK) status = check_world(file, path, plan->world);
     if (status == GC_OK) status = read_counters(file, path, plan, progress, &optimizer_step);
     if (status == GC_OK) status = read_chunk_sizes(file, path, plan, progress);
-    if (status == GC_OK) status = read_generators(file, path, progress);
+    if (status == GC_OK) status = read_generators(file, path, plan, progress);
+    if (status == GC_OK) {
+        gc_metadata expected = {0};
+        describe(&expected, model, 0, progress, settings, plan, NULL);
+        status = check_keys(file, path, &expected);
+        gc_metadata_free(&expected);
+    }
     if (status == GC_OK) status = gc_safetensors_load_exact(file, &model->params, optimizer_entries);
     if (status == GC_OK) status = read_optimizer_state(file, &state);
     gc_safetensors_close(file);

@@ -8,7 +8,10 @@
  *   - with --gc only, "train.query_chunk_size" and "train.passage_chunk_size": the GradCache
  *     chunk sizes in effect (automatic sizing may have lowered those the flags asked for);
  *   - "rng.<device>.seed" and "rng.<device>.offset" (decimal) for the default generator of
- *     every device ("cpu", "cuda:0", ...): the dropout masks of the next step;
+ *     every device ("cpu", "cuda:0", ...): the dropout masks of the next step; in a
+ *     data-parallel run those of rank 0, with "rng.rank<R>.<device>.seed" and ".offset" for
+ *     every other rank R, and "dist.world_size" (absent: 1) -- each rank draws its own masks,
+ *     so a run resumes only with as many processes as wrote it;
  *   - the run's settings ("flag.<name>": every flag that decides what the run computes).
  *
  * A checkpoint is trusted only as far as it is checked: on load, every value must be one the
@@ -28,7 +31,8 @@
 /* The shape of a run, which a checkpoint must fit. */
 typedef struct gc_train_plan {
     int64_t total_steps, steps_per_epoch, batch_size;
-    bool gc; /* chunk sizes are stored only for Gradient Cache runs */
+    bool gc;         /* chunk sizes are stored only for Gradient Cache runs */
+    int rank, world; /* this process's place in a data-parallel run (0 and 1: none) */
 } gc_train_plan;
 
 typedef struct gc_train_progress {
@@ -40,19 +44,22 @@ typedef struct gc_train_progress {
 /* The epoch of step `step` (0-based) and how many of that epoch's examples come before it. */
 void gc_train_locate(const gc_train_plan *plan, int64_t step, int64_t *epoch, int64_t *position);
 
-/* Writes the checkpoint to `path` atomically. */
+/* Writes the checkpoint to `path` atomically; ranks[plan->world] are the random-number
+ * states of every rank of the run (ranks[0] is progress->rng in a world of one). */
 gc_status gc_train_state_save(const char *path, const gc_dual_encoder *model, const gc_adamw *optimizer,
                               const gc_train_progress *progress, const gc_metadata *settings,
-                              const gc_train_plan *plan);
-/* Loads the checkpoint at `path` into `model`, `optimizer` (moments and step) and *progress,
- * which holds on entry the state a fresh run starts from. Before anything is loaded, the
- * file must have been written with `settings` and fit `plan`: train.step at most the run's
- * steps, train.epoch and train.position where that step falls, optimizer.step equal to
- * train.step, chunk sizes present with --gc only and no larger than the fresh run's, every
- * generator of the fresh run's seed and at most GC_TRAIN_MAX_RNG_OFFSET along. Then the
- * parameters must be there with their shapes and dtype, AdamW's two moments of every
- * parameter after step 0 (none at step 0), and nothing else. GC_ERR_IO or GC_ERR_FORMAT
- * naming the file and the first entry that does not fit. */
+                              const gc_train_plan *plan, const gc_rng_context *ranks);
+/* Loads the checkpoint at `path` into `model`, `optimizer` (moments and step) and *progress
+ * (with the random-number state of plan->rank), which holds on entry the state a fresh run
+ * starts from. Before anything is loaded, the file must have been written with `settings`
+ * and fit `plan`: dist.world_size the run's world, train.step at most the run's steps,
+ * train.epoch and train.position where that step falls, optimizer.step equal to train.step,
+ * chunk sizes present with --gc only and no larger than the fresh run's, the generators of
+ * every rank of the fresh run's seeds and at most GC_TRAIN_MAX_RNG_OFFSET along, and no
+ * metadata key that such a run does not write. Then the parameters must be there with their
+ * shapes and dtype, AdamW's two moments of every parameter after step 0 (none at step 0),
+ * and no other tensor. GC_ERR_IO or GC_ERR_FORMAT naming the file and the first entry that
+ * does not fit. */
 gc_status gc_train_state_load(const char *path, gc_dual_encoder *model, gc_adamw *optimizer,
                               gc_train_progress *progress, const gc_metadata *settings, const gc_train_plan *plan);
 
