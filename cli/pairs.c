@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lines.h"
 #include "pairs.h"
 
 /* One line of the input, without its "\n" or "\r\n". */
@@ -188,30 +189,24 @@ static gc_status io_error(const char *path, const char *what, int error) {
     return GC_ERR_IO;
 }
 
-/* Reads `in` to its end (or its first bad line) into the builder, a byte at a time so that
- * each line is checked as soon as its newline arrives (a pipe too). A line is gathered in
- * `pending`; one that outgrows it (GC_PAIRS_MAX_LINE bytes and the '\r' of a "\r\n") is
- * refused before more of it is read. */
+/* Reads `in` to its end (or its first bad line) into the builder, a line at a time, each
+ * checked as soon as its newline arrives (a pipe too). A line is gathered in `pending`; one
+ * that outgrows it (GC_PAIRS_MAX_LINE bytes and the '\r' of a "\r\n") is refused before
+ * more of it is read. */
 static gc_status read_lines(FILE *in, builder *b, char *pending, size_t most) {
-    size_t length = 0;
-    gc_status status = GC_OK;
-    flockfile(in); /* one lock for the whole stream: getc_unlocked is then safe and fast */
-    for (int c; status == GC_OK && (c = getc_unlocked(in)) != EOF;) {
-        if (c == '\n') {
-            size_t end = length > 0 && pending[length - 1] == '\r' ? length - 1 : length;
-            status = add_line(b, (line){pending, end});
-            length = 0;
-        } else if (length == most) {
-            status = too_long(b->name, b->lines + 1);
-        } else {
-            pending[length++] = (char)c;
+    for (;;) {
+        size_t length;
+        switch (gc_read_line(in, pending, most, &length)) {
+        case GC_LINE_END: return GC_OK;
+        case GC_LINE_TOO_LONG: return too_long(b->name, b->lines + 1);
+        case GC_LINE_ERROR: return io_error(b->name, "cannot read", errno);
+        case GC_LINE_LAST: return add_line(b, (line){pending, length});
+        case GC_LINE_OK: break;
         }
+        bool crlf = length > 0 && pending[length - 1] == '\r'; /* as next_line: only a newline's */
+        gc_status status = add_line(b, (line){pending, crlf ? length - 1 : length});
+        if (status != GC_OK) return status;
     }
-    int error = ferror(in) ? errno : 0;
-    funlockfile(in);
-    if (status != GC_OK) return status;
-    if (error) return io_error(b->name, "cannot read", error);
-    return length ? add_line(b, (line){pending, length}) : GC_OK; /* a last line without its newline */
 }
 
 gc_status gc_pairs_read_stream(FILE *in, const char *name, gc_pairs *pairs) {

@@ -91,6 +91,16 @@ cmp -s "$work/fake-want" "$work/fake-got" || fail "pairs from the small WordNet:
 printf '00001740 03 n 01 entity 0 003 | that which is perceived\nnot a synset line\n' >"$fake/data.noun"
 expect_error "$fake/data.noun:2: not a WordNet synset line" "$gradcache" data wordnet --wordnet "$fake" --out "$work/fake-out2"
 [ ! -e "$work/fake-out2" ] || fail "--out created although WordNet is malformed"
+# Read a bounded line at a time: a data file that is a stream of zeros (or any line past
+# 64 KiB, or one holding a NUL byte) is refused at that line, after at most 64 KiB of it.
+ln -sf /dev/zero "$fake/data.noun"
+expect_error "$fake/data.noun:1: line longer than the limit of 65536 bytes" \
+    timeout 20 "$gradcache" data wordnet --wordnet "$fake" --out "$work/fake-out2"
+rm "$fake/data.noun"
+printf '00001740 03 n 01 entity 0 003 | that which\0 is perceived\n' >"$fake/data.noun"
+expect_error "$fake/data.noun:1: NUL byte (not a WordNet data file)" \
+    "$gradcache" data wordnet --wordnet "$fake" --out "$work/fake-out2"
+[ ! -e "$work/fake-out2" ] || fail "--out created although WordNet is malformed"
 
 # --- data wordnet on the real WordNet ---------------------------------------------------
 skipped=0
