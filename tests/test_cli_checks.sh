@@ -73,6 +73,11 @@ try_resume "$(edited "$checkpoint" c5 set train.position=8)" \
     "train.epoch 0 and train.position 8 are not where train.step 2 falls" "${resume[@]}"
 try_resume "$(edited "$checkpoint" c6 set rng.cpu.seed=1)" "metadata 'rng.cpu.seed' is 1, but this run's --seed" \
     "${resume[@]}"
+# an entry a checkpoint of this run does not hold: another rank's generator, an unknown key
+try_resume "$(edited "$checkpoint" c6b set rng.rank1.cpu.seed=1)" "unexpected metadata 'rng.rank1.cpu.seed'" \
+    "${resume[@]}"
+try_resume "$(edited "$checkpoint" c6c set train.learning_rate=1)" "unexpected metadata 'train.learning_rate'" \
+    "${resume[@]}"
 
 # --- 3. eval refuses a small file describing a huge model before allocating it --------------
 # (under a 64 MB limit: building the model first would fail on memory, not on this check)

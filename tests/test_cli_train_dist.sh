@@ -6,9 +6,12 @@
 # stops the run with one line from the others, leaves the last checkpoint intact (resuming
 # from it gives the uninterrupted run's model), and nothing behind. A tiny model, seconds on
 # two cores.
-# usage: test_cli_train_dist.sh GRADCACHE
+# A two-process checkpoint is trusted only as far as it is checked: every rank's generator
+# offsets, the world size and the set of entries (made by edit_safetensors, $2).
+# usage: test_cli_train_dist.sh GRADCACHE EDIT_SAFETENSORS
 set -uo pipefail
-gradcache=${1:?usage: test_cli_train_dist.sh path/to/gradcache}
+gradcache=${1:?usage: test_cli_train_dist.sh path/to/gradcache path/to/edit_safetensors}
+edit=${2:?usage: test_cli_train_dist.sh path/to/gradcache path/to/edit_safetensors}
 # shellcheck source=tests/cli_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 export GC_DIST_TIMEOUT=20
@@ -48,6 +51,30 @@ for file in model.safetensors checkpoint.safetensors; do
     check same_file "$work/resumed/$file" "$work/two/$file" "resumed: $file differs from the straight run's"
 done
 expect_error "was written by a run of 2 processes, this run has 1" "${train[@]}" --out "$work/resumed" --resume
+
+# edited two-process checkpoints: refused with one line naming the entry by each process
+# that gets to it before the launcher stops the other (rank 1's generator is checked by
+# rank 0 too, so no process goes on alone), and nothing trained
+# try_edited WANT EDIT...: --resume of two processes from the straight run's checkpoint, edited
+try_edited() {
+    local want=$1 status=0
+    shift
+    rm -rf "$work/edited" && mkdir "$work/edited"
+    "$edit" "$work/two/checkpoint.safetensors" "$work/edited/checkpoint.safetensors" "$@" \
+        || { echo "setup: edit_safetensors failed" >&2; exit 99; }
+    checks=$((checks + 1))
+    timeout 120 "$gradcache" launch -n 2 -- "${train[@]}" --out "$work/edited" --resume >"$work/stdout" \
+        2>"$work/stderr" || status=$?
+    [ "$status" -eq 1 ] && [ -s "$work/stderr" ] && [ "$(grep -cvF "$want" "$work/stderr")" -eq 0 ] ||
+        fail "$*: exit status $status, wanted 1 and every line with '$want': $(cat "$work/stderr")"
+    check [ ! -s "$work/edited/log.jsonl" ] "$*: a process trained from the edited checkpoint"
+}
+try_edited "metadata 'rng.rank1.cpu.offset' is 18446744073709551615, past the largest offset" \
+    set rng.rank1.cpu.offset=18446744073709551615
+try_edited "metadata 'dist.world_size' is '9223372036854775807', expected an integer in [2, 1048576]" \
+    set dist.world_size=9223372036854775807
+try_edited "unexpected metadata 'rng.rank2.cpu.seed'" set rng.rank2.cpu.seed=1
+try_edited "no metadata 'rng.rank1.cpu.seed'" unset rng.rank1.cpu.seed
 
 # a process killed mid-run (unlaunched, so that nothing else stops the others): the other
 # stops with one line naming the collective and the process, in well under the timeout
