@@ -235,11 +235,10 @@ static gc_status check_optimizer_entries(const char *path, const gc_adamw *optim
     return status;
 }
 
-gc_status gc_train_state_load(const char *path, gc_dual_encoder *model, gc_adamw *optimizer,
-                              gc_train_progress *progress, const gc_metadata *settings, const gc_train_plan *plan) {
-    gc_safetensors *file;
-    gc_status status = gc_safetensors_open(path, &file);
-    if (status != GC_OK) return status;
+gc_status gc_train_state_load_from(const gc_safetensors *file, const char *path, gc_dual_encoder *model,
+                                   gc_adamw *optimizer, gc_train_progress *progress, const gc_metadata *settings,
+                                   const gc_train_plan *plan) {
+    gc_status status;
     int64_t optimizer_step = 0;
     gc_param_list state = {0};
     static const char *const optimizer_entries[] = {OPTIMIZER_PREFIX ".", NULL};
@@ -256,9 +255,21 @@ gc_status gc_train_state_load(const char *path, gc_dual_encoder *model, gc_adamw
     }
     if (status == GC_OK) status = gc_safetensors_load_exact(file, &model->params, optimizer_entries);
     if (status == GC_OK) status = read_optimizer_state(file, &state);
-    gc_safetensors_close(file);
-    if (status == GC_OK) status = gc_adamw_load_state(optimizer, OPTIMIZER_PREFIX, &state, optimizer_step);
+    if (status == GC_OK) {
+        status = gc_adamw_load_state(optimizer, OPTIMIZER_PREFIX, &state, optimizer_step);
+        if (status == GC_ERR_FORMAT) status = refuse(path, "%s", gc_last_error()); /* the file's name first */
+    }
     if (status == GC_OK) status = check_optimizer_entries(path, optimizer, &state, optimizer_step);
     gc_param_list_free(&state);
+    return status;
+}
+
+gc_status gc_train_state_load(const char *path, gc_dual_encoder *model, gc_adamw *optimizer,
+                              gc_train_progress *progress, const gc_metadata *settings, const gc_train_plan *plan) {
+    gc_safetensors *file;
+    gc_status status = gc_safetensors_open(path, &file);
+    if (status != GC_OK) return status;
+    status = gc_train_state_load_from(file, path, model, optimizer, progress, settings, plan);
+    gc_safetensors_close(file);
     return status;
 }

@@ -62,5 +62,9 @@ gc_status gc_train_state_save(const char *path, const gc_dual_encoder *model, co
  * does not fit. */
 gc_status gc_train_state_load(const char *path, gc_dual_encoder *model, gc_adamw *optimizer,
                               gc_train_progress *progress, const gc_metadata *settings, const gc_train_plan *plan);
+/* The same from an opened file (`path` names it in messages); for the fuzzer. */
+gc_status gc_train_state_load_from(const gc_safetensors *file, const char *path, gc_dual_encoder *model,
+                                   gc_adamw *optimizer, gc_train_progress *progress, const gc_metadata *settings,
+                                   const gc_train_plan *plan);
 
 #endif
