@@ -169,6 +169,11 @@ expect_error "--batch-size: expected an integer in [1, 16777216], got ' 8'" \
     "$gradcache" train "${common[@]}" --batch-size ' 8' --out "$work/never"
 expect_error "--lr: expected a number" "$gradcache" train "${common[@]}" --lr ' 0.001' --out "$work/never"
 expect_error "--batch-size: expected an integer" "$gradcache" eval --model "$model" --data "$pairs" --batch-size +8
+# the launcher's variables too: strtol would skip a tab or a newline as it skips a space
+expect_error "expected an integer from 1 to 1048576" \
+    env WORLD_SIZE=$'\t1' RANK=0 "$gradcache" train "${common[@]}" --out "$work/never"
+expect_error "expected an integer from 0 to 0" \
+    env WORLD_SIZE=1 RANK=$'\n0' "$gradcache" train "${common[@]}" --out "$work/never"
 check [ ! -e "$work/never" ] "a refused run left $work/never behind"
 # a batch of one: the loss is -log 1, printed as 0, not -0
 expect_ok "$gradcache" train --data "$pairs" --model-size tiny --max-length 16 --batch-size 1 --steps 2 \
