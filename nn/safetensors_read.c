@@ -97,13 +97,19 @@ static gc_status read_exact(int fd, const char *path, void *buffer, uint64_t siz
 
 gc_status gc_safetensors_open(const char *path, gc_safetensors **file) {
     *file = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO without a writer would wait forever; a regular file, the
+     * only kind read (its size is what bounds the reading), ignores the flag. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return io_error(path, "cannot open");
     struct stat info;
     unsigned char prefix[8] = {0};
     uint64_t size = 0, length = 0;
     char *header = NULL;
     gc_status status = fstat(fd, &info) == 0 ? GC_OK : io_error(path, "cannot stat");
+    if (status == GC_OK && !S_ISREG(info.st_mode)) {
+        gc_set_error(GC_ERR_IO, "safetensors: %s: not a regular file (a folder, a device or a pipe)", path);
+        status = GC_ERR_IO;
+    }
     if (status == GC_OK) size = (uint64_t)info.st_size;
     if (status == GC_OK && size >= 8) status = read_exact(fd, path, prefix, 8);
     if (status == GC_OK) status = header_length(path, size, prefix, &length);

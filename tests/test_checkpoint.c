@@ -247,7 +247,8 @@ static void test_open_io_errors(const char *folder) {
     expect_io_error(status, missing, strerror(ENOENT), "a missing file");
     CHECK(file == NULL);
     file = (gc_safetensors *)&file;
-    expect_io_error(gc_safetensors_open(folder, &file), folder, strerror(EISDIR), "a folder");
+    expect_io_error(gc_safetensors_open(folder, &file), folder, "not a regular file", "a folder");
+    expect_io_error(gc_safetensors_open("/dev/null", &file), "/dev/null", "not a regular file", "a device");
     CHECK(file == NULL);
 }
 

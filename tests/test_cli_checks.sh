@@ -138,6 +138,11 @@ expect_error "unexpected tensor 'query.extra'" \
     "$gradcache" eval --model "$(edited "$model" extra.safetensors copy query.projection.bias=query.extra)" \
     --data "$pairs"
 
+# a model path that is no regular file: refused at once, never waited on or read unbounded
+mkfifo "$work/fifo"
+expect_error "safetensors: $work/fifo: not a regular file" timeout 20 "$gradcache" eval --model "$work/fifo" --data "$pairs"
+expect_error "safetensors: /dev/zero: not a regular file" timeout 20 "$gradcache" eval --model /dev/zero --data "$pairs"
+
 # --- the data checksum: a flipped bit is refused; a file without the checksum loads ---------
 # flip_bit FILE: one bit of the third byte from the end (tensor data) inverted, in place
 flip_bit() {

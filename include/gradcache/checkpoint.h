@@ -70,7 +70,8 @@ gc_status gc_safetensors_remove_stale_temporaries(const char *path, int *removed
 /* An opened file: the header parsed and checked, the data read. */
 typedef struct gc_safetensors gc_safetensors;
 
-/* *file is NULL on failure. */
+/* *file is NULL on failure. Only a regular file is read (its size bounds the reading): a
+ * folder, a device or a pipe is GC_ERR_IO at once, never waited on. */
 gc_status gc_safetensors_open(const char *path, gc_safetensors **file);
 /* The same from `size` bytes of memory (copied: the buffer may go away afterwards); `name`
  * stands for the file in messages. */
