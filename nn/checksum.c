@@ -8,10 +8,13 @@ static const uint64_t PRIME1 = 0x9E3779B185EBCA87u, PRIME2 = 0xC2B2AE3D27D4EB4Fu
 
 static uint64_t rotate_left(uint64_t x, int bits) { return x << bits | x >> (64 - bits); }
 
-/* Little-endian reads, whatever the host's order. */
+/* Little-endian reads, whatever the host's order; memcpy compiles to one load. */
 static uint64_t read64(const unsigned char *p) {
-    uint64_t value = 0;
-    for (int i = 7; i >= 0; i--) value = value << 8 | p[i];
+    uint64_t value;
+    memcpy(&value, p, sizeof value);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    value = __builtin_bswap64(value);
+#endif
     return value;
 }
 
@@ -24,8 +27,17 @@ static uint64_t mix_lane(uint64_t accumulator, uint64_t lane) {
     return rotate_left(accumulator + lane * PRIME2, 31) * PRIME1;
 }
 
-static void consume_stripe(gc_xxh64 *state, const unsigned char *stripe) {
-    for (int i = 0; i < 4; i++) state->lanes[i] = mix_lane(state->lanes[i], read64(stripe + 8 * i));
+/* `count` 32-byte stripes at p mixed into the four accumulators, held in locals: through the
+ * state, each store could alias the input bytes and the compiler would reload everything. */
+static void consume_stripes(gc_xxh64 *state, const unsigned char *p, size_t count) {
+    uint64_t v0 = state->lanes[0], v1 = state->lanes[1], v2 = state->lanes[2], v3 = state->lanes[3];
+    for (; count > 0; count--, p += 32) {
+        v0 = mix_lane(v0, read64(p));
+        v1 = mix_lane(v1, read64(p + 8));
+        v2 = mix_lane(v2, read64(p + 16));
+        v3 = mix_lane(v3, read64(p + 24));
+    }
+    state->lanes[0] = v0, state->lanes[1] = v1, state->lanes[2] = v2, state->lanes[3] = v3;
 }
 
 void gc_xxh64_begin(gc_xxh64 *state) {
@@ -43,10 +55,12 @@ void gc_xxh64_update(gc_xxh64 *state, const void *bytes, size_t size) {
         p += take;
         size -= take;
         if (state->pending_size < sizeof state->pending) return;
-        consume_stripe(state, state->pending);
+        consume_stripes(state, state->pending, 1);
         state->pending_size = 0;
     }
-    for (; size >= 32; p += 32, size -= 32) consume_stripe(state, p);
+    consume_stripes(state, p, size / 32);
+    p += size / 32 * 32;
+    size %= 32;
     memcpy(state->pending, p, size);
     state->pending_size = size;
 }
