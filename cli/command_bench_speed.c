@@ -76,6 +76,7 @@ static int speed(const gc_bench_model_options *model, gc_device device, int64_t 
 int gc_command_bench_speed(int argc, char **argv) {
     gc_bench_model_options model = {.dim = 32, .layers = 2, .heads = 4, .hidden = 64, .max_length = 16, .dropout = 0.1};
     int64_t batch = 256, reps = 3, warmup = 1;
+    size_t mem_limit = 0;
     const char *chunk_text = "16,32,64,128", *precision_text = "f32";
     gc_flag flags[] = {
         {"batch-size", GC_FLAG_INT, &batch, 1, 1 << 20, NULL, "query/passage pairs per step"},
@@ -84,6 +85,8 @@ int gc_command_bench_speed(int argc, char **argv) {
         {"warmup", GC_FLAG_INT, &warmup, 0, 100, NULL, "unmeasured steps before them"},
         {"precision", GC_FLAG_STRING, &precision_text, 0, 0, NULL,
          "the model's dtypes, comma-separated, each measured in turn: f32, f16, bf16"},
+        {"mem-limit", GC_FLAG_SIZE, &mem_limit, 0, 0, NULL,
+         "a byte limit on the device's memory, e.g. 512M (default: GC_MEM_LIMIT's, else none)"},
         GC_BENCH_MODEL_FLAGS(model),
     };
     int parsed = gc_flags_parse("bench speed",
@@ -100,5 +103,6 @@ int gc_command_bench_speed(int argc, char **argv) {
     if (!usage) usage = gc_bench_model_check("bench speed", &model, &device);
     for (int p = 0; p < n_precisions && !usage; p++) usage = gc_precision_check_device("bench speed", precisions[p], device);
     if (usage) return usage;
+    if (mem_limit) gc_memory_set_limit(device, mem_limit);
     return speed(&model, device, batch, &chunks, precisions, n_precisions, (int)warmup, (int)reps);
 }

@@ -45,8 +45,8 @@ typedef struct trainer {
     gc_train_dist dist;     /* data-parallel: this rank's part of a launched run */
     char *data_path, *checkpoint_path, *model_path;
     gc_pairs pairs;
-    int64_t steps_per_epoch, total_steps;
-    int64_t stop_step;      /* the last step this run takes: total_steps, or --stop-after */
+    gc_train_plan plan;     /* the steps, the epochs, the batch: what a checkpoint must fit */
+    int64_t stop_step;      /* the last step this run takes: plan.total_steps, or --stop-after */
     uint64_t data_seed;
     int64_t *order;         /* [pairs.count]: the data order of epoch order_epoch */
     int64_t order_epoch;
@@ -71,12 +71,6 @@ typedef enum random_stream { STREAM_INIT = 1, STREAM_DROPOUT, STREAM_DATA } rand
 
 static uint64_t stream_seed(uint64_t seed, random_stream stream) { return gc_derive_seed(seed, (uint64_t)stream); }
 
-/* The epoch of step `step` (0-based) and how many of that epoch's examples come before it. */
-static void locate(const trainer *t, int64_t step, int64_t *epoch, int64_t *position) {
-    *epoch = step / t->steps_per_epoch;
-    *position = step % t->steps_per_epoch * t->flags.batch_size;
-}
-
 /* The device, the data and the sizes the flags imply; 0 or the exit status. */
 static int load_data(trainer *t) {
     const gc_train_flags *f = &t->flags;
@@ -93,9 +87,14 @@ static int load_data(trainer *t) {
     if (f->batch_size > t->pairs.count)
         return fail(2, "--batch-size %lld: %s has only %lld examples", (long long)f->batch_size, t->data_path,
                     (long long)t->pairs.count);
-    t->steps_per_epoch = t->pairs.count / f->batch_size;
-    t->total_steps = f->steps ? f->steps : (f->epochs ? f->epochs : 1) * t->steps_per_epoch;
-    t->stop_step = f->stop_after && f->stop_after < t->total_steps ? f->stop_after : t->total_steps;
+    gc_train_plan *plan = &t->plan;
+    plan->steps_per_epoch = t->pairs.count / f->batch_size;
+    plan->total_steps = f->steps ? f->steps : (f->epochs ? f->epochs : 1) * plan->steps_per_epoch;
+    plan->batch_size = f->batch_size;
+    plan->gc = f->gc;
+    plan->rank = gc_train_dist_rank(&t->dist);
+    plan->world = gc_train_dist_world(&t->dist);
+    t->stop_step = f->stop_after && f->stop_after < plan->total_steps ? f->stop_after : plan->total_steps;
     t->data_seed = stream_seed((uint64_t)f->seed, STREAM_DATA);
     t->order = malloc((size_t)t->pairs.count * sizeof *t->order);
     if (!t->order) gc_fatal("train: out of host memory for the data order");
@@ -123,7 +122,7 @@ static int build_model(trainer *t) {
         return fail(1, "cannot build the optimizer: %s", gc_last_error());
     t->optimizer_ready = true;
     /* warm-up over the first 10% of the steps, then linear decay to 0 */
-    t->schedule = (gc_lr_schedule){f->lr, 0, t->total_steps / 10, t->total_steps, GC_LR_LINEAR};
+    t->schedule = (gc_lr_schedule){f->lr, 0, t->plan.total_steps / 10, t->plan.total_steps, GC_LR_LINEAR};
     gc_manual_seed(gc_train_dist_dropout_seed(&t->dist, stream_seed((uint64_t)f->seed, STREAM_DROPOUT)));
     int64_t passages = f->batch_size * (1 + f->hard_negatives);
     t->progress = (gc_train_progress){.chunk_sizes = {f->gc ? f->chunk_sizes[0] : f->batch_size,
@@ -132,15 +131,9 @@ static int build_model(trainer *t) {
                                       .scaled = f->precision == GC_PRECISION_F16};
     gc_loss_scaler_init(&t->progress.scaler);
     if (!f->resume) return attach_bucketer(t);
-    if (gc_train_state_load(t->checkpoint_path, &t->model, &t->optimizer, &t->progress, &t->settings,
-                            gc_train_dist_rank(&t->dist), gc_train_dist_world(&t->dist)) != GC_OK)
+    if (gc_train_state_load(t->checkpoint_path, &t->model, &t->optimizer, &t->progress, &t->settings, &t->plan) !=
+        GC_OK)
         return fail(1, "--resume: %s", gc_last_error());
-    int64_t epoch, position;
-    locate(t, t->progress.step, &epoch, &position);
-    if (t->progress.step > t->total_steps || t->progress.epoch != epoch || t->progress.position != position)
-        return fail(1, "--resume: %s: step %lld, epoch %lld and position %lld do not fit %lld steps of %lld per epoch",
-                    t->checkpoint_path, (long long)t->progress.step, (long long)t->progress.epoch,
-                    (long long)t->progress.position, (long long)t->total_steps, (long long)t->steps_per_epoch);
     gc_rng_restore(&t->progress.rng);
     return attach_bucketer(t);
 }
@@ -156,6 +149,10 @@ static int set_up(trainer *t) {
     if (status) return status;
     if (gc_train_dist_rank(&t->dist) == 0) { /* rank 0 alone writes */
         if (gc_make_directories(t->flags.out) != GC_OK) return fail(1, "--out: %s", gc_last_error());
+        /* what a run killed while saving left behind (gc_safetensors_save's hidden temporaries) */
+        if (gc_safetensors_remove_stale_temporaries(t->checkpoint_path, NULL) != GC_OK ||
+            gc_safetensors_remove_stale_temporaries(t->model_path, NULL) != GC_OK)
+            return fail(1, "--out: %s", gc_last_error());
         char *log_path = gc_path_join(t->flags.out, "log.jsonl");
         gc_status opened = gc_run_log_open(&t->log, log_path, t->progress.step);
         free(log_path);
@@ -213,7 +210,7 @@ static gc_status clip_and_update(trainer *t, double loss, double loss_scale, dou
 static gc_status run_step(trainer *t, gc_step_record *record) {
     const gc_train_flags *f = &t->flags;
     int64_t step = t->progress.step, epoch, position;
-    locate(t, step, &epoch, &position);
+    gc_train_locate(&t->plan, step, &epoch, &position);
     if (epoch != t->order_epoch) {
         gc_epoch_order(t->data_seed, epoch, t->pairs.count, t->order);
         t->order_epoch = epoch;
@@ -233,6 +230,7 @@ static gc_status run_step(trainer *t, gc_step_record *record) {
     else status = gc_cache_full_batch_step(t->cache, batch.inputs, &loss);
     gc_training_batch_release(&batch);
     if (status != GC_OK) return status;
+    loss += 0.0; /* -0 to +0: a batch of one has the loss -log 1, which would print as -0.0000 */
     double loss_scale = t->progress.scaled ? t->progress.scaler.scale : 1, grad_norm = NAN;
     bool skipped = false;
     status = check_overflow(t, &skipped);
@@ -266,15 +264,15 @@ static gc_status run_step(trainer *t, gc_step_record *record) {
 /* The checkpoint and the model file, both written atomically by rank 0, with every rank's
  * random-number state (every rank takes part). */
 static gc_status save(trainer *t) {
-    locate(t, t->progress.step, &t->progress.epoch, &t->progress.position);
+    gc_train_locate(&t->plan, t->progress.step, &t->progress.epoch, &t->progress.position);
     t->progress.rng = gc_rng_capture();
-    int world = gc_train_dist_world(&t->dist);
+    int world = t->plan.world;
     gc_rng_context *every_rank = malloc((size_t)world * sizeof *every_rank);
     if (!every_rank) gc_fatal("train: out of host memory for %d random-number states", world);
     gc_status status = gc_train_dist_gather_rng(&t->dist, &t->progress.rng, every_rank);
     if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0)
-        status = gc_train_state_save(t->checkpoint_path, &t->model, &t->optimizer, &t->progress, &t->settings,
-                                     every_rank, world);
+        status = gc_train_state_save(t->checkpoint_path, &t->model, &t->optimizer, &t->progress, &t->settings, &t->plan,
+                                     every_rank);
     if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0) status = gc_model_file_save(t->model_path, &t->model);
     free(every_rank);
     return status;
@@ -294,10 +292,10 @@ static int train(trainer *t) {
     if (first >= t->stop_step) {
         if (gc_train_dist_rank(&t->dist) == 0)
             printf("nothing to do: %s is at step %lld of %lld\n", t->checkpoint_path, (long long)first,
-               (long long)t->total_steps);
+                   (long long)t->plan.total_steps);
         return 0;
     }
-    gc_progress_begin(&t->bar, stderr, first, t->total_steps, t->flags.log_every);
+    gc_progress_begin(&t->bar, stderr, first, t->plan.total_steps, t->flags.log_every);
     double first_loss = NAN, last_loss = NAN, seconds = 0;
     while (t->progress.step < t->stop_step) {
         gc_step_record record;
@@ -315,7 +313,7 @@ static int train(trainer *t) {
     gc_progress_end(&t->bar);
     if (gc_train_dist_rank(&t->dist) == 0)
         printf("trained steps %lld-%lld of %lld in %.1f s, loss %.4f -> %.4f; wrote %s and %s\n", (long long)first + 1,
-               (long long)t->stop_step, (long long)t->total_steps, seconds, first_loss, last_loss, t->model_path,
+               (long long)t->stop_step, (long long)t->plan.total_steps, seconds, first_loss, last_loss, t->model_path,
                t->checkpoint_path);
     return 0;
 }

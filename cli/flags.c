@@ -1,6 +1,7 @@
 /* Strict flag parsing against a table (see flags.h). */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,19 @@ static int bad_value(const char *command, const gc_flag *flag, const char *text,
     return 2;
 }
 
+/* An INT flag's bound as the integer it must be: compared as a double, 2^53 + 1 would pass
+ * a bound of 2^53. */
+static int64_t integer_bound(const gc_flag *flag, double bound) {
+    if (!(bound == floor(bound) && fabs(bound) <= 9007199254740992.0))
+        gc_fatal("flags: --%s has the bound %g, not an integer of at most 2^53", flag->name, bound);
+    return (int64_t)bound;
+}
+
+/* strtoll and strtod skip leading white space and take a '+': a value is the number alone. */
+static bool starts_as_number(const char *text) {
+    return (*text >= '0' && *text <= '9') || *text == '-' || *text == '.';
+}
+
 /* Stores `text` into the flag's value; 0 or the usage-error status. */
 static int set_value(const char *command, const gc_flag *flag, const char *text) {
     char expected[160];
@@ -26,9 +40,10 @@ static int set_value(const char *command, const gc_flag *flag, const char *text)
     errno = 0;
     switch (flag->kind) {
     case GC_FLAG_INT: {
+        int64_t min = integer_bound(flag, flag->min), max = integer_bound(flag, flag->max);
         long long value = strtoll(text, &end, 10);
-        snprintf(expected, sizeof expected, "an integer in [%.0f, %.0f]", flag->min, flag->max);
-        if (errno || end == text || *end || (double)value < flag->min || (double)value > flag->max)
+        snprintf(expected, sizeof expected, "an integer in [%lld, %lld]", (long long)min, (long long)max);
+        if (!starts_as_number(text) || errno || end == text || *end || value < min || value > max)
             return bad_value(command, flag, text, expected);
         *(int64_t *)flag->value = value;
         return 0;
@@ -36,7 +51,8 @@ static int set_value(const char *command, const gc_flag *flag, const char *text)
     case GC_FLAG_DOUBLE: {
         double value = strtod(text, &end);
         snprintf(expected, sizeof expected, "a number in [%g, %g]", flag->min, flag->max);
-        if (errno || end == text || *end || !isfinite(value) || value < flag->min || value > flag->max)
+        if (!starts_as_number(text) || errno || end == text || *end || !isfinite(value) || value < flag->min ||
+            value > flag->max)
             return bad_value(command, flag, text, expected);
         *(double *)flag->value = value;
         return 0;
@@ -45,10 +61,14 @@ static int set_value(const char *command, const gc_flag *flag, const char *text)
         if (!*text) return bad_value(command, flag, text, "a non-empty value");
         *(const char **)flag->value = text;
         return 0;
-    case GC_FLAG_SIZE:
-        if (gc_parse_size(text, (size_t *)flag->value) != GC_OK)
-            return bad_value(command, flag, text, "a size such as 512M or 2G");
+    case GC_FLAG_SIZE: {
+        /* 0 would be no limit at all: that is leaving the flag out, not a size */
+        size_t bytes = 0;
+        if (gc_parse_size(text, &bytes) != GC_OK || bytes == 0)
+            return bad_value(command, flag, text, "a size of at least 1 byte such as 512M or 2G");
+        *(size_t *)flag->value = bytes;
         return 0;
+    }
     case GC_FLAG_CHOICE: {
         int used = snprintf(expected, sizeof expected, "one of");
         for (int i = 0; flag->choices[i]; i++) {

@@ -1,6 +1,7 @@
 /* Command-line flags: a table per subcommand, parsed strictly (unknown flags, missing or
- * malformed values and values out of range are errors naming the flag), and the same
- * table prints the subcommand's --help. */
+ * malformed values and values out of range are errors naming the flag; a number is the
+ * number alone, without white space or a '+'), and the same table prints the subcommand's
+ * --help. */
 #ifndef GC_CLI_FLAGS_H
 #define GC_CLI_FLAGS_H
 
@@ -11,10 +12,10 @@
 
 typedef enum gc_flag_kind {
     GC_FLAG_BOOL,   /* --name (no value) sets *(bool *)value */
-    GC_FLAG_INT,    /* int64_t in [min, max] */
+    GC_FLAG_INT,    /* int64_t in [min, max], compared as integers (bounds: integers up to 2^53) */
     GC_FLAG_DOUBLE, /* double in [min, max], finite */
     GC_FLAG_STRING, /* const char * (points into argv) */
-    GC_FLAG_SIZE,   /* size_t bytes: "512M", "2G" (gc_parse_size) */
+    GC_FLAG_SIZE,   /* size_t bytes: "512M", "2G" (gc_parse_size), at least 1: 0 is no value */
     GC_FLAG_CHOICE  /* one of `choices` (a NULL-terminated list); *(int *)value = its index */
 } gc_flag_kind;
 

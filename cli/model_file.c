@@ -74,19 +74,43 @@ static gc_status read_description(const gc_safetensors *file, const char *path, 
     return GC_OK;
 }
 
-gc_status gc_model_file_load(const char *path, gc_device device, gc_dual_encoder *model) {
-    gc_safetensors *file;
-    gc_status status = gc_safetensors_open(path, &file);
-    if (status != GC_OK) return status;
+/* GC_ERR_FORMAT when the file's tensor data is smaller than the parameters of the model it
+ * describes: checked from the header's sizes, before anything is allocated, so that a small
+ * file cannot make us build a huge model. (A larger file gets to the exact check, which names
+ * the tensor too many.) */
+static gc_status check_size(const gc_safetensors *file, const char *path, const gc_text_encoder_config *config,
+                            bool tied) {
+    uint64_t needed = (uint64_t)(tied ? 1 : 2) * (uint64_t)gc_text_encoder_numel(config) * gc_dtype_size(config->dtype);
+    uint64_t held = gc_safetensors_data_size(file);
+    if (needed <= held) return GC_OK;
+    gc_set_error(GC_ERR_FORMAT, "%s: the model it describes (model.dim %lld, model.layers %d, model.hidden %lld, "
+                 "model.max_length %lld, model.projection %lld) needs %llu bytes of parameters, the file holds %llu",
+                 path, (long long)config->dim, config->layers, (long long)config->hidden,
+                 (long long)config->max_length, (long long)config->projection, (unsigned long long)needed,
+                 (unsigned long long)held);
+    return GC_ERR_FORMAT;
+}
+
+gc_status gc_model_file_load_from(const gc_safetensors *file, const char *path, gc_device device,
+                                  gc_dual_encoder *model) {
     gc_text_encoder_config config;
     bool tied;
-    status = read_description(file, path, &config, &tied);
-    gc_safetensors_close(file);
+    gc_status status = read_description(file, path, &config, &tied);
+    if (status == GC_OK) status = check_size(file, path, &config, tied);
     if (status != GC_OK) return status;
     /* the initial values are overwritten by the file's: any seed does */
     status = gc_dual_encoder_init(model, &config, tied, device, 0);
     if (status != GC_OK) return status;
-    status = gc_safetensors_load_into(path, &model->params);
+    status = gc_safetensors_load_exact(file, &model->params, NULL);
     if (status != GC_OK) gc_dual_encoder_free(model);
+    return status;
+}
+
+gc_status gc_model_file_load(const char *path, gc_device device, gc_dual_encoder *model) {
+    gc_safetensors *file;
+    gc_status status = gc_safetensors_open(path, &file);
+    if (status != GC_OK) return status;
+    status = gc_model_file_load_from(file, path, device, model);
+    gc_safetensors_close(file);
     return status;
 }

@@ -1,7 +1,8 @@
-/* Pair files (see pairs.h). Two passes over the bytes: the first checks every line and
- * counts the fields, so that nothing is allocated for a file that will be refused; the
- * second copies the fields into ONE allocation holding the pointer table followed by the
- * NUL-terminated texts, so that gc_pairs_free is a single free. */
+/* Pair files (see pairs.h), read one line at a time: each line is checked as soon as it is
+ * complete, and the first bad one stops the reading, so that a malformed stream (a binary
+ * file, /dev/zero) costs a line of memory and time, not the whole stream. The fields of the
+ * good lines are copied, NUL-terminated, into one growing text block; at the end a table of
+ * pointers into it is made (gc_pairs_free frees the block through the first pointer). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lines.h"
 #include "pairs.h"
 
 /* One line of the input, without its "\n" or "\r\n". */
@@ -71,12 +73,14 @@ static size_t utf8_sequence(const unsigned char *text, size_t length) {
     return needed;
 }
 
+static gc_status too_long(const char *name, long long number) {
+    return line_error(name, number, "line longer than the limit of %d bytes", GC_PAIRS_MAX_LINE);
+}
+
 /* Checks one line; sets *fields to its number of fields. */
 static gc_status check_line(const char *name, long long number, line text, int *fields) {
     if (text.length == 0) return line_error(name, number, "empty line");
-    if (text.length > GC_PAIRS_MAX_LINE)
-        return line_error(name, number, "line of %zu bytes is longer than the limit of %d", text.length,
-                          GC_PAIRS_MAX_LINE);
+    if (text.length > GC_PAIRS_MAX_LINE) return too_long(name, number);
     const unsigned char *bytes = (const unsigned char *)text.text;
     *fields = 1;
     for (size_t i = 0; i < text.length;) {
@@ -98,68 +102,86 @@ static gc_status check_line(const char *name, long long number, line text, int *
     return GC_OK;
 }
 
-/* The first pass: every line checked; the number of examples and of fields per line. */
-static gc_status check_all(const char *data, size_t size, const char *name, int64_t *count, int *columns) {
-    long long number = 0;
-    for (size_t position = 0; position < size;) {
-        line text = next_line(data, size, &position);
-        int fields = 0;
-        gc_status status = check_line(name, ++number, text, &fields);
-        if (status != GC_OK) return status;
-        if (fields < 2)
-            return line_error(name, number, "one field; expected query<TAB>positive[<TAB>negative...]");
-        if (number == 1) *columns = fields;
-        if (fields != *columns)
-            return line_error(name, number,
-                              "%d fields where line 1 has %d (every line needs the same number of negatives)", fields,
-                              *columns);
+/* The examples of the lines read so far. */
+typedef struct builder {
+    const char *name;   /* for messages */
+    long long lines;    /* read so far: the number of the next line is lines + 1 */
+    int columns;        /* fields per line, set by line 1 */
+    char *text;         /* [length]: every field, NUL-terminated, in order */
+    size_t length, capacity;
+} builder;
+
+/* Room for `more` bytes of text; false when out of memory. */
+static bool reserve(builder *b, size_t more) {
+    if (more <= b->capacity - b->length) return true;
+    size_t capacity = b->capacity ? b->capacity : 1 << 16;
+    while (more > capacity - b->length) {
+        if (capacity > SIZE_MAX / 2) return false;
+        capacity *= 2;
     }
-    if (number == 0) {
-        gc_set_error(GC_ERR_FORMAT, "%s: no examples (the file is empty)", name);
+    char *bigger = realloc(b->text, capacity);
+    if (!bigger) return false;
+    b->text = bigger;
+    b->capacity = capacity;
+    return true;
+}
+
+/* Checks the next line and appends its fields. */
+static gc_status add_line(builder *b, line text) {
+    long long number = ++b->lines;
+    int fields = 0;
+    gc_status status = check_line(b->name, number, text, &fields);
+    if (status != GC_OK) return status;
+    if (fields < 2) return line_error(b->name, number, "one field; expected query<TAB>positive[<TAB>negative...]");
+    if (number == 1) b->columns = fields;
+    if (fields != b->columns)
+        return line_error(b->name, number, "%d fields where line 1 has %d (every line needs the same number of "
+                          "negatives)", fields, b->columns);
+    if (!reserve(b, text.length + 1)) {
+        gc_set_error(GC_ERR_OUT_OF_MEMORY, "%s: out of host memory at line %lld", b->name, number);
+        return GC_ERR_OUT_OF_MEMORY;
+    }
+    for (size_t i = 0; i < text.length; i++) b->text[b->length++] = text.text[i] == '\t' ? '\0' : text.text[i];
+    b->text[b->length++] = '\0';
+    return GC_OK;
+}
+
+/* The pairs the builder holds, which it hands over; or the reason there are none. */
+static gc_status finish(builder *b, gc_pairs *pairs) {
+    if (b->lines == 0) {
+        gc_set_error(GC_ERR_FORMAT, "%s: no examples (the file is empty)", b->name);
         return GC_ERR_FORMAT;
     }
-    *count = number;
+    size_t texts = (size_t)b->lines * (size_t)b->columns;
+    char **table = texts <= SIZE_MAX / sizeof *table ? malloc(texts * sizeof *table) : NULL;
+    if (!table) {
+        gc_set_error(GC_ERR_OUT_OF_MEMORY, "%s: out of host memory for %zu texts", b->name, texts);
+        return GC_ERR_OUT_OF_MEMORY;
+    }
+    char *field = b->text;
+    for (size_t i = 0; i < texts; i++) {
+        table[i] = field;
+        field += strlen(field) + 1;
+    }
+    *pairs = (gc_pairs){.count = b->lines, .negatives = b->columns - 2, .texts = table};
+    b->text = NULL; /* handed over: table[0] is the block */
     return GC_OK;
+}
+
+/* Finishes or drops what the builder holds, by `status`. */
+static gc_status end(builder *b, gc_status status, gc_pairs *pairs) {
+    if (status == GC_OK) status = finish(b, pairs);
+    free(b->text);
+    return status;
 }
 
 gc_status gc_pairs_parse(const char *data, size_t size, const char *name, gc_pairs *pairs) {
     *pairs = (gc_pairs){0};
-    int64_t count = 0;
-    int columns = 0;
-    gc_status status = check_all(data, size, name, &count, &columns);
-    if (status != GC_OK) return status;
-
-    /* Each line's text plus one NUL fits in its bytes and its newline, or in the one extra
-     * byte given for a last line without a newline. */
-    size_t texts = (size_t)count * (size_t)columns;
-    if (texts > (SIZE_MAX - size - 1) / sizeof(char *)) {
-        gc_set_error(GC_ERR_OUT_OF_MEMORY, "%s: too large to hold in memory", name);
-        return GC_ERR_OUT_OF_MEMORY;
-    }
-    char **table = malloc(texts * sizeof(char *) + size + 1);
-    if (!table) {
-        gc_set_error(GC_ERR_OUT_OF_MEMORY, "%s: out of host memory for %zu bytes of text", name, size);
-        return GC_ERR_OUT_OF_MEMORY;
-    }
-    char *out = (char *)(table + texts);
-    size_t field = 0;
-    for (size_t position = 0; position < size;) {
-        line text = next_line(data, size, &position);
-        table[field++] = out;
-        for (size_t i = 0; i < text.length; i++) {
-            if (text.text[i] == '\t') {
-                *out++ = '\0';
-                table[field++] = out;
-            } else {
-                *out++ = text.text[i];
-            }
-        }
-        *out++ = '\0';
-    }
-    pairs->count = count;
-    pairs->negatives = columns - 2;
-    pairs->texts = table;
-    return GC_OK;
+    builder b = {.name = name};
+    gc_status status = GC_OK;
+    for (size_t position = 0; position < size && status == GC_OK;)
+        status = add_line(&b, next_line(data, size, &position));
+    return end(&b, status, pairs);
 }
 
 static gc_status io_error(const char *path, const char *what, int error) {
@@ -167,54 +189,44 @@ static gc_status io_error(const char *path, const char *what, int error) {
     return GC_ERR_IO;
 }
 
-/* The whole file into a malloc'ed buffer. Read in chunks rather than by its stat size so
- * that a pipe works too; a folder fails here with EISDIR. */
-static gc_status read_file(const char *path, char **data, size_t *size) {
-    *data = NULL;
-    *size = 0;
-    FILE *in = fopen(path, "rb");
-    if (!in) return io_error(path, "cannot open", errno);
-    size_t capacity = 0;
-    gc_status status = GC_OK;
+/* Reads `in` to its end (or its first bad line) into the builder, a line at a time, each
+ * checked as soon as its newline arrives (a pipe too). A line is gathered in `pending`; one
+ * that outgrows it (GC_PAIRS_MAX_LINE bytes and the '\r' of a "\r\n") is refused before
+ * more of it is read. */
+static gc_status read_lines(FILE *in, builder *b, char *pending, size_t most) {
     for (;;) {
-        if (*size == capacity) {
-            size_t grown = capacity ? 2 * capacity : 1 << 16;
-            char *bigger = grown > capacity ? realloc(*data, grown) : NULL;
-            if (!bigger) {
-                gc_set_error(GC_ERR_OUT_OF_MEMORY, "%s: out of host memory after %zu bytes", path, *size);
-                status = GC_ERR_OUT_OF_MEMORY;
-                break;
-            }
-            *data = bigger;
-            capacity = grown;
+        size_t length;
+        switch (gc_read_line(in, pending, most, &length)) {
+        case GC_LINE_END: return GC_OK;
+        case GC_LINE_TOO_LONG: return too_long(b->name, b->lines + 1);
+        case GC_LINE_ERROR: return io_error(b->name, "cannot read", errno);
+        case GC_LINE_LAST: return add_line(b, (line){pending, length});
+        case GC_LINE_OK: break;
         }
-        *size += fread(*data + *size, 1, capacity - *size, in);
-        if (ferror(in)) {
-            status = io_error(path, "cannot read", errno);
-            break;
-        }
-        if (feof(in)) break;
+        bool crlf = length > 0 && pending[length - 1] == '\r'; /* as next_line: only a newline's */
+        gc_status status = add_line(b, (line){pending, crlf ? length - 1 : length});
+        if (status != GC_OK) return status;
     }
-    fclose(in);
-    if (status != GC_OK) {
-        free(*data);
-        *data = NULL;
-        *size = 0;
-    }
-    return status;
+}
+
+gc_status gc_pairs_read_stream(FILE *in, const char *name, gc_pairs *pairs) {
+    *pairs = (gc_pairs){0};
+    builder b = {.name = name};
+    char pending[GC_PAIRS_MAX_LINE + 1];
+    return end(&b, read_lines(in, &b, pending, sizeof pending), pairs);
 }
 
 gc_status gc_pairs_read(const char *path, gc_pairs *pairs) {
     *pairs = (gc_pairs){0};
-    char *data = NULL;
-    size_t size = 0;
-    gc_status status = read_file(path, &data, &size);
-    if (status == GC_OK) status = gc_pairs_parse(data, size, path, pairs);
-    free(data);
+    FILE *in = fopen(path, "rb");
+    if (!in) return io_error(path, "cannot open", errno);
+    gc_status status = gc_pairs_read_stream(in, path, pairs);
+    fclose(in);
     return status;
 }
 
 void gc_pairs_free(gc_pairs *pairs) {
+    if (pairs->texts) free(pairs->texts[0]); /* the text block (see finish) */
     free(pairs->texts);
     *pairs = (gc_pairs){0};
 }

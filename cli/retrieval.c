@@ -1,4 +1,5 @@
 /* Retrieval evaluation (see retrieval.h). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,14 +41,45 @@ static gc_tensor *unit_rows(const gc_tensor *x) {
     return gc_l2_normalize(x, 1e-12);
 }
 
-/* Adds the ranks of queries [start, start + rows) given their scores [rows, Nc] on the host. */
+/* The first row of x [N, D] (f32) holding a nan or an infinity, or -1; copied to the host
+ * QUERY_BLOCK rows at a time. */
+static int64_t first_nonfinite_row(const gc_tensor *x) {
+    int64_t rows = x->shape[0], width = x->shape[1];
+    float *values = malloc((size_t)(QUERY_BLOCK * width + 1) * sizeof *values);
+    if (!values) gc_fatal("retrieval_evaluate: out of host memory for %d rows of %lld", QUERY_BLOCK, (long long)width);
+    int64_t found = -1;
+    for (int64_t start = 0; start < rows && found < 0; start += QUERY_BLOCK) {
+        int64_t end = start + QUERY_BLOCK < rows ? start + QUERY_BLOCK : rows;
+        gc_tensor *block = gc_slice0(x, start, end); /* a view: cannot fail */
+        gc_copy_to_host(block, values);
+        gc_tensor_release(block);
+        for (int64_t i = 0; i < (end - start) * width && found < 0; i++)
+            if (!isfinite(values[i])) found = start + i / width;
+    }
+    free(values);
+    return found;
+}
+
+/* GC_ERR_FORMAT naming the first row of x [N, D] that is not finite: ranked, a nan would tie
+ * with everything and an infinity beat it, so no number printed would mean anything. */
+static gc_status check_finite(const gc_tensor *x, const char *what) {
+    int64_t row = first_nonfinite_row(x);
+    if (row < 0) return GC_OK;
+    gc_set_error(GC_ERR_FORMAT, "the embedding of %s row %lld (of %lld, from 0) holds nan or inf: the model's "
+                 "weights are broken", what, (long long)row, (long long)x->shape[0]);
+    return GC_ERR_FORMAT;
+}
+
+/* Adds the ranks of queries [start, start + rows) given their scores [rows, Nc] on the host.
+ * A tie counts against the query: rank = 1 + the other candidates scored at least as high as
+ * its positive, so a model that scores everything alike ranks every positive last. */
 static void add_ranks(const float *scores, int64_t rows, int64_t candidates, const int64_t *positive,
                       gc_retrieval_metrics *metrics) {
     for (int64_t r = 0; r < rows; r++) {
         const float *row = scores + r * candidates;
         float target = row[positive[r]];
         int64_t rank = 1;
-        for (int64_t c = 0; c < candidates; c++) rank += row[c] > target;
+        for (int64_t c = 0; c < candidates; c++) rank += c != positive[r] && row[c] >= target;
         metrics->recall_at_1 += rank == 1;
         metrics->recall_at_10 += rank <= 10;
         metrics->mrr += 1.0 / (double)rank;
@@ -68,6 +100,9 @@ gc_status gc_retrieval_evaluate(const gc_tensor *queries, const gc_tensor *candi
         if (positive[i] < 0 || positive[i] >= n_candidates)
             gc_fatal("retrieval_evaluate: query %lld has positive %lld outside [0, %lld)", (long long)i,
                      (long long)positive[i], (long long)n_candidates);
+    gc_status checked = check_finite(queries, "query");
+    if (checked == GC_OK) checked = check_finite(candidates, "candidate");
+    if (checked != GC_OK) return checked;
     bool previous = gc_set_grad_enabled(false);
     gc_tensor *unit_queries = unit_rows(queries), *unit_candidates = unit_rows(candidates);
     float *scores = malloc((size_t)(block_rows * n_candidates + 1) * sizeof *scores);

@@ -1,7 +1,9 @@
 /* Retrieval evaluation: each query's positive ranked among every distinct candidate by
- * cosine similarity. The rank of a positive is 1 + the number of candidates scored strictly
- * higher (a tie counts in the positive's favour); Recall@k is the fraction of queries whose
- * positive ranks k or better, MRR the mean of 1 / rank. */
+ * cosine similarity. The rank of a positive is 1 + the number of other candidates scored at
+ * least as high: a tie counts against the query (the pessimistic convention), so a collapsed
+ * model -- every score alike, as when its projection is all zeros -- ranks every positive
+ * last instead of first. Recall@k is the fraction of queries whose positive ranks k or
+ * better, MRR the mean of 1 / rank. */
 #ifndef GC_CLI_RETRIEVAL_H
 #define GC_CLI_RETRIEVAL_H
 
@@ -18,7 +20,8 @@ typedef struct gc_retrieval_metrics {
 int64_t gc_distinct_texts(const char *const *texts, int64_t count, const char ***distinct, int64_t *index);
 
 /* queries [Nq, D], candidates [Nc, D] on one device; positive[i] in [0, Nc) is query i's.
- * GC_OK, or an allocation error. */
+ * GC_OK; GC_ERR_FORMAT naming the first query or candidate whose embedding holds a nan or
+ * an infinity (nothing is ranked then); or an allocation error. */
 gc_status gc_retrieval_evaluate(const gc_tensor *queries, const gc_tensor *candidates, const int64_t *positive,
                                 gc_retrieval_metrics *metrics);
 

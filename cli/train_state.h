@@ -5,8 +5,8 @@
  *   - the model's description (see model_file.h), so the file also rebuilds the model;
  *   - "train.step" (steps done), "train.epoch" and "train.position" (the epoch of the next
  *     step and how many of its examples earlier steps used), "optimizer.step";
- *   - "train.query_chunk_size" and "train.passage_chunk_size": the GradCache chunk sizes in
- *     effect (automatic sizing may have lowered those the flags asked for);
+ *   - with --gc only, "train.query_chunk_size" and "train.passage_chunk_size": the GradCache
+ *     chunk sizes in effect (automatic sizing may have lowered those the flags asked for);
  *   - "rng.<device>.seed" and "rng.<device>.offset" (decimal) for the default generator of
  *     every device ("cpu", "cuda:0", ...): the dropout masks of the next step; in a
  *     data-parallel run those of rank 0, with "rng.rank<R>.<device>.seed" and ".offset" for
@@ -16,12 +16,28 @@
  *     the parameters hold the masters rounded to 16 bits) and, with f16, the loss scaler's
  *     state: "scaler.scale" (exact), "scaler.growth_tracker", "scaler.skipped_steps";
  *   - the run's settings ("flag.<name>": every flag that decides what the run computes,
- *     --precision among them: a checkpoint of another precision is refused, naming it). */
+ *     --precision among them: a checkpoint of another precision is refused, naming it).
+ *
+ * A checkpoint is trusted only as far as it is checked: on load, every value must be one the
+ * run could have written (see gc_train_state_load), so that a damaged or edited file is
+ * refused with one line naming the entry instead of aborting later or continuing to a
+ * different model. */
 #ifndef GC_CLI_TRAIN_STATE_H
 #define GC_CLI_TRAIN_STATE_H
 
 #include "metadata.h"
 #include "model.h"
+
+/* The largest generator offset a checkpoint may hold: 2^62 words, leaving as many again
+ * for the rest of the run (a step draws one word per dropped element). */
+#define GC_TRAIN_MAX_RNG_OFFSET (UINT64_C(1) << 62)
+
+/* The shape of a run, which a checkpoint must fit. */
+typedef struct gc_train_plan {
+    int64_t total_steps, steps_per_epoch, batch_size;
+    bool gc;         /* chunk sizes are stored only for Gradient Cache runs */
+    int rank, world; /* this process's place in a data-parallel run (0 and 1: none) */
+} gc_train_plan;
 
 typedef struct gc_train_progress {
     int64_t step, epoch, position;
@@ -31,17 +47,31 @@ typedef struct gc_train_progress {
     gc_loss_scaler scaler;
 } gc_train_progress;
 
-/* Writes the checkpoint to `path` atomically; ranks[world] are the random-number states of
- * every rank of the run (ranks[0] is progress->rng in a world of one). */
+/* The epoch of step `step` (0-based) and how many of that epoch's examples come before it. */
+void gc_train_locate(const gc_train_plan *plan, int64_t step, int64_t *epoch, int64_t *position);
+
+/* Writes the checkpoint to `path` atomically; ranks[plan->world] are the random-number
+ * states of every rank of the run (ranks[0] is progress->rng in a world of one). */
 gc_status gc_train_state_save(const char *path, const gc_dual_encoder *model, const gc_adamw *optimizer,
                               const gc_train_progress *progress, const gc_metadata *settings,
-                              const gc_rng_context *ranks, int world);
-/* Checks that the checkpoint at `path` was written with `settings` and by a run of `world`
- * processes (GC_ERR_FORMAT naming the first that differs, before anything is loaded), then
- * loads the parameters into `model`, the moments and step into `optimizer` and the rest,
- * with the random-number state of `rank`, into *progress. GC_ERR_IO or GC_ERR_FORMAT naming
- * the file when it cannot be read or is not such a checkpoint. */
+                              const gc_train_plan *plan, const gc_rng_context *ranks);
+/* Loads the checkpoint at `path` into `model`, `optimizer` (moments and step) and *progress
+ * (with the random-number state of plan->rank), which holds on entry the state a fresh run
+ * starts from. Before anything is loaded, the file must have been written with `settings`
+ * and fit `plan`: dist.world_size the run's world, train.step at most the run's steps,
+ * train.epoch and train.position where that step falls, optimizer.step equal to train.step
+ * less the steps the f16 loss scaler skipped (scaler.* in [0, FLT_MAX] and within the run),
+ * chunk sizes present with --gc only and no larger than the fresh run's, the generators of
+ * every rank of the fresh run's seeds and at most GC_TRAIN_MAX_RNG_OFFSET along, and no
+ * metadata key that such a run does not write. Then the parameters must be there with their
+ * shapes and dtype, AdamW's two moments of every parameter after step 0 (none at step 0),
+ * and no other tensor. GC_ERR_IO or GC_ERR_FORMAT naming the file and the first entry that
+ * does not fit. */
 gc_status gc_train_state_load(const char *path, gc_dual_encoder *model, gc_adamw *optimizer,
-                              gc_train_progress *progress, const gc_metadata *settings, int rank, int world);
+                              gc_train_progress *progress, const gc_metadata *settings, const gc_train_plan *plan);
+/* The same from an opened file (`path` names it in messages); for the fuzzer. */
+gc_status gc_train_state_load_from(const gc_safetensors *file, const char *path, gc_dual_encoder *model,
+                                   gc_adamw *optimizer, gc_train_progress *progress, const gc_metadata *settings,
+                                   const gc_train_plan *plan);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lines.h"
 #include "pairs.h"
 #include "wordnet.h"
 
@@ -153,6 +154,42 @@ static gc_status add_synset(gc_wordnet_split *split, synset *entry, double held_
     return GC_OK;
 }
 
+gc_status gc_wordnet_read_stream(FILE *in, const char *name, double held_out, uint64_t seed,
+                                 gc_wordnet_split *split) {
+    char *line = malloc(GC_WORDNET_MAX_LINE + 1); /* + its NUL */
+    if (!line) {
+        gc_set_error(GC_ERR_OUT_OF_MEMORY, "%s: out of host memory for a line", name);
+        return GC_ERR_OUT_OF_MEMORY;
+    }
+    gc_status status = GC_OK;
+    synset entry;
+    for (long long number = 1; status == GC_OK; number++) {
+        size_t length;
+        gc_line_result result = gc_read_line(in, line, GC_WORDNET_MAX_LINE, &length);
+        line[length] = '\0';
+        if (result == GC_LINE_END) break;
+        if (result == GC_LINE_ERROR) {
+            gc_set_error(GC_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
+            status = GC_ERR_IO;
+        } else if (result == GC_LINE_TOO_LONG || memchr(line, '\0', length)) {
+            gc_set_error(GC_ERR_FORMAT, "%s:%lld: %s", name, number,
+                         result == GC_LINE_TOO_LONG ? "line longer than the limit of " GC_WORDNET_MAX_LINE_TEXT " bytes"
+                                                    : "NUL byte (not a WordNet data file)");
+            status = GC_ERR_FORMAT;
+        } else if (strncmp(line, "  ", 2) == 0) {
+            continue; /* the license */
+        } else if (!parse_synset(line, &entry)) {
+            gc_set_error(GC_ERR_FORMAT, "%s:%lld: not a WordNet synset line (offset lex_filenum ss_type w_cnt word "
+                         "lex_id ... | gloss)", name, number);
+            status = GC_ERR_FORMAT;
+        } else {
+            status = add_synset(split, &entry, held_out, seed);
+        }
+    }
+    free(line);
+    return status;
+}
+
 static gc_status read_data_file(const char *path, gc_wordnet_split *split, double held_out, uint64_t seed) {
     FILE *in = fopen(path, "r");
     if (!in) {
@@ -160,27 +197,7 @@ static gc_status read_data_file(const char *path, gc_wordnet_split *split, doubl
                      "WordNet 3.0's dict folder)", path, strerror(errno));
         return GC_ERR_IO;
     }
-    char *line = NULL;
-    size_t capacity = 0;
-    long long number = 0;
-    gc_status status = GC_OK;
-    synset entry;
-    while (status == GC_OK && getline(&line, &capacity, in) >= 0) {
-        number++;
-        if (strncmp(line, "  ", 2) == 0) continue; /* the license */
-        if (!parse_synset(line, &entry)) {
-            gc_set_error(GC_ERR_FORMAT, "%s:%lld: not a WordNet synset line (offset lex_filenum ss_type w_cnt word "
-                         "lex_id ... | gloss)", path, number);
-            status = GC_ERR_FORMAT;
-        } else {
-            status = add_synset(split, &entry, held_out, seed);
-        }
-    }
-    if (status == GC_OK && ferror(in)) {
-        gc_set_error(GC_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
-        status = GC_ERR_IO;
-    }
-    free(line);
+    gc_status status = gc_wordnet_read_stream(in, path, held_out, seed, split);
     fclose(in);
     return status;
 }

@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "gradcache/error.h"
 
@@ -36,6 +37,14 @@ typedef struct gc_wordnet_split {
  * definitions going to dev. GC_ERR_IO names a missing or unreadable file; GC_ERR_FORMAT
  * names the file and line of a line that is not a WordNet synset. Nothing is kept on failure. */
 gc_status gc_wordnet_split_build(const char *folder, double held_out, uint64_t seed, gc_wordnet_split *split);
+/* The longest data line read (WordNet 3.0's longest has 12,972 bytes): a longer line, or a
+ * NUL byte, is GC_ERR_FORMAT naming the line, read no further than the limit. */
+#define GC_WORDNET_MAX_LINE 65536
+#define GC_WORDNET_MAX_LINE_TEXT "65536"
+/* One data file's lines from `in` (`name` in messages) added to *split, which must be freed
+ * by the caller on failure too; for gc_wordnet_split_build and the fuzzer. */
+gc_status gc_wordnet_read_stream(FILE *in, const char *name, double held_out, uint64_t seed,
+                                 gc_wordnet_split *split);
 void gc_wordnet_split_free(gc_wordnet_split *split);
 
 #endif

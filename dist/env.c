@@ -1,10 +1,21 @@
 /* The environment of a distributed run: torchrun's variables, read strictly. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gradcache/dist.h"
+
+/* `text` for a one-line message: at most 40 bytes, a control byte as \xNN. */
+static const char *shown(const char *text, char *buf, size_t size) {
+    size_t used = 0;
+    for (const unsigned char *c = (const unsigned char *)text; *c && used + 5 < size && c - (const unsigned char *)text < 40;
+         c++)
+        used += (size_t)snprintf(buf + used, size - used, *c < 0x20 || *c == 0x7f ? "\\x%02X" : "%c", *c);
+    buf[used] = '\0';
+    return buf;
+}
 
 /* The integer in variable `name` within [low, high]; *value = fallback when unset. */
 static gc_status read_int(const char *name, long low, long high, long fallback, int *value) {
@@ -16,8 +27,12 @@ static gc_status read_int(const char *name, long low, long high, long fallback, 
     char *end;
     errno = 0;
     long parsed = strtol(text, &end, 10);
-    if (errno || end == text || *end || text[0] == ' ' || text[0] == '+' || parsed < low || parsed > high) {
-        gc_set_error(GC_ERR_FORMAT, "%s='%s': expected an integer from %ld to %ld", name, text, low, high);
+    /* strtol skips leading white space and takes a '+': the value is the number alone */
+    bool plain = (text[0] >= '0' && text[0] <= '9') || text[0] == '-';
+    if (!plain || errno || end == text || *end || parsed < low || parsed > high) {
+        char value_text[200];
+        gc_set_error(GC_ERR_FORMAT, "%s='%s': expected an integer from %ld to %ld", name,
+                     shown(text, value_text, sizeof value_text), low, high);
         return GC_ERR_FORMAT;
     }
     *value = (int)parsed;
@@ -63,7 +78,9 @@ double gc_dist_default_timeout(void) {
     char *end;
     double seconds = strtod(text, &end);
     if (end == text || *end || !(seconds > 0) || seconds > 1e7) {
-        gc_set_error(GC_ERR_FORMAT, "GC_DIST_TIMEOUT='%s': expected a positive number of seconds", text);
+        char value_text[200];
+        gc_set_error(GC_ERR_FORMAT, "GC_DIST_TIMEOUT='%s': expected a positive number of seconds",
+                     shown(text, value_text, sizeof value_text));
         return -1;
     }
     return seconds;

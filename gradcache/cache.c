@@ -306,7 +306,7 @@ gc_status gc_cache_step(gc_cache *cache, const gc_batch *inputs, double *loss, g
         for (int m = 0; m < config->n_models; m++) {
             gc_param_list_zero_grad(config->models[m].params); /* the failed attempt's partial sums */
             if (config->models[m].chunk_size > 1) {
-                config->models[m].chunk_size = (config->models[m].chunk_size + 1) / 2;
+                config->models[m].chunk_size -= config->models[m].chunk_size / 2; /* ceil(c / 2), no overflow */
                 smaller = true;
             }
         }

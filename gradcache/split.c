@@ -21,7 +21,8 @@ int64_t gc_batch_rows(const gc_batch *batch) {
 
 int gc_chunk_count(int64_t rows, int64_t chunk_size) {
     if (chunk_size < 1) gc_fatal("cache: chunk size %lld must be at least 1", (long long)chunk_size);
-    return (int)((rows + chunk_size - 1) / chunk_size);
+    /* not (rows + chunk_size - 1) / chunk_size, which overflows for a chunk size near 2^63 */
+    return (int)(rows / chunk_size + (rows % chunk_size != 0));
 }
 
 int gc_split_by_rows(const gc_batch *input, int64_t chunk_size, gc_batch *chunks, int capacity, void *user) {

@@ -38,6 +38,8 @@ static void adamw_update(const void *ctx, const gc_param *param, const gc_tensor
 
 gc_status gc_adamw_step_scaled(gc_adamw *opt, double grad_scale) {
     gc_optim_check_grad_scale("adamw_step", grad_scale);
+    if (opt->step >= GC_ADAMW_MAX_STEP)
+        gc_fatal("adamw_step: step %lld would pass the largest count, 2^53", (long long)opt->step);
     int64_t step = opt->step + 1;
     float beta1 = (float)opt->beta1, beta2 = (float)opt->beta2;
     /* The bias corrections come from the f32 betas the kernel mixes with, so that at the
@@ -138,6 +140,10 @@ static gc_status load_param_state(const gc_adamw *opt, const char *prefix, const
 
 gc_status gc_adamw_load_state(gc_adamw *opt, const char *prefix, const gc_param_list *list, int64_t step) {
     if (step < 0) gc_fatal("adamw_load_state: step %lld is negative", (long long)step);
+    if (step > GC_ADAMW_MAX_STEP) {
+        gc_set_error(GC_ERR_FORMAT, "adamw_load_state: step %lld is beyond the largest count, 2^53", (long long)step);
+        return GC_ERR_FORMAT;
+    }
     int count = opt->params.count;
     gc_tensor **loaded[KINDS];
     for (int k = 0; k < KINDS; k++) loaded[k] = gc_optim_state_array(count);

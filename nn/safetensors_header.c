@@ -119,7 +119,8 @@ static gc_status read_metadata(gc_safetensors *file, const gc_json *object) {
     for (const gc_json *value = object->first; value; value = value->next) {
         if (value->type != GC_JSON_STRING)
             return gc_safetensors_format_error(file->name, "metadata \"%.*s\" is not a string", SHOWN, value->key);
-        file->metadata[file->metadata_count++] = value;
+        if (strcmp(value->key, GC_SAFETENSORS_CHECKSUM_KEY) == 0) file->checksum = value->string; /* checked on open */
+        else file->metadata[file->metadata_count++] = value;
     }
     return GC_OK;
 }

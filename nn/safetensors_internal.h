@@ -29,6 +29,7 @@ struct gc_safetensors {
     int count;
     const gc_json **metadata;       /* [metadata_count] string values, sorted by key */
     int metadata_count;
+    const char *checksum;           /* GC_SAFETENSORS_CHECKSUM_KEY's value (not among metadata), or NULL */
     unsigned char *data;            /* [data_size] */
     uint64_t data_size;
 };
@@ -38,6 +39,17 @@ struct gc_safetensors {
  * GC_ERR_FORMAT (or an allocation error) is recorded and nothing is left allocated. */
 gc_status gc_safetensors_parse_header(const char *name, const char *header, size_t length, uint64_t data_size,
                                       gc_safetensors **file);
+
+/* Checks the data buffer, once filled, against the file's checksum if it has one:
+ * GC_ERR_FORMAT naming the file when it does not match (or is not 16 hex digits). */
+gc_status gc_safetensors_verify_checksum(const gc_safetensors *file);
+
+/* A new string holding path's folder ("." for none), with *name (if not NULL) pointing at
+ * path's last component; NULL when out of memory. */
+char *gc_safetensors_folder_of(const char *path, const char **name);
+/* A new string: the hidden temporary name a save to `path` by this process writes to, or
+ * NULL when out of memory (see safetensors_temporary.c). */
+char *gc_safetensors_temporary_path(const char *path);
 
 /* The entry named `name`, or NULL. */
 const gc_safetensors_entry *gc_safetensors_find(const gc_safetensors *file, const char *name);

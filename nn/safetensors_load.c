@@ -1,9 +1,19 @@
-/* Loading a checkpoint into existing tensors (a model's parameters), all or nothing. */
+/* Loading a checkpoint into existing tensors (a model's parameters), all or nothing: every
+ * tensor is checked before the first is copied. */
 #include "gradcache/ops.h"
 #include "nn/safetensors_internal.h"
 
-/* Every tensor of `into` has an entry of its shape in the file. */
-static gc_status check_all(const gc_safetensors *file, const gc_param_list *into) {
+/* True when `name` starts with one of `prefixes` (NULL-terminated, or NULL for none). */
+static bool claimed_by_caller(const char *name, const char *const *prefixes) {
+    for (int i = 0; prefixes && prefixes[i]; i++)
+        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0) return true;
+    return false;
+}
+
+/* Every tensor of `into` has an entry of its shape in the file; with `exact`, of its dtype
+ * too, and every entry of the file is one of `into` or claimed by `others`. */
+static gc_status check_all(const gc_safetensors *file, const gc_param_list *into, bool exact,
+                           const char *const *others) {
     for (int i = 0; i < into->count; i++) {
         const gc_param *param = &into->items[i];
         const gc_safetensors_entry *entry = gc_safetensors_find(file, param->name);
@@ -17,6 +27,17 @@ static gc_status check_all(const gc_safetensors *file, const gc_param_list *into
                                                param->name, gc_shape_str(entry->ndim, entry->shape, in_file, sizeof in_file),
                                                gc_shape_str(tensor->ndim, tensor->shape, wanted, sizeof wanted));
         }
+        if (exact && entry->dtype != tensor->dtype)
+            return gc_safetensors_format_error(file->name, "tensor '%s' is %s in the file but %s in the tensor to load "
+                                               "(a dtype is never converted here)", param->name,
+                                               gc_safetensors_dtype_name(entry->dtype),
+                                               gc_safetensors_dtype_name(tensor->dtype));
+    }
+    for (int i = 0; exact && i < file->count; i++) {
+        const char *name = file->entries[i].name;
+        if (!gc_param_list_find(into, name) && !claimed_by_caller(name, others))
+            return gc_safetensors_format_error(file->name, "unexpected tensor '%.80s' (the file holds more than it "
+                                               "describes)", name);
     }
     return GC_OK;
 }
@@ -33,11 +54,21 @@ static gc_status load_one(const gc_safetensors *file, const gc_param *param) {
     return status;
 }
 
+static gc_status load_checked(const gc_safetensors *file, const gc_param_list *into, bool exact,
+                              const char *const *others) {
+    gc_status status = check_all(file, into, exact, others);
+    for (int i = 0; status == GC_OK && i < into->count; i++) status = load_one(file, &into->items[i]);
+    return status;
+}
+
 gc_status gc_safetensors_load_into(const char *path, const gc_param_list *into) {
     gc_safetensors *file;
     gc_status status = gc_safetensors_open(path, &file);
-    if (status == GC_OK) status = check_all(file, into);
-    for (int i = 0; status == GC_OK && i < into->count; i++) status = load_one(file, &into->items[i]);
+    if (status == GC_OK) status = load_checked(file, into, false, NULL);
     gc_safetensors_close(file);
     return status;
+}
+
+gc_status gc_safetensors_load_exact(const gc_safetensors *file, const gc_param_list *into, const char *const *others) {
+    return load_checked(file, into, true, others);
 }

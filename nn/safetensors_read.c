@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nn/checksum.h"
 #include "nn/safetensors_internal.h"
 
 static gc_status io_error(const char *path, const char *what) {
@@ -33,6 +34,36 @@ static gc_status header_length(const char *name, uint64_t size, const unsigned c
     return GC_OK;
 }
 
+/* Exactly GC_SAFETENSORS_CHECKSUM_DIGITS lowercase hex digits, as the writer prints them. */
+static bool parse_checksum(const char *digits, uint64_t *value) {
+    if (strlen(digits) != GC_SAFETENSORS_CHECKSUM_DIGITS) return false;
+    *value = 0;
+    for (const char *c = digits; *c; c++) {
+        int digit = *c >= '0' && *c <= '9' ? *c - '0' : *c >= 'a' && *c <= 'f' ? *c - 'a' + 10 : -1;
+        if (digit < 0) return false;
+        *value = *value << 4 | (uint64_t)digit;
+    }
+    return true;
+}
+
+gc_status gc_safetensors_verify_checksum(const gc_safetensors *file) {
+    if (!file->checksum) return GC_OK; /* written elsewhere: nothing to compare with */
+    const char *digits = file->checksum;
+    uint64_t stored;
+    if (!parse_checksum(digits, &stored))
+        return gc_safetensors_format_error(file->name, "metadata '%s' is not %d lowercase hex digits",
+                                           GC_SAFETENSORS_CHECKSUM_KEY, GC_SAFETENSORS_CHECKSUM_DIGITS);
+    gc_xxh64 state;
+    gc_xxh64_begin(&state);
+    gc_xxh64_update(&state, file->data, file->data_size);
+    uint64_t computed = gc_xxh64_end(&state);
+    if (computed != stored)
+        return gc_safetensors_format_error(file->name, "the tensor data does not match its checksum (%s %s, the data "
+                                           "hashes to %016" PRIx64 "): the file is corrupt",
+                                           GC_SAFETENSORS_CHECKSUM_KEY, digits, computed);
+    return GC_OK;
+}
+
 gc_status gc_safetensors_open_memory(const void *data, size_t size, const char *name, gc_safetensors **file) {
     const unsigned char *bytes = data;
     uint64_t length = 0;
@@ -41,6 +72,11 @@ gc_status gc_safetensors_open_memory(const void *data, size_t size, const char *
     if (status == GC_OK)
         status = gc_safetensors_parse_header(name, (const char *)bytes + 8, length, size - 8 - length, file);
     if (status == GC_OK && (*file)->data_size) memcpy((*file)->data, bytes + 8 + length, (*file)->data_size);
+    if (status == GC_OK) status = gc_safetensors_verify_checksum(*file);
+    if (status != GC_OK) {
+        gc_safetensors_close(*file);
+        *file = NULL;
+    }
     return status;
 }
 
@@ -61,13 +97,19 @@ static gc_status read_exact(int fd, const char *path, void *buffer, uint64_t siz
 
 gc_status gc_safetensors_open(const char *path, gc_safetensors **file) {
     *file = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO without a writer would wait forever; a regular file, the
+     * only kind read (its size is what bounds the reading), ignores the flag. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return io_error(path, "cannot open");
     struct stat info;
     unsigned char prefix[8] = {0};
     uint64_t size = 0, length = 0;
     char *header = NULL;
     gc_status status = fstat(fd, &info) == 0 ? GC_OK : io_error(path, "cannot stat");
+    if (status == GC_OK && !S_ISREG(info.st_mode)) {
+        gc_set_error(GC_ERR_IO, "safetensors: %s: not a regular file (a folder, a device or a pipe)", path);
+        status = GC_ERR_IO;
+    }
     if (status == GC_OK) size = (uint64_t)info.st_size;
     if (status == GC_OK && size >= 8) status = read_exact(fd, path, prefix, 8);
     if (status == GC_OK) status = header_length(path, size, prefix, &length);
@@ -78,6 +120,7 @@ gc_status gc_safetensors_open(const char *path, gc_safetensors **file) {
     if (status == GC_OK) status = read_exact(fd, path, header, length);
     if (status == GC_OK) status = gc_safetensors_parse_header(path, header, length, size - 8 - length, file);
     if (status == GC_OK) status = read_exact(fd, path, (*file)->data, (*file)->data_size);
+    if (status == GC_OK) status = gc_safetensors_verify_checksum(*file);
     if (status != GC_OK) {
         gc_safetensors_close(*file);
         *file = NULL;
@@ -88,6 +131,8 @@ gc_status gc_safetensors_open(const char *path, gc_safetensors **file) {
 }
 
 int gc_safetensors_count(const gc_safetensors *file) { return file->count; }
+
+uint64_t gc_safetensors_data_size(const gc_safetensors *file) { return file->data_size; }
 
 const char *gc_safetensors_name(const gc_safetensors *file, int index) {
     if (index < 0 || index >= file->count)

@@ -1,20 +1,28 @@
-/* Writing a safetensors file: a deterministic layout (the reference writer's), and an
- * atomic replacement of the destination (temporary file, fsync, rename, fsync of the
- * folder), so that a crash or an error leaves the previous file as it was. */
+/* Writing a safetensors file: a deterministic layout (the reference writer's), the checksum
+ * of the tensor data in the metadata, and an atomic replacement of the destination (hidden
+ * temporary file, fsync, rename, fsync of the folder), so that a crash or an error leaves
+ * the previous file as it was. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "nn/checksum.h"
 #include "nn/safetensors_internal.h"
 
 /* A name (of a tensor or a metadata key) and where it came from. */
 typedef struct named {
     const char *name;
-    int index;      /* into the parameter list, or the metadata pair */
+    int index;      /* into the parameter list, or the metadata pair; CHECKSUM_INDEX for the checksum */
     gc_dtype dtype; /* a tensor's, for the layout order; unused for metadata */
 } named;
+
+/* The checksum's place among the metadata keys: its value is known only once the data is
+ * written, so the header holds a placeholder of the same width, overwritten at the end. */
+enum { CHECKSUM_INDEX = -1 };
+static const char CHECKSUM_PLACEHOLDER[] = "0000000000000000"; /* GC_SAFETENSORS_CHECKSUM_DIGITS wide */
 
 /* The reference writer sorts tensors by its dtype enum in reverse (F64 > F32 > I32 > BF16 >
  * F16 among ours), then by name: wider elements first keeps every tensor aligned. */
@@ -53,6 +61,9 @@ static int metadata_pairs(const char *const *metadata) {
     int count = 0;
     while (metadata && metadata[2 * count]) {
         if (!metadata[2 * count + 1]) gc_fatal("safetensors_save: metadata key '%s' has no value", metadata[2 * count]);
+        if (!strcmp(metadata[2 * count], GC_SAFETENSORS_CHECKSUM_KEY))
+            gc_fatal("safetensors_save: metadata key '%s' is reserved for the checksum the writer computes",
+                     GC_SAFETENSORS_CHECKSUM_KEY);
         if (!gc_json_utf8_valid(metadata[2 * count + 1], strlen(metadata[2 * count + 1])))
             gc_fatal("safetensors_save: the value of metadata key '%s' is not valid UTF-8", metadata[2 * count]);
         count++;
@@ -64,9 +75,11 @@ static void append_literal(gc_json_text *text, const char *literal) { gc_json_ap
 
 /* The header for the tensors in `order` and the metadata pairs in `keys` order, padded
  * with spaces to a multiple of 8 bytes as the reference does (the data then starts
- * aligned). */
+ * aligned). *checksum_at receives the header offset of the checksum's placeholder digits
+ * (0 when there is none: the header's first byte is '{'). */
 static void build_header(gc_json_text *text, const gc_param_list *tensors, const named *order,
-                         const char *const *metadata, const named *keys, int key_count) {
+                         const char *const *metadata, const named *keys, int key_count, size_t *checksum_at) {
+    *checksum_at = 0;
     append_literal(text, "{");
     if (key_count > 0) {
         append_literal(text, "\"__metadata__\":{");
@@ -74,7 +87,9 @@ static void build_header(gc_json_text *text, const gc_param_list *tensors, const
             if (i > 0) append_literal(text, ",");
             gc_json_append_string(text, keys[i].name);
             append_literal(text, ":");
-            gc_json_append_string(text, metadata[2 * keys[i].index + 1]);
+            if (keys[i].index == CHECKSUM_INDEX) *checksum_at = text->length + 1; /* past the opening quote */
+            gc_json_append_string(text, keys[i].index == CHECKSUM_INDEX ? CHECKSUM_PLACEHOLDER
+                                                                        : metadata[2 * keys[i].index + 1]);
         }
         append_literal(text, tensors->count > 0 ? "}," : "}");
     }
@@ -105,24 +120,34 @@ static bool write_all(FILE *out, const void *bytes, size_t size) {
     return size == 0 || fwrite(bytes, 1, size, out) == size;
 }
 
-/* The whole file into `out`, flushed to the disk; false with errno set on failure. */
-static bool write_file(FILE *out, const gc_json_text *header, const gc_param_list *tensors, const named *order,
-                       void *staging) {
+/* The whole file into `out`, the checksum of the data written over its placeholder (at
+ * header offset checksum_at, when not 0), flushed to the disk; false with errno set on
+ * failure. */
+static bool write_file(FILE *out, const gc_json_text *header, size_t checksum_at, const gc_param_list *tensors,
+                       const named *order, void *staging) {
     unsigned char prefix[8];
     for (int i = 0; i < 8; i++) prefix[i] = (unsigned char)((uint64_t)header->length >> (8 * i));
     if (!write_all(out, prefix, sizeof prefix) || !write_all(out, header->bytes, header->length)) return false;
+    gc_xxh64 checksum;
+    gc_xxh64_begin(&checksum);
     for (int i = 0; i < tensors->count; i++) {
         const gc_tensor *tensor = tensors->items[order[i].index].tensor;
         gc_copy_to_host(tensor, staging); /* a GPU tensor too */
+        gc_xxh64_update(&checksum, staging, gc_nbytes(tensor));
         if (!write_all(out, staging, gc_nbytes(tensor))) return false;
+    }
+    if (checksum_at) {
+        char digits[GC_SAFETENSORS_CHECKSUM_DIGITS + 1];
+        snprintf(digits, sizeof digits, "%016" PRIx64, gc_xxh64_end(&checksum));
+        if (fseek(out, (long)(8 + checksum_at), SEEK_SET) != 0 || !write_all(out, digits, sizeof digits - 1))
+            return false;
     }
     return fflush(out) == 0 && fsync(fileno(out)) == 0;
 }
 
 /* Makes the rename durable: the folder's entry is what a crash would otherwise lose. */
 static bool sync_folder(const char *path) {
-    const char *slash = strrchr(path, '/');
-    char *folder = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    char *folder = gc_safetensors_folder_of(path, NULL);
     if (!folder) return false;
     int fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     free(folder);
@@ -134,22 +159,20 @@ static bool sync_folder(const char *path) {
     return synced;
 }
 
-static gc_status write_atomically(const char *path, const gc_json_text *header, const gc_param_list *tensors,
-                                  const named *order, void *staging) {
-    int length = snprintf(NULL, 0, "%s.tmp.%ld", path, (long)getpid());
-    char *temporary = malloc((size_t)length + 1);
+static gc_status write_atomically(const char *path, const gc_json_text *header, size_t checksum_at,
+                                  const gc_param_list *tensors, const named *order, void *staging) {
+    char *temporary = gc_safetensors_temporary_path(path);
     if (!temporary) {
         gc_set_error(GC_ERR_OUT_OF_MEMORY, "safetensors: %s: out of host memory for the temporary name", path);
         return GC_ERR_OUT_OF_MEMORY;
     }
-    snprintf(temporary, (size_t)length + 1, "%s.tmp.%ld", path, (long)getpid());
     const char *failure = NULL;
     int error = 0;
     FILE *out = fopen(temporary, "wb");
     if (!out) {
         failure = "cannot create", error = errno;
     } else {
-        if (!write_file(out, header, tensors, order, staging)) failure = "cannot write", error = errno;
+        if (!write_file(out, header, checksum_at, tensors, order, staging)) failure = "cannot write", error = errno;
         if (fclose(out) != 0 && !failure) failure = "cannot write", error = errno;
         if (!failure && rename(temporary, path) != 0) failure = "cannot rename into place", error = errno;
         if (failure) unlink(temporary);
@@ -175,8 +198,8 @@ static size_t list_tensors(const gc_param_list *tensors, named *order) {
     return largest;
 }
 
-gc_status gc_safetensors_save(const char *path, const gc_param_list *tensors, const char *const *metadata) {
-    int key_count = metadata_pairs(metadata);
+static gc_status save(const char *path, const gc_param_list *tensors, const char *const *metadata, bool checksum) {
+    int pairs = metadata_pairs(metadata), key_count = pairs + (checksum ? 1 : 0);
     named *order = malloc((size_t)(tensors->count + key_count + 1) * sizeof *order);
     size_t largest = order ? list_tensors(tensors, order) : 1;
     void *staging = order ? malloc(largest) : NULL;
@@ -186,13 +209,15 @@ gc_status gc_safetensors_save(const char *path, const gc_param_list *tensors, co
         return GC_ERR_OUT_OF_MEMORY;
     }
     named *keys = order + tensors->count;
-    for (int i = 0; i < key_count; i++) keys[i] = (named){metadata[2 * i], i, GC_F32};
+    for (int i = 0; i < pairs; i++) keys[i] = (named){metadata[2 * i], i, GC_F32};
+    if (checksum) keys[pairs] = (named){GC_SAFETENSORS_CHECKSUM_KEY, CHECKSUM_INDEX, GC_F32};
     sort_unique(order, tensors->count, "tensor name");
     sort_unique(keys, key_count, "metadata key");
     qsort(order, (size_t)tensors->count, sizeof *order, compare_layout);
 
     gc_json_text header = {0};
-    build_header(&header, tensors, order, metadata, keys, key_count);
+    size_t checksum_at;
+    build_header(&header, tensors, order, metadata, keys, key_count, &checksum_at);
     gc_status status;
     if (header.failed) {
         gc_set_error(GC_ERR_OUT_OF_MEMORY, "safetensors: %s: out of host memory for the header", path);
@@ -201,10 +226,18 @@ gc_status gc_safetensors_save(const char *path, const gc_param_list *tensors, co
         status = gc_safetensors_format_error(path, "the header would take %zu bytes, more than the limit of %u",
                                              header.length, GC_SAFETENSORS_MAX_HEADER);
     } else {
-        status = write_atomically(path, &header, tensors, order, staging);
+        status = write_atomically(path, &header, checksum_at, tensors, order, staging);
     }
     gc_json_text_free(&header);
     free(staging);
     free(order);
     return status;
+}
+
+gc_status gc_safetensors_save(const char *path, const gc_param_list *tensors, const char *const *metadata) {
+    return save(path, tensors, metadata, true);
+}
+
+gc_status gc_safetensors_save_plain(const char *path, const gc_param_list *tensors, const char *const *metadata) {
+    return save(path, tensors, metadata, false);
 }

@@ -47,6 +47,18 @@ gc_status gc_text_encoder_init(gc_text_encoder *encoder, const gc_text_encoder_c
     return status;
 }
 
+int64_t gc_text_encoder_numel(const gc_text_encoder_config *config) {
+    check_config(config);
+    int64_t d = config->dim, hidden = config->hidden;
+    int64_t attention = 4 * (d * d + d);                    /* query, key, value, output: weight and bias */
+    int64_t mlp = (d * hidden + hidden) + (hidden * d + d); /* in and out: weight and bias */
+    int64_t norms = 2 * (2 * d);                            /* attention_norm and mlp_norm */
+    int64_t embeddings = (config->vocab + config->max_length) * d;
+    int64_t projection = config->projection ? config->projection * d + config->projection : 0;
+    /* one norm outside the layers: the embedding norm (post-norm) or the final norm (pre-norm) */
+    return embeddings + 2 * d + config->layers * (attention + mlp + norms) + projection;
+}
+
 static void check_inputs(const gc_text_encoder *encoder, const gc_tensor *ids, const gc_tensor *mask) {
     char ids_text[128];
     const gc_tensor *table = encoder->tokens.weight;

@@ -40,6 +40,10 @@ void gc_set_error(gc_status status, const char *fmt, ...) {
     va_start(args, fmt);
     vsnprintf(message, sizeof message, fmt, args);
     va_end(args);
+    /* An error is one line: a name or value quoted from outside input (a tensor name, a
+     * metadata value, an environment variable) may hold a newline or another control byte. */
+    for (char *c = message; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     memcpy(last_message, message, sizeof message);
     last_status = status;
 }

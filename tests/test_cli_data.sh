@@ -24,7 +24,7 @@ expect_error "$bad: no examples" "$gradcache" data check "$bad"
 printf 'a\tb\n\nc\td\n' >"$bad"
 expect_error "$bad:2: empty line" "$gradcache" data check "$bad"
 { printf 'a\tb\n'; head -c 5000 /dev/zero | tr '\0' x; printf '\tc\n'; } >"$bad"
-expect_error "$bad:2: line of 5002 bytes is longer than the limit of 4096" "$gradcache" data check "$bad"
+expect_error "$bad:2: line longer than the limit of 4096 bytes" "$gradcache" data check "$bad"
 printf 'a\tb\nc\td\xc0\xaf\n' >"$bad"
 expect_error "$bad:2: invalid UTF-8 (byte 0xC0 at column 4)" "$gradcache" data check "$bad"
 printf 'a\tb\xed\xa0\x80\n' >"$bad"
@@ -90,6 +90,16 @@ cmp -s "$work/fake-want" "$work/fake-got" || fail "pairs from the small WordNet:
 
 printf '00001740 03 n 01 entity 0 003 | that which is perceived\nnot a synset line\n' >"$fake/data.noun"
 expect_error "$fake/data.noun:2: not a WordNet synset line" "$gradcache" data wordnet --wordnet "$fake" --out "$work/fake-out2"
+[ ! -e "$work/fake-out2" ] || fail "--out created although WordNet is malformed"
+# Read a bounded line at a time: a data file that is a stream of zeros (or any line past
+# 64 KiB, or one holding a NUL byte) is refused at that line, after at most 64 KiB of it.
+ln -sf /dev/zero "$fake/data.noun"
+expect_error "$fake/data.noun:1: line longer than the limit of 65536 bytes" \
+    timeout 20 "$gradcache" data wordnet --wordnet "$fake" --out "$work/fake-out2"
+rm "$fake/data.noun"
+printf '00001740 03 n 01 entity 0 003 | that which\0 is perceived\n' >"$fake/data.noun"
+expect_error "$fake/data.noun:1: NUL byte (not a WordNet data file)" \
+    "$gradcache" data wordnet --wordnet "$fake" --out "$work/fake-out2"
 [ ! -e "$work/fake-out2" ] || fail "--out created although WordNet is malformed"
 
 # --- data wordnet on the real WordNet ---------------------------------------------------

@@ -6,9 +6,12 @@
 # is refused; a process that dies stops the run with one line from the others, leaves the
 # last checkpoint intact (resuming from it gives the uninterrupted run's model), and nothing
 # behind. A tiny model, seconds on two cores.
-# usage: test_cli_train_dist.sh GRADCACHE
+# A two-process checkpoint is trusted only as far as it is checked: every rank's generator
+# offsets, the world size and the set of entries (made by edit_safetensors, $2).
+# usage: test_cli_train_dist.sh GRADCACHE EDIT_SAFETENSORS
 set -uo pipefail
-gradcache=${1:?usage: test_cli_train_dist.sh path/to/gradcache}
+gradcache=${1:?usage: test_cli_train_dist.sh path/to/gradcache path/to/edit_safetensors}
+edit=${2:?usage: test_cli_train_dist.sh path/to/gradcache path/to/edit_safetensors}
 # shellcheck source=tests/cli_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 export GC_DIST_TIMEOUT=20
@@ -65,6 +68,30 @@ expect_ok timeout 180 "$gradcache" launch -n 2 -- "${train[@]}" --steps 4 --prec
     --out "$work/bf16_half"
 check [ "$(wc -l <"$work/bf16_half/log.jsonl")" -eq 4 ] "bf16 --reduce-half: the log has $(wc -l <"$work/bf16_half/log.jsonl") lines"
 
+# edited two-process checkpoints: refused with one line naming the entry by each process
+# that gets to it before the launcher stops the other (rank 1's generator is checked by
+# rank 0 too, so no process goes on alone), and nothing trained
+# try_edited WANT EDIT...: --resume of two processes from the straight run's checkpoint, edited
+try_edited() {
+    local want=$1 status=0
+    shift
+    rm -rf "$work/edited" && mkdir "$work/edited"
+    "$edit" "$work/two/checkpoint.safetensors" "$work/edited/checkpoint.safetensors" "$@" \
+        || { echo "setup: edit_safetensors failed" >&2; exit 99; }
+    checks=$((checks + 1))
+    timeout 120 "$gradcache" launch -n 2 -- "${train[@]}" --out "$work/edited" --resume >"$work/stdout" \
+        2>"$work/stderr" || status=$?
+    [ "$status" -eq 1 ] && [ -s "$work/stderr" ] && [ "$(grep -cvF "$want" "$work/stderr")" -eq 0 ] ||
+        fail "$*: exit status $status, wanted 1 and every line with '$want': $(cat "$work/stderr")"
+    check [ ! -s "$work/edited/log.jsonl" ] "$*: a process trained from the edited checkpoint"
+}
+try_edited "metadata 'rng.rank1.cpu.offset' is 18446744073709551615, past the largest offset" \
+    set rng.rank1.cpu.offset=18446744073709551615
+try_edited "metadata 'dist.world_size' is '9223372036854775807', expected an integer in [2, 1048576]" \
+    set dist.world_size=9223372036854775807
+try_edited "unexpected metadata 'rng.rank2.cpu.seed'" set rng.rank2.cpu.seed=1
+try_edited "no metadata 'rng.rank1.cpu.seed'" unset rng.rank1.cpu.seed
+
 # a process killed mid-run (unlaunched, so that nothing else stops the others): the other
 # stops with one line naming the collective and the process, in well under the timeout
 long=("$gradcache" train --data "$pairs" --model-size tiny --max-length 24 --batch-size 16 --gc --steps 100000
@@ -91,15 +118,19 @@ wait "$victim" 2>/dev/null
 # (resuming from it gives the straight run's model), and nothing is left running
 checks=$((checks + 1))
 status=0
-timeout 120 "$gradcache" launch -n 2 -- sh -c '
-    if [ "$RANK" = 1 ]; then (sleep 1.5; kill -9 $$) & fi
-    exec "$@"' sh "${train[@]}" --steps 400 --save-every 3 --out "$work/interrupted" >"$work/stdout" 2>"$work/stderr" ||
+# (killed once the first checkpoint is there, however slow a loaded machine makes the start;
+# the checkpoint appears whole, by a rename, and the run has 57 steps left to be killed in)
+CHECKPOINT=$work/interrupted/checkpoint.safetensors timeout 120 "$gradcache" launch -n 2 -- sh -c '
+    if [ "$RANK" = 1 ]; then
+        (while [ ! -s "$CHECKPOINT" ]; do sleep 0.02; done; kill -9 $$) &
+    fi
+    exec "$@"' sh "${train[@]}" --steps 60 --save-every 3 --out "$work/interrupted" >"$work/stdout" 2>"$work/stderr" ||
     status=$?
 [ "$status" -eq 137 ] || fail "launch with a process killed: exit status $status, wanted 137: $(tail -3 "$work/stderr")"
 check [ -s "$work/interrupted/checkpoint.safetensors" ] "no checkpoint was left by the interrupted run"
 check [ -z "$(pgrep -f "$work/interrupted")" ] "processes of the interrupted run are left: $(pgrep -af "$work/interrupted")"
-expect_ok timeout 300 "$gradcache" launch -n 2 -- "${train[@]}" --steps 400 --save-every 3 --out "$work/interrupted" --resume
-expect_ok timeout 300 "$gradcache" launch -n 2 -- "${train[@]}" --steps 400 --save-every 3 --out "$work/uninterrupted"
+expect_ok timeout 300 "$gradcache" launch -n 2 -- "${train[@]}" --steps 60 --save-every 3 --out "$work/interrupted" --resume
+expect_ok timeout 300 "$gradcache" launch -n 2 -- "${train[@]}" --steps 60 --save-every 3 --out "$work/uninterrupted"
 check same_file "$work/interrupted/model.safetensors" "$work/uninterrupted/model.safetensors" \
     "resumed after a kill: another model than the uninterrupted run's"
 

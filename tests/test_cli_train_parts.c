@@ -76,6 +76,52 @@ static void test_retrieval_metrics(void) {
     RELEASE(candidates, queries);
 }
 
+/* Ties count against the query. A collapsed model scores every candidate alike (here zero
+ * embeddings, what a projection of zeros gives): each positive ranks last, not first. A
+ * candidate tied with the positive (the same direction) ranks ahead of it too. */
+static void test_retrieval_ties(void) {
+    gc_tensor *zeros_q = gc_zeros(GC_SHAPE(3, 4), GC_F32, gc_cpu()), *zeros_c = gc_zeros(GC_SHAPE(3, 4), GC_F32, gc_cpu());
+    REQUIRE(zeros_q && zeros_c);
+    int64_t positive[] = {0, 1, 2};
+    gc_retrieval_metrics metrics;
+    CHECK(gc_retrieval_evaluate(zeros_q, zeros_c, positive, &metrics) == GC_OK);
+    /* every rank 3: exact fractions, 1e-12 covers their rounding */
+    CHECK_NEAR(metrics.recall_at_1, 0, 1e-12, 0);
+    CHECK_NEAR(metrics.recall_at_10, 1, 1e-12, 0);
+    CHECK_NEAR(metrics.mrr, 1.0 / 3, 1e-12, 0);
+
+    /* candidates at 0, 0 (twice the length: the same cosine) and 90 degrees; the query at 0 */
+    gc_tensor *query = at_angles((const double[]){0}, (const double[]){1}, 1);
+    gc_tensor *candidates = at_angles((const double[]){0, 0, 90}, (const double[]){1, 2, 1}, 3);
+    REQUIRE(query && candidates);
+    CHECK(gc_retrieval_evaluate(query, candidates, (const int64_t[]){0}, &metrics) == GC_OK);
+    CHECK_NEAR(metrics.mrr, 0.5, 1e-12, 0); /* rank 2: the other candidate at 0 degrees counts against it */
+    CHECK(gc_retrieval_evaluate(query, candidates, (const int64_t[]){1}, &metrics) == GC_OK);
+    CHECK_NEAR(metrics.mrr, 0.5, 1e-12, 0);
+    RELEASE(zeros_q, zeros_c, query, candidates);
+}
+
+/* A nan or an infinity in an embedding is an error naming the row, never a score. */
+static void test_retrieval_nonfinite(void) {
+    gc_tensor *good = gc_full(GC_SHAPE(3, 2), GC_F32, gc_cpu(), 1.0);
+    float values[] = {1, 0, NAN, 1, 0, 1};
+    gc_tensor *with_nan = gc_from_host(values, GC_SHAPE(3, 2), GC_F32, gc_cpu());
+    values[2] = 1;
+    values[5] = INFINITY;
+    gc_tensor *with_inf = gc_from_host(values, GC_SHAPE(3, 2), GC_F32, gc_cpu());
+    REQUIRE(good && with_nan && with_inf);
+    int64_t positive[] = {0, 1, 2};
+    gc_retrieval_metrics metrics;
+    CHECK(gc_retrieval_evaluate(with_nan, good, positive, &metrics) == GC_ERR_FORMAT);
+    CHECK_MSG(strstr(gc_last_error(), "the embedding of query row 1 (of 3, from 0) holds nan or inf") != NULL,
+              "message: %s", gc_last_error());
+    CHECK(gc_retrieval_evaluate(good, with_inf, positive, &metrics) == GC_ERR_FORMAT);
+    CHECK_MSG(strstr(gc_last_error(), "the embedding of candidate row 2 (of 3, from 0) holds nan or inf") != NULL,
+              "message: %s", gc_last_error());
+    gc_clear_error();
+    RELEASE(good, with_nan, with_inf);
+}
+
 static bool is_permutation(const int64_t *order, int64_t count) {
     bool *seen = calloc((size_t)count + 1, 1);
     bool ok = true;
@@ -195,6 +241,8 @@ static void test_metadata(void) {
 int main(void) {
     test_distinct_texts();
     test_retrieval_metrics();
+    test_retrieval_ties();
+    test_retrieval_nonfinite();
     test_epoch_order();
     test_training_batch();
     test_format_exact();

@@ -223,6 +223,7 @@ static void test_text_encoder_params(void) {
     CHECK(projection->shape[0] == 5 && projection->shape[1] == 8);
     int64_t layer_numel = 4 * linear_numel(8, 8) + 2 * 2 * 8 + linear_numel(8, 12) + linear_numel(12, 8);
     CHECK(gc_param_list_numel(&list) == 11 * 8 + 6 * 8 + 2 * 8 + layer_numel + linear_numel(8, 5));
+    CHECK(gc_text_encoder_numel(&config) == gc_param_list_numel(&list)); /* counted without building */
     gc_param_list_free(&list);
     gc_text_encoder_free(&encoder);
 
@@ -236,6 +237,7 @@ static void test_text_encoder_params(void) {
     CHECK(gc_param_list_find(&list, "encoder.embeddings.norm.weight") == NULL);
     CHECK(gc_param_list_find(&list, "encoder.projection.weight") == NULL);
     CHECK(strcmp(list.items[list.count - 1].name, "encoder.final_norm.bias") == 0);
+    CHECK(gc_text_encoder_numel(&config) == gc_param_list_numel(&list));
     gc_param_list_free(&list);
     gc_text_encoder_free(&encoder);
 }

@@ -390,6 +390,13 @@ static void test_adamw_load_errors(void) {
     CHECK(opt.step == 3);
     gc_test_expect_values(opt.exp_avg_sq[0], GC_F32, GC_SHAPE(4), (const double[]){1, 4, 9, 16}, 0, 0, "loaded");
     CHECK(opt.exp_avg_sq[0] != squares); /* a copy */
+
+    /* A step count past 2^53 (a damaged checkpoint's) would overflow the next step: refused. */
+    CHECK(gc_adamw_load_state(&opt, "o", &full, INT64_MAX) == GC_ERR_FORMAT);
+    CHECK_MSG(strstr(gc_last_error(), "step 9223372036854775807 is beyond the largest count, 2^53") != NULL,
+              "message: %s", gc_last_error());
+    CHECK(opt.step == 3);
+    CHECK(gc_adamw_load_state(&opt, "o", &full, GC_ADAMW_MAX_STEP) == GC_OK && opt.step == GC_ADAMW_MAX_STEP);
     gc_clear_error();
     gc_param_list_free(&half);
     gc_param_list_free(&full);

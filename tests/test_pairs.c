@@ -1,8 +1,10 @@
 /* The pair-file parser (cli/pairs.c): what it accepts, field by field, and one case per
  * kind of malformed input, each checked for its status, its file name and its line number. */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "cli/pairs.h"
@@ -11,18 +13,42 @@ static gc_status parse(const char *text, size_t size, gc_pairs *pairs) {
     return gc_pairs_parse(text, size, "in.tsv", pairs);
 }
 
+/* The same bytes read as a stream, as gc_pairs_read reads a file. */
+static gc_status read_stream(const char *text, size_t size, gc_pairs *pairs) {
+    FILE *in = size ? fmemopen((void *)text, size, "rb") : fopen("/dev/null", "rb");
+    REQUIRE(in);
+    gc_status status = gc_pairs_read_stream(in, "in.tsv", pairs);
+    fclose(in);
+    return status;
+}
+
 /* `text` (a C string literal, or explicit bytes with their size) must be refused with
- * GC_ERR_FORMAT and a message that starts with `location` ("in.tsv:3:") and contains `problem`. */
+ * GC_ERR_FORMAT and a message that starts with `location` ("in.tsv:3:") and contains
+ * `problem`, from memory and from a stream alike. */
 static void expect_refused_bytes(const char *text, size_t size, const char *location, const char *problem) {
-    gc_pairs pairs;
-    gc_status status = parse(text, size, &pairs);
-    const char *message = gc_last_error();
-    CHECK_MSG(status == GC_ERR_FORMAT, "%s: status %s", problem, gc_status_name(status));
-    CHECK_MSG(strncmp(message, location, strlen(location)) == 0 && strstr(message, problem),
-              "want '%s ... %s', got '%s'", location, problem, message);
-    CHECK(pairs.count == 0 && pairs.texts == NULL);
-    CHECK(strchr(message, '\n') == NULL); /* one line */
-    gc_clear_error();
+    for (int from_stream = 0; from_stream < 2; from_stream++) {
+        gc_pairs pairs;
+        gc_status status = from_stream ? read_stream(text, size, &pairs) : parse(text, size, &pairs);
+        const char *message = gc_last_error();
+        CHECK_MSG(status == GC_ERR_FORMAT, "%s: status %s", problem, gc_status_name(status));
+        CHECK_MSG(strncmp(message, location, strlen(location)) == 0 && strstr(message, problem),
+                  "%s: want '%s ... %s', got '%s'", from_stream ? "stream" : "memory", location, problem, message);
+        CHECK(pairs.count == 0 && pairs.texts == NULL);
+        CHECK(strchr(message, '\n') == NULL); /* one line */
+        gc_clear_error();
+    }
+}
+
+/* What a stream gives is what the same bytes in memory give. */
+static void expect_same_from_stream(const char *text, size_t size) {
+    gc_pairs memory, stream;
+    REQUIRE(parse(text, size, &memory) == GC_OK);
+    CHECK(read_stream(text, size, &stream) == GC_OK);
+    CHECK(stream.count == memory.count && stream.negatives == memory.negatives);
+    for (int64_t i = 0; i < memory.count * (2 + memory.negatives) && stream.count == memory.count; i++)
+        CHECK(strcmp(stream.texts[i], memory.texts[i]) == 0);
+    gc_pairs_free(&memory);
+    gc_pairs_free(&stream);
 }
 
 static void expect_refused(const char *text, const char *location, const char *problem) {
@@ -53,6 +79,7 @@ static void test_accepts_negatives_crlf_and_no_final_newline(void) {
     CHECK(strcmp(gc_pairs_text(&pairs, 1, 1), "\xE2\x82\xAC") == 0);
     CHECK(strcmp(gc_pairs_text(&pairs, 1, 3), "\xF0\x9F\x98\x80") == 0);
     gc_pairs_free(&pairs);
+    expect_same_from_stream(text, strlen(text));
 }
 
 static void test_line_limit(void) {
@@ -66,6 +93,13 @@ static void test_line_limit(void) {
     CHECK(parse(text, GC_PAIRS_MAX_LINE + 1, &pairs) == GC_OK);
     CHECK(pairs.count == 1 && strlen(gc_pairs_text(&pairs, 0, 1)) == GC_PAIRS_MAX_LINE - 2);
     gc_pairs_free(&pairs);
+    expect_same_from_stream(text, GC_PAIRS_MAX_LINE + 1);
+    text[GC_PAIRS_MAX_LINE] = '\r'; /* the same line ended by \r\n: the \r is no part of it */
+    text[GC_PAIRS_MAX_LINE + 1] = '\n';
+    CHECK(parse(text, GC_PAIRS_MAX_LINE + 2, &pairs) == GC_OK);
+    CHECK(pairs.count == 1 && strlen(gc_pairs_text(&pairs, 0, 1)) == GC_PAIRS_MAX_LINE - 2);
+    gc_pairs_free(&pairs);
+    expect_same_from_stream(text, GC_PAIRS_MAX_LINE + 2);
     text[GC_PAIRS_MAX_LINE] = 'x';
     text[GC_PAIRS_MAX_LINE + 1] = '\n';
     expect_refused_bytes(text, GC_PAIRS_MAX_LINE + 2, "in.tsv:1:", "longer than the limit of 4096");
@@ -157,6 +191,26 @@ static void test_read_files(void) {
     rmdir(folder);
 }
 
+/* The reading stops at the first bad line, whatever follows: a pipe whose writer stays open
+ * (as /dev/zero never ends) is refused at once, not read to an end that never comes. The
+ * alarm ends the test if the reader waits for more. */
+static void test_stops_at_first_bad_line(void) {
+    int pipe_fds[2];
+    REQUIRE(pipe(pipe_fds) == 0);
+    static const char start[] = "q\tp\nbad\tline\0\n";
+    REQUIRE(write(pipe_fds[1], start, sizeof start - 1) == (ssize_t)(sizeof start - 1));
+    char path[64];
+    snprintf(path, sizeof path, "/dev/fd/%d", pipe_fds[0]);
+    alarm(20);
+    gc_pairs pairs;
+    gc_status status = gc_pairs_read(path, &pairs);
+    alarm(0);
+    CHECK(status == GC_ERR_FORMAT && strstr(gc_last_error(), ":2: NUL byte at column 9"));
+    gc_clear_error();
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+}
+
 int main(void) {
     test_accepts_pairs();
     test_accepts_negatives_crlf_and_no_final_newline();
@@ -164,5 +218,6 @@ int main(void) {
     test_refuses_layout();
     test_refuses_invalid_utf8();
     test_read_files();
+    test_stops_at_first_bad_line();
     return gc_test_result();
 }

@@ -149,8 +149,18 @@ static void test_cpu_computes_every_dtype(void) {
     for (int d = 0; d < GC_DTYPE_COUNT; d++) CHECK(gc_device_check_dtype(gc_cpu(), (gc_dtype)d) == GC_OK);
 }
 
+/* A recoverable error is one line, whatever it quotes: a control byte of a name or value that
+ * came from outside (a tensor name from a file, an environment variable) is shown as '?'. */
+static void test_error_is_one_line(void) {
+    gc_set_error(GC_ERR_FORMAT, "file: tensor '%s' at 100%%", "a\nb\tc\x7f\xc3\xa9");
+    CHECK_MSG(strcmp(gc_last_error(), "file: tensor 'a?b?c?\xc3\xa9' at 100%") == 0, "message: %s", gc_last_error());
+    CHECK(gc_last_status() == GC_ERR_FORMAT);
+    gc_clear_error();
+}
+
 int main(void) {
     test_cpu_computes_every_dtype();
+    test_error_is_one_line();
     test_creation();
     test_host_access_every_dtype();
     test_views_share_storage();

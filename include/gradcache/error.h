@@ -42,7 +42,8 @@ const char *gc_last_error(void);
 void gc_clear_error(void);
 const char *gc_status_name(gc_status status);
 
-/* Records a recoverable error (printf-style message) for the caller to read. */
+/* Records a recoverable error (printf-style message) for the caller to read. The message is
+ * one line: a control byte in it (a newline in a quoted name, say) is stored as '?'. */
 void gc_set_error(gc_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

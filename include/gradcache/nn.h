@@ -185,6 +185,9 @@ typedef struct gc_text_encoder {
 
 gc_status gc_text_encoder_init(gc_text_encoder *encoder, const gc_text_encoder_config *config, gc_device device,
                                gc_generator *init);
+/* The number of parameters gc_text_encoder_init creates for `config`, computed without
+ * building anything: what a file must hold before a model it describes is allocated. */
+int64_t gc_text_encoder_numel(const gc_text_encoder_config *config);
 /* ids i32 [B, T] (1 <= T <= max_length), mask [B, T] of the encoder's dtype or NULL ->
  * [B, projection or dim]. Positions 0..T-1 are added to the tokens; then the embedding norm
  * (post-norm), dropout, the layers (each given the mask), the final norm (pre-norm), the

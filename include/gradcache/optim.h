@@ -76,12 +76,16 @@ gc_status gc_adamw_step_scaled(gc_adamw *opt, double grad_scale);
  * next step. A parameter with no state yet (no step has seen a gradient for it) has no
  * entries. The step count is kept by the caller (see gradcache/checkpoint.h). */
 void gc_adamw_state(const gc_adamw *opt, const char *prefix, gc_param_list *list);
+/* The most steps AdamW counts: the bias corrections use the count as a double, exact up to
+ * 2^53. A step beyond it is a programmer error; a loaded count beyond it, GC_ERR_FORMAT. */
+#define GC_ADAMW_MAX_STEP (INT64_C(1) << 53)
 /* Loads state saved by gc_adamw_state from `list` (copies, onto each parameter's device) and
- * sets the step. A parameter with no entry gets no state. GC_ERR_FORMAT names the entry when
- * one moment comes without the other, when an entry is not f32 of the parameter's shape, when
- * an f16 or bf16 parameter with moments has no master (and master_weights is on), or when a
- * parameter of another dtype has one: the state was saved in another precision. The
- * parameters themselves are the caller's to load. On any error nothing is changed. */
+ * sets the step (at most GC_ADAMW_MAX_STEP). A parameter with no entry gets no state.
+ * GC_ERR_FORMAT names the entry when one moment comes without the other, when an entry is not
+ * f32 of the parameter's shape, when an f16 or bf16 parameter with moments has no master (and
+ * master_weights is on), or when a parameter of another dtype has one: the state was saved in
+ * another precision. The parameters themselves are the caller's to load. On any error nothing
+ * is changed. */
 gc_status gc_adamw_load_state(gc_adamw *opt, const char *prefix, const gc_param_list *list, int64_t step);
 void gc_adamw_free(gc_adamw *opt);
 

@@ -14,7 +14,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     gc_safetensors *file = NULL;
     gc_status status = gc_safetensors_open_memory(data, size, "fuzz", &file);
     if (status != GC_OK) {
-        if (status != GC_ERR_FORMAT || file || !strstr(gc_last_error(), "safetensors: fuzz: ")) abort();
+        if (status != GC_ERR_FORMAT || file || !strstr(gc_last_error(), "safetensors: fuzz: ") ||
+            strchr(gc_last_error(), '\n'))
+            abort(); /* one line naming the input */
         gc_clear_error();
         return 0;
     }

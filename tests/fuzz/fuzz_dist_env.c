@@ -1,0 +1,72 @@
+/* libFuzzer target for the reader of a distributed run's environment (dist/env.c): what a
+ * launcher, or a user, sets in WORLD_SIZE, RANK, LOCAL_WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
+ * MASTER_PORT and GC_DIST_TIMEOUT. The input is split at NUL bytes into those values, in that
+ * order (a missing one is unset). Every value must be refused with GC_ERR_FORMAT and one line
+ * naming the variable (a control character in the value shown escaped), or be read as a consistent world: 0 <= rank < world size, 0 <=
+ * local rank < local world size <= world size, a port in [1, 65535], and every integer
+ * accepted written in plain decimal digits (no white space, no '+'). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gradcache/dist.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const char *const NAMES[] = {"WORLD_SIZE", "RANK", "LOCAL_WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
+                                    "MASTER_PORT", "GC_DIST_TIMEOUT"};
+enum { COUNT = sizeof NAMES / sizeof *NAMES };
+
+/* True when the variable is unset or holds decimal digits alone (after an optional '-'). */
+static bool plain_decimal(const char *name) {
+    const char *text = getenv(name);
+    if (!text) return true;
+    if (*text == '-') text++;
+    return *text && strspn(text, "0123456789") == strlen(text);
+}
+
+/* True when the message is one line naming one of the variables. */
+static bool names_a_variable(const char *message) {
+    if (strchr(message, '\n')) return false;
+    for (int i = 0; i < COUNT; i++)
+        if (strstr(message, NAMES[i])) return true;
+    return false;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    char *copy = malloc(size + 1);
+    if (!copy) abort();
+    memcpy(copy, data, size);
+    copy[size] = '\0';
+    const char *value = copy;
+    for (int i = 0; i < COUNT; i++) {
+        if (value > copy + size) {
+            unsetenv(NAMES[i]);
+            continue;
+        }
+        setenv(NAMES[i], value, 1);
+        value += strlen(value) + 1;
+    }
+    gc_dist_env env;
+    gc_status status = gc_dist_env_read(&env);
+    if (status == GC_OK) {
+        if (env.world_size < 1 || env.rank < 0 || env.rank >= env.world_size || env.local_world_size < 1 ||
+            env.local_world_size > env.world_size || env.local_rank < 0 || env.local_rank >= env.local_world_size ||
+            env.master_port < 1 || env.master_port > 65535)
+            abort();
+        for (int i = 0; env.launched && i < COUNT; i++)
+            if (strcmp(NAMES[i], "MASTER_ADDR") != 0 && strcmp(NAMES[i], "GC_DIST_TIMEOUT") != 0 &&
+                !plain_decimal(NAMES[i]))
+                abort();
+    } else {
+        if (status != GC_ERR_FORMAT || !names_a_variable(gc_last_error())) abort();
+        gc_clear_error();
+    }
+    double timeout = gc_dist_default_timeout();
+    if (!(timeout > 0 || (timeout == -1 && gc_last_status() == GC_ERR_FORMAT && names_a_variable(gc_last_error()))))
+        abort();
+    gc_clear_error();
+    free(copy);
+    return 0;
+}
