@@ -10,9 +10,13 @@ static gc_status encode_rows(const gc_text_encoder *tower, const char *const *te
                                    tower->tokens.weight->device, &ids, &mask);
     if (status != GC_OK) return status;
     gc_tensor *output = gc_text_encoder_forward(tower, ids, mask, false); /* [end - start, D] */
+    gc_tensor *widened = output && output->dtype != result->dtype ? gc_cast(output, result->dtype) : NULL;
     gc_tensor *rows = gc_slice0(result, start, end);
-    status = output && rows ? gc_copy_(rows, output) : gc_last_status();
+    status = output && rows && (widened || output->dtype == result->dtype)
+                 ? gc_copy_(rows, widened ? widened : output)
+                 : gc_last_status();
     gc_tensor_release(rows);
+    gc_tensor_release(widened);
     gc_tensor_release(output);
     gc_tensor_release(ids);
     gc_tensor_release(mask);
@@ -26,7 +30,8 @@ gc_tensor *gc_encode_texts(const gc_text_encoder *tower, const char *const *text
     const gc_text_encoder_config *c = &tower->config;
     int64_t width = c->projection ? c->projection : c->dim;
     bool previous = gc_set_grad_enabled(false);
-    gc_tensor *result = gc_empty(GC_SHAPE(count, width), c->dtype, tower->tokens.weight->device);
+    /* f32 whatever the tower's dtype: retrieval scores and ranks in f32 */
+    gc_tensor *result = gc_empty(GC_SHAPE(count, width), gc_working_dtype(c->dtype), tower->tokens.weight->device);
     gc_status status = result ? GC_OK : gc_last_status();
     for (int64_t start = 0; start < count && status == GC_OK; start += batch)
         status = encode_rows(tower, texts, start, start + batch < count ? start + batch : count, result);

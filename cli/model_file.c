@@ -5,8 +5,10 @@
 #include "numbers.h"
 #include "tokenizer.h"
 
-/* The architecture every model of the trainer shares (post-norm, gelu, mean pooling, f32);
- * a later change of it gets a new name, so that old files are refused instead of misread. */
+/* The architecture every model of the trainer shares (post-norm, gelu, mean pooling); a later
+ * change of it gets a new name, so that old files are refused instead of misread. The
+ * parameters' dtype is "model.dtype" (f32, f16 or bf16; absent in files written before
+ * 16-bit training, which are f32). */
 #define MODEL_FORMAT "gradcache-dual-encoder-1"
 /* Far beyond the presets; bounds what a foreign file can make us allocate. */
 #define MODEL_MAX_SIZE 65536
@@ -24,6 +26,22 @@ void gc_model_describe(const gc_dual_encoder *model, gc_metadata *metadata) {
     char number[32];
     gc_metadata_set(metadata, "model.dropout", "%s", gc_format_exact(c->dropout, number, sizeof number));
     gc_metadata_set(metadata, "model.tied", "%d", model->tied ? 1 : 0);
+    gc_metadata_set(metadata, "model.dtype", "%s", gc_dtype_name(c->dtype));
+}
+
+/* The parameters' dtype: "model.dtype" f32, f16 or bf16 (absent: f32). */
+static gc_status read_dtype(const gc_safetensors *file, const char *path, gc_dtype *dtype) {
+    const char *name = gc_safetensors_metadata(file, "model.dtype");
+    static const gc_dtype choices[] = {GC_F32, GC_F16, GC_BF16};
+    *dtype = GC_F32;
+    if (!name) return GC_OK;
+    for (size_t i = 0; i < sizeof choices / sizeof *choices; i++)
+        if (strcmp(name, gc_dtype_name(choices[i])) == 0) {
+            *dtype = choices[i];
+            return GC_OK;
+        }
+    gc_set_error(GC_ERR_FORMAT, "%s: metadata 'model.dtype' is '%.40s', expected f32, f16 or bf16", path, name);
+    return GC_ERR_FORMAT;
 }
 
 gc_status gc_model_file_save(const char *path, const gc_dual_encoder *model) {
@@ -62,6 +80,7 @@ static gc_status read_description(const gc_safetensors *file, const char *path, 
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes && status == GC_OK; i++)
         status = gc_metadata_read_int(file, path, sizes[i].key, sizes[i].min, sizes[i].max, sizes[i].value);
     if (status == GC_OK) status = gc_metadata_read_double(file, path, "model.dropout", &config->dropout);
+    if (status == GC_OK) status = read_dtype(file, path, &config->dtype);
     if (status != GC_OK) return status;
     config->heads = (int)heads;
     config->layers = (int)layers;

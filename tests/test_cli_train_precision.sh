@@ -3,10 +3,11 @@
 # loss after 20 steps within a stated bound), f16's skipped steps and loss scale in the log,
 # f32 masters and the scaler's state in the checkpoint, bitwise resume in f16, a checkpoint of
 # another precision refused, eval of a 16-bit model, and an unknown precision. Run by meson
-# with the gradcache program as $1; a test of its own because 16-bit runs are slow on the CPU
+# with the gradcache program as $1 and tests/edit_safetensors as $2; a test of its own because 16-bit runs are slow on the CPU
 # (every kernel converts to f32 and back).
 set -uo pipefail
-gradcache=${1:?usage: test_cli_train_precision.sh path/to/gradcache}
+gradcache=${1:?usage: test_cli_train_precision.sh path/to/gradcache path/to/edit_safetensors}
+edit=${2:?usage: test_cli_train_precision.sh path/to/gradcache path/to/edit_safetensors}
 # shellcheck source=tests/cli_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 # shellcheck source=tests/train_lib.sh
@@ -52,8 +53,13 @@ expect_error "was written with --precision f16, this run has --precision bf16" \
     "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 --precision bf16 --out "$resumed" --resume
 expect_error "was written with --precision f32, this run has --precision f16" \
     "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 --precision f16 --out "$work/gc" --resume
-# eval reads a model trained in 16 bits (its weights widened to f32, exactly)
+# eval reads a model trained in 16 bits, in its dtype (model.dtype), and a bad dtype is refused
 expect_ok "$gradcache" eval --model "$work/bf16" --data "$pairs"
+check grep -q '"model.dtype":"bf16"' "$work/bf16/model.safetensors" "the bf16 model does not say model.dtype bf16"
+"$edit" "$work/bf16/model.safetensors" "$work/f8.safetensors" set model.dtype=f8 ||
+    { echo "setup: edit_safetensors failed" >&2; exit 99; }
+expect_error "metadata 'model.dtype' is 'f8', expected f32, f16 or bf16" \
+    "$gradcache" eval --model "$work/f8.safetensors" --data "$pairs"
 
 expect_error "--precision: expected one of f32 f16 bf16, got 'f8'" "$gradcache" train "${common[@]}" --precision f8
 
