@@ -147,18 +147,20 @@ static void test_blas_thread_independence(void) {
 }
 
 /* GC_CPU_KERNELS caps the choice (read once per process: in children). */
+typedef struct selection_case {
+    const char *cap;
+    gc_cpu_isa want;
+} selection_case;
+
+static bool selects_as_expected(void *arg) {
+    const selection_case *c = arg;
+    setenv("GC_CPU_KERNELS", c->cap, 1);
+    return gc_cpu_isa_selected() == c->want;
+}
+
 static void expect_selected(const char *cap, gc_cpu_isa want) {
-    fflush(NULL);
-    pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        setenv("GC_CPU_KERNELS", cap, 1);
-        _exit(gc_cpu_isa_selected() == want ? 0 : 1);
-    }
-    int status = 0;
-    waitpid(child, &status, 0);
-    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "GC_CPU_KERNELS=%s should select %s", cap,
-              gc_cpu_isa_name(want));
+    CHECK_MSG(gc_test_true_in_child(selects_as_expected, &(selection_case){cap, want}),
+              "GC_CPU_KERNELS=%s should select %s", cap, gc_cpu_isa_name(want));
 }
 
 static void select_unknown(void *arg) {

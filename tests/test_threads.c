@@ -226,17 +226,20 @@ static void read_threads(void *text) {
     fprintf(stderr, "threads %d\n", gc_cpu_threads());
 }
 
+typedef struct threads_case {
+    const char *text;
+    int want;
+} threads_case;
+
+static bool threads_as_expected(void *arg) {
+    const threads_case *c = arg;
+    setenv("GC_NUM_THREADS", c->text, 1);
+    return gc_cpu_threads() == c->want;
+}
+
 static void expect_threads_from_env(const char *text, int want) {
-    fflush(NULL);
-    pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        setenv("GC_NUM_THREADS", text, 1);
-        _exit(gc_cpu_threads() == want ? 0 : 1);
-    }
-    int status = 0;
-    waitpid(child, &status, 0);
-    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "GC_NUM_THREADS=%s should give %d threads", text, want);
+    CHECK_MSG(gc_test_true_in_child(threads_as_expected, &(threads_case){text, want}),
+              "GC_NUM_THREADS=%s should give %d threads", text, want);
 }
 
 static void test_environment(void) {
@@ -247,22 +250,19 @@ static void test_environment(void) {
     gc_test_expect_fatal(read_threads, (char[]){"0"}, "cpu threads: GC_NUM_THREADS=0 is not a positive integer");
 }
 
+static bool exp_matches(void *arg) {
+    gc_tensor **x_and_want = arg;
+    gc_tensor *got = gc_exp(x_and_want[0]);
+    return got && memcmp(gc_data(got), gc_data(x_and_want[1]), gc_nbytes(got)) == 0;
+}
+
 /* A child of fork() made while the pool's workers exist starts its own and computes the
  * same (dist/launch and the tests fork). */
 static void test_fork_after_workers(void) {
     gc_set_cpu_threads(2);
     gc_tensor *x = normal(1, (int64_t[]){N}, GC_F32, 30);
     gc_tensor *want = gc_exp(x);
-    fflush(NULL);
-    pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        gc_tensor *got = gc_exp(x);
-        _exit(got && memcmp(gc_data(got), gc_data(want), gc_nbytes(want)) == 0 ? 0 : 1);
-    }
-    int status = 0;
-    waitpid(child, &status, 0);
-    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a forked child's threaded kernel");
+    CHECK_MSG(gc_test_true_in_child(exp_matches, (gc_tensor *[]){x, want}), "a forked child's threaded kernel");
     RELEASE(x, want);
 }
 

@@ -19,17 +19,6 @@
 #define V_ADD _mm512_add_ps
 #include "gemm_simd_body.h"
 
-#undef V_FMA
-#undef GEMM_NAME
-#undef T
-#undef VEC
-#undef VL
-#undef V_LOAD
-#undef V_STORE
-#undef V_SET1
-#undef V_ZERO
-#undef V_MUL
-#undef V_ADD
 #define V_FMA(a, b, c) _mm512_fmadd_pd(a, b, c)
 #define GEMM_NAME gc_gemm_avx512_f64
 #define T double

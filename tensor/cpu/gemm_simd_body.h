@@ -7,7 +7,8 @@
  *   GEMM_NAME                the gc_gemm_kernel to define
  * The tile is 6 rows by two vectors: 12 accumulators, two vectors of b and a broadcast of a
  * in 15 of the 16 registers of AVX2 (AVX-512 has 32, but the same tile already keeps both
- * of its FMA units busy). No include guard: it is included once per variant. */
+ * of its FMA units busy). No include guard: it is included once per variant, and undefines
+ * the names above at its end, ready for the next one. */
 
 #define MR 6
 #define NR (2 * VL)
@@ -62,3 +63,14 @@ const gc_gemm_kernel GEMM_NAME = {sizeof(T), MR, NR, CAT(GEMM_NAME, _pack_a), CA
 #undef NR
 #undef CAT_
 #undef CAT
+#undef T
+#undef VEC
+#undef VL
+#undef V_LOAD
+#undef V_STORE
+#undef V_SET1
+#undef V_ZERO
+#undef V_FMA
+#undef V_MUL
+#undef V_ADD
+#undef GEMM_NAME
