@@ -4,7 +4,7 @@
 #   bash quickstart.sh test     set up, build, and run the test suites (cpu, dist, and cuda where
 #                               a GPU is present; without one the cuda tests are skipped)
 # Set-up installs what a fresh Debian/Ubuntu machine lacks (meson, ninja, pkg-config, a C
-# compiler, WordNet) with apt-get, as root or through sudo. Extra meson options can be passed in
+# compiler, WordNet, OpenBLAS) with apt-get, as root or through sudo. Extra meson options can be passed in
 # GC_MESON_ARGS (for example "-Dcuda=disabled" or "-Dwerror=true"); the build directory is
 # GC_BUILD_DIR (default: build).
 set -euo pipefail
@@ -21,6 +21,8 @@ install_missing_tools() {
     command -v pkg-config >/dev/null || missing+=(pkg-config)
     command -v cc >/dev/null || missing+=(gcc libc6-dev)
     [ -d /usr/share/wordnet ] || missing+=(wordnet-base) # for gradcache data wordnet
+    # OpenBLAS: the faster f32 matmul on the CPU (meson option blas; bench/RESULTS.md)
+    dpkg -s libopenblas-dev >/dev/null 2>&1 || missing+=(libopenblas-dev)
     [ ${#missing[@]} -eq 0 ] && return 0
     echo "quickstart: installing ${missing[*]}" >&2
     local sudo=()

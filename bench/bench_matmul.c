@@ -1,10 +1,11 @@
-/* Matmul throughput: the CPU kernel in GFLOP/s on encoder-sized products, and, when a
+/* Matmul throughput: the CPU kernel in GFLOP/s on encoder-sized products, side by side with
+ * OpenBLAS called directly (with its own threads) when the build has the BLAS, and, when a
  * CUDA device is present, cuBLAS in TFLOP/s and as a fraction of the device's peak
  * measured in the same run (the best of a square 8192^3 product in each dtype).
  *
  * Each shape is the forward product of a linear layer y = x @ W (x [M, K], W [K, N])
  * and the two backward ones (dx = dy @ W^T, dW = x^T @ dy), each timed after one
- * warm-up call as the median of --reps runs. */
+ * warm-up call as the median of --reps runs; on the CPU the contenders take turns. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,10 @@
 
 #include "bench_util.h"
 #include "gradcache/gradcache.h"
+#include "tensor/cpu/kernels_cpu.h"
+#ifdef GC_HAVE_BLAS
+#include <cblas.h>
+#endif
 #ifdef GC_HAVE_CUDA
 #include "tensor/cuda/check.h"
 #endif
@@ -27,9 +32,6 @@ typedef struct timing {
     double median, best; /* seconds per product */
 } timing;
 
-/* [M, K, N] of linear layers: BERT-mini/small/base-sized, B*T = 512 to 4096 tokens. */
-static const int64_t encoder_layers[][3] = {
-    {2048, 256, 1024}, {2048, 1024, 256}, {512, 768, 768}, {4096, 768, 3072}};
 #define COUNT(array) (int)(sizeof(array) / sizeof((array)[0]))
 
 /* The forward and the two backward products of the layer [M, K, N] into out[3]. */
@@ -40,6 +42,88 @@ static void layer_products(const int64_t *layer, product *out) {
     out[2] = (product){K, M, N, true, false, "x^T @ dy"};
 }
 
+static double flops(const product *p) { return 2.0 * (double)p->m * (double)p->k * (double)p->n; }
+
+/* [M, K, N] of the trainer's presets at 4096 tokens (batch 128 x 32), and a cube. */
+static const int64_t cpu_layers[][3] = {{4096, 64, 128}, {4096, 128, 128}, {4096, 128, 512}, {4096, 512, 128},
+                                        {1024, 1024, 1024}};
+
+/* The CPU contenders: the own GEMM, the library's matmul (the BLAS path when built with
+ * it), and OpenBLAS called directly. */
+enum { OWN, LIBRARY, OPENBLAS, CONTENDERS };
+
+static void cpu_product(int contender, const product *p, const float *a, const float *b, float *c) {
+    gc_matmul_args args = {a, b, c, GC_F32, 1, p->m, p->n, p->k, p->trans_a, p->trans_b, 1.0f, 0.0f};
+    switch (contender) {
+    case OWN: gc_cpu_matmul_own(&args, gc_cpu_isa_selected()); break;
+    case LIBRARY: gc_cpu_matmul(&args); break;
+#ifdef GC_HAVE_BLAS
+    case OPENBLAS:
+#ifdef OPENBLAS_VERSION
+        openblas_set_num_threads(gc_cpu_threads()); /* the library's path turns them off */
+#endif
+        cblas_sgemm(CblasRowMajor, p->trans_a ? CblasTrans : CblasNoTrans, p->trans_b ? CblasTrans : CblasNoTrans,
+                    (int)p->m, (int)p->n, (int)p->k, 1.0f, a, p->trans_a ? (int)p->m : (int)p->k, b,
+                    p->trans_b ? (int)p->k : (int)p->n, 0.0f, c, (int)p->n);
+#ifdef OPENBLAS_VERSION
+        openblas_set_num_threads(1);
+#endif
+        break;
+#endif
+    }
+}
+
+static void bench_cpu(int reps) {
+#ifdef GC_HAVE_BLAS
+    int contenders = CONTENDERS;
+    gc_cpu_matmul_blas(&(gc_matmul_args){.dtype = GC_F32}); /* the library's BLAS set-up, before the first timing */
+#else
+    int contenders = OWN + 1;
+#endif
+    printf("CPU f32, %d threads, own kernel: %s; median of %d, contenders in turn\n", gc_cpu_threads(),
+           gc_cpu_isa_name(gc_cpu_isa_selected()), reps);
+    printf("%6s %6s %6s  %-9s %9s", "m", "k", "n", "product", "own GF/s");
+    if (contenders > 1) printf(" %10s %9s %8s %9s", "gc_matmul", "OpenBLAS", "own/OB", "gc_mm/OB");
+    printf("\n");
+    double *seconds = malloc(sizeof(double) * (size_t)(reps * CONTENDERS));
+    if (!seconds) gc_fatal("bench_matmul: no host memory");
+    for (int l = 0; l < COUNT(cpu_layers); l++) {
+        product products[3];
+        layer_products(cpu_layers[l], products);
+        for (int i = 0; i < 3; i++) {
+            const product *p = &products[i];
+            float *a = malloc(sizeof(float) * (size_t)(p->m * p->k)), *b = malloc(sizeof(float) * (size_t)(p->k * p->n));
+            float *c = malloc(sizeof(float) * (size_t)(p->m * p->n));
+            if (!a || !b || !c) gc_fatal("bench_matmul: no host memory");
+            for (int64_t e = 0; e < p->m * p->k; e++) a[e] = (float)((e * 7919) % 2001 - 1000) * 1e-3f;
+            for (int64_t e = 0; e < p->k * p->n; e++) b[e] = (float)((e * 104729) % 2001 - 1000) * 1e-3f;
+            for (int w = 0; w < contenders; w++) cpu_product(w, p, a, b, c); /* warm-up */
+            for (int r = 0; r < reps; r++)
+                for (int w = 0; w < contenders; w++) {
+                    double start = bench_now();
+                    cpu_product(w, p, a, b, c);
+                    seconds[w * reps + r] = bench_now() - start;
+                }
+            double gflops[CONTENDERS];
+            for (int w = 0; w < contenders; w++) gflops[w] = flops(p) / bench_median(seconds + w * reps, reps) * 1e-9;
+            printf("%6lld %6lld %6lld  %-9s %9.1f", (long long)p->m, (long long)p->k, (long long)p->n, p->name,
+                   gflops[OWN]);
+            if (contenders > 1)
+                printf(" %10.1f %9.1f %8.2f %9.2f", gflops[LIBRARY], gflops[OPENBLAS], gflops[OWN] / gflops[OPENBLAS],
+                       gflops[LIBRARY] / gflops[OPENBLAS]);
+            printf("\n");
+            free(a);
+            free(b);
+            free(c);
+        }
+    }
+    free(seconds);
+}
+
+#ifdef GC_HAVE_CUDA
+/* [M, K, N] of linear layers: BERT-mini/small/base-sized, B*T = 512 to 4096 tokens. */
+static const int64_t encoder_layers[][3] = {
+    {2048, 256, 1024}, {2048, 1024, 256}, {512, 768, 768}, {4096, 768, 3072}};
 static gc_tensor *checked(gc_tensor *t) {
     if (!t) {
         fprintf(stderr, "bench_matmul: %s\n", gc_last_error());
@@ -95,26 +179,6 @@ static timing time_product(const product *p, gc_dtype dtype, gc_device device, i
     return t;
 }
 
-static double flops(const product *p) { return 2.0 * (double)p->m * (double)p->k * (double)p->n; }
-
-static void bench_cpu(int reps) {
-    const char *threads = getenv("GC_NUM_THREADS");
-    printf("CPU f32, %s of %ld online CPUs as threads, median of %d\n", threads ? threads : "all",
-           sysconf(_SC_NPROCESSORS_ONLN), reps);
-    printf("%7s %7s %7s  %-9s %10s %9s\n", "m", "k", "n", "product", "ms", "GFLOP/s");
-    for (int l = 0; l < COUNT(encoder_layers); l++) {
-        product products[3];
-        layer_products(encoder_layers[l], products);
-        for (int i = 0; i < 3; i++) {
-            const product *p = &products[i];
-            timing t = time_product(p, GC_F32, gc_cpu(), reps);
-            printf("%7lld %7lld %7lld  %-9s %10.3f %9.1f\n", (long long)p->m, (long long)p->k,
-                   (long long)p->n, p->name, 1e3 * t.median, flops(p) / t.median * 1e-9);
-        }
-    }
-}
-
-#ifdef GC_HAVE_CUDA
 static void bench_cuda(int reps) {
     /* Larger batches too, where a GPU reaches its stride. */
     static const int64_t large_layers[][3] = {{16384, 768, 3072}, {16384, 3072, 768}, {32768, 1024, 4096}};
@@ -152,7 +216,8 @@ static void usage(FILE *out) {
     fprintf(out, "usage: bench_matmul [--cpu-only] [--reps N]\n"
                  "  --cpu-only  skip the CUDA part even when a GPU is present\n"
                  "  --reps N    timed runs per shape, after one warm-up (default 5)\n"
-                 "GC_NUM_THREADS sets the CPU kernel's threads.\n");
+                 "GC_NUM_THREADS sets the CPU threads (OpenBLAS gets as many), GC_CPU_KERNELS the own kernel's\n"
+                 "instruction set (portable, avx2, avx512), GC_BLAS=0 the library's path to the own kernel.\n");
 }
 
 int main(int argc, char **argv) {

@@ -1,8 +1,8 @@
 /* Per-device accounting and the block cache; see alloc.h and gradcache/memory.h.
  *
- * The cache keeps freed blocks in a list per size class; a request is served from its
- * class's list when it can, from the backend (cudaMalloc) otherwise. When the backend
- * is out of memory, the cache is returned to it and the request tried once more: a
+ * The cache keeps freed blocks in lists hashed by size class; a request is served from its
+ * class's blocks when it can, from the backend (cudaMalloc, malloc) otherwise. When the
+ * backend is out of memory, the cache is returned to it and the request tried once more: a
  * cached block of another class is memory the request could use. */
 #include <pthread.h>
 #include <stdint.h>
@@ -18,10 +18,15 @@ typedef struct cached_block {
     struct cached_block *next;
 } cached_block;
 
+/* Lists of cached blocks, a size class always in the same one (newest first), so that a
+ * lookup walks the few classes that share a list rather than every cached block. */
+#define CACHE_LISTS 256 /* indexed by 8 bits of a hash */
+
 typedef struct device_pool {
     gc_memory_stats stats;
     bool caching;
-    cached_block *free_blocks; /* every cached block, newest first */
+    size_t cached_blocks;
+    cached_block *free_blocks[CACHE_LISTS];
 } device_pool;
 
 /* Slot 0 is the CPU, slot 1 + i is CUDA device i. */
@@ -36,11 +41,13 @@ static device_pool *pool_for(gc_device device) {
     return &pools[1 + device.index];
 }
 
-/* Runs once, before the first use of any pool: CUDA caches by default, and the limits of
- * GC_MEM_LIMIT apply from the start. A malformed GC_MEM_LIMIT stops the program: running
- * an experiment without the limit the user asked for would give a wrong answer. */
+/* Runs once, before the first use of any pool: every device caches by default (a training
+ * step allocates the same sizes every step; on the CPU, fresh blocks from malloc are fresh
+ * pages the kernel maps and zeroes), and the limits of GC_MEM_LIMIT apply from the start.
+ * A malformed GC_MEM_LIMIT stops the program: running an experiment without the limit the
+ * user asked for would give a wrong answer. */
 static void init_pools(void) {
-    for (int i = 1; i <= GC_MAX_CUDA_DEVICES; i++) pools[i].caching = true;
+    for (int i = 0; i <= GC_MAX_CUDA_DEVICES; i++) pools[i].caching = true;
     const char *spec = getenv("GC_MEM_LIMIT");
     if (!spec || !*spec) return;
     gc_limit_entry entries[GC_MAX_LIMIT_ENTRIES];
@@ -59,26 +66,36 @@ size_t gc_alloc_size_class(size_t nbytes) {
     return (nbytes + quarter - 1) / quarter * quarter;
 }
 
+/* Fibonacci hashing of the class's granule count: the large classes, multiples of a
+ * power of two, spread over the lists too. */
+static cached_block **cache_list(device_pool *pool, size_t size_class) {
+    uint64_t granules = size_class / 512;
+    return &pool->free_blocks[(granules * 0x9E3779B97F4A7C15u) >> 56];
+}
+
 static void *take_cached(device_pool *pool, size_t size_class) {
-    for (cached_block **link = &pool->free_blocks; *link; link = &(*link)->next) {
+    for (cached_block **link = cache_list(pool, size_class); *link; link = &(*link)->next) {
         cached_block *block = *link;
         if (block->size_class != size_class) continue;
         *link = block->next;
         void *ptr = block->ptr;
         free(block);
+        pool->cached_blocks--;
         return ptr;
     }
     return NULL;
 }
 
 static void release_cache(const gc_backend *backend, gc_device device, device_pool *pool) {
-    while (pool->free_blocks) {
-        cached_block *block = pool->free_blocks;
-        pool->free_blocks = block->next;
-        backend->raw_free(device.index, block->ptr, block->size_class);
-        pool->stats.reserved_bytes -= block->size_class;
-        free(block);
-    }
+    for (int list = 0; list < CACHE_LISTS; list++)
+        while (pool->free_blocks[list]) {
+            cached_block *block = pool->free_blocks[list];
+            pool->free_blocks[list] = block->next;
+            backend->raw_free(device.index, block->ptr, block->size_class);
+            pool->stats.reserved_bytes -= block->size_class;
+            free(block);
+        }
+    pool->cached_blocks = 0;
 }
 
 static void *allocate_locked(const gc_backend *backend, gc_device device, device_pool *pool,
@@ -92,7 +109,7 @@ static void *allocate_locked(const gc_backend *backend, gc_device device, device
     void *ptr = take_cached(pool, size_class);
     if (ptr) return ptr;
     ptr = backend->raw_alloc(device.index, size_class);
-    if (!ptr && pool->free_blocks) {
+    if (!ptr && pool->cached_blocks) {
         release_cache(backend, device, pool);
         ptr = backend->raw_alloc(device.index, size_class);
     }
@@ -144,8 +161,10 @@ void gc_free(gc_device device, void *ptr, size_t nbytes) {
     /* Keep the block for reuse; should even this small malloc fail, give the block back. */
     cached_block *block = pool->caching ? malloc(sizeof *block) : NULL;
     if (block) {
-        *block = (cached_block){.ptr = ptr, .size_class = reserved, .next = pool->free_blocks};
-        pool->free_blocks = block;
+        cached_block **list = cache_list(pool, reserved);
+        *block = (cached_block){.ptr = ptr, .size_class = reserved, .next = *list};
+        *list = block;
+        pool->cached_blocks++;
     } else {
         backend->raw_free(device.index, ptr, reserved);
         pool->stats.reserved_bytes -= reserved;

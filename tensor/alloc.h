@@ -1,7 +1,7 @@
 /* The allocator under every tensor storage: per-device accounting (live, peak, count),
- * the optional byte limit, and a cache of freed blocks (on by default for CUDA, where
- * cudaMalloc/cudaFree synchronise the device; off for the CPU, where malloc is cheap,
- * but switchable so that the caching logic is tested on machines without a GPU). */
+ * the optional byte limit, and a cache of freed blocks, on by default for every device:
+ * cudaMalloc/cudaFree synchronise a GPU, and on the CPU a fresh block is fresh pages that
+ * the kernel maps and zeroes on first touch (gc_memory_empty_cache gives it all back). */
 #ifndef GC_TENSOR_ALLOC_H
 #define GC_TENSOR_ALLOC_H
 

@@ -151,6 +151,18 @@ static inline void gc_test_expect_fatal(void (*fn)(void *), void *arg, const cha
     }
 }
 
+/* Whether fn(arg) returns true when run in a child process: for what a process reads once
+ * (an environment variable, say) and the tests must see fresh. */
+static inline bool gc_test_true_in_child(bool (*fn)(void *), void *arg) {
+    fflush(NULL);
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) _exit(fn(arg) ? 0 : 1);
+    int status = 0;
+    waitpid(child, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 /* A reproducible random CPU tensor, uniform in [lo, hi); an i32 one holds uniform f32
  * values truncated toward zero (gc_uniform makes floating dtypes only). */
 static inline gc_tensor *gc_test_random_in(int ndim, const int64_t *shape, gc_dtype dtype, double lo, double hi,

@@ -40,6 +40,12 @@ int gc_cuda_device_count(void);
 gc_status gc_device_check_dtype(gc_device device, gc_dtype dtype);
 /* Waits until all work queued on the device has finished (a no-op on the CPU). */
 void gc_device_synchronize(gc_device device);
+/* Threads the CPU kernels use: GC_NUM_THREADS when set (a positive integer), else the
+ * number of online CPUs, at most 64. Results never depend on it: every CPU kernel computes
+ * each element the same way whichever thread runs it. gc_set_cpu_threads changes it for
+ * the kernels that start afterwards. */
+int gc_cpu_threads(void);
+void gc_set_cpu_threads(int threads);
 /* "cpu" or "cuda:N", written into buf (at least 16 bytes); returns buf. */
 const char *gc_device_str(gc_device device, char *buf, int size);
 

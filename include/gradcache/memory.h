@@ -4,8 +4,10 @@
  * each device, the bytes that are live (requested by storages not yet freed), the peak
  * of that count, and the number of allocations. The counts are exact: they are the
  * bytes the tensors asked for, not rounded sizes, so that a test or a benchmark can
- * predict them. On CUDA the allocator caches freed blocks for reuse; `reserved_bytes`
- * is what it holds from the driver (live + cached, rounded to its size classes).
+ * predict them. The allocator caches freed blocks for reuse, on every device (a training
+ * step allocates the same sizes every step: on a GPU cudaMalloc synchronises, on the CPU a
+ * fresh block is pages the kernel maps and zeroes); `reserved_bytes` is what it holds
+ * from the driver or malloc (live + cached, rounded to its size classes).
  *
  * An optional byte limit per device makes an allocation that would bring the live bytes
  * past it fail with GC_ERR_MEM_LIMIT (the op returns NULL; see error.h). This makes
@@ -32,10 +34,10 @@ typedef struct gc_memory_stats {
     size_t live_bytes;     /* bytes held by live storages right now */
     size_t peak_bytes;     /* the highest live_bytes since start or the last peak reset */
     size_t limit_bytes;    /* the byte limit, or 0 for none */
-    size_t reserved_bytes; /* CUDA: bytes held from the driver (live + cached); CPU: = live */
+    size_t reserved_bytes; /* bytes held from the driver or malloc (live + cached) */
     uint64_t alloc_count;  /* allocations served since start */
     uint64_t free_count;   /* storages freed since start */
-    uint64_t driver_alloc_count; /* CUDA: cudaMalloc calls made (a cache hit makes none) */
+    uint64_t driver_alloc_count; /* cudaMalloc (CPU: malloc) calls made (a cache hit makes none) */
 } gc_memory_stats;
 
 gc_memory_stats gc_memory_get_stats(gc_device device);
@@ -43,7 +45,7 @@ gc_memory_stats gc_memory_get_stats(gc_device device);
 void gc_memory_reset_peak(gc_device device);
 /* 0 removes the limit. A limit below the current live bytes only affects new allocations. */
 void gc_memory_set_limit(gc_device device, size_t limit_bytes);
-/* CUDA: returns every cached (free) block to the driver. A no-op on the CPU. */
+/* Returns every cached (free) block to the driver (CPU: to malloc). */
 void gc_memory_empty_cache(gc_device device);
 
 /* Parses a size such as "512M" or "1048576" into bytes; returns GC_ERR_FORMAT (with a

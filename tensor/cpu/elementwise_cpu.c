@@ -4,11 +4,15 @@
  * two kinds of loops: direct loops over float arrays for f32 (the CPU training hot path),
  * and loops through gc_load / gc_store for the other dtypes. Those compute f16 and bf16
  * in float, so the stored result is rounded once from the f32 value as on CUDA; f64 in
- * double; i32 in 64-bit integers, so large values never pass through a double. */
+ * double; i32 in 64-bit integers, so large values never pass through a double.
+ *
+ * Every kernel splits its elements (or rows) between the threads (thread_pool.h); each
+ * element is computed alone, so the split changes nothing in the results. */
 #include <tgmath.h>
 
 #include "elem_cpu.h"
 #include "kernels_cpu.h"
+#include "thread_pool.h"
 
 #define SQRT_2_OVER_PI 0.79788456080286535588 /* sqrt(2 / pi), for gelu_tanh */
 #define SQRT_HALF 0.70710678118654752440      /* 1 / sqrt(2), for gelu_erf */
@@ -83,7 +87,20 @@ static inline void unary_f32(gc_unary_op op, const float *restrict x, float *res
     for (size_t i = 0; i < n; i++) y[i] = unary_apply_float(op, x[i]);
 }
 
-void gc_cpu_unary(gc_unary_op op, const void *x, void *y, size_t n, gc_dtype dtype) {
+typedef struct unary_job {
+    gc_unary_op op;
+    const char *x;
+    char *y;
+    gc_dtype dtype;
+} unary_job;
+
+static void unary_range(void *arg, int64_t begin, int64_t end) {
+    const unary_job *job = arg;
+    gc_unary_op op = job->op;
+    gc_dtype dtype = job->dtype;
+    size_t size = gc_dtype_size(dtype), n = (size_t)(end - begin);
+    const void *x = job->x + (size_t)begin * size;
+    void *y = job->y + (size_t)begin * size;
     if (dtype != GC_F32) {
         for (size_t i = 0; i < n; i++) gc_store(y, dtype, i, unary_in_precision(op, dtype, gc_load(x, dtype, i)));
         return;
@@ -102,6 +119,11 @@ void gc_cpu_unary(gc_unary_op op, const void *x, void *y, size_t n, gc_dtype dty
     case GC_UNARY_GELU_TANH_GRAD: unary_f32(GC_UNARY_GELU_TANH_GRAD, x, y, n); break;
     case GC_UNARY_GELU_ERF_GRAD: unary_f32(GC_UNARY_GELU_ERF_GRAD, x, y, n); break;
     }
+}
+
+void gc_cpu_unary(gc_unary_op op, const void *x, void *y, size_t n, gc_dtype dtype) {
+    unary_job job = {op, x, y, dtype};
+    gc_parallel_for((int64_t)n, GC_GRAIN_ELEMENTS, unary_range, &job);
 }
 
 /* --- binary ---
@@ -166,27 +188,64 @@ static bool is_contiguous(const int64_t *stride, const gc_broadcast *bc) {
     return true;
 }
 
-void gc_cpu_binary(gc_binary_op op, const void *a, const void *b, void *out, const gc_broadcast *bc,
-                   gc_dtype dtype) {
-    if (is_contiguous(bc->a_stride, bc) && is_contiguous(bc->b_stride, bc)) { /* same shapes */
-        binary_row(op, dtype, row_at(a, dtype, 0, 1), row_at(b, dtype, 0, 1), out, bc->numel);
+/* The rows [begin, end) of a broadcast: one per index of the first three dims of the
+ * output, along the last. The innermost stride of a contiguous input is 1, or 0 where it
+ * is broadcast. A same-shape op is one long row, cut into ranges of elements. */
+typedef struct binary_job {
+    gc_binary_op op;
+    const void *a, *b;
+    char *out;
+    const gc_broadcast *bc;
+    gc_dtype dtype;
+    bool flat; /* same shapes: [begin, end) are elements */
+} binary_job;
+
+static void binary_range(void *arg, int64_t begin, int64_t end) {
+    const binary_job *job = arg;
+    gc_dtype dtype = job->dtype;
+    size_t size = gc_dtype_size(dtype);
+    if (job->flat) {
+        binary_row(job->op, dtype, row_at(job->a, dtype, begin, 1), row_at(job->b, dtype, begin, 1),
+                   job->out + (size_t)begin * size, end - begin);
         return;
     }
-    /* One row per index of the first three dims, along the last. The innermost stride of
-     * a contiguous input is 1, or 0 where it is broadcast. */
-    const int64_t *shape = bc->out_shape, *as = bc->a_stride, *bs = bc->b_stride;
+    const int64_t *shape = job->bc->out_shape, *as = job->bc->a_stride, *bs = job->bc->b_stride;
     int64_t cols = shape[3];
-    char *row_out = out;
-    size_t row_bytes = (size_t)cols * gc_dtype_size(dtype);
-    for (int64_t i0 = 0; i0 < shape[0]; i0++)
-        for (int64_t i1 = 0; i1 < shape[1]; i1++)
-            for (int64_t i2 = 0; i2 < shape[2]; i2++) {
-                int64_t a_index = i0 * as[0] + i1 * as[1] + i2 * as[2];
-                int64_t b_index = i0 * bs[0] + i1 * bs[1] + i2 * bs[2];
-                binary_row(op, dtype, row_at(a, dtype, a_index, as[3]), row_at(b, dtype, b_index, bs[3]),
-                           row_out, cols);
-                row_out += row_bytes;
-            }
+    for (int64_t row = begin; row < end; row++) {
+        int64_t i2 = row % shape[2], i1 = row / shape[2] % shape[1], i0 = row / shape[2] / shape[1];
+        int64_t a_index = i0 * as[0] + i1 * as[1] + i2 * as[2];
+        int64_t b_index = i0 * bs[0] + i1 * bs[1] + i2 * bs[2];
+        binary_row(job->op, dtype, row_at(job->a, dtype, a_index, as[3]), row_at(job->b, dtype, b_index, bs[3]),
+                   job->out + (size_t)(row * cols) * size, cols);
+    }
+}
+
+void gc_cpu_binary(gc_binary_op op, const void *a, const void *b, void *out, const gc_broadcast *bc,
+                   gc_dtype dtype) {
+    binary_job job = {op, a, b, out, bc, dtype, is_contiguous(bc->a_stride, bc) && is_contiguous(bc->b_stride, bc)};
+    if (job.flat) {
+        gc_parallel_for(bc->numel, GC_GRAIN_ELEMENTS, binary_range, &job);
+        return;
+    }
+    int64_t cols = bc->out_shape[3], rows = bc->out_shape[0] * bc->out_shape[1] * bc->out_shape[2];
+    gc_parallel_for(cols ? rows : 0, cols ? GC_GRAIN_ELEMENTS / cols + 1 : 1, binary_range, &job);
+}
+
+typedef struct scalar_job {
+    gc_binary_op op;
+    const char *a;
+    row_input scalar;
+    bool scalar_first;
+    char *out;
+    gc_dtype dtype;
+} scalar_job;
+
+static void scalar_range(void *arg, int64_t begin, int64_t end) {
+    const scalar_job *job = arg;
+    row_input tensor = row_at(job->a, job->dtype, begin, 1);
+    char *out = job->out + (size_t)begin * gc_dtype_size(job->dtype);
+    if (job->scalar_first) binary_row(job->op, job->dtype, job->scalar, tensor, out, end - begin);
+    else binary_row(job->op, job->dtype, tensor, job->scalar, out, end - begin);
 }
 
 void gc_cpu_binary_scalar(gc_binary_op op, const void *a, double s, bool scalar_first, void *out,
@@ -194,8 +253,7 @@ void gc_cpu_binary_scalar(gc_binary_op op, const void *a, double s, bool scalar_
     /* The scalar is a row input of step 0: a float for f32 (as the f32 loop reads it),
      * the double itself otherwise, converted to the working precision by the op. */
     float s_f32 = (float)s;
-    row_input tensor = row_at(a, dtype, 0, 1);
     row_input scalar = dtype == GC_F32 ? row_at(&s_f32, GC_F32, 0, 0) : row_at(&s, GC_F64, 0, 0);
-    if (scalar_first) binary_row(op, dtype, scalar, tensor, out, (int64_t)n);
-    else binary_row(op, dtype, tensor, scalar, out, (int64_t)n);
+    scalar_job job = {op, a, scalar, scalar_first, out, dtype};
+    gc_parallel_for((int64_t)n, GC_GRAIN_ELEMENTS, scalar_range, &job);
 }

@@ -4,6 +4,7 @@
 #define GC_TENSOR_KERNELS_CPU_H
 
 #include "../backend.h"
+#include "cpu_isa.h"
 
 /* memory_cpu.c */
 void *gc_cpu_raw_alloc(int device_index, size_t nbytes);
@@ -27,8 +28,16 @@ void gc_cpu_binary(gc_binary_op op, const void *a, const void *b, void *out,
 void gc_cpu_binary_scalar(gc_binary_op op, const void *a, double s, bool scalar_first, void *out,
                           size_t n, gc_dtype dtype);
 
-/* matmul_cpu.c */
+/* matmul_cpu.c: the BLAS when the build has one and GC_BLAS is not 0, else the own GEMM on
+ * the selected instruction set. */
 void gc_cpu_matmul(const gc_matmul_args *args);
+/* The library's own GEMM on `isa` (which must be available): the reference. */
+void gc_cpu_matmul_own(const gc_matmul_args *args, gc_cpu_isa isa);
+#ifdef GC_HAVE_BLAS
+/* matmul_blas.c: f32 and f64 through the CBLAS (other dtypes: not supported). */
+void gc_cpu_matmul_blas(const gc_matmul_args *args);
+bool gc_cpu_blas_enabled(void);
+#endif
 
 /* reduce_cpu.c */
 void gc_cpu_reduce_last(gc_reduce_op op, const void *x, void *out, int32_t *argmax, size_t rows,

@@ -8,6 +8,7 @@
 
 #include "kernels_cpu.h"
 #include "rows_cpu.h"
+#include "thread_pool.h"
 
 /* sum over the row x[first .. first + cols) of (x - mean)^2 */
 static double squared_deviation(const void *x, gc_dtype dtype, size_t first, size_t cols, double mean) {
@@ -44,15 +45,32 @@ static void normalize_row(const void *x, const void *gamma, const void *beta, vo
     }
 }
 
+typedef struct layernorm_job {
+    const void *x, *gamma, *beta;
+    void *y;
+    float *mean, *rstd;
+    size_t cols;
+    double eps;
+    gc_dtype dtype;
+} layernorm_job;
+
+/* Rows [begin, end): the threads split the rows. */
+static void layernorm_rows(void *arg, int64_t begin, int64_t end) {
+    const layernorm_job *job = arg;
+    size_t cols = job->cols;
+    for (size_t row = (size_t)begin; row < (size_t)end; row++) {
+        size_t first = row * cols;
+        double row_mean = gc_sum_span(job->x, job->dtype, first, cols) / (double)cols;
+        double variance = squared_deviation(job->x, job->dtype, first, cols, row_mean) / (double)cols;
+        double row_rstd = 1.0 / sqrt(variance + job->eps);
+        normalize_row(job->x, job->gamma, job->beta, job->y, first, cols, row_mean, row_rstd, job->dtype);
+        if (job->mean) job->mean[row] = (float)row_mean;
+        if (job->rstd) job->rstd[row] = (float)row_rstd;
+    }
+}
+
 void gc_cpu_layernorm(const void *x, const void *gamma, const void *beta, void *y, float *mean,
                       float *rstd, size_t rows, size_t cols, double eps, gc_dtype dtype) {
-    for (size_t row = 0; row < rows; row++) {
-        size_t first = row * cols;
-        double row_mean = gc_sum_span(x, dtype, first, cols) / (double)cols;
-        double variance = squared_deviation(x, dtype, first, cols, row_mean) / (double)cols;
-        double row_rstd = 1.0 / sqrt(variance + eps);
-        normalize_row(x, gamma, beta, y, first, cols, row_mean, row_rstd, dtype);
-        if (mean) mean[row] = (float)row_mean;
-        if (rstd) rstd[row] = (float)row_rstd;
-    }
+    layernorm_job job = {x, gamma, beta, y, mean, rstd, cols, eps, dtype};
+    gc_parallel_for((int64_t)rows, GC_GRAIN_ELEMENTS / (int64_t)(4 * cols + 1) + 1, layernorm_rows, &job);
 }

@@ -1,23 +1,53 @@
 /* Gathers and reorderings on the CPU: embedding lookup and permute. Both only move
- * bytes, so they work for every dtype through its element size. */
+ * bytes, so they work for every dtype through its element size. Both split their output
+ * rows between the threads. */
 #include <string.h>
 
 #include "kernels_cpu.h"
+#include "thread_pool.h"
 
-int64_t gc_cpu_embedding(const void *table, const int32_t *ids, void *out, size_t n_ids, size_t vocab,
-                         size_t dim, gc_dtype dtype) {
-    size_t row_bytes = dim * gc_dtype_size(dtype);
+typedef struct embedding_job {
+    const char *table;
+    const int32_t *ids;
+    char *out;
+    size_t vocab, row_bytes;
+    int64_t first_bad; /* per job: the caller's range is the first, so it sees the earliest */
+} embedding_job;
+
+
+/* Copies rows [begin, end); returns the first position in it with an id outside the table. */
+static int64_t gather_rows(const embedding_job *job, int64_t begin, int64_t end) {
     int64_t first_bad = -1;
-    for (size_t i = 0; i < n_ids; i++) {
-        char *row = (char *)out + i * row_bytes;
-        if (ids[i] < 0 || (size_t)ids[i] >= vocab) {
-            memset(row, 0, row_bytes);
-            if (first_bad < 0) first_bad = (int64_t)i;
+    for (int64_t i = begin; i < end; i++) {
+        char *row = job->out + (size_t)i * job->row_bytes;
+        if (job->ids[i] < 0 || (size_t)job->ids[i] >= job->vocab) {
+            memset(row, 0, job->row_bytes);
+            if (first_bad < 0) first_bad = i;
             continue;
         }
-        memcpy(row, (const char *)table + (size_t)ids[i] * row_bytes, row_bytes);
+        memcpy(row, job->table + (size_t)job->ids[i] * job->row_bytes, job->row_bytes);
     }
     return first_bad;
+}
+
+static void gather_range(void *arg, int64_t begin, int64_t end) {
+    embedding_job *job = arg;
+    int64_t bad = gather_rows(job, begin, end);
+    /* Several ranges may hold a bad id: keep the earliest (the ranges run concurrently). */
+    if (bad >= 0) {
+        int64_t seen = __atomic_load_n(&job->first_bad, __ATOMIC_RELAXED);
+        while ((seen < 0 || bad < seen) &&
+               !__atomic_compare_exchange_n(&job->first_bad, &seen, bad, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    }
+}
+
+int64_t gc_cpu_embedding(const void *table, const int32_t *ids, void *out, size_t n_ids, size_t vocab, size_t dim,
+                         gc_dtype dtype) {
+    size_t row_bytes = dim * gc_dtype_size(dtype);
+    embedding_job job = {table, ids, out, vocab, row_bytes, -1};
+    int64_t grain = row_bytes ? (int64_t)((size_t)GC_GRAIN_ELEMENTS * 4 / row_bytes) + 1 : (int64_t)n_ids;
+    gc_parallel_for((int64_t)n_ids, grain, gather_range, &job);
+    return job.first_bad;
 }
 
 /* Copies n elements of `size` bytes, src read every `src_step` elements, into dst
@@ -36,12 +66,32 @@ static void copy_strided(char *dst, const char *src, int64_t src_step, int64_t n
     }
 }
 
-/* Walks the output in order, one row along its last dim per index of the others; the
- * input element of an output index is at sum_i index[i] * in_stride[perm[i]]. */
+/* The output's shape and its strides into the input, right-aligned on four dims (missing
+ * leading dims have size 1): the input element of an output index is at
+ * sum_i index[i] * stride[i]. */
+typedef struct permute_job {
+    const char *in;
+    char *out;
+    size_t elem_size;
+    int64_t shape[GC_BCAST_DIMS], stride[GC_BCAST_DIMS];
+} permute_job;
+
+/* Output rows [begin, end), a row being a run along the last dim. */
+static void permute_range(void *arg, int64_t begin, int64_t end) {
+    const permute_job *job = arg;
+    const int64_t *shape = job->shape, *stride = job->stride;
+    size_t row_bytes = (size_t)shape[3] * job->elem_size;
+    for (int64_t row = begin; row < end; row++) {
+        int64_t i2 = row % shape[2], i1 = row / shape[2] % shape[1], i0 = row / shape[2] / shape[1];
+        const char *src = job->in + (size_t)(i0 * stride[0] + i1 * stride[1] + i2 * stride[2]) * job->elem_size;
+        char *dst = job->out + (size_t)row * row_bytes;
+        if (stride[3] == 1) memcpy(dst, src, row_bytes); /* the last dim stays last */
+        else copy_strided(dst, src, stride[3], shape[3], job->elem_size);
+    }
+}
+
 void gc_cpu_permute(const void *x, void *y, const gc_permute_args *args, size_t elem_size) {
-    /* The output's shape and its strides into the input, right-aligned on four dims
-     * (missing leading dims have size 1). */
-    int64_t shape[GC_BCAST_DIMS] = {1, 1, 1, 1}, stride[GC_BCAST_DIMS] = {0, 0, 0, 0};
+    permute_job job = {x, y, elem_size, {1, 1, 1, 1}, {0, 0, 0, 0}};
     int64_t in_stride[GC_BCAST_DIMS], next = 1;
     for (int d = args->ndim - 1; d >= 0; d--) {
         in_stride[d] = next;
@@ -49,19 +99,10 @@ void gc_cpu_permute(const void *x, void *y, const gc_permute_args *args, size_t 
     }
     int pad = GC_BCAST_DIMS - args->ndim;
     for (int i = 0; i < args->ndim; i++) {
-        shape[pad + i] = args->in_shape[args->perm[i]];
-        stride[pad + i] = in_stride[args->perm[i]];
+        job.shape[pad + i] = args->in_shape[args->perm[i]];
+        job.stride[pad + i] = in_stride[args->perm[i]];
     }
-    const char *in = x;
-    char *out = y;
-    int64_t cols = shape[3];
-    size_t row_bytes = (size_t)cols * elem_size;
-    for (int64_t i0 = 0; i0 < shape[0]; i0++)
-        for (int64_t i1 = 0; i1 < shape[1]; i1++)
-            for (int64_t i2 = 0; i2 < shape[2]; i2++) {
-                const char *row = in + (size_t)(i0 * stride[0] + i1 * stride[1] + i2 * stride[2]) * elem_size;
-                if (stride[3] == 1) memcpy(out, row, row_bytes); /* the last dim stays last */
-                else copy_strided(out, row, stride[3], cols, elem_size);
-                out += row_bytes;
-            }
+    int64_t cols = job.shape[3], rows = job.shape[0] * job.shape[1] * job.shape[2];
+    if (cols == 0) return;
+    gc_parallel_for(rows, GC_GRAIN_ELEMENTS / cols + 1, permute_range, &job);
 }

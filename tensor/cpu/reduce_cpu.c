@@ -17,6 +17,7 @@
 
 #include "kernels_cpu.h"
 #include "rows_cpu.h"
+#include "thread_pool.h"
 
 /* The max of the row x[first .. first + cols) (cols >= 1), and in *index the position
  * in the row of its first occurrence. */
@@ -43,16 +44,37 @@ static void store_reduced(void *out, gc_dtype dtype, size_t row, double value) {
     else gc_store(out, dtype, row, value);
 }
 
+/* A row kernel's arguments; the threads split the rows, each row is one thread's. */
+typedef struct rows_job {
+    gc_reduce_op op; /* reductions */
+    bool log;        /* softmax */
+    const void *x;
+    void *out;
+    int32_t *argmax;
+    size_t cols;
+    gc_dtype dtype;
+} rows_job;
+
+static void reduce_rows(void *arg, int64_t begin, int64_t end) {
+    const rows_job *job = arg;
+    size_t cols = job->cols;
+    for (size_t row = (size_t)begin; row < (size_t)end; row++) {
+        size_t first = row * cols, index = 0;
+        double value = job->op == GC_REDUCE_MAX ? row_max(job->x, job->dtype, first, cols, &index)
+                                                : gc_sum_span(job->x, job->dtype, first, cols);
+        if (job->op == GC_REDUCE_MEAN) value /= (double)cols;
+        store_reduced(job->out, job->dtype, row, value);
+        if (job->argmax) job->argmax[row] = (int32_t)index;
+    }
+}
+
+/* Rows per thread at least, for rows of `cols` elements. */
+static int64_t row_grain(size_t cols) { return GC_GRAIN_ELEMENTS / (int64_t)(cols + 1) + 1; }
+
 void gc_cpu_reduce_last(gc_reduce_op op, const void *x, void *out, int32_t *argmax, size_t rows,
                         size_t cols, gc_dtype dtype) {
-    for (size_t row = 0; row < rows; row++) {
-        size_t first = row * cols, index = 0;
-        double value = op == GC_REDUCE_MAX ? row_max(x, dtype, first, cols, &index)
-                                           : gc_sum_span(x, dtype, first, cols);
-        if (op == GC_REDUCE_MEAN) value /= (double)cols;
-        store_reduced(out, dtype, row, value);
-        if (argmax) argmax[row] = (int32_t)index;
-    }
+    rows_job job = {.op = op, .x = x, .out = out, .argmax = argmax, .cols = cols, .dtype = dtype};
+    gc_parallel_for((int64_t)rows, row_grain(cols), reduce_rows, &job);
 }
 
 /* One row x, y [cols] at `first`: y = exp(x - max) / sum exp(x - max), or for
@@ -78,6 +100,14 @@ static void softmax_row(const void *x, void *y, size_t first, size_t cols, gc_dt
     }
 }
 
+static void softmax_rows(void *arg, int64_t begin, int64_t end) {
+    const rows_job *job = arg;
+    for (size_t row = (size_t)begin; row < (size_t)end; row++)
+        softmax_row(job->x, job->out, row * job->cols, job->cols, job->dtype, job->log);
+}
+
 void gc_cpu_softmax_last(const void *x, void *y, size_t rows, size_t cols, gc_dtype dtype, bool log) {
-    for (size_t row = 0; row < rows; row++) softmax_row(x, y, row * cols, cols, dtype, log);
+    rows_job job = {.log = log, .x = x, .out = y, .cols = cols, .dtype = dtype};
+    /* an exp per element: a few times the work of a sum */
+    gc_parallel_for((int64_t)rows, row_grain(cols) / 4 + 1, softmax_rows, &job);
 }

@@ -1,0 +1,33 @@
+/* The GEMM micro-kernels for AVX-512F (this file is compiled with -mavx512f and only called
+ * after a run-time check: see cpu_isa.c). The same body as AVX2's, with vectors twice as
+ * wide. */
+#include <immintrin.h>
+
+#include "gemm_kernel.h"
+#include "gemm_pack.h"
+
+#define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define GEMM_NAME gc_gemm_avx512_f32
+#define T float
+#define VEC __m512
+#define VL 16
+#define V_LOAD _mm512_loadu_ps
+#define V_STORE _mm512_storeu_ps
+#define V_SET1 _mm512_set1_ps
+#define V_ZERO _mm512_setzero_ps
+#define V_MUL _mm512_mul_ps
+#define V_ADD _mm512_add_ps
+#include "gemm_simd_body.h"
+
+#define V_FMA(a, b, c) _mm512_fmadd_pd(a, b, c)
+#define GEMM_NAME gc_gemm_avx512_f64
+#define T double
+#define VEC __m512d
+#define VL 8
+#define V_LOAD _mm512_loadu_pd
+#define V_STORE _mm512_storeu_pd
+#define V_SET1 _mm512_set1_pd
+#define V_ZERO _mm512_setzero_pd
+#define V_MUL _mm512_mul_pd
+#define V_ADD _mm512_add_pd
+#include "gemm_simd_body.h"

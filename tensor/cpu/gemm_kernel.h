@@ -1,0 +1,43 @@
+/* The pieces of the CPU GEMM that depend on the element type and the instruction set: how
+ * operands are packed into panels, and the micro-kernel that multiplies one panel of op(a)
+ * by one of op(b) into a tile of c. matmul_cpu.c drives them (blocking, threads, batches).
+ *
+ * Every variant computes each element of c the same way wherever its tile lies (the same
+ * products, summed in the same order), so the split of the work never changes a result.
+ * Variants differ from each other only by rounding: the SIMD ones fuse each multiply-add. */
+#ifndef GC_TENSOR_GEMM_KERNEL_H
+#define GC_TENSOR_GEMM_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu_isa.h"
+#include "gradcache/dtype.h"
+
+typedef struct gc_gemm_kernel {
+    size_t size; /* bytes per element */
+    int mr, nr;  /* the micro-tile: mr rows of op(a) by nr columns of op(b) */
+    /* Pack `width` lanes (rows of op(a) for pack_a, columns of op(b) for pack_b) of `depth`
+     * elements, where lane l, depth p is src[l * lane_stride + p * depth_stride], into
+     * panels of mr (pack_a) or nr (pack_b) lanes: dst[panel][p][lane], zero-padded to a
+     * whole panel. */
+    void (*pack_a)(void *dst, const void *src, int64_t lane_stride, int64_t depth_stride, int64_t width,
+                   int64_t depth);
+    void (*pack_b)(void *dst, const void *src, int64_t lane_stride, int64_t depth_stride, int64_t width,
+                   int64_t depth);
+    /* c [rows, cols] (row stride ldc, at most mr x nr) = alpha * pa @ pb + beta * c, from a
+     * packed panel of op(a) and one of op(b), each `depth` deep. Does not read c when beta
+     * is 0. */
+    void (*tile)(const void *pa, const void *pb, int64_t depth, void *c, int64_t ldc, int64_t rows, int64_t cols,
+                 float alpha, float beta);
+} gc_gemm_kernel;
+
+/* The variant for f32 or f64 on `isa` (which must be available). */
+const gc_gemm_kernel *gc_gemm_kernel_for(gc_dtype dtype, gc_cpu_isa isa);
+
+extern const gc_gemm_kernel gc_gemm_portable_f32, gc_gemm_portable_f64;
+#ifdef GC_HAVE_X86_KERNELS
+extern const gc_gemm_kernel gc_gemm_avx2_f32, gc_gemm_avx2_f64, gc_gemm_avx512_f32, gc_gemm_avx512_f64;
+#endif
+
+#endif

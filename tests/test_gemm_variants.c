@@ -1,0 +1,187 @@
+/* The CPU GEMM's variants against a reference: the portable kernel, each SIMD kernel this
+ * CPU offers (AVX2+FMA, AVX-512) and, where the build has one, the BLAS path, on shapes
+ * that hit every edge (partial tiles, k = 0, k across several depth blocks, transposes,
+ * batches, alpha and beta).
+ *
+ * Tolerance: each element of c is a sum of k products; in working precision u (2^-24 for
+ * f32, 2^-53 for f64) any summation order, fused or not, errs by at most
+ * gamma_k sum_p |a_ip b_pj| with gamma_k = k u / (1 - k u) (Higham, Accuracy and Stability,
+ * 3.1), plus one rounding for alpha and one for beta c. The test allows twice that, against
+ * an exact-enough long double reference: it fails on any indexing error (a wrong product is
+ * off by about |a b|, far above the bound) while allowing every variant's own order. */
+#include <float.h>
+
+#include "check.h"
+#include "tensor/cpu/kernels_cpu.h"
+
+typedef struct shape {
+    int64_t batch, m, k, n;
+    bool trans_a, trans_b;
+    float alpha, beta;
+} shape;
+
+static const shape shapes[] = {
+    {1, 1, 1, 1, false, false, 1, 0},       {1, 7, 5, 3, false, false, 1, 0},
+    {1, 13, 300, 37, true, false, 1, 0},    {1, 61, 257, 33, false, true, 1, 0},
+    {1, 97, 529, 101, true, true, 1, 0},    {1, 200, 64, 520, false, false, 1, 0},
+    {1, 5, 0, 7, false, false, 1, 0.5f},    {1, 23, 19, 29, false, false, -0.75f, 0.5f},
+    {7, 9, 17, 11, false, true, 1, 0},      {3, 130, 90, 70, true, false, 2, 1},
+    {2, 4097, 3, 2, false, false, 1, 0},    {1, 3, 40, 3100, false, true, 1, 0},
+};
+
+typedef struct operands {
+    gc_tensor *a, *b, *c0;            /* [batch, m or k, ...] in the layout the flags say */
+    long double *want, *bound;        /* [batch, m, n] */
+} operands;
+
+static double value_at(const gc_tensor *t, int64_t i) {
+    return gc_dtype_size(t->dtype) == 4 ? ((const float *)gc_data(t))[i] : ((const double *)gc_data(t))[i];
+}
+
+static operands make_operands(const shape *s, gc_dtype dtype, uint64_t seed) {
+    operands o;
+    int64_t count_a = s->batch * s->m * s->k, count_b = s->batch * s->k * s->n, count_c = s->batch * s->m * s->n;
+    o.a = gc_uniform(1, (int64_t[]){count_a}, dtype, gc_cpu(), -1, 1, seed, 0);
+    o.b = gc_uniform(1, (int64_t[]){count_b}, dtype, gc_cpu(), -1, 1, seed + 1, 0);
+    o.c0 = gc_uniform(1, (int64_t[]){count_c}, dtype, gc_cpu(), -1, 1, seed + 2, 0);
+    o.want = malloc((size_t)(count_c ? count_c : 1) * sizeof *o.want);
+    o.bound = malloc((size_t)(count_c ? count_c : 1) * sizeof *o.bound);
+    REQUIRE(o.a && o.b && o.c0 && o.want && o.bound);
+    long double u = dtype == GC_F32 ? FLT_EPSILON / 2 : DBL_EPSILON / 2;
+    long double gamma = s->k * u / (1 - s->k * u);
+    for (int64_t i = 0; i < s->batch; i++)
+        for (int64_t row = 0; row < s->m; row++)
+            for (int64_t col = 0; col < s->n; col++) {
+                long double sum = 0, magnitude = 0;
+                for (int64_t p = 0; p < s->k; p++) {
+                    int64_t ia = i * s->m * s->k + (s->trans_a ? p * s->m + row : row * s->k + p);
+                    int64_t ib = i * s->k * s->n + (s->trans_b ? col * s->k + p : p * s->n + col);
+                    long double product = (long double)value_at(o.a, ia) * value_at(o.b, ib);
+                    sum += product;
+                    magnitude += fabsl(product);
+                }
+                int64_t ic = (i * s->m + row) * s->n + col;
+                long double c = s->beta == 0 ? 0 : (long double)s->beta * value_at(o.c0, ic);
+                o.want[ic] = s->alpha * sum + c;
+                o.bound[ic] = 2 * (fabsl(s->alpha) * (gamma * magnitude + u * fabsl(sum)) + 2 * u * fabsl(c) + u * fabsl(o.want[ic])) + 1e-30L;
+            }
+    return o;
+}
+
+static void free_operands(operands *o) {
+    RELEASE(o->a, o->b, o->c0);
+    free(o->want);
+    free(o->bound);
+}
+
+/* c of the path `run` (0: the own GEMM on `isa`, 1: the BLAS) for the operands. */
+static gc_tensor *product(const shape *s, const operands *o, gc_dtype dtype, int path, gc_cpu_isa isa) {
+    gc_tensor *c = gc_clone(o->c0);
+    REQUIRE(c);
+    gc_matmul_args args = {gc_data(o->a), gc_data(o->b), gc_data(c), dtype, s->batch, s->m, s->n, s->k,
+                           s->trans_a, s->trans_b, s->alpha, s->beta};
+#ifdef GC_HAVE_BLAS
+    if (path == 1) {
+        gc_cpu_matmul_blas(&args);
+        return c;
+    }
+#endif
+    (void)path;
+    gc_cpu_matmul_own(&args, isa);
+    return c;
+}
+
+static void expect_within_bound(const shape *s, const operands *o, const gc_tensor *c, const char *what) {
+    int64_t count = s->batch * s->m * s->n, bad = 0, first = -1;
+    for (int64_t i = 0; i < count; i++)
+        if (!(fabsl(value_at(c, i) - o->want[i]) <= o->bound[i]) && bad++ == 0) first = i;
+    CHECK_MSG(bad == 0, "%s %s [%lld x %lld x %lld x %lld]%s%s: %lld elements out of bounds, first %lld: %.9g, want %.9Lg",
+              what, gc_dtype_name(c->dtype), (long long)s->batch, (long long)s->m, (long long)s->k,
+              (long long)s->n, s->trans_a ? " a^T" : "", s->trans_b ? " b^T" : "", (long long)bad, (long long)first,
+              first >= 0 ? value_at(c, first) : 0.0, first >= 0 ? o->want[first] : 0.0L);
+}
+
+static void test_every_variant(void) {
+    int variants = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int d = 0; d < 2; d++) {
+            gc_dtype dtype = d ? GC_F64 : GC_F32;
+            const shape *s = &shapes[i];
+            operands o = make_operands(s, dtype, 100 + 3 * i);
+            for (gc_cpu_isa isa = GC_ISA_PORTABLE; isa < GC_ISA_COUNT; isa++) {
+                if (!gc_cpu_isa_available(isa)) continue;
+                gc_tensor *c = product(s, &o, dtype, 0, isa);
+                expect_within_bound(s, &o, c, gc_cpu_isa_name(isa));
+                gc_tensor_release(c);
+                variants++;
+            }
+#ifdef GC_HAVE_BLAS
+            gc_tensor *c = product(s, &o, dtype, 1, GC_ISA_PORTABLE);
+            expect_within_bound(s, &o, c, "blas");
+            gc_tensor_release(c);
+#endif
+            free_operands(&o);
+        }
+    fprintf(stderr, "own kernels checked: %d (shape, dtype, isa) cases; isa selected here: %s\n", variants,
+            gc_cpu_isa_name(gc_cpu_isa_selected()));
+}
+
+/* The BLAS path cuts c into fixed row blocks whatever the threads: bitwise the same with
+ * 1, 2, 3 and 8 threads (the own kernel: tests/test_threads.c). */
+static void test_blas_thread_independence(void) {
+#ifdef GC_HAVE_BLAS
+    const shape s = {1, 1031, 300, 517, false, true, 1, 0};
+    operands o = make_operands(&s, GC_F32, 7);
+    gc_set_cpu_threads(1);
+    gc_tensor *one = product(&s, &o, GC_F32, 1, GC_ISA_PORTABLE);
+    const int counts[] = {2, 3, 8};
+    for (int i = 0; i < 3; i++) {
+        gc_set_cpu_threads(counts[i]);
+        gc_tensor *c = product(&s, &o, GC_F32, 1, GC_ISA_PORTABLE);
+        CHECK_MSG(memcmp(gc_data(c), gc_data(one), gc_nbytes(c)) == 0, "blas: %d threads differ from 1", counts[i]);
+        gc_tensor_release(c);
+    }
+    gc_tensor_release(one);
+    free_operands(&o);
+#endif
+}
+
+/* GC_CPU_KERNELS caps the choice (read once per process: in children). */
+typedef struct selection_case {
+    const char *cap;
+    gc_cpu_isa want;
+} selection_case;
+
+static bool selects_as_expected(void *arg) {
+    const selection_case *c = arg;
+    setenv("GC_CPU_KERNELS", c->cap, 1);
+    return gc_cpu_isa_selected() == c->want;
+}
+
+static void expect_selected(const char *cap, gc_cpu_isa want) {
+    CHECK_MSG(gc_test_true_in_child(selects_as_expected, &(selection_case){cap, want}),
+              "GC_CPU_KERNELS=%s should select %s", cap, gc_cpu_isa_name(want));
+}
+
+static void select_unknown(void *arg) {
+    setenv("GC_CPU_KERNELS", arg, 1);
+    gc_cpu_isa_selected();
+}
+
+static void test_selection(void) {
+    expect_selected("portable", GC_ISA_PORTABLE);
+    expect_selected("avx2", gc_cpu_isa_available(GC_ISA_AVX2) ? GC_ISA_AVX2 : GC_ISA_PORTABLE);
+    gc_cpu_isa best = GC_ISA_PORTABLE;
+    for (gc_cpu_isa isa = GC_ISA_PORTABLE; isa < GC_ISA_COUNT; isa++)
+        if (gc_cpu_isa_available(isa)) best = isa;
+    expect_selected("avx512", best);
+    gc_test_expect_fatal(select_unknown, (char[]){"sse9"},
+                         "cpu kernels: GC_CPU_KERNELS=sse9 is none of portable, avx2, avx512");
+}
+
+int main(void) {
+    test_selection();
+    test_every_variant();
+    test_blas_thread_independence();
+    return gc_test_result();
+}
