@@ -115,7 +115,8 @@ int main(int argc, char **argv) {
     gc_batch inputs[2] = {{2, {"ids", "mask"}, {tensors[0], tensors[1]}},
                           {2, {"ids", "mask"}, {tensors[2], tensors[3]}}};
 
-    gc_contrastive_options loss = {.similarity = GC_SIMILARITY_COSINE, .temperature = TEMPERATURE, .reduction = GC_LOSS_MEAN};
+    gc_contrastive_options loss = {
+        .similarity = GC_SIMILARITY_COSINE, .temperature = TEMPERATURE, .reduction = GC_LOSS_MEAN};
     int64_t chunk = o.chunk ? o.chunk : o.batch;
     gc_cache_config cache_config = {
         .n_models = 2,
