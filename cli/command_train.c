@@ -20,6 +20,7 @@
 #include "metadata.h"
 #include "model.h"
 #include "model_file.h"
+#include "model_folder.h"
 #include "pairs.h"
 #include "paths.h"
 #include "progress.h"
@@ -102,10 +103,18 @@ static int load_data(trainer *t) {
 /* The model, the optimizer and the state a fresh run starts from, or the checkpoint's. */
 static int build_model(trainer *t) {
     const gc_train_flags *f = &t->flags;
-    gc_text_encoder_config config = gc_model_preset(f->model_size, f->max_length);
-    if (gc_dual_encoder_init(&t->model, &config, f->tied, t->device, stream_seed((uint64_t)f->seed, STREAM_INIT)) !=
-        GC_OK)
-        return fail(1, "cannot build the model: %s", gc_last_error());
+    if (f->init) {
+        if (gc_dual_encoder_from_folder(&t->model, f->init, f->max_length, t->device) != GC_OK)
+            return fail(1, "--init: %s", gc_last_error());
+        if (t->model.unused.count)
+            fprintf(stderr, "gradcache train: note: %s/model.safetensors: %d weight%s unused by the encoder (%s)\n",
+                    f->init, t->model.unused.count, t->model.unused.count == 1 ? "" : "s", t->model.unused.names);
+    } else {
+        gc_text_encoder_config config = gc_model_preset(f->model_size, f->max_length);
+        if (gc_dual_encoder_init(&t->model, &config, f->tied, t->device,
+                                 stream_seed((uint64_t)f->seed, STREAM_INIT)) != GC_OK)
+            return fail(1, "cannot build the model: %s", gc_last_error());
+    }
     if (gc_adamw_init(&t->optimizer, &t->model.params, f->lr, 0.9, 0.999, 1e-8, WEIGHT_DECAY) != GC_OK)
         return fail(1, "cannot build the optimizer: %s", gc_last_error());
     t->optimizer_ready = true;
@@ -171,7 +180,7 @@ static gc_status run_step(trainer *t, gc_step_record *record) {
     double start = bench_now();
     gc_training_batch batch;
     gc_status status = gc_training_batch_make(&t->pairs, t->order + position, f->batch_size, (int)f->hard_negatives,
-                                              f->max_length, t->device, &batch);
+                                              t->model.tokenizer, f->max_length, t->device, &batch);
     if (status != GC_OK) return status;
     gc_memory_reset_peak(t->device);
     gc_cache_report report = {0};
@@ -219,7 +228,9 @@ static gc_status save(trainer *t) {
     locate(t, t->progress.step, &t->progress.epoch, &t->progress.position);
     t->progress.rng = gc_rng_capture();
     gc_status status = gc_train_state_save(t->checkpoint_path, &t->model, &t->optimizer, &t->progress, &t->settings);
-    return status == GC_OK ? gc_model_file_save(t->model_path, &t->model) : status;
+    if (status != GC_OK) return status;
+    return t->model.pretrained ? gc_model_folder_save(t->flags.out, &t->model)
+                               : gc_model_file_save(t->model_path, &t->model);
 }
 
 /* Ends the progress line, then reports the failure of step `step`. */

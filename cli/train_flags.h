@@ -11,7 +11,7 @@
 #include "pairs.h"
 
 typedef struct gc_train_flags {
-    const char *data, *out, *gc_chunk_size;
+    const char *data, *out, *gc_chunk_size, *init; /* init: a pretrained model folder, or NULL */
     int model_size, device;    /* indices into gc_model_size_names and gc_device_flag_choices */
     int64_t max_length, batch_size, steps, epochs, hard_negatives, seed, log_every, save_every, stop_after;
     double lr, temperature;

@@ -12,7 +12,6 @@
 #include "cli/metadata.h"
 #include "cli/numbers.h"
 #include "cli/retrieval.h"
-#include "cli/tokenizer.h"
 
 static void test_distinct_texts(void) {
     const char *texts[] = {"b", "a", "b", "c", "a"};
@@ -121,7 +120,7 @@ static bool row_spells(const gc_tensor *ids, int64_t row, const char *text) {
 static void batch_with_missing_negatives(void *pairs) {
     int64_t examples[] = {0};
     gc_training_batch batch;
-    gc_training_batch_make(pairs, examples, 1, 2, 4, gc_cpu(), &batch);
+    gc_training_batch_make(pairs, examples, 1, 2, gc_tokenizer_bytes(), 4, gc_cpu(), &batch);
 }
 
 static void test_training_batch(void) {
@@ -130,8 +129,8 @@ static void test_training_batch(void) {
     REQUIRE(gc_pairs_parse(data, sizeof data - 1, "memory", &pairs) == GC_OK);
     int64_t examples[] = {2, 0};
     gc_training_batch batch;
-    REQUIRE(gc_training_batch_make(&pairs, examples, 2, 1, 4, gc_cpu(), &batch) == GC_OK);
-    CHECK(batch.query_ids->shape[0] == 2 && batch.query_ids->shape[1] == 4);
+    REQUIRE(gc_training_batch_make(&pairs, examples, 2, 1, gc_tokenizer_bytes(), 4, gc_cpu(), &batch) == GC_OK);
+    CHECK(batch.query_ids->shape[0] == 2 && batch.query_ids->shape[1] == 3); /* [CLS] + 2 bytes: the longest */
     CHECK(batch.passage_ids->shape[0] == 4 && batch.passage_mask->shape[0] == 4);
     CHECK(row_spells(batch.query_ids, 0, "q2") && row_spells(batch.query_ids, 1, "q0"));
     /* each positive followed by its negatives: the layout the contrastive loss expects */
