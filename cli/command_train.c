@@ -106,9 +106,6 @@ static int build_model(trainer *t) {
     if (f->init) {
         if (gc_dual_encoder_from_folder(&t->model, f->init, f->max_length, t->device) != GC_OK)
             return fail(1, "--init: %s", gc_last_error());
-        if (t->model.unused.count)
-            fprintf(stderr, "gradcache train: note: %s/model.safetensors: %d weight%s unused by the encoder (%s)\n",
-                    f->init, t->model.unused.count, t->model.unused.count == 1 ? "" : "s", t->model.unused.names);
     } else {
         gc_text_encoder_config config = gc_model_preset(f->model_size, f->max_length);
         if (gc_dual_encoder_init(&t->model, &config, f->tied, t->device,
@@ -249,6 +246,9 @@ static int train(trainer *t) {
                (long long)t->total_steps);
         return 0;
     }
+    if (t->model.unused.count) /* reported once everything is set up: a failure stays one line */
+        fprintf(stderr, "gradcache train: note: %s/model.safetensors: %d weight%s unused by the encoder (%s)\n",
+                t->flags.init, t->model.unused.count, t->model.unused.count == 1 ? "" : "s", t->model.unused.names);
     gc_progress_begin(&t->bar, stderr, first, t->total_steps, t->flags.log_every);
     double first_loss = NAN, last_loss = NAN, seconds = 0;
     while (t->progress.step < t->stop_step) {

@@ -10,8 +10,8 @@
 #include "output_file.h"
 #include "paths.h"
 
-/* What eval tokenizes to when not told: the length the model's tokenizer.json truncates
- * all-MiniLM-L6-v2 to, and far beyond any WordNet definition. */
+/* What a model folder tokenizes to when not told (or its positions, if fewer): the length
+ * all-MiniLM-L6-v2's tokenizer.json truncates to, and far beyond any WordNet definition. */
 #define DEFAULT_EVAL_LENGTH 128
 
 const char *const gc_model_folder_files[] = {
@@ -38,6 +38,7 @@ gc_status gc_dual_encoder_from_folder(gc_dual_encoder *model, const char *dir, i
     gc_text_encoder_config config;
     gc_status status = gc_bert_read_config(dir, &config);
     if (status != GC_OK) return status;
+    if (max_length == 0) max_length = config.max_length < DEFAULT_EVAL_LENGTH ? config.max_length : DEFAULT_EVAL_LENGTH;
     if (max_length > config.max_length) {
         gc_set_error(GC_ERR_FORMAT, "%s/config.json: max_position_embeddings is %lld, fewer than the %lld tokens "
                      "asked for", dir, (long long)config.max_length, (long long)max_length);
@@ -121,7 +122,7 @@ gc_status gc_model_folder_save(const char *dir, const gc_dual_encoder *model) {
 
 gc_status gc_model_load(const char *path, int64_t max_length, gc_device device, gc_dual_encoder *model) {
     if (gc_is_model_folder(path))
-        return gc_dual_encoder_from_folder(model, path, max_length ? max_length : DEFAULT_EVAL_LENGTH, device);
+        return gc_dual_encoder_from_folder(model, path, max_length, device);
     char *file = gc_run_file(path, "model.safetensors");
     gc_status status = gc_model_file_load(file, device, model);
     free(file);

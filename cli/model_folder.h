@@ -18,7 +18,7 @@ extern const char *const gc_model_folder_files[];
 bool gc_is_model_folder(const char *path);
 
 /* The pretrained model of folder `dir` on `device`, tokenizing to max_length tokens (at most
- * its positions: GC_ERR_FORMAT otherwise). GC_ERR_IO or GC_ERR_FORMAT naming the file and the
+ * its positions: GC_ERR_FORMAT otherwise; 0 for 128 or its positions if fewer). GC_ERR_IO or GC_ERR_FORMAT naming the file and the
  * problem; nothing left allocated on failure. */
 gc_status gc_dual_encoder_from_folder(gc_dual_encoder *model, const char *dir, int64_t max_length,
                                       gc_device device);
@@ -27,7 +27,7 @@ gc_status gc_dual_encoder_from_folder(gc_dual_encoder *model, const char *dir, i
  * Hugging Face's names, and the files of gc_model_folder_files from the folder it came from. */
 gc_status gc_model_folder_save(const char *dir, const gc_dual_encoder *model);
 
-/* eval's --model: a model folder (tokenizing to max_length tokens, or 128 for 0), or a run
+/* eval's --model: a model folder (tokenizing to max_length tokens, 0 as above), or a run
  * folder or file of a from-scratch model (its own length). */
 gc_status gc_model_load(const char *path, int64_t max_length, gc_device device, gc_dual_encoder *model);
 
