@@ -145,6 +145,15 @@ static gc_status read_modules(const char *dir, gc_text_encoder_config *c) {
     return status;
 }
 
+gc_status gc_bert_parse_config(const char *text, size_t length, const char *name, gc_text_encoder_config *config) {
+    *config = (gc_text_encoder_config){.pooling = GC_POOL_MEAN, .dtype = GC_F32};
+    gc_json *document;
+    gc_status status = gc_json_file_parse(name, text, length, &document);
+    if (status == GC_OK) status = read_bert(name, document, config);
+    gc_json_free(document);
+    return status;
+}
+
 gc_status gc_bert_read_config(const char *dir, gc_text_encoder_config *config) {
     char path[4096];
     *config = (gc_text_encoder_config){.pooling = GC_POOL_MEAN, .dtype = GC_F32};

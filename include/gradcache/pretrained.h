@@ -36,6 +36,9 @@ extern "C" {
  * a BERT configuration this library implements (another model_type, relative positions, an
  * unknown activation or pooling, sizes out of range). */
 gc_status gc_bert_read_config(const char *dir, gc_text_encoder_config *config);
+/* The same from the `length` bytes of a config.json (`name` stands for the file in messages);
+ * pooling and normalisation keep their defaults (mean, none). */
+gc_status gc_bert_parse_config(const char *text, size_t length, const char *name, gc_text_encoder_config *config);
 
 /* The file's entries that a loaded encoder does not use. */
 typedef struct gc_bert_unused {
