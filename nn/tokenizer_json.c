@@ -99,13 +99,17 @@ static gc_status read_model(const reader *r, const gc_json *model) {
     return status;
 }
 
+/* GC_ERR_FORMAT unless the "type" of `part` (its name, e.g. "normalizer") is `supported`. */
+static gc_status require_type(const reader *r, const gc_json *object, const char *part, const char *supported) {
+    const gc_json *type = gc_json_member(object, "type");
+    const char *name = type && type->type == GC_JSON_STRING ? type->string : "(none)";
+    if (strcmp(name, supported) == 0) return GC_OK;
+    return gc_json_file_error(r->name, "%s type \"%.40s\" is not supported (%s is)", part, name, supported);
+}
+
 static gc_status read_normalizer(const reader *r, const gc_json *normalizer) {
-    gc_status status = GC_OK;
-    const gc_json *type = member(r, normalizer, "normalizer.", "type", GC_JSON_STRING, &status);
+    gc_status status = require_type(r, normalizer, "normalizer", "BertNormalizer");
     if (status != GC_OK) return status;
-    if (!type || strcmp(type->string, "BertNormalizer") != 0)
-        return gc_json_file_error(r->name, "normalizer type \"%.40s\" is not supported (BertNormalizer is)",
-                                  type ? type->string : "(none)");
     gc_bert_normalizer *n = &r->tokenizer->normalizer;
     n->clean_text = flag(r, normalizer, "normalizer.", "clean_text", true, &status);
     n->handle_chinese_chars = flag(r, normalizer, "normalizer.", "handle_chinese_chars", true, &status);
@@ -116,14 +120,9 @@ static gc_status read_normalizer(const reader *r, const gc_json *normalizer) {
 }
 
 static gc_status read_pre_tokenizer(const reader *r, const gc_json *pre_tokenizer) {
-    gc_status status = GC_OK;
-    const gc_json *type = member(r, pre_tokenizer, "pre_tokenizer.", "type", GC_JSON_STRING, &status);
-    if (status != GC_OK) return status;
-    if (!type || strcmp(type->string, "BertPreTokenizer") != 0)
-        return gc_json_file_error(r->name, "pre_tokenizer type \"%.40s\" is not supported (BertPreTokenizer is)",
-                                  type ? type->string : "(none)");
-    r->tokenizer->pre_tokenize = true;
-    return GC_OK;
+    gc_status status = require_type(r, pre_tokenizer, "pre_tokenizer", "BertPreTokenizer");
+    r->tokenizer->pre_tokenize = status == GC_OK;
+    return status;
 }
 
 /* Appends `id` to the template's tokens before or after the text. */

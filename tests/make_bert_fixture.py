@@ -21,8 +21,8 @@ It writes
     cross-entropy) and its gradient for every weight (under Hugging Face's names);
   - with a model folder: tests/fixtures/bert_minilm_v1.bin, the same for
     all-MiniLM-L6-v2 on the first 48 strings of tests/fixtures/wordpiece_cases.json (their
-    reference ids, padded to the longest) and the gradients of a few weights for 8
-    definitions against their 8 words.
+    reference ids, padded to the longest) and the gradients of a few weights for the 8
+    definitions of its "pairs" against their words.
 The fixture format is tests/fixture.h's.
 """
 import json
@@ -243,18 +243,6 @@ def make_tiny():
 MINILM_GRADS = ["embeddings.LayerNorm.weight", "encoder.layer.0.attention.self.query.weight",
                 "encoder.layer.0.attention.self.query.bias", "encoder.layer.3.intermediate.dense.bias",
                 "encoder.layer.5.attention.output.dense.weight", "encoder.layer.5.output.LayerNorm.weight"]
-# 8 definitions and their words (WordNet's, as `gradcache data wordnet` writes them); the
-# same list is in tests/make_wordpiece_fixture.py and tests/test_bert.c
-MINILM_PAIRS = [
-    ("a point or extent in space", "location"),
-    ("the unlimited expanse in which everything is located", "space"),
-    ("(botany) a living organism lacking the power of locomotion", "plant"),
-    ("a domesticated carnivorous mammal that typically has a long snout", "dog"),
-    ("a machine for performing calculations automatically", "computer"),
-    ("an edible fruit produced by a tree", "apple"),
-    ("move fast by using one's feet", "run"),
-    ("a large body of salt water", "ocean"),
-]
 
 
 def make_minilm(folder):
@@ -262,14 +250,13 @@ def make_minilm(folder):
         config = json.load(f)
     weights = read_safetensors(os.path.join(folder, "model.safetensors"))
     with open(os.path.join(FIXTURES, "wordpiece_cases.json")) as f:
-        cases = json.load(f)["cases"][:48]
-    ids, mask = padded([c["ids"] for c in cases])
+        fixture = json.load(f)
+    ids, mask = padded([c["ids"] for c in fixture["cases"][:48]])
     embeddings, _, _ = reference(weights, config, ids, mask, [0], [1], [])
-    # the pairs' reference ids: tests/make_wordpiece_fixture.py tokenizes these strings too
-    with open(os.path.join(FIXTURES, "wordpiece_cases.json")) as f:
-        ids_of = {c["text"]: c["ids"] for c in json.load(f)["cases"]}
-    p_ids, p_mask = padded([ids_of[text] for pair in MINILM_PAIRS for text in pair])
-    n = len(MINILM_PAIRS)
+    # 8 definitions and their words, with the reference's ids (tests/make_wordpiece_fixture.py)
+    ids_of = {c["text"]: c["ids"] for c in fixture["cases"]}
+    p_ids, p_mask = padded([ids_of[text] for pair in fixture["pairs"] for text in pair])
+    n = len(fixture["pairs"])
     _, loss, grad = reference(weights, config, p_ids, p_mask, list(range(0, 2 * n, 2)), list(range(1, 2 * n, 2)),
                               MINILM_GRADS)
     entries = [("ids", ids), ("mask", mask), ("embeddings", embeddings), ("pair_ids", p_ids),

@@ -60,16 +60,18 @@ FIXED = [
     "new\nline", "carriage\rreturn", "form\x0cfeed", "vertical\x0btab", "\x1b[31mred\x1b[0m",
     "mixed CASE and ÀCCÉNTS", "ΑΒΓ αβγ", "Ǆ ǅ ǆ", "ǰ", "ẞ", "K", "Å", "Ω",
 ]
-# the definitions and words of tests/make_bert_fixture.py's gradient check
+# definitions and their words (WordNet's, as `gradcache data wordnet` writes them): the
+# gradient check of tests/make_bert_fixture.py and tests/test_bert_minilm.c, which read them
+# from the fixture's "pairs"
 PAIRS = [
-    "a point or extent in space", "location",
-    "the unlimited expanse in which everything is located", "space",
-    "(botany) a living organism lacking the power of locomotion", "plant",
-    "a domesticated carnivorous mammal that typically has a long snout", "dog",
-    "a machine for performing calculations automatically", "computer",
-    "an edible fruit produced by a tree", "apple",
-    "move fast by using one's feet", "run",
-    "a large body of salt water", "ocean",
+    ["a point or extent in space", "location"],
+    ["the unlimited expanse in which everything is located", "space"],
+    ["(botany) a living organism lacking the power of locomotion", "plant"],
+    ["a domesticated carnivorous mammal that typically has a long snout", "dog"],
+    ["a machine for performing calculations automatically", "computer"],
+    ["an edible fruit produced by a tree", "apple"],
+    ["move fast by using one's feet", "run"],
+    ["a large body of salt water", "ocean"],
 ]
 
 
@@ -106,7 +108,8 @@ def main():
     cut.no_padding()
     cut.enable_truncation(TRUNCATED)
     cases = []
-    for text in FIXED + [p for p in PAIRS if p not in FIXED] + generated(120, 14):
+    pair_texts = [text for pair in PAIRS for text in pair]
+    for text in FIXED + [t for t in pair_texts if t not in FIXED] + generated(120, 14):
         cases.append({"text": text, "ids": tok.encode(text).ids, "ids_max%d" % TRUNCATED: cut.encode(text).ids})
     with open(TOKENIZER, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
@@ -119,6 +122,7 @@ def main():
             "script": "tests/make_wordpiece_fixture.py",
         },
         "truncated_to": TRUNCATED,
+        "pairs": PAIRS,
         "cases": cases,
     }
     with open(OUT, "w", encoding="utf-8") as f:

@@ -17,26 +17,20 @@ static const char *model_folder(void) {
     return dir && *dir ? dir : GC_TEST_MODELS "/minilm";
 }
 
-/* The fixture's first TEXTS strings and 8 definition/word pairs (as tests/make_bert_fixture.py). */
-static const char *const pairs[16] = {
-    "a point or extent in space", "location",
-    "the unlimited expanse in which everything is located", "space",
-    "(botany) a living organism lacking the power of locomotion", "plant",
-    "a domesticated carnivorous mammal that typically has a long snout", "dog",
-    "a machine for performing calculations automatically", "computer",
-    "an edible fruit produced by a tree", "apple",
-    "move fast by using one's feet", "run",
-    "a large body of salt water", "ocean",
-};
-
-/* The texts of the first TEXTS cases of wordpiece_cases.json (new strings; free each). */
+/* The texts of the first TEXTS cases of wordpiece_cases.json, then the definitions and the
+ * words of its 8 pairs (new strings; free each). */
 static char **fixture_texts(void) {
     gc_json *cases_file;
     REQUIRE(gc_json_file_read(GC_TEST_FIXTURES "/wordpiece_cases.json", 1 << 24, &cases_file) == GC_OK);
-    char **texts = calloc(TEXTS, sizeof *texts);
-    REQUIRE(texts);
-    const gc_json *c = gc_json_member(cases_file, "cases")->first;
+    char **texts = calloc(TEXTS + 16, sizeof *texts);
+    const gc_json *c = gc_json_member(cases_file, "cases")->first, *pairs = gc_json_member(cases_file, "pairs");
+    REQUIRE(texts && pairs && pairs->count == 8);
     for (int i = 0; i < TEXTS; i++, c = c->next) texts[i] = strdup(gc_json_member(c, "text")->string);
+    int i = 0;
+    for (const gc_json *pair = pairs->first; pair; pair = pair->next, i++) {
+        texts[TEXTS + i] = strdup(pair->first->string);
+        texts[TEXTS + 8 + i] = strdup(pair->first->next->string);
+    }
     gc_json_free(cases_file);
     return texts;
 }
@@ -73,18 +67,19 @@ int main(void) {
     check_embeddings(&encoder, ids, mask, want, "MiniLM embeddings");
 
     gc_tensor *pair_ids = gc_fixture_get(&fixture, "pair_ids"), *pair_mask = gc_fixture_get(&fixture, "pair_mask");
-    check_ids(tokenizer, pairs, 16, pair_ids, pair_mask, "pairs' ids");
+    const char *pair_texts[16]; /* definition, word, definition, ...: the fixture's rows */
+    for (int i = 0; i < 8; i++) pair_texts[2 * i] = texts[TEXTS + i], pair_texts[2 * i + 1] = texts[TEXTS + 8 + i];
+    check_ids(tokenizer, pair_texts, 16, pair_ids, pair_mask, "pairs' ids");
     /* the gradient of 8 definitions against their words, each side tokenized on its own (the
      * reference padded all 16 rows to one length: padding is masked out, so it cannot matter) */
-    const char *definitions[8], *words[8];
-    for (int i = 0; i < 8; i++) definitions[i] = pairs[2 * i], words[i] = pairs[2 * i + 1];
+    const char *const *definitions = (const char *const *)texts + TEXTS, *const *words = definitions + 8;
     gc_tensor *q_ids, *q_mask, *p_ids, *p_mask;
     REQUIRE(gc_tokenize(tokenizer, definitions, 8, 512, GC_PAD_TO_LONGEST, GC_F32, gc_cpu(), &q_ids, &q_mask) == GC_OK);
     REQUIRE(gc_tokenize(tokenizer, words, 8, 512, GC_PAD_TO_LONGEST, GC_F32, gc_cpu(), &p_ids, &p_mask) == GC_OK);
     int compared = check_gradients(&encoder, q_ids, q_mask, p_ids, p_mask, &fixture);
     CHECK_MSG(compared == 6, "compared %d gradients", compared);
     RELEASE(q_ids, q_mask, p_ids, p_mask);
-    for (int i = 0; i < TEXTS; i++) free(texts[i]);
+    for (int i = 0; i < TEXTS + 16; i++) free(texts[i]);
     free(texts);
     gc_tensor_release(want);
     gc_param_list_free(&fixture);
