@@ -3,6 +3,7 @@
  * .pc file are complete, down to tokenizing and encoding text with a pretrained model
  * (the tiny BERT folder of the tests, when run from the source tree as CI runs it). */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include <gradcache/gradcache.h>
@@ -43,9 +44,13 @@ int main(void) {
     double value = gc_item(total);
     printf("gradcache %s: sum of 2 x 3 twos = %g (cuda built: %s)\n", GC_VERSION, value,
            gc_cuda_built() ? "yes" : "no");
+    /* the collectives too: a process group of one (not launched) averages to itself */
+    gc_process_group *group = gc_process_group_from_env(&(gc_dist_options){GC_DIST_TCP, 0, gc_cpu()});
+    bool reduced = group && gc_dist_all_reduce(group, b, GC_DIST_AVG) == GC_OK && gc_dist_world_size(group) == 1;
+    gc_process_group_free(group);
     gc_tensor_release(a);
     gc_tensor_release(b);
     gc_tensor_release(total);
-    if (value != 12.0) return 1;
+    if (value != 12.0 || !reduced) return 1;
     return encode("tests/fixtures/tiny_bert");
 }
