@@ -8,14 +8,19 @@
 
 #include "nn/json_file.h"
 
-gc_status gc_json_file_error(const char *name, const char *fmt, ...) {
+gc_status gc_json_file_verror(const char *name, const char *fmt, va_list args) {
     char problem[400];
-    va_list args;
-    va_start(args, fmt);
     vsnprintf(problem, sizeof problem, fmt, args);
-    va_end(args);
     gc_set_error(GC_ERR_FORMAT, "%s: %s", name, problem);
     return GC_ERR_FORMAT;
+}
+
+gc_status gc_json_file_error(const char *name, const char *fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    gc_status status = gc_json_file_verror(name, fmt, args);
+    va_end(args);
+    return status;
 }
 
 gc_status gc_json_file_parse(const char *name, const char *text, size_t length, gc_json **document) {

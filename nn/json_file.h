@@ -3,6 +3,8 @@
 #ifndef GC_NN_JSON_FILE_H
 #define GC_NN_JSON_FILE_H
 
+#include <stdarg.h>
+
 #include "gradcache/error.h"
 #include "nn/json.h"
 
@@ -20,5 +22,10 @@ gc_status gc_json_file_read(const char *path, size_t max_size, gc_json **documen
 __attribute__((format(printf, 2, 3)))
 #endif
 gc_status gc_json_file_error(const char *name, const char *fmt, ...);
+/* The same with the problem's arguments in a va_list (for other formats' own wrappers). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 0)))
+#endif
+gc_status gc_json_file_verror(const char *name, const char *fmt, va_list args);
 
 #endif

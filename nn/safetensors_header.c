@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "nn/json_file.h"
 #include "nn/safetensors_internal.h"
 
 /* Objects nest only three deep in a valid header (file, entry, shape); a little slack
@@ -17,13 +18,13 @@
 #define SHOWN 80
 
 gc_status gc_safetensors_format_error(const char *name, const char *fmt, ...) {
-    char problem[400];
+    char where[4096 + sizeof "safetensors: "]; /* a path of any length Linux allows */
+    snprintf(where, sizeof where, "safetensors: %s", name);
     va_list args;
     va_start(args, fmt);
-    vsnprintf(problem, sizeof problem, fmt, args);
+    gc_status status = gc_json_file_verror(where, fmt, args);
     va_end(args);
-    gc_set_error(GC_ERR_FORMAT, "safetensors: %s: %s", name, problem);
-    return GC_ERR_FORMAT;
+    return status;
 }
 
 static gc_status no_memory(const char *name, const char *what) {
