@@ -101,8 +101,10 @@ wait "$victim" 2>/dev/null
 # (resuming from it gives the straight run's model), and nothing is left running
 checks=$((checks + 1))
 status=0
-timeout 120 "$gradcache" launch -n 2 -- sh -c '
-    if [ "$RANK" = 1 ]; then (sleep 1.5; kill -9 $$) & fi
+# (process 1 is killed once the first checkpoint is there, not after a fixed time, which a
+# loaded machine may not reach a checkpoint in)
+GC_TEST_CHECKPOINT=$work/interrupted/checkpoint.safetensors timeout 120 "$gradcache" launch -n 2 -- sh -c '
+    if [ "$RANK" = 1 ]; then (for _ in $(seq 2400); do [ -s "$GC_TEST_CHECKPOINT" ] && break; sleep 0.05; done; kill -9 $$) & fi
     exec "$@"' sh "${train[@]}" --steps 400 --save-every 3 --out "$work/interrupted" >"$work/stdout" 2>"$work/stderr" ||
     status=$?
 [ "$status" -eq 137 ] || fail "launch with a process killed: exit status $status, wanted 137: $(tail -3 "$work/stderr")"
