@@ -50,8 +50,8 @@ for file in model.safetensors checkpoint.safetensors; do
 done
 expect_error "was written by a run of 2 processes, this run has 1" "${train[@]}" --out "$work/resumed" --resume
 
-# fine-tuning a pretrained folder: process 0 writes the run folder as a model folder; a
-# launched world of one is an unlaunched run; stopped and resumed is straight through
+# fine-tuning a pretrained folder: process 0 writes the run folder as a model folder;
+# stopped and resumed is straight through
 for word in the cat dog sat on mat an of run big; do
     for n in 1 2 3; do printf 'the %s of %s, number %s\t%s %s\n' "$word" "$word" "$n" "$word" "$n"; done
 done >"$work/bert_pairs.tsv"
@@ -66,10 +66,6 @@ for file in config.json tokenizer.json model.safetensors checkpoint.safetensors;
 done
 check grep -q '"encoder.layer.1.attention.self.query.weight"' "$work/tuned/model.safetensors" \
     "--init, 2 processes: model.safetensors is not under Hugging Face's names"
-expect_ok timeout 120 "$gradcache" launch -n 1 -- "${tune[@]}" --out "$work/tuned_one_launched"
-expect_ok timeout 120 "${tune[@]}" --out "$work/tuned_one"
-check same_file "$work/tuned_one/model.safetensors" "$work/tuned_one_launched/model.safetensors" \
-    "--init: a launched world of one trained another model"
 expect_ok timeout 120 "$gradcache" launch -n 2 -- "${tune[@]}" --out "$work/tuned_resumed" --stop-after 2
 expect_ok timeout 120 "$gradcache" launch -n 2 -- "${tune[@]}" --out "$work/tuned_resumed" --resume
 check same_file "$work/tuned_resumed/model.safetensors" "$work/tuned/model.safetensors" \
