@@ -2,7 +2,6 @@
 #include <stdio.h>
 
 #include "bench_model.h"
-#include "tokenizer.h"
 
 const char *const gc_bench_device_names[] = {"cpu", "cuda", NULL};
 

@@ -7,10 +7,9 @@
 #include "commands.h"
 #include "device_flag.h"
 #include "errors.h"
-#include "encode.h"
 #include "flags.h"
 #include "model.h"
-#include "model_file.h"
+#include "model_folder.h"
 #include "pairs.h"
 #include "paths.h"
 #include "retrieval.h"
@@ -21,7 +20,7 @@
 
 typedef struct eval_flags {
     const char *model, *data, *split;
-    int64_t batch_size;
+    int64_t batch_size, max_length, limit;
     int device;
     bool json;
 } eval_flags;
@@ -33,11 +32,15 @@ static int parse_flags(int argc, char **argv, eval_flags *f) {
     *f = (eval_flags){.split = "dev", .batch_size = 256};
     gc_flag table[] = {
         {"model", GC_FLAG_STRING, &f->model, 0, 0, NULL,
-         "a run folder holding model.safetensors, or the file (required)"},
+         "a run folder or a model folder (config.json, model.safetensors, tokenizer.json), or a model file (required)"},
         {"data", GC_FLAG_STRING, &f->data, 0, 0, NULL, "a pair file, or a folder holding SPLIT.tsv (required)"},
         {"split", GC_FLAG_STRING, &f->split, 0, 0, NULL, "the file of a --data folder to evaluate on"},
         {"batch-size", GC_FLAG_INT, &f->batch_size, 1, 1 << 24, NULL, "texts encoded at a time"},
+        {"max-length", GC_FLAG_INT, &f->max_length, 0, 1 << 20, NULL,
+         "tokens per text for a model folder (0: 128, or its positions if fewer); a from-scratch model uses its own"},
         {"device", GC_FLAG_CHOICE, &f->device, 0, 0, gc_device_flag_choices, "where to encode (cuda: the first GPU)"},
+        {"limit", GC_FLAG_INT, &f->limit, 0, 1e12, NULL,
+         "evaluate on the first N pairs of the split only, a fixed subset (0: all)"},
         {"json", GC_FLAG_BOOL, &f->json, 0, 0, NULL, "print the metrics as one JSON object"},
     };
     int status = gc_flags_parse("eval", SUMMARY, table, (int)(sizeof table / sizeof *table), argc, argv, 2);
@@ -48,9 +51,8 @@ static int parse_flags(int argc, char **argv, eval_flags *f) {
 }
 
 /* Encodes the queries and the distinct positives of `pairs` and ranks them. */
-static gc_status evaluate(gc_dual_encoder *model, const gc_pairs *pairs, int64_t batch_size,
+static gc_status evaluate(gc_dual_encoder *model, const gc_pairs *pairs, int64_t count, int64_t batch_size,
                           gc_retrieval_metrics *metrics) {
-    int64_t count = pairs->count;
     const char **queries = malloc((size_t)count * sizeof *queries);
     const char **positives = malloc((size_t)count * sizeof *positives);
     int64_t *positive_index = malloc((size_t)count * sizeof *positive_index);
@@ -63,8 +65,10 @@ static gc_status evaluate(gc_dual_encoder *model, const gc_pairs *pairs, int64_t
     const char **words;
     int64_t n_words = gc_distinct_texts(positives, count, &words, positive_index);
     /* [count, D] */
-    gc_tensor *query_reps = gc_encode_texts(gc_dual_encoder_tower(model, 0), queries, count, batch_size);
-    gc_tensor *word_reps = query_reps ? gc_encode_texts(gc_dual_encoder_tower(model, 1), words, n_words, batch_size)
+    gc_tensor *query_reps = gc_encode_texts(gc_dual_encoder_tower(model, 0), model->tokenizer, queries, count,
+                                            model->max_length, batch_size);
+    gc_tensor *word_reps = query_reps ? gc_encode_texts(gc_dual_encoder_tower(model, 1), model->tokenizer, words,
+                                                        n_words, model->max_length, batch_size)
                                       : NULL; /* [n_words, D] */
     gc_status status = word_reps ? gc_retrieval_evaluate(query_reps, word_reps, positive_index, metrics)
                                  : gc_last_status();
@@ -77,13 +81,16 @@ static gc_status evaluate(gc_dual_encoder *model, const gc_pairs *pairs, int64_t
     return status;
 }
 
-static void print_metrics(const gc_retrieval_metrics *m, bool json) {
+/* `subset`: the pairs were the first ones of a larger split, which the output says. */
+static void print_metrics(const gc_retrieval_metrics *m, bool subset, const char *path, bool json) {
     if (json)
-        printf("{\"recall_at_1\":%.6f,\"recall_at_10\":%.6f,\"mrr\":%.6f,\"queries\":%lld,\"candidates\":%lld}\n",
-               m->recall_at_1, m->recall_at_10, m->mrr, (long long)m->queries, (long long)m->candidates);
+        printf("{\"recall_at_1\":%.6f,\"recall_at_10\":%.6f,\"mrr\":%.6f,\"queries\":%lld,\"candidates\":%lld,"
+               "\"subset\":%s}\n", m->recall_at_1, m->recall_at_10, m->mrr, (long long)m->queries,
+               (long long)m->candidates, subset ? "true" : "false");
     else
-        printf("Recall@1 %.4f  Recall@10 %.4f  MRR %.4f  (%lld queries, %lld candidates)\n", m->recall_at_1,
-               m->recall_at_10, m->mrr, (long long)m->queries, (long long)m->candidates);
+        printf("Recall@1 %.4f  Recall@10 %.4f  MRR %.4f  (%lld queries, %lld candidates%s%s)\n", m->recall_at_1,
+               m->recall_at_10, m->mrr, (long long)m->queries, (long long)m->candidates,
+               subset ? ": a fixed subset, the first pairs of " : "", subset ? path : "");
 }
 
 int gc_command_eval(int argc, char **argv) {
@@ -93,23 +100,23 @@ int gc_command_eval(int argc, char **argv) {
     gc_device device;
     status = gc_device_from_flag("eval", f.device, &device);
     if (status) return status;
-    char *model_path = gc_run_file(f.model, "model.safetensors");
     char *data_path = gc_data_path(f.data, f.split);
     gc_dual_encoder model = {0};
     gc_pairs pairs = {0};
     gc_retrieval_metrics metrics;
-    if (gc_model_file_load(model_path, device, &model) != GC_OK) {
+    if (gc_model_load(f.model, f.max_length, device, &model) != GC_OK) {
         status = fail(1, "--model: %s", gc_last_error());
     } else if (gc_pairs_read(data_path, &pairs) != GC_OK) {
         status = fail(1, "--data: %s", gc_last_error());
-    } else if (evaluate(&model, &pairs, f.batch_size, &metrics) != GC_OK) {
-        status = fail(1, "%s", gc_last_error());
     } else {
-        print_metrics(&metrics, f.json);
+        bool subset = f.limit && f.limit < pairs.count;
+        if (evaluate(&model, &pairs, subset ? f.limit : pairs.count, f.batch_size, &metrics) != GC_OK)
+            status = fail(1, "%s", gc_last_error());
+        else
+            print_metrics(&metrics, subset, data_path, f.json);
     }
     gc_pairs_free(&pairs);
     gc_dual_encoder_free(&model);
-    free(model_path);
     free(data_path);
     return status;
 }

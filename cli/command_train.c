@@ -25,6 +25,7 @@
 #include "metadata.h"
 #include "model.h"
 #include "model_file.h"
+#include "model_folder.h"
 #include "pairs.h"
 #include "paths.h"
 #include "precision.h"
@@ -113,11 +114,17 @@ static int attach_bucketer(trainer *t) {
 /* The model, the optimizer and the state a fresh run starts from, or the checkpoint's. */
 static int build_model(trainer *t) {
     const gc_train_flags *f = &t->flags;
-    gc_text_encoder_config config = gc_model_preset(f->model_size, f->max_length);
-    config.dtype = gc_precision_dtype(f->precision);
-    if (gc_dual_encoder_init(&t->model, &config, f->tied, t->device, stream_seed((uint64_t)f->seed, STREAM_INIT)) !=
-        GC_OK)
-        return fail(1, "cannot build the model: %s", gc_last_error());
+    if (f->init) {
+        if (gc_dual_encoder_from_folder(&t->model, f->init, f->max_length, gc_precision_dtype(f->precision),
+                                        t->device) != GC_OK)
+            return fail(1, "--init: %s", gc_last_error());
+    } else {
+        gc_text_encoder_config config = gc_model_preset(f->model_size, f->max_length);
+        config.dtype = gc_precision_dtype(f->precision);
+        if (gc_dual_encoder_init(&t->model, &config, f->tied, t->device,
+                                 stream_seed((uint64_t)f->seed, STREAM_INIT)) != GC_OK)
+            return fail(1, "cannot build the model: %s", gc_last_error());
+    }
     if (gc_adamw_init(&t->optimizer, &t->model.params, f->lr, 0.9, 0.999, 1e-8, WEIGHT_DECAY) != GC_OK)
         return fail(1, "cannot build the optimizer: %s", gc_last_error());
     t->optimizer_ready = true;
@@ -220,7 +227,7 @@ static gc_status run_step(trainer *t, gc_step_record *record) {
     gc_train_dist_share(&t->dist, f->batch_size, &share_start, &share); /* this rank's examples */
     gc_training_batch batch;
     gc_status status = gc_training_batch_make(&t->pairs, t->order + position + share_start, share,
-                                              (int)f->hard_negatives, f->max_length,
+                                              (int)f->hard_negatives, t->model.tokenizer, f->max_length,
                                               gc_precision_dtype(f->precision), t->device, &batch);
     if (status != GC_OK) return status;
     gc_memory_reset_peak(t->device);
@@ -273,7 +280,9 @@ static gc_status save(trainer *t) {
     if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0)
         status = gc_train_state_save(t->checkpoint_path, &t->model, &t->optimizer, &t->progress, &t->settings, &t->plan,
                                      every_rank);
-    if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0) status = gc_model_file_save(t->model_path, &t->model);
+    if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0)
+        status = t->model.pretrained ? gc_model_folder_save(t->flags.out, &t->model)
+                                     : gc_model_file_save(t->model_path, &t->model);
     free(every_rank);
     return status;
 }
@@ -295,6 +304,10 @@ static int train(trainer *t) {
                    (long long)t->plan.total_steps);
         return 0;
     }
+    /* reported by rank 0 once everything is set up: a failure stays one line */
+    if (t->model.unused.count && gc_train_dist_rank(&t->dist) == 0)
+        fprintf(stderr, "gradcache train: note: %s/model.safetensors: %d weight%s unused by the encoder (%s)\n",
+                t->flags.init, t->model.unused.count, t->model.unused.count == 1 ? "" : "s", t->model.unused.names);
     gc_progress_begin(&t->bar, stderr, first, t->plan.total_steps, t->flags.log_every);
     double first_loss = NAN, last_loss = NAN, seconds = 0;
     while (t->progress.step < t->stop_step) {

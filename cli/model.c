@@ -1,7 +1,8 @@
 /* The trainer's models (see model.h): BERT-style post-norm encoders over the byte vocabulary,
  * mean-pooled and projected. */
+#include <stdlib.h>
+
 #include "model.h"
-#include "tokenizer.h"
 
 const char *const gc_model_size_names[] = {"tiny", "small", "base", NULL};
 
@@ -37,6 +38,8 @@ gc_status gc_dual_encoder_init(gc_dual_encoder *model, const gc_text_encoder_con
     *model = (gc_dual_encoder){.tied = tied};
     /* One generator for both towers: the passage tower continues the stream where the query
      * tower stopped, so the two start from different weights. */
+    model->tokenizer = gc_tokenizer_bytes();
+    model->max_length = config->max_length;
     gc_generator init = {seed, 0};
     int towers = tied ? 1 : 2;
     for (int t = 0; t < towers; t++) {
@@ -59,6 +62,10 @@ gc_text_encoder *gc_dual_encoder_tower(gc_dual_encoder *model, int side) {
 void gc_dual_encoder_free(gc_dual_encoder *model) {
     gc_param_list_free(&model->params);
     for (int t = 0; t < (model->tied ? 1 : 2); t++) gc_text_encoder_free(&model->towers[t]);
+    gc_tokenizer_free(model->tokenizer);
+    gc_bert_unused_free(&model->unused);
+    free(model->pretrained);
+    *model = (gc_dual_encoder){0};
 }
 
 gc_tensor *gc_dual_encoder_forward_train(void *tower, const gc_batch *chunk) {

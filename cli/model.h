@@ -16,8 +16,13 @@ typedef struct gc_dual_encoder {
     bool tied;
     gc_text_encoder towers[2];  /* [1] unused when tied */
     gc_param_list params;       /* "query.*" and "passage.*", or "encoder.*" when tied */
+    const gc_tokenizer *tokenizer; /* bytes for a preset; a pretrained folder's WordPiece (owned) */
+    int64_t max_length;         /* tokens per text */
+    char *pretrained;           /* the folder a pretrained model came from (model_folder.h), else NULL */
+    gc_bert_unused unused;      /* pretrained: the file's weights the encoder does not use, saved back */
 } gc_dual_encoder;
 
+/* A preset's model: random weights from `seed`, the byte tokenizer, config->max_length tokens. */
 gc_status gc_dual_encoder_init(gc_dual_encoder *model, const gc_text_encoder_config *config, bool tied,
                                gc_device device, uint64_t seed);
 gc_text_encoder *gc_dual_encoder_tower(gc_dual_encoder *model, int side); /* 0 query, 1 passage */

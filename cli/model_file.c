@@ -3,7 +3,6 @@
 
 #include "model_file.h"
 #include "numbers.h"
-#include "tokenizer.h"
 
 /* The architecture every model of the trainer shares (post-norm, gelu, mean pooling); a later
  * change of it gets a new name, so that old files are refused instead of misread. The

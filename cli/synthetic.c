@@ -2,8 +2,8 @@
 #include <stdlib.h>
 
 #include "gradcache/random.h"
+#include "gradcache/tokenizer.h"
 #include "synthetic.h"
-#include "tokenizer.h"
 
 gc_status gc_synthetic_tokens(int64_t rows, int64_t max_length, gc_dtype mask_dtype, gc_device device,
                               gc_generator *generator, gc_tensor **ids, gc_tensor **mask) {
@@ -27,7 +27,8 @@ gc_status gc_synthetic_tokens(int64_t rows, int64_t max_length, gc_dtype mask_dt
             text[length] = '\0';
             texts[row] = text;
         }
-        status = gc_tokenize(texts, rows, max_length, mask_dtype, device, ids, mask);
+        status = gc_tokenize(gc_tokenizer_bytes(), texts, rows, max_length, GC_PAD_TO_MAX_LENGTH, mask_dtype, device, ids,
+                             mask);
     }
     gc_tensor_release(bytes);
     gc_tensor_release(lengths);

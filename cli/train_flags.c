@@ -12,7 +12,9 @@
 #define SUMMARY                                                                                              \
     "Trains a dual text encoder (or one tied encoder with --tied) on query<TAB>positive pairs with the\n"     \
     "in-batch contrastive loss; --gc computes each step with Gradient Cache. Writes DIR/log.jsonl,\n"          \
-    "DIR/checkpoint.safetensors (for --resume) and DIR/model.safetensors (for gradcache eval)."
+    "DIR/checkpoint.safetensors (for --resume) and DIR/model.safetensors (for gradcache eval). With --init,\n" \
+    "fine-tunes a pretrained BERT-family model (one encoder for both sides) and DIR is a model folder too:\n"  \
+    "config.json, tokenizer.json and model.safetensors under Hugging Face's names."
 
 #define DEFAULT_CHUNK_SIZE 8
 
@@ -46,7 +48,10 @@ int gc_train_flags_parse(int argc, char **argv, gc_train_flags *f) {
         {"data", GC_FLAG_STRING, &f->data, 0, 0, NULL, "a pair file, or a folder holding train.tsv (required)"},
         {"out", GC_FLAG_STRING, &f->out, 0, 0, NULL, "the run folder (log, checkpoint, model)"},
         {"model-size", GC_FLAG_CHOICE, &f->model_size, 0, 0, gc_model_size_names, "the encoder preset"},
-        {"max-length", GC_FLAG_INT, &f->max_length, 2, 4096, NULL, "tokens per text ([CLS] and UTF-8 bytes)"},
+        {"init", GC_FLAG_STRING, &f->init, 0, 0, NULL,
+         "start from a pretrained model folder (config.json, model.safetensors, tokenizer.json) instead of a preset"},
+        {"max-length", GC_FLAG_INT, &f->max_length, 2, 4096, NULL,
+         "tokens per text ([CLS] and UTF-8 bytes; with --init, WordPiece tokens with [CLS] and [SEP])"},
         {"precision", GC_FLAG_CHOICE, &f->precision, 0, 0, gc_precision_names,
          "parameters and activations: f32, or f16 / bf16 with f32 master weights (f16: loss scaling)"},
         {"tied", GC_FLAG_BOOL, &f->tied, 0, 0, NULL, "one encoder for queries and passages"},
@@ -107,7 +112,8 @@ static const char *yes_no(bool value) { return value ? "yes" : "no"; }
 void gc_train_flags_settings(const gc_train_flags *f, const gc_pairs *pairs, gc_metadata *s) {
     gc_metadata_set(s, "flag.data", "%lld examples with fnv1a %016llx", (long long)pairs->count,
                     (unsigned long long)pairs_hash(pairs));
-    gc_metadata_set(s, "flag.model-size", "%s", gc_model_size_names[f->model_size]);
+    if (f->init) gc_metadata_set(s, "flag.init", "%s", f->init);
+    else gc_metadata_set(s, "flag.model-size", "%s", gc_model_size_names[f->model_size]);
     gc_metadata_set(s, "flag.max-length", "%lld", (long long)f->max_length);
     gc_metadata_set(s, "flag.tied", "%s", yes_no(f->tied));
     /* another precision computes other numbers, and its checkpoint holds other tensors */

@@ -14,7 +14,7 @@
 extern const char *const gc_train_loss_names[];
 
 typedef struct gc_train_flags {
-    const char *data, *out, *gc_chunk_size;
+    const char *data, *out, *gc_chunk_size, *init; /* init: a pretrained model folder, or NULL */
     int model_size, device;    /* indices into gc_model_size_names and gc_device_flag_choices */
     int precision;             /* GC_PRECISION_* (cli/precision.h) */
     int loss;                  /* an index into gc_train_loss_names: a gc_contrastive_method */

@@ -1,17 +1,21 @@
 /* The strict JSON reader of nn/json.h: a recursive descent over a byte range, bounded in
  * depth by the caller, that builds a tree of gc_json values. */
+#include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nn/json.h"
+#include "nn/utf8.h"
 
 typedef struct parser {
     const unsigned char *text;
     size_t length, at;
     int max_depth;
+    bool document; /* the whole grammar (gc_json_parse_document), not only a header's */
     gc_json_error *error;
 } parser;
 
@@ -56,21 +60,8 @@ static gc_json *new_value(parser *p, gc_json_type type, size_t position) {
 
 /* The length of the well-formed UTF-8 sequence at s (at most `available` bytes), or 0. */
 static size_t utf8_sequence_length(const unsigned char *s, size_t available) {
-    unsigned char lead = s[0];
-    if (lead < 0x80) return 1;
-    size_t length;
-    uint32_t code, smallest;
-    if ((lead & 0xe0) == 0xc0) length = 2, code = lead & 0x1fu, smallest = 0x80;
-    else if ((lead & 0xf0) == 0xe0) length = 3, code = lead & 0x0fu, smallest = 0x800;
-    else if ((lead & 0xf8) == 0xf0) length = 4, code = lead & 0x07u, smallest = 0x10000;
-    else return 0;
-    if (length > available) return 0;
-    for (size_t i = 1; i < length; i++) {
-        if ((s[i] & 0xc0) != 0x80) return 0;
-        code = code << 6 | (s[i] & 0x3fu);
-    }
-    bool surrogate = code >= 0xd800 && code <= 0xdfff;
-    return code < smallest || code > 0x10ffff || surrogate ? 0 : length;
+    uint32_t code;
+    return gc_utf8_decode(s, available, &code);
 }
 
 bool gc_json_utf8_valid(const char *text, size_t length) {
@@ -78,29 +69,6 @@ bool gc_json_utf8_valid(const char *text, size_t length) {
     for (size_t at = 0, step; at < length; at += step)
         if (!(step = utf8_sequence_length(bytes + at, length - at))) return false;
     return true;
-}
-
-static size_t utf8_encode(uint32_t code, char *out) {
-    if (code < 0x80) {
-        out[0] = (char)code;
-        return 1;
-    }
-    if (code < 0x800) {
-        out[0] = (char)(0xc0 | code >> 6);
-        out[1] = (char)(0x80 | (code & 0x3f));
-        return 2;
-    }
-    if (code < 0x10000) {
-        out[0] = (char)(0xe0 | code >> 12);
-        out[1] = (char)(0x80 | (code >> 6 & 0x3f));
-        out[2] = (char)(0x80 | (code & 0x3f));
-        return 3;
-    }
-    out[0] = (char)(0xf0 | code >> 18);
-    out[1] = (char)(0x80 | (code >> 12 & 0x3f));
-    out[2] = (char)(0x80 | (code >> 6 & 0x3f));
-    out[3] = (char)(0x80 | (code & 0x3f));
-    return 4;
 }
 
 /* Reads the 4 hex digits of a \u escape at `at` (before `end`) into *unit. */
@@ -170,7 +138,7 @@ static char *parse_string_text(parser *p) {
         } else if (p->text[at + 1] == 'u') { /* a backslash is never the last byte before `end` */
             uint32_t code;
             if (!(step = read_unicode_escape(p, at, end, &code))) goto error;
-            used += utf8_encode(code, out + used);
+            used += gc_utf8_encode(code, out + used);
         } else {
             const char *escape = NULL;
             for (const char *pair = short_escapes; *pair && !escape; pair += 2)
@@ -206,8 +174,71 @@ static gc_json *parse_integer(parser *p) {
     if (peek(p) == '.' || peek(p) == 'e' || peek(p) == 'E')
         return fail(p, p->at, "only integers are accepted (no fraction or exponent)");
     gc_json *number = new_value(p, GC_JSON_INTEGER, position);
-    if (number) number->integer = value;
+    if (number) number->integer = value, number->number = (double)value;
     return number;
+}
+
+/* Skips the digits at the cursor; false when there is none. */
+static bool skip_digits(parser *p) {
+    size_t start = p->at;
+    while (p->at < p->length && is_digit(p->text[p->at])) p->at++;
+    return p->at > start;
+}
+
+/* Any RFC 8259 number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?. One without fraction or
+ * exponent that fits int64 is a GC_JSON_INTEGER; the rest are doubles (strtod: correctly
+ * rounded; the program never sets a locale, so '.' is the decimal point). */
+static gc_json *parse_number(parser *p) {
+    size_t position = p->at;
+    if (peek(p) == '-') p->at++;
+    if (peek(p) == '0' && p->at + 1 < p->length && is_digit(p->text[p->at + 1]))
+        return fail(p, position, "leading zero in a number");
+    if (!skip_digits(p)) return fail_unexpected(p, "a digit");
+    bool integral = true;
+    if (peek(p) == '.') {
+        p->at++, integral = false;
+        if (!skip_digits(p)) return fail_unexpected(p, "a digit after '.'");
+    }
+    if (peek(p) == 'e' || peek(p) == 'E') {
+        p->at++, integral = false;
+        if (peek(p) == '+' || peek(p) == '-') p->at++;
+        if (!skip_digits(p)) return fail_unexpected(p, "a digit in the exponent");
+    }
+    char digits[64];
+    size_t length = p->at - position;
+    if (length >= sizeof digits) return fail(p, position, "a number of more than %zu characters", sizeof digits - 1);
+    memcpy(digits, p->text + position, length);
+    digits[length] = '\0';
+    errno = 0;
+    long long integer = integral ? strtoll(digits, NULL, 10) : 0;
+    bool exact = integral && errno == 0;
+    gc_json *number = new_value(p, exact ? GC_JSON_INTEGER : GC_JSON_NUMBER, position);
+    if (!number) return NULL;
+    number->integer = exact ? integer : 0;
+    number->number = exact ? (double)integer : strtod(digits, NULL);
+    if (!isfinite(number->number)) {
+        free(number);
+        return fail(p, position, "number %s is out of the range of a double", digits);
+    }
+    return number;
+}
+
+/* true, false or null at the cursor. */
+static gc_json *parse_literal(parser *p) {
+    static const struct {
+        const char *text;
+        gc_json_type type;
+        bool value;
+    } literals[] = {{"true", GC_JSON_BOOL, true}, {"false", GC_JSON_BOOL, false}, {"null", GC_JSON_NULL, false}};
+    for (size_t i = 0; i < sizeof literals / sizeof *literals; i++) {
+        size_t length = strlen(literals[i].text);
+        if (p->length - p->at < length || memcmp(p->text + p->at, literals[i].text, length) != 0) continue;
+        gc_json *value = new_value(p, literals[i].type, p->at);
+        if (value) value->boolean = literals[i].value;
+        p->at += length;
+        return value;
+    }
+    return fail_unexpected(p, "a value");
 }
 
 static int compare_member_keys(const void *a, const void *b) {
@@ -305,6 +336,8 @@ static gc_json *parse_value(parser *p, int depth) {
     int c = peek(p);
     if (c == '{') return parse_container(p, depth, GC_JSON_OBJECT);
     if (c == '[') return parse_container(p, depth, GC_JSON_ARRAY);
+    if (p->document && (c == '-' || (c >= 0 && is_digit((unsigned char)c)))) return parse_number(p);
+    if (p->document && (c == 't' || c == 'f' || c == 'n')) return parse_literal(p);
     if (c >= 0 && is_digit((unsigned char)c)) return parse_integer(p);
     if (c == '-') return fail(p, p->at, "negative numbers are not accepted");
     if (c == '"') {
@@ -319,8 +352,8 @@ static gc_json *parse_value(parser *p, int depth) {
     return fail_unexpected(p, "a value");
 }
 
-gc_json *gc_json_parse(const char *text, size_t length, int max_depth, gc_json_error *error) {
-    parser p = {(const unsigned char *)text, length, 0, max_depth, error};
+static gc_json *parse(const char *text, size_t length, int max_depth, bool document, gc_json_error *error) {
+    parser p = {(const unsigned char *)text, length, 0, max_depth, document, error};
     gc_json *value = parse_value(&p, 0);
     if (!value) return NULL;
     skip_whitespace(&p);
@@ -329,6 +362,34 @@ gc_json *gc_json_parse(const char *text, size_t length, int max_depth, gc_json_e
         return fail_unexpected(&p, "the end of the text");
     }
     return value;
+}
+
+gc_json *gc_json_parse(const char *text, size_t length, int max_depth, gc_json_error *error) {
+    return parse(text, length, max_depth, false, error);
+}
+
+gc_json *gc_json_parse_document(const char *text, size_t length, int max_depth, gc_json_error *error) {
+    return parse(text, length, max_depth, true, error);
+}
+
+const gc_json *gc_json_member(const gc_json *object, const char *key) {
+    if (!object || object->type != GC_JSON_OBJECT) return NULL;
+    for (const gc_json *member = object->first; member; member = member->next)
+        if (strcmp(member->key, key) == 0) return member;
+    return NULL;
+}
+
+const char *gc_json_type_name(gc_json_type type) {
+    switch (type) {
+    case GC_JSON_OBJECT: return "an object";
+    case GC_JSON_ARRAY: return "an array";
+    case GC_JSON_STRING: return "a string";
+    case GC_JSON_INTEGER: return "an integer";
+    case GC_JSON_NUMBER: return "a number";
+    case GC_JSON_BOOL: return "true or false";
+    case GC_JSON_NULL: return "null";
+    }
+    return "an unknown JSON type";
 }
 
 void gc_json_free(gc_json *value) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "nn/json_file.h"
 #include "nn/safetensors_internal.h"
 
 /* Objects nest only three deep in a valid header (file, entry, shape); a little slack
@@ -17,13 +18,13 @@
 #define SHOWN 80
 
 gc_status gc_safetensors_format_error(const char *name, const char *fmt, ...) {
-    char problem[400];
+    char where[4096 + sizeof "safetensors: "]; /* a path of any length Linux allows */
+    snprintf(where, sizeof where, "safetensors: %s", name);
     va_list args;
     va_start(args, fmt);
-    vsnprintf(problem, sizeof problem, fmt, args);
+    gc_status status = gc_json_file_verror(where, fmt, args);
     va_end(args);
-    gc_set_error(GC_ERR_FORMAT, "safetensors: %s: %s", name, problem);
-    return GC_ERR_FORMAT;
+    return status;
 }
 
 static gc_status no_memory(const char *name, const char *what) {
@@ -54,7 +55,7 @@ static const gc_json *field(const char *file, const gc_json *entry, const char *
 /* The byte count of the shape's elements, or false when it passes 2^63 - 1 (multiplied in
  * order, as the reference does, so that no partial product overflows either). */
 static bool shape_bytes(const gc_safetensors_entry *entry, uint64_t *bytes) {
-    uint64_t total = gc_dtype_size(entry->dtype);
+    uint64_t total = entry->element_size;
     for (int i = 0; i < entry->ndim; i++) {
         uint64_t dim = (uint64_t)entry->shape[i];
         if (dim != 0 && total > (uint64_t)INT64_MAX / dim) return false;
@@ -77,10 +78,15 @@ static gc_status read_entry(const char *file, const gc_json *member, uint64_t da
     const gc_json *offsets = shape ? field(file, member, "data_offsets", GC_JSON_ARRAY, "an array of integers") : NULL;
     if (!offsets) return GC_ERR_FORMAT;
 
-    *entry = (gc_safetensors_entry){.name = name};
-    if (!gc_safetensors_dtype_parse(dtype->string, &entry->dtype))
-        return gc_safetensors_format_error(file, "tensor '%.*s': unsupported dtype \"%.*s\" (F32, F16, BF16, I32 and F64 are)",
-                                           SHOWN, name, SHOWN, dtype->string);
+    *entry = (gc_safetensors_entry){.name = name, .dtype_name = dtype->string};
+    if (gc_safetensors_dtype_parse(dtype->string, &entry->dtype)) {
+        entry->element_size = (unsigned)gc_dtype_size(entry->dtype);
+    } else if ((entry->element_size = gc_safetensors_foreign_dtype_size(dtype->string))) {
+        entry->foreign = true; /* listed and checked like any entry; gc_safetensors_get refuses it */
+    } else {
+        return gc_safetensors_format_error(file, "tensor '%.*s': unknown dtype \"%.*s\"", SHOWN, name, SHOWN,
+                                           dtype->string);
+    }
     if (shape->count > GC_MAX_DIMS)
         return gc_safetensors_format_error(file, "tensor '%.*s' has %d dims, more than the %d supported", SHOWN, name,
                                            shape->count, GC_MAX_DIMS);

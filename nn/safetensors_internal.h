@@ -15,8 +15,11 @@
 
 /* One tensor's description from the header, checked against the data buffer. */
 typedef struct gc_safetensors_entry {
-    const char *name; /* points into the parsed header */
-    gc_dtype dtype;
+    const char *name;       /* points into the parsed header */
+    const char *dtype_name; /* the format's spelling ("F32", "I64", ...), into the header too */
+    bool foreign;           /* a dtype gradcache has no tensors of (I64, U8, BOOL, ...): listed, not gettable */
+    gc_dtype dtype;         /* when !foreign */
+    unsigned element_size;  /* bytes */
     int ndim;
     int64_t shape[GC_MAX_DIMS];
     uint64_t begin, end; /* [begin, end) in the data buffer */
@@ -70,6 +73,19 @@ static inline const char *gc_safetensors_dtype_name(gc_dtype dtype) {
     case GC_F64: return "F64";
     default: return "?";
     }
+}
+
+/* The element size of a dtype of the format that gradcache has no tensors of, or 0 for a
+ * name the format does not define. */
+static inline unsigned gc_safetensors_foreign_dtype_size(const char *name) {
+    static const struct {
+        const char *name;
+        unsigned size;
+    } foreign[] = {{"I64", 8}, {"U64", 8}, {"U32", 4}, {"I16", 2}, {"U16", 2}, {"I8", 1},
+                   {"U8", 1},  {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+    for (size_t i = 0; i < sizeof foreign / sizeof *foreign; i++)
+        if (strcmp(name, foreign[i].name) == 0) return foreign[i].size;
+    return 0;
 }
 
 static inline bool gc_safetensors_dtype_parse(const char *name, gc_dtype *dtype) {

@@ -10,40 +10,52 @@ static bool claimed_by_caller(const char *name, const char *const *prefixes) {
     return false;
 }
 
-/* Every tensor of `into` has an entry of its shape in the file; with `exact`, of its dtype
- * too, and every entry of the file is one of `into` or claimed by `others`. */
-static gc_status check_all(const gc_safetensors *file, const gc_param_list *into, bool exact,
-                           const char *const *others) {
+/* How a load matches the file: tensor i of `into` from the entry names[i] (NULL: its own
+ * name); with `exact`, of its dtype too, and every entry of the file one of `into` or
+ * claimed by `others`. */
+typedef struct load_rule {
+    const char *const *names;
+    bool exact;
+    const char *const *others;
+} load_rule;
+
+/* Every tensor of `into` has an entry of its shape, of a gradcache dtype, in the file (and
+ * what rule->exact adds). */
+static gc_status check_all(const gc_safetensors *file, const gc_param_list *into, const load_rule *rule) {
     for (int i = 0; i < into->count; i++) {
         const gc_param *param = &into->items[i];
-        const gc_safetensors_entry *entry = gc_safetensors_find(file, param->name);
-        if (!entry) return gc_safetensors_format_error(file->name, "no tensor named '%s' to load", param->name);
+        const char *name = rule->names ? rule->names[i] : param->name;
+        const gc_safetensors_entry *entry = gc_safetensors_find(file, name);
+        if (!entry) return gc_safetensors_format_error(file->name, "no tensor named '%s' to load", name);
         const gc_tensor *tensor = param->tensor;
+        if (entry->foreign)
+            return gc_safetensors_format_error(file->name, "tensor '%s' is %s in the file, which cannot be loaded "
+                                               "into %s", name, entry->dtype_name, gc_dtype_name(tensor->dtype));
         bool same = entry->ndim == tensor->ndim;
         for (int d = 0; same && d < tensor->ndim; d++) same = entry->shape[d] == tensor->shape[d];
         if (!same) {
             char in_file[96], wanted[96];
             return gc_safetensors_format_error(file->name, "tensor '%s' is %s in the file but %s in the tensor to load",
-                                               param->name, gc_shape_str(entry->ndim, entry->shape, in_file, sizeof in_file),
+                                               name, gc_shape_str(entry->ndim, entry->shape, in_file, sizeof in_file),
                                                gc_shape_str(tensor->ndim, tensor->shape, wanted, sizeof wanted));
         }
-        if (exact && entry->dtype != tensor->dtype)
+        if (rule->exact && entry->dtype != tensor->dtype)
             return gc_safetensors_format_error(file->name, "tensor '%s' is %s in the file but %s in the tensor to load "
-                                               "(a dtype is never converted here)", param->name,
+                                               "(a dtype is never converted here)", name,
                                                gc_safetensors_dtype_name(entry->dtype),
                                                gc_safetensors_dtype_name(tensor->dtype));
     }
-    for (int i = 0; exact && i < file->count; i++) {
+    for (int i = 0; rule->exact && i < file->count; i++) {
         const char *name = file->entries[i].name;
-        if (!gc_param_list_find(into, name) && !claimed_by_caller(name, others))
+        if (!gc_param_list_find(into, name) && !claimed_by_caller(name, rule->others))
             return gc_safetensors_format_error(file->name, "unexpected tensor '%.80s' (the file holds more than it "
                                                "describes)", name);
     }
     return GC_OK;
 }
 
-static gc_status load_one(const gc_safetensors *file, const gc_param *param) {
-    gc_tensor *loaded = gc_safetensors_get(file, param->name, gc_cpu());
+static gc_status load_one(const gc_safetensors *file, const gc_param *param, const char *name) {
+    gc_tensor *loaded = gc_safetensors_get(file, name, gc_cpu());
     if (loaded && loaded->dtype != param->tensor->dtype) { /* converted on the host, then copied once */
         gc_tensor *converted = gc_cast(loaded, param->tensor->dtype);
         gc_tensor_release(loaded);
@@ -54,21 +66,26 @@ static gc_status load_one(const gc_safetensors *file, const gc_param *param) {
     return status;
 }
 
-static gc_status load_checked(const gc_safetensors *file, const gc_param_list *into, bool exact,
-                              const char *const *others) {
-    gc_status status = check_all(file, into, exact, others);
-    for (int i = 0; status == GC_OK && i < into->count; i++) status = load_one(file, &into->items[i]);
+static gc_status load_checked(const gc_safetensors *file, const gc_param_list *into, const load_rule *rule) {
+    gc_status status = check_all(file, into, rule);
+    for (int i = 0; status == GC_OK && i < into->count; i++)
+        status = load_one(file, &into->items[i], rule->names ? rule->names[i] : into->items[i].name);
     return status;
+}
+
+gc_status gc_safetensors_load_named(const gc_safetensors *file, const gc_param_list *into,
+                                    const char *const *file_names) {
+    return load_checked(file, into, &(load_rule){.names = file_names});
 }
 
 gc_status gc_safetensors_load_into(const char *path, const gc_param_list *into) {
     gc_safetensors *file;
     gc_status status = gc_safetensors_open(path, &file);
-    if (status == GC_OK) status = load_checked(file, into, false, NULL);
+    if (status == GC_OK) status = gc_safetensors_load_named(file, into, NULL);
     gc_safetensors_close(file);
     return status;
 }
 
 gc_status gc_safetensors_load_exact(const gc_safetensors *file, const gc_param_list *into, const char *const *others) {
-    return load_checked(file, into, true, others);
+    return load_checked(file, into, &(load_rule){.exact = true, .others = others});
 }

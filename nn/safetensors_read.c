@@ -140,6 +140,15 @@ const char *gc_safetensors_name(const gc_safetensors *file, int index) {
     return file->entries[index].name;
 }
 
+const char *gc_safetensors_dtype_of(const gc_safetensors *file, int index, int *ndim, int64_t shape[GC_MAX_DIMS]) {
+    if (index < 0 || index >= file->count)
+        gc_fatal("safetensors_dtype_of: index %d outside [0, %d) in %s", index, file->count, file->name);
+    const gc_safetensors_entry *entry = &file->entries[index];
+    *ndim = entry->ndim;
+    memcpy(shape, entry->shape, sizeof entry->shape);
+    return entry->dtype_name;
+}
+
 static int compare_name_with_entry(const void *name, const void *entry) {
     return strcmp(name, ((const gc_safetensors_entry *)entry)->name);
 }
@@ -152,6 +161,11 @@ gc_tensor *gc_safetensors_get(const gc_safetensors *file, const char *name, gc_d
     const gc_safetensors_entry *entry = gc_safetensors_find(file, name);
     if (!entry) {
         gc_safetensors_format_error(file->name, "no tensor named '%s'", name);
+        return NULL;
+    }
+    if (entry->foreign) {
+        gc_safetensors_format_error(file->name, "tensor '%s' is %s, a dtype gradcache has no tensors of", name,
+                                    entry->dtype_name);
         return NULL;
     }
     return gc_from_host(file->data + entry->begin, entry->ndim, entry->shape, entry->dtype, device);

@@ -5,11 +5,12 @@
 #include "layer_util.h"
 
 static void check_config(const gc_text_encoder_config *config) {
-    if (config->vocab <= 0 || config->max_length <= 0 || config->layers < 0 || config->projection < 0)
-        gc_fatal("text_encoder: needs a positive vocab and max_length and no negative layers or projection, got "
-                 "vocab %lld, max_length %lld, layers %d, projection %lld",
-                 (long long)config->vocab, (long long)config->max_length, config->layers,
-                 (long long)config->projection);
+    if (config->vocab <= 0 || config->max_length <= 0 || config->layers < 0 || config->projection < 0 ||
+        config->type_vocab < 0 || config->layernorm_eps < 0)
+        gc_fatal("text_encoder: needs a positive vocab and max_length and no negative layers, projection, type_vocab "
+                 "or layernorm_eps, got vocab %lld, max_length %lld, layers %d, projection %lld, type_vocab %lld, "
+                 "layernorm_eps %g", (long long)config->vocab, (long long)config->max_length, config->layers,
+                 (long long)config->projection, (long long)config->type_vocab, config->layernorm_eps);
     gc_nn_check_dropout("text_encoder", config->dropout);
 }
 
@@ -17,16 +18,21 @@ static void check_config(const gc_text_encoder_config *config) {
  * out (a norm, the projection) stays zeroed. */
 static gc_status init_parts(gc_text_encoder *encoder, gc_device device, gc_generator *init) {
     const gc_text_encoder_config *c = &encoder->config;
+    double eps = c->layernorm_eps ? c->layernorm_eps : GC_NN_LAYERNORM_EPS;
     gc_status status = gc_embedding_layer_init(&encoder->tokens, c->vocab, c->dim, c->dtype, device, init);
     if (status == GC_OK)
         status = gc_embedding_layer_init(&encoder->positions, c->max_length, c->dim, c->dtype, device, init);
+    if (status == GC_OK && c->type_vocab)
+        status = gc_embedding_layer_init(&encoder->token_types, c->type_vocab, c->dim, c->dtype, device, init);
     if (status == GC_OK && !c->pre_norm)
-        status = gc_layernorm_layer_init(&encoder->embedding_norm, c->dim, GC_NN_LAYERNORM_EPS, c->dtype, device);
-    for (int i = 0; status == GC_OK && i < c->layers; i++)
+        status = gc_layernorm_layer_init(&encoder->embedding_norm, c->dim, eps, c->dtype, device);
+    for (int i = 0; status == GC_OK && i < c->layers; i++) {
         status = gc_encoder_layer_init(&encoder->layers[i], c->dim, c->heads, c->hidden, c->activation, c->dropout,
                                        c->pre_norm, c->dtype, device, init);
+        encoder->layers[i].attention_norm.eps = encoder->layers[i].mlp_norm.eps = eps;
+    }
     if (status == GC_OK && c->pre_norm)
-        status = gc_layernorm_layer_init(&encoder->final_norm, c->dim, GC_NN_LAYERNORM_EPS, c->dtype, device);
+        status = gc_layernorm_layer_init(&encoder->final_norm, c->dim, eps, c->dtype, device);
     if (status == GC_OK && c->projection)
         status = gc_linear_init(&encoder->projection, c->dim, c->projection, true, c->dtype, device, init);
     return status;
@@ -72,11 +78,19 @@ static void check_inputs(const gc_text_encoder *encoder, const gc_tensor *ids, c
     gc_nn_check_mask("text_encoder", mask, ids->shape[0], ids->shape[1], table->dtype, table->device);
 }
 
-/* ids i32 [B, T] -> [B, T, dim]: each token's vector plus its position's. */
+/* ids i32 [B, T] -> [B, T, dim]: each token's vector, plus type 0's (BERT adds it first), plus
+ * its position's. */
 static gc_tensor *embed(const gc_text_encoder *encoder, const gc_tensor *ids) {
     gc_tensor *positions = gc_arange(ids->shape[1], 0, 1, GC_I32, ids->device);
     gc_tensor *position_vectors = gc_nn_then(positions, gc_embedding_layer_forward(&encoder->positions, positions));
     gc_tensor *token_vectors = gc_embedding_layer_forward(&encoder->tokens, ids);
+    if (encoder->config.type_vocab) {
+        gc_tensor *type = gc_zeros(GC_SHAPE(1), GC_I32, ids->device);
+        gc_tensor *type_vector = gc_nn_then(type, gc_embedding_layer_forward(&encoder->token_types, type)); /* [1, dim] */
+        gc_tensor *typed = gc_add(token_vectors, type_vector);
+        gc_tensor_release(type_vector);
+        token_vectors = gc_nn_then(token_vectors, typed);
+    }
     gc_tensor *sum = gc_add(token_vectors, position_vectors); /* [T, dim] broadcasts over B */
     gc_tensor_release(token_vectors);
     gc_tensor_release(position_vectors);
@@ -96,6 +110,7 @@ gc_tensor *gc_text_encoder_forward(const gc_text_encoder *encoder, const gc_tens
     if (config->pre_norm) h = gc_nn_then(h, gc_layernorm_layer_forward(&encoder->final_norm, h));
     h = gc_nn_then(h, gc_pool(h, mask, config->pooling)); /* [B, dim] */
     if (config->projection) h = gc_nn_then(h, gc_linear_forward(&encoder->projection, h));
+    if (config->normalize) h = gc_nn_then(h, gc_l2_normalize(h, 1e-12));
     return h;
 }
 
@@ -104,6 +119,8 @@ void gc_text_encoder_params(const gc_text_encoder *encoder, const char *prefix, 
     char name[GC_PARAM_NAME_MAX], layer_name[32];
     gc_embedding_layer_params(&encoder->tokens, gc_nn_join(name, prefix, "embeddings.tokens"), list);
     gc_embedding_layer_params(&encoder->positions, gc_nn_join(name, prefix, "embeddings.positions"), list);
+    if (config->type_vocab)
+        gc_embedding_layer_params(&encoder->token_types, gc_nn_join(name, prefix, "embeddings.token_types"), list);
     if (!config->pre_norm)
         gc_layernorm_layer_params(&encoder->embedding_norm, gc_nn_join(name, prefix, "embeddings.norm"), list);
     for (int i = 0; i < config->layers; i++) {
@@ -117,6 +134,7 @@ void gc_text_encoder_params(const gc_text_encoder *encoder, const char *prefix, 
 void gc_text_encoder_free(gc_text_encoder *encoder) {
     gc_embedding_layer_free(&encoder->tokens);
     gc_embedding_layer_free(&encoder->positions);
+    gc_embedding_layer_free(&encoder->token_types);
     gc_layernorm_layer_free(&encoder->embedding_norm);
     for (int i = 0; encoder->layers && i < encoder->config.layers; i++) gc_encoder_layer_free(&encoder->layers[i]);
     free(encoder->layers);

@@ -80,7 +80,7 @@ grep -qE '^Recall@1 [01]\.[0-9]{4}  Recall@10 [01]\.[0-9]{4}  MRR [01]\.[0-9]{4}
     "$work/stdout" || fail "eval output: $(cat "$work/stdout")"
 expect_ok "$gradcache" eval --model "$work/tied/model.safetensors" --data "$work" --split pairs --json
 metric='[01]\.[0-9]+'
-grep -qE "^\{\"recall_at_1\":$metric,\"recall_at_10\":$metric,\"mrr\":$metric,\"queries\":200,\"candidates\":200\}\$" \
+grep -qE "^\{\"recall_at_1\":$metric,\"recall_at_10\":$metric,\"mrr\":$metric,\"queries\":200,\"candidates\":200,\"subset\":false\}\$" \
     "$work/stdout" || fail "eval --json output: $(cat "$work/stdout")"
 
 # --- bad input: one line naming the flag or the file, nothing written ----------------------

@@ -5,13 +5,15 @@
 # byte for byte (in f16 too, with its loss scaler); resuming with another number of processes
 # is refused; a process that dies stops the run with one line from the others, leaves the
 # last checkpoint intact (resuming from it gives the uninterrupted run's model), and nothing
-# behind. A tiny model, seconds on two cores.
-# A two-process checkpoint is trusted only as far as it is checked: every rank's generator
-# offsets, the world size and the set of entries (made by edit_safetensors, $2).
-# usage: test_cli_train_dist.sh GRADCACHE EDIT_SAFETENSORS
+# behind; fine-tuning a pretrained model folder (--init) the same way. A tiny model, seconds
+# on two cores. A two-process checkpoint is trusted only as far as it is checked: every
+# rank's generator offsets, the world size and the set of entries (made by edit_safetensors).
+# usage: test_cli_train_dist.sh GRADCACHE EDIT_SAFETENSORS TINY_BERT_FOLDER
 set -uo pipefail
-gradcache=${1:?usage: test_cli_train_dist.sh path/to/gradcache path/to/edit_safetensors}
-edit=${2:?usage: test_cli_train_dist.sh path/to/gradcache path/to/edit_safetensors}
+usage="usage: test_cli_train_dist.sh path/to/gradcache path/to/edit_safetensors path/to/tiny_bert"
+gradcache=${1:?$usage}
+edit=${2:?$usage}
+tiny=${3:?$usage}
 # shellcheck source=tests/cli_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 export GC_DIST_TIMEOUT=20
@@ -91,6 +93,27 @@ try_edited "metadata 'dist.world_size' is '9223372036854775807', expected an int
     set dist.world_size=9223372036854775807
 try_edited "unexpected metadata 'rng.rank2.cpu.seed'" set rng.rank2.cpu.seed=1
 try_edited "no metadata 'rng.rank1.cpu.seed'" unset rng.rank1.cpu.seed
+
+# fine-tuning a pretrained folder: process 0 writes the run folder as a model folder;
+# stopped and resumed is straight through
+for word in the cat dog sat on mat an of run big; do
+    for n in 1 2 3; do printf 'the %s of %s, number %s\t%s %s\n' "$word" "$word" "$n" "$word" "$n"; done
+done >"$work/bert_pairs.tsv"
+tune=("$gradcache" train --init "$tiny" --data "$work/bert_pairs.tsv" --gc --gc-chunk-size 2,4 --batch-size 8
+      --max-length 16 --steps 4 --lr 1e-3)
+expect_ok timeout 120 "$gradcache" launch -n 2 -- "${tune[@]}" --out "$work/tuned"
+check grep -q "^\[0\] trained steps 1-4 of 4" "$work/stdout" "--init, 2 processes: $(cat "$work/stdout")"
+check [ "$(grep -c "unused by the encoder" "$work/stderr")" -eq 1 ] \
+    "the unused weights were not reported once: $(cat "$work/stderr")"
+for file in config.json tokenizer.json model.safetensors checkpoint.safetensors; do
+    check [ -s "$work/tuned/$file" ] "--init, 2 processes: the run folder has no $file"
+done
+check grep -q '"encoder.layer.1.attention.self.query.weight"' "$work/tuned/model.safetensors" \
+    "--init, 2 processes: model.safetensors is not under Hugging Face's names"
+expect_ok timeout 120 "$gradcache" launch -n 2 -- "${tune[@]}" --out "$work/tuned_resumed" --stop-after 2
+expect_ok timeout 120 "$gradcache" launch -n 2 -- "${tune[@]}" --out "$work/tuned_resumed" --resume
+check same_file "$work/tuned_resumed/model.safetensors" "$work/tuned/model.safetensors" \
+    "--init, 2 processes: resumed, another model than straight through"
 
 # a process killed mid-run (unlaunched, so that nothing else stops the others): the other
 # stops with one line naming the collective and the process, in well under the timeout

@@ -12,7 +12,7 @@
 #include "cli/metadata.h"
 #include "cli/numbers.h"
 #include "cli/retrieval.h"
-#include "cli/tokenizer.h"
+#include "cli/sha256.h"
 
 static void test_distinct_texts(void) {
     const char *texts[] = {"b", "a", "b", "c", "a"};
@@ -167,7 +167,7 @@ static bool row_spells(const gc_tensor *ids, int64_t row, const char *text) {
 static void batch_with_missing_negatives(void *pairs) {
     int64_t examples[] = {0};
     gc_training_batch batch;
-    gc_training_batch_make(pairs, examples, 1, 2, 4, GC_F32, gc_cpu(), &batch);
+    gc_training_batch_make(pairs, examples, 1, 2, gc_tokenizer_bytes(), 4, GC_F32, gc_cpu(), &batch);
 }
 
 static void test_training_batch(void) {
@@ -176,8 +176,9 @@ static void test_training_batch(void) {
     REQUIRE(gc_pairs_parse(data, sizeof data - 1, "memory", &pairs) == GC_OK);
     int64_t examples[] = {2, 0};
     gc_training_batch batch;
-    REQUIRE(gc_training_batch_make(&pairs, examples, 2, 1, 4, GC_BF16, gc_cpu(), &batch) == GC_OK);
-    CHECK(batch.query_ids->shape[0] == 2 && batch.query_ids->shape[1] == 4);
+    REQUIRE(gc_training_batch_make(&pairs, examples, 2, 1, gc_tokenizer_bytes(), 4, GC_BF16, gc_cpu(), &batch) ==
+            GC_OK);
+    CHECK(batch.query_ids->shape[0] == 2 && batch.query_ids->shape[1] == 3); /* [CLS] + 2 bytes: the longest */
     CHECK(batch.passage_ids->shape[0] == 4 && batch.passage_mask->shape[0] == 4);
     CHECK(batch.query_mask->dtype == GC_BF16 && batch.passage_mask->dtype == GC_BF16); /* the model's dtype */
     CHECK(row_spells(batch.query_ids, 0, "q2") && row_spells(batch.query_ids, 1, "q0"));
@@ -238,7 +239,38 @@ static void test_metadata(void) {
     gc_metadata_free(&m);
 }
 
+/* FIPS 180-4's examples, and a message that crosses a block in pieces (model fetch hashes files
+ * 64 KiB at a time). */
+static void test_sha256(void) {
+    static const struct {
+        const char *message, *digest;
+    } cases[] = {
+        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        gc_sha256 hash;
+        char hex[65];
+        gc_sha256_init(&hash);
+        size_t length = strlen(cases[i].message), half = length / 2;
+        gc_sha256_update(&hash, cases[i].message, half);
+        gc_sha256_update(&hash, cases[i].message + half, length - half);
+        gc_sha256_hex(&hash, hex);
+        CHECK_MSG(strcmp(hex, cases[i].digest) == 0, "sha256(\"%s\") = %s", cases[i].message, hex);
+    }
+    gc_sha256 hash; /* a million 'a's: many blocks */
+    char hex[65], block[1000];
+    memset(block, 'a', sizeof block);
+    gc_sha256_init(&hash);
+    for (int i = 0; i < 1000; i++) gc_sha256_update(&hash, block, sizeof block);
+    gc_sha256_hex(&hash, hex);
+    CHECK(strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0") == 0);
+}
+
 int main(void) {
+    test_sha256();
     test_distinct_texts();
     test_retrieval_metrics();
     test_retrieval_ties();

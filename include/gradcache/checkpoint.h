@@ -76,11 +76,14 @@ gc_status gc_safetensors_open(const char *path, gc_safetensors **file);
 /* The same from `size` bytes of memory (copied: the buffer may go away afterwards); `name`
  * stands for the file in messages. */
 gc_status gc_safetensors_open_memory(const void *data, size_t size, const char *name, gc_safetensors **file);
-/* The entries, in name order. */
+/* The entries, in name order. Entries of a dtype the format defines but gradcache has no
+ * tensors of (I64, U8, BOOL, ...: a BERT checkpoint's position_ids) are listed too. */
 int gc_safetensors_count(const gc_safetensors *file);
 const char *gc_safetensors_name(const gc_safetensors *file, int index);
+/* An entry's dtype as the format spells it ("F32", "I64", ...), and its shape. */
+const char *gc_safetensors_dtype_of(const gc_safetensors *file, int index, int *ndim, int64_t shape[GC_MAX_DIMS]);
 /* A new tensor holding the named entry on `device`; NULL with GC_ERR_FORMAT when there is no
- * such entry. */
+ * such entry or its dtype is not one of gradcache's. */
 gc_tensor *gc_safetensors_get(const gc_safetensors *file, const char *name, gc_device device);
 /* The bytes of tensor data: the sum of every entry's size (the file's own size, less its
  * header), known before any tensor is made. */
@@ -100,6 +103,11 @@ void gc_safetensors_close(gc_safetensors *file);
  * nothing is changed then, because every tensor is checked before the first is copied
  * (only an allocation failure while copying can leave some tensors loaded). */
 gc_status gc_safetensors_load_into(const char *path, const gc_param_list *into);
+/* The same from an opened file, tensor i of `into` from the entry named file_names[i] (or
+ * from its own name when file_names is NULL). An entry of a dtype gradcache has no tensors
+ * of is GC_ERR_FORMAT naming it. */
+gc_status gc_safetensors_load_named(const gc_safetensors *file, const gc_param_list *into,
+                                    const char *const *file_names);
 
 /* The strict form, for a file that must hold exactly `into` (the parameters of a model it
  * describes): every tensor of `into` from the entry of its name, of its shape AND dtype (no

@@ -18,8 +18,10 @@
 #include "gradcache/nn.h"
 #include "gradcache/ops.h"
 #include "gradcache/optim.h"
+#include "gradcache/pretrained.h"
 #include "gradcache/random.h"
 #include "gradcache/rng.h"
 #include "gradcache/tensor.h"
+#include "gradcache/tokenizer.h"
 
 #endif

@@ -161,6 +161,7 @@ gc_tensor *gc_l2_normalize(const gc_tensor *x, double eps);
 typedef struct gc_text_encoder_config {
     int64_t vocab;      /* token ids in [0, vocab) */
     int64_t max_length; /* learned positions */
+    int64_t type_vocab; /* token types (BERT's segments), 0 for none; every token is of type 0 */
     int64_t dim;
     int heads;
     int layers;
@@ -170,6 +171,8 @@ typedef struct gc_text_encoder_config {
     bool pre_norm;
     gc_activation activation;
     gc_pooling pooling;
+    bool normalize;       /* L2-normalise the output (eps 1e-12), as sentence-transformers' Normalize */
+    double layernorm_eps; /* every LayerNorm's eps; 0 for BERT's 1e-12 */
     gc_dtype dtype;
 } gc_text_encoder_config;
 
@@ -177,6 +180,7 @@ typedef struct gc_text_encoder {
     gc_text_encoder_config config;
     gc_embedding_layer tokens;     /* "embeddings.tokens" */
     gc_embedding_layer positions;  /* "embeddings.positions" */
+    gc_embedding_layer token_types; /* "embeddings.token_types": when config.type_vocab > 0 */
     gc_layernorm_layer embedding_norm; /* "embeddings.norm": post-norm encoders only (BERT) */
     gc_encoder_layer *layers;      /* [config.layers], "layers.N" */
     gc_layernorm_layer final_norm; /* "final_norm": pre-norm encoders only */
@@ -189,9 +193,10 @@ gc_status gc_text_encoder_init(gc_text_encoder *encoder, const gc_text_encoder_c
  * building anything: what a file must hold before a model it describes is allocated. */
 int64_t gc_text_encoder_numel(const gc_text_encoder_config *config);
 /* ids i32 [B, T] (1 <= T <= max_length), mask [B, T] of the encoder's dtype or NULL ->
- * [B, projection or dim]. Positions 0..T-1 are added to the tokens; then the embedding norm
- * (post-norm), dropout, the layers (each given the mask), the final norm (pre-norm), the
- * pooling (given the mask) and the projection. */
+ * [B, projection or dim]. Token type 0 (when there are types) and positions 0..T-1 are added
+ * to the tokens; then the embedding norm (post-norm), dropout, the layers (each given the
+ * mask), the final norm (pre-norm), the pooling (given the mask), the projection and the
+ * normalisation. */
 gc_tensor *gc_text_encoder_forward(const gc_text_encoder *encoder, const gc_tensor *ids, const gc_tensor *mask,
                                    bool training);
 void gc_text_encoder_params(const gc_text_encoder *encoder, const char *prefix, gc_param_list *list);

@@ -1,0 +1,83 @@
+/* Pretrained BERT-family encoders in the Hugging Face layout, and encoding texts.
+ *
+ * A model folder holds
+ *   config.json        BertModel's configuration (model_type "bert": sizes, hidden_act,
+ *                      layer_norm_eps, absolute positions);
+ *   model.safetensors  the weights under Hugging Face's names ("embeddings.word_embeddings.weight",
+ *                      "encoder.layer.0.attention.self.query.weight", ...; a "bert." prefix,
+ *                      as BertForMaskedLM writes, is accepted);
+ *   tokenizer.json     a WordPiece tokenizer (gradcache/tokenizer.h);
+ * and, from sentence-transformers, optionally 1_Pooling/config.json (mean or CLS pooling;
+ * mean when absent) and modules.json (a Normalize module: L2-normalised outputs).
+ * sentence-transformers/all-MiniLM-L6-v2 is such a folder, as are BERT, DPR's encoders and
+ * Contriever once in safetensors.
+ *
+ * The model is a gc_text_encoder (post-norm layers, token types, no projection) whose
+ * parameters map one to one onto the file's names; loading checks every name, shape and
+ * dtype, names every missing weight, and reports the file's unused ones (BertModel's pooler,
+ * the position_ids buffer), keeping those gradcache can hold so that a save writes them
+ * back: the saved folder loads in sentence-transformers and transformers unchanged. */
+#ifndef GRADCACHE_PRETRAINED_H
+#define GRADCACHE_PRETRAINED_H
+
+#include "gradcache/checkpoint.h"
+#include "gradcache/nn.h"
+#include "gradcache/tokenizer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The largest config.json (and sentence-transformers file) read: they are a few hundred bytes. */
+#define GC_BERT_MAX_CONFIG (1u << 20)
+
+/* The encoder configuration of the folder `dir` (f32, dropout as config.json says). GC_ERR_IO
+ * when config.json cannot be read; GC_ERR_FORMAT naming the file and the field when it is not
+ * a BERT configuration this library implements (another model_type, relative positions, an
+ * unknown activation or pooling, sizes out of range). */
+gc_status gc_bert_read_config(const char *dir, gc_text_encoder_config *config);
+/* The same from the `length` bytes of a config.json (`name` stands for the file in messages);
+ * pooling and normalisation keep their defaults (mean, none). */
+gc_status gc_bert_parse_config(const char *text, size_t length, const char *name, gc_text_encoder_config *config);
+
+/* The file's entries that a loaded encoder does not use. */
+typedef struct gc_bert_unused {
+    gc_param_list kept; /* those of a gradcache dtype (BERT's pooler), on the host: saved back */
+    int count;          /* all of them, kept or not (an I64 position_ids buffer is not kept) */
+    char names[512];    /* their names, ", "-separated, cut with "..." when longer */
+} gc_bert_unused;
+void gc_bert_unused_free(gc_bert_unused *unused);
+
+/* The Hugging Face name of a parameter of a BERT-shaped gc_text_encoder ("layers.3.mlp.in.weight"
+ * -> "encoder.layer.3.intermediate.dense.weight") into name_out; false for a name with no
+ * counterpart (a projection, a pre-norm encoder's final norm). */
+bool gc_bert_weight_name(const char *name, char name_out[GC_PARAM_NAME_MAX]);
+
+/* Loads the safetensors file at `path` (a model.safetensors) into `encoder` (built from the
+ * folder's configuration): GC_ERR_FORMAT naming the file and every missing weight, or the
+ * first weight of another shape or of a non-floating dtype, with nothing loaded; floating
+ * weights of another precision are converted. `unused` (or NULL) receives what the file holds
+ * beyond the encoder's weights. */
+gc_status gc_bert_load_weights(const char *path, const gc_text_encoder *encoder, gc_bert_unused *unused);
+
+/* Writes the encoder's weights under their Hugging Face names, and the `kept` tensors of
+ * `unused` (or NULL), to `path` (atomically), with the metadata transformers expects. */
+gc_status gc_bert_save_weights(const char *path, const gc_text_encoder *encoder, const gc_bert_unused *unused);
+
+/* The whole folder: the configuration, the encoder on `device` with its weights, and the
+ * tokenizer (*tokenizer, free it with gc_tokenizer_free). On failure nothing is left
+ * allocated. */
+gc_status gc_bert_load(const char *dir, gc_device device, gc_text_encoder *encoder, gc_tokenizer **tokenizer,
+                       gc_bert_unused *unused);
+
+/* texts[0..count) (count >= 1) -> representations [count, D] on the encoder's device, in
+ * f32 for a 16-bit encoder (gc_working_dtype): eval
+ * mode (no dropout), no graph, `batch` texts at a time, each tokenized to at most max_length
+ * tokens (batches padded to their longest text). NULL (error set) when memory runs out. */
+gc_tensor *gc_encode_texts(const gc_text_encoder *encoder, const gc_tokenizer *tokenizer, const char *const *texts,
+                           int64_t count, int64_t max_length, int64_t batch);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
