@@ -6,7 +6,6 @@
  * log_softmax keeps, and a -inf logit in another class leaves the loss finite (as in
  * PyTorch), where multiplying by a one-hot matrix would make it 0 * -inf = nan. */
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "gradcache/loss.h"
 #include "gradcache/ops.h"
@@ -29,32 +28,11 @@ static void check_shapes(const gc_tensor *logits, const gc_tensor *targets, gc_l
         gc_fatal("cross_entropy: logits %s have more than 2^31 elements", tl);
 }
 
-/* Every target in [0, classes), read back to the host (a device's targets too). Returns
- * false, with the error recorded, when there is no host memory to read them into. */
-static bool check_targets(const gc_tensor *targets, int64_t classes) {
-    int64_t rows = gc_numel(targets);
-    int32_t *host = malloc(sizeof *host * (size_t)(rows ? rows : 1));
-    if (!host) {
-        gc_set_error(GC_ERR_OUT_OF_MEMORY, "cross_entropy: no host memory to check %lld targets", (long long)rows);
-        return false;
-    }
-    gc_copy_to_host(targets, host);
-    for (int64_t i = 0; i < rows; i++)
-        if (host[i] < 0 || host[i] >= classes) {
-            int32_t target = host[i];
-            free(host);
-            gc_fatal("cross_entropy: target %d at position %lld is outside [0, %lld)", (int)target, (long long)i,
-                     (long long)classes);
-        }
-    free(host);
-    return true;
-}
-
 gc_tensor *gc_cross_entropy(const gc_tensor *logits, const gc_tensor *targets, gc_loss_reduction reduction) {
     if (!logits || !targets) return NULL;
     check_shapes(logits, targets, reduction);
     int64_t rows = logits->shape[0], classes = logits->shape[1];
-    if (!check_targets(targets, classes)) return NULL;
+    gc_check_index_range("cross_entropy", "target", targets, classes); /* on the device: no host wait */
     gc_tensor *row_starts = gc_arange(rows, 0, (double)classes, GC_I32, logits->device); /* i C */
     gc_tensor *flat_targets = gc_add(row_starts, targets);                                /* [N] */
     gc_tensor *log_probs = gc_log_softmax(logits);                                        /* [N, C] */

@@ -1,23 +1,23 @@
-/* Gathers and reorderings on the CPU: embedding lookup and permute. Both only move
- * bytes, so they work for every dtype through its element size. */
+/* Index checks, gathers and reorderings on the CPU: the range check of indices, embedding
+ * lookup and permute. The last two only move bytes, so they work for every dtype through
+ * its element size. */
 #include <string.h>
 
 #include "kernels_cpu.h"
 
-int64_t gc_cpu_embedding(const void *table, const int32_t *ids, void *out, size_t n_ids, size_t vocab,
-                         size_t dim, gc_dtype dtype) {
+void gc_cpu_check_index(const int32_t *index, size_t n, const gc_index_site *site) {
+    for (size_t i = 0; i < n; i++)
+        if (index[i] < 0 || index[i] >= site->bound) gc_index_site_fail(site, (int64_t)i, false, index[i], NULL);
+}
+
+void gc_cpu_embedding(const void *table, const int32_t *ids, void *out, size_t n_ids, size_t vocab, size_t dim,
+                      gc_dtype dtype) {
     size_t row_bytes = dim * gc_dtype_size(dtype);
-    int64_t first_bad = -1;
     for (size_t i = 0; i < n_ids; i++) {
         char *row = (char *)out + i * row_bytes;
-        if (ids[i] < 0 || (size_t)ids[i] >= vocab) {
-            memset(row, 0, row_bytes);
-            if (first_bad < 0) first_bad = (int64_t)i;
-            continue;
-        }
-        memcpy(row, (const char *)table + (size_t)ids[i] * row_bytes, row_bytes);
+        if (ids[i] < 0 || (size_t)ids[i] >= vocab) memset(row, 0, row_bytes);
+        else memcpy(row, (const char *)table + (size_t)ids[i] * row_bytes, row_bytes);
     }
-    return first_bad;
 }
 
 /* Copies n elements of `size` bytes, src read every `src_step` elements, into dst

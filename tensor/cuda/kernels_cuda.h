@@ -1,6 +1,7 @@
 /* The CUDA backend's kernels, callable from C. Same semantics as the CPU kernels
  * (tensor/cpu/kernels_cpu.h); see tensor/backend.h. Each runs on the current device
- * (set by gc_backend_for) and the default stream, and checks its launch. */
+ * (set by gc_backend_for) and the default stream, and checks its launch. The index checks
+ * and the workspace have their own headers (index_check_cuda.h, workspace_cuda.h). */
 #ifndef GC_TENSOR_KERNELS_CUDA_H
 #define GC_TENSOR_KERNELS_CUDA_H
 
@@ -13,6 +14,7 @@ extern "C" {
 /* memory_cuda.c */
 void *gc_cuda_raw_alloc(int device_index, size_t nbytes);
 void gc_cuda_raw_free(int device_index, void *ptr, size_t nbytes);
+void gc_cuda_memory_info(int device_index, size_t *free_bytes, size_t *total_bytes);
 void gc_cuda_memcpy_to_host(void *host, const void *src, size_t nbytes);
 void gc_cuda_memcpy_from_host(void *dst, const void *host, size_t nbytes);
 void gc_cuda_memcpy_same_device(void *dst, const void *src, size_t nbytes);
@@ -47,8 +49,8 @@ void gc_cuda_layernorm(const void *x, const void *gamma, const void *beta, void 
                        float *rstd, size_t rows, size_t cols, double eps, gc_dtype dtype);
 
 /* layout_cuda.cu */
-int64_t gc_cuda_embedding(const void *table, const int32_t *ids, void *out, size_t n_ids,
-                          size_t vocab, size_t dim, gc_dtype dtype);
+void gc_cuda_embedding(const void *table, const int32_t *ids, void *out, size_t n_ids, size_t vocab, size_t dim,
+                       gc_dtype dtype);
 void gc_cuda_permute(const void *x, void *y, const gc_permute_args *args, size_t elem_size);
 
 /* scatter_cuda.cu */

@@ -28,7 +28,7 @@ extern "C" void gc_cuda_scatter_last(const void *src, const int32_t *index, void
                                      gc_dtype dtype) {
     gc_cuda_dispatch_float("scatter_last", dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        gc_cuda_launch(scatter_last_kernel<T>, gc_cuda_blocks((int64_t)rows), (const T *)src, index, (T *)out,
+        GC_CUDA_LAUNCH(scatter_last_kernel<T>, gc_cuda_blocks((int64_t)rows), (const T *)src, index, (T *)out,
                        (int64_t)rows, (int64_t)cols);
     });
 }
@@ -37,7 +37,7 @@ extern "C" void gc_cuda_embedding_backward(const void *grad_out, const int32_t *
                                            size_t dim, gc_dtype dtype) {
     gc_cuda_dispatch_float("embedding_backward", dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        gc_cuda_launch(embedding_backward_kernel<T>, gc_cuda_blocks((int64_t)(n_ids * dim)), (const T *)grad_out, ids,
+        GC_CUDA_LAUNCH(embedding_backward_kernel<T>, gc_cuda_blocks((int64_t)(n_ids * dim)), (const T *)grad_out, ids,
                        (T *)grad_table, (int64_t)n_ids, (int64_t)dim);
     });
 }
