@@ -78,6 +78,9 @@ grep -q 'time/plain' "$dir/out" || fail "bench speed: no ratio column"
 grep -Eq '^  gc  *8  *[0-9.]+  *[0-9]+\.[0-9]{2}  *[0-9.]+  *[0-9]+\.[0-9]{2}$' "$dir/out" ||
     fail "bench speed: no ratios for chunk 8: $(cat "$dir/out")"
 grep -q '^  gc  *64 ' "$dir/out" && fail "bench speed: a chunk larger than the batch was run"
+expect_status 0 bench speed --batch-size 16 --chunks 8 --reps 1 --warmup 0 --keep-last-graph
+grep -q "keeping the last chunk's graph" "$dir/out" || fail "bench speed --keep-last-graph: not said: $(head -1 "$dir/out")"
+grep -q '^  gc  *8 ' "$dir/out" || fail "bench speed --keep-last-graph: no GradCache row: $(cat "$dir/out")"
 
 # --- bad input: one line naming the flag, exit 2, no output file ---
 expect_usage_error --batch-size verify --batch-size 0
