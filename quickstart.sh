@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The two commands of the README's quick start:
 #   bash quickstart.sh          set up, build, and run the main job
-#   bash quickstart.sh test     set up, build, and run the test suites (cpu, and cuda where
+#   bash quickstart.sh test     set up, build, and run the test suites (cpu, dist, and cuda where
 #                               a GPU is present; without one the cuda tests are skipped)
 # Set-up installs what a fresh Debian/Ubuntu machine lacks (meson, ninja, pkg-config, a C
 # compiler, WordNet) with apt-get, as root or through sudo. Extra meson options can be passed in
@@ -45,7 +45,7 @@ build() {
 run_tests() {
     local build_dir=${GC_BUILD_DIR:-build}
     local status=0
-    meson test -C "$build_dir" --suite cpu --suite cuda --print-errorlogs --num-processes 2 || status=$?
+    meson test -C "$build_dir" --suite cpu --suite dist --suite cuda --print-errorlogs --num-processes 2 || status=$?
     python3 tests/summarize.py "$build_dir/meson-logs/testlog.json" || true
     return $status
 }

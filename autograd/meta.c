@@ -57,6 +57,19 @@ void gc_zero_grad(gc_tensor *leaf) {
     meta->grad = NULL;
 }
 
+void gc_set_grad(gc_tensor *leaf, gc_tensor *grad) {
+    char a[128], b[128];
+    if (!gc_is_leaf(leaf) || !gc_requires_grad(leaf))
+        gc_fatal("set_grad: %s is not a leaf that requires a gradient", gc_tensor_str(leaf, a, sizeof a));
+    if (grad && (!gc_same_shape(grad, leaf) || grad->dtype != leaf->dtype || !gc_device_equal(grad->device, leaf->device)))
+        gc_fatal("set_grad: a gradient %s for the leaf %s", gc_tensor_str(grad, a, sizeof a),
+                 gc_tensor_str(leaf, b, sizeof b));
+    gc_autograd_meta *meta = gc_meta(leaf);
+    if (grad) gc_tensor_retain(grad);
+    gc_tensor_release(meta->grad);
+    meta->grad = grad;
+}
+
 gc_tensor *gc_save_view(const gc_tensor *t) {
     bool previous = gc_set_grad_enabled(false); /* a reshape to its own shape, not recorded */
     gc_tensor *view = gc_reshape(t, t->ndim, t->shape);
@@ -78,4 +91,18 @@ void gc_add_post_accumulate_hook(gc_tensor *leaf, gc_grad_hook hook, void *user_
     meta->hooks[meta->n_hooks] = hook;
     meta->hook_data[meta->n_hooks] = user_data;
     meta->n_hooks++;
+}
+
+void gc_remove_post_accumulate_hook(gc_tensor *leaf, gc_grad_hook hook, void *user_data) {
+    gc_autograd_meta *meta = gc_meta(leaf);
+    if (!meta) return;
+    for (int i = 0; i < meta->n_hooks; i++)
+        if (meta->hooks[i] == hook && meta->hook_data[i] == user_data) {
+            for (int j = i + 1; j < meta->n_hooks; j++) { /* keep the others in registration order */
+                meta->hooks[j - 1] = meta->hooks[j];
+                meta->hook_data[j - 1] = meta->hook_data[j];
+            }
+            meta->n_hooks--;
+            return;
+        }
 }

@@ -8,39 +8,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_tower.h"
 #include "bench_util.h"
 #include "gradcache/gradcache.h"
-
-typedef struct tower {
-    gc_linear in, out;
-    gc_param_list params;
-} tower;
 
 static void fail(const char *what) {
     fprintf(stderr, "bench_cache: %s: %s\n", what, gc_last_error());
     exit(1);
-}
-
-static tower make_tower(int64_t in, int64_t hidden, int64_t dim, gc_device device, gc_generator *init) {
-    tower t = {0};
-    if (gc_linear_init(&t.in, in, hidden, true, GC_F32, device, init) != GC_OK ||
-        gc_linear_init(&t.out, hidden, dim, true, GC_F32, device, init) != GC_OK)
-        fail("parameters");
-    gc_linear_params(&t.in, "in", &t.params);
-    gc_linear_params(&t.out, "out", &t.params);
-    return t;
-}
-
-static gc_tensor *tower_forward(void *state, const gc_batch *chunk) {
-    tower *t = state;
-    gc_tensor *h = gc_linear_forward(&t->in, chunk->tensors[0]);
-    gc_tensor *a = gc_gelu_tanh(h);
-    gc_tensor *d = gc_nn_dropout(a, 0.1, true);
-    gc_tensor *out = gc_linear_forward(&t->out, d);
-    gc_tensor_release(h);
-    gc_tensor_release(a);
-    gc_tensor_release(d);
-    return out;
 }
 
 typedef struct measurement {
@@ -133,10 +107,6 @@ int main(int argc, char **argv) {
     }
     gc_tensor_release(xq);
     gc_tensor_release(xp);
-    for (int t = 0; t < 2; t++) {
-        gc_linear_free(&towers[t].in);
-        gc_linear_free(&towers[t].out);
-        gc_param_list_free(&towers[t].params);
-    }
+    for (int t = 0; t < 2; t++) free_tower(&towers[t]);
     return 0;
 }

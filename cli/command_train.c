@@ -25,6 +25,7 @@
 #include "progress.h"
 #include "run_log.h"
 #include "train_flags.h"
+#include "train_dist.h"
 #include "train_state.h"
 
 /* Gradient clipping and AdamW's constants: those of BERT-style fine-tuning. */
@@ -35,6 +36,7 @@
 typedef struct trainer {
     gc_train_flags flags;
     gc_device device;
+    gc_train_dist dist;     /* data-parallel: this rank's part of a launched run */
     char *data_path, *checkpoint_path, *model_path;
     gc_pairs pairs;
     int64_t steps_per_epoch, total_steps;
@@ -58,16 +60,10 @@ typedef struct trainer {
 #define fail(...) gc_cli_fail("train", __VA_ARGS__)
 
 /* The run's three uses of randomness draw from independent Philox streams, all named by
- * --seed through splitmix64's finaliser (Steele et al.), so nearby seeds give unrelated
- * stream names. */
+ * --seed (gc_derive_seed), so nearby seeds give unrelated stream names. */
 typedef enum random_stream { STREAM_INIT = 1, STREAM_DROPOUT, STREAM_DATA } random_stream;
 
-static uint64_t stream_seed(uint64_t seed, random_stream stream) {
-    uint64_t z = seed + (uint64_t)stream * 0x9E3779B97F4A7C15u;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-    return z ^ (z >> 31);
-}
+static uint64_t stream_seed(uint64_t seed, random_stream stream) { return gc_derive_seed(seed, (uint64_t)stream); }
 
 /* The epoch of step `step` (0-based) and how many of that epoch's examples come before it. */
 static void locate(const trainer *t, int64_t step, int64_t *epoch, int64_t *position) {
@@ -79,6 +75,7 @@ static void locate(const trainer *t, int64_t step, int64_t *epoch, int64_t *posi
 static int load_data(trainer *t) {
     const gc_train_flags *f = &t->flags;
     int status = gc_device_from_flag("train", f->device, &t->device);
+    if (!status) status = gc_train_dist_begin(&t->dist, f->batch_size, &t->device);
     if (status) return status;
     if (f->mem_limit) gc_memory_set_limit(t->device, f->mem_limit);
     t->data_path = gc_data_path(f->data, "train");
@@ -99,6 +96,14 @@ static int load_data(trainer *t) {
     return 0;
 }
 
+/* Data-parallel: the gradient bucketer, which also makes every rank start from rank 0's
+ * parameters. */
+static int attach_bucketer(trainer *t) {
+    if (gc_train_dist_attach(&t->dist, &t->model.params) != GC_OK)
+        return fail(1, "cannot set up data-parallel training: %s", gc_last_error());
+    return 0;
+}
+
 /* The model, the optimizer and the state a fresh run starts from, or the checkpoint's. */
 static int build_model(trainer *t) {
     const gc_train_flags *f = &t->flags;
@@ -111,13 +116,14 @@ static int build_model(trainer *t) {
     t->optimizer_ready = true;
     /* warm-up over the first 10% of the steps, then linear decay to 0 */
     t->schedule = (gc_lr_schedule){f->lr, 0, t->total_steps / 10, t->total_steps, GC_LR_LINEAR};
-    gc_manual_seed(stream_seed((uint64_t)f->seed, STREAM_DROPOUT));
+    gc_manual_seed(gc_train_dist_dropout_seed(&t->dist, stream_seed((uint64_t)f->seed, STREAM_DROPOUT)));
     int64_t passages = f->batch_size * (1 + f->hard_negatives);
     t->progress = (gc_train_progress){.chunk_sizes = {f->gc ? f->chunk_sizes[0] : f->batch_size,
                                                       f->gc ? f->chunk_sizes[1] : passages},
                                       .rng = gc_rng_capture()};
-    if (!f->resume) return 0;
-    if (gc_train_state_load(t->checkpoint_path, &t->model, &t->optimizer, &t->progress, &t->settings) != GC_OK)
+    if (!f->resume) return attach_bucketer(t);
+    if (gc_train_state_load(t->checkpoint_path, &t->model, &t->optimizer, &t->progress, &t->settings,
+                            gc_train_dist_rank(&t->dist), gc_train_dist_world(&t->dist)) != GC_OK)
         return fail(1, "--resume: %s", gc_last_error());
     int64_t epoch, position;
     locate(t, t->progress.step, &epoch, &position);
@@ -126,7 +132,7 @@ static int build_model(trainer *t) {
                     t->checkpoint_path, (long long)t->progress.step, (long long)t->progress.epoch,
                     (long long)t->progress.position, (long long)t->total_steps, (long long)t->steps_per_epoch);
     gc_rng_restore(&t->progress.rng);
-    return 0;
+    return attach_bucketer(t);
 }
 
 /* Everything before the first step; 0 or the exit status. */
@@ -138,11 +144,13 @@ static int set_up(trainer *t) {
     t->model_path = gc_path_join(t->flags.out, "model.safetensors");
     status = build_model(t);
     if (status) return status;
-    if (gc_make_directories(t->flags.out) != GC_OK) return fail(1, "--out: %s", gc_last_error());
-    char *log_path = gc_path_join(t->flags.out, "log.jsonl");
-    gc_status opened = gc_run_log_open(&t->log, log_path, t->progress.step);
-    free(log_path);
-    if (opened != GC_OK) return fail(1, "--out: %s", gc_last_error());
+    if (gc_train_dist_rank(&t->dist) == 0) { /* rank 0 alone writes */
+        if (gc_make_directories(t->flags.out) != GC_OK) return fail(1, "--out: %s", gc_last_error());
+        char *log_path = gc_path_join(t->flags.out, "log.jsonl");
+        gc_status opened = gc_run_log_open(&t->log, log_path, t->progress.step);
+        free(log_path);
+        if (opened != GC_OK) return fail(1, "--out: %s", gc_last_error());
+    }
     gc_text_encoder *towers[2] = {gc_dual_encoder_tower(&t->model, 0), gc_dual_encoder_tower(&t->model, 1)};
     t->loss_options = (gc_contrastive_options){GC_SIMILARITY_COSINE, t->flags.temperature, NULL, GC_LOSS_MEAN};
     gc_cache_config config = {
@@ -151,7 +159,9 @@ static int set_up(trainer *t) {
                    {towers[1], gc_dual_encoder_forward_train, t->progress.chunk_sizes[1], &t->model.params}},
         .loss = gc_contrastive_loss_fn(&t->loss_options),
         .keep_last_graph = true, /* one forward fewer per side; the same numbers */
-        .auto_chunk = t->flags.gc,
+        .auto_chunk = t->flags.gc && !t->dist.group, /* ranks could not agree on a retry */
+        .group = t->dist.group,
+        .ddp = t->dist.ddp,
     };
     t->cache = gc_cache_new(&config);
     return 0;
@@ -169,9 +179,11 @@ static gc_status run_step(trainer *t, gc_step_record *record) {
         t->order_epoch = epoch;
     }
     double start = bench_now();
+    int64_t share_start, share;
+    gc_train_dist_share(&t->dist, f->batch_size, &share_start, &share); /* this rank's examples */
     gc_training_batch batch;
-    gc_status status = gc_training_batch_make(&t->pairs, t->order + position, f->batch_size, (int)f->hard_negatives,
-                                              f->max_length, t->device, &batch);
+    gc_status status = gc_training_batch_make(&t->pairs, t->order + position + share_start, share,
+                                              (int)f->hard_negatives, f->max_length, t->device, &batch);
     if (status != GC_OK) return status;
     gc_memory_reset_peak(t->device);
     gc_cache_report report = {0};
@@ -192,7 +204,7 @@ static gc_status run_step(trainer *t, gc_step_record *record) {
     }
     t->optimizer.lr = gc_lr_at(&t->schedule, step);
     status = gc_adamw_step(&t->optimizer);
-    gc_param_list_zero_grad(&t->model.params);
+    gc_train_dist_zero_grad(&t->dist, &t->model.params);
     if (status != GC_OK) return status;
     gc_device_synchronize(t->device);
     double seconds = bench_now() - start;
@@ -214,12 +226,21 @@ static gc_status run_step(trainer *t, gc_step_record *record) {
     return GC_OK;
 }
 
-/* The checkpoint and the model file, both written atomically. */
+/* The checkpoint and the model file, both written atomically by rank 0, with every rank's
+ * random-number state (every rank takes part). */
 static gc_status save(trainer *t) {
     locate(t, t->progress.step, &t->progress.epoch, &t->progress.position);
     t->progress.rng = gc_rng_capture();
-    gc_status status = gc_train_state_save(t->checkpoint_path, &t->model, &t->optimizer, &t->progress, &t->settings);
-    return status == GC_OK ? gc_model_file_save(t->model_path, &t->model) : status;
+    int world = gc_train_dist_world(&t->dist);
+    gc_rng_context *every_rank = malloc((size_t)world * sizeof *every_rank);
+    if (!every_rank) gc_fatal("train: out of host memory for %d random-number states", world);
+    gc_status status = gc_train_dist_gather_rng(&t->dist, &t->progress.rng, every_rank);
+    if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0)
+        status = gc_train_state_save(t->checkpoint_path, &t->model, &t->optimizer, &t->progress, &t->settings,
+                                     every_rank, world);
+    if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0) status = gc_model_file_save(t->model_path, &t->model);
+    free(every_rank);
+    return status;
 }
 
 /* Ends the progress line, then reports the failure of step `step`. */
@@ -234,7 +255,8 @@ static int step_failed(trainer *t, int64_t step, const char *doing) {
 static int train(trainer *t) {
     int64_t first = t->progress.step;
     if (first >= t->stop_step) {
-        printf("nothing to do: %s is at step %lld of %lld\n", t->checkpoint_path, (long long)first,
+        if (gc_train_dist_rank(&t->dist) == 0)
+            printf("nothing to do: %s is at step %lld of %lld\n", t->checkpoint_path, (long long)first,
                (long long)t->total_steps);
         return 0;
     }
@@ -243,8 +265,9 @@ static int train(trainer *t) {
     while (t->progress.step < t->stop_step) {
         gc_step_record record;
         if (run_step(t, &record) != GC_OK) return step_failed(t, t->progress.step + 1, "training");
-        if (gc_run_log_append(&t->log, &record) != GC_OK) return step_failed(t, record.step, "logging");
-        gc_progress_step(&t->bar, &record);
+        bool reporter = gc_train_dist_rank(&t->dist) == 0;
+        if (reporter && gc_run_log_append(&t->log, &record) != GC_OK) return step_failed(t, record.step, "logging");
+        if (reporter) gc_progress_step(&t->bar, &record);
         if (record.step == first + 1) first_loss = record.loss;
         last_loss = record.loss;
         seconds += record.seconds;
@@ -253,15 +276,17 @@ static int train(trainer *t) {
             return step_failed(t, record.step, "saving");
     }
     gc_progress_end(&t->bar);
-    printf("trained steps %lld-%lld of %lld in %.1f s, loss %.4f -> %.4f; wrote %s and %s\n", (long long)first + 1,
-           (long long)t->stop_step, (long long)t->total_steps, seconds, first_loss, last_loss, t->model_path,
-           t->checkpoint_path);
+    if (gc_train_dist_rank(&t->dist) == 0)
+        printf("trained steps %lld-%lld of %lld in %.1f s, loss %.4f -> %.4f; wrote %s and %s\n", (long long)first + 1,
+               (long long)t->stop_step, (long long)t->total_steps, seconds, first_loss, last_loss, t->model_path,
+               t->checkpoint_path);
     return 0;
 }
 
 static void tear_down(trainer *t) {
     gc_run_log_close(&t->log);
     if (t->cache) gc_cache_free(t->cache);
+    gc_train_dist_end(&t->dist);
     if (t->optimizer_ready) gc_adamw_free(&t->optimizer);
     gc_dual_encoder_free(&t->model);
     gc_metadata_free(&t->settings);

@@ -9,5 +9,6 @@ int gc_command_train(int argc, char **argv);        /* gradcache train ... */
 int gc_command_eval(int argc, char **argv);         /* gradcache eval ... */
 int gc_command_verify(int argc, char **argv);       /* gradcache verify ... */
 int gc_command_bench(int argc, char **argv);        /* gradcache bench memory|speed ... */
+int gc_command_launch(int argc, char **argv);       /* gradcache launch -n N -- PROGRAM ... */
 
 #endif

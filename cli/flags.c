@@ -74,16 +74,18 @@ int gc_flags_parse(const char *command, const char *summary, gc_flag *flags, int
             gc_flags_usage(command, summary, flags, count, stdout);
             return 1;
         }
-        if (strncmp(arg, "--", 2) != 0) {
+        /* --name=value, --name value, or -x value for a one-letter name */
+        bool short_flag = arg[0] == '-' && arg[1] && arg[1] != '-' && !arg[2];
+        if (strncmp(arg, "--", 2) != 0 && !short_flag) {
             fprintf(stderr, "gradcache %s: unexpected argument '%s' (see --help)\n", command, arg);
             return 2;
         }
-        /* --name=value or --name value */
+        const char *start = arg + (short_flag ? 1 : 2);
         char name[64];
-        const char *equals = strchr(arg + 2, '=');
-        size_t length = equals ? (size_t)(equals - arg - 2) : strlen(arg + 2);
+        const char *equals = strchr(start, '=');
+        size_t length = equals ? (size_t)(equals - start) : strlen(start);
         if (length >= sizeof name) length = sizeof name - 1;
-        memcpy(name, arg + 2, length);
+        memcpy(name, start, length);
         name[length] = '\0';
         const gc_flag *flag = find_flag(flags, count, name);
         if (!flag) {
@@ -111,7 +113,8 @@ void gc_flags_usage(const char *command, const char *summary, const gc_flag *fla
     for (int i = 0; i < count; i++) {
         const gc_flag *flag = &flags[i];
         char left[64], default_text[96] = "";
-        snprintf(left, sizeof left, "--%s%s", flag->name, flag->kind == GC_FLAG_BOOL ? "" : " VALUE");
+        snprintf(left, sizeof left, "%s%s%s", flag->name[1] ? "--" : "-", flag->name,
+                 flag->kind == GC_FLAG_BOOL ? "" : " VALUE");
         switch (flag->kind) {
         case GC_FLAG_INT: snprintf(default_text, sizeof default_text, " (default %lld)", (long long)*(int64_t *)flag->value); break;
         case GC_FLAG_DOUBLE: snprintf(default_text, sizeof default_text, " (default %g)", *(double *)flag->value); break;

@@ -19,7 +19,7 @@ typedef enum gc_flag_kind {
 } gc_flag_kind;
 
 typedef struct gc_flag {
-    const char *name;  /* without the leading "--" */
+    const char *name;  /* without the leading "--" (a one-letter name is also "-x") */
     gc_flag_kind kind;
     void *value;       /* where the parsed value goes; holds the default before parsing */
     double min, max;   /* INT and DOUBLE */

@@ -14,6 +14,7 @@ static void usage(FILE *out) {
                  "  verify         compare one Gradient Cache step with one full-batch step\n"
                  "  bench memory   peak memory versus batch size, plain and Gradient Cache\n"
                  "  bench speed    step time of Gradient Cache versus plain\n"
+                 "  launch         run a program in N processes for data-parallel training\n"
                  "  --version      print the version\n");
 }
 
@@ -30,7 +31,8 @@ int main(int argc, char **argv) {
         const char *name;
         int (*run)(int, char **);
     } commands[] = {{"data", gc_command_data},     {"train", gc_command_train}, {"eval", gc_command_eval},
-                    {"verify", gc_command_verify}, {"bench", gc_command_bench}};
+                    {"verify", gc_command_verify}, {"bench", gc_command_bench},
+                    {"launch", gc_command_launch}};
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc, argv);
     fprintf(stderr, "gradcache: unknown command '%s'\n", argv[1]);

@@ -20,6 +20,11 @@ gc_cache *gc_cache_new(const gc_cache_config *config) {
         if (config->auto_chunk && !config->models[m].params)
             gc_fatal("cache: auto_chunk needs the parameters of model %d", m);
     }
+    /* a retry on one rank would leave the others' collectives unmatched */
+    if (config->auto_chunk && config->group && gc_dist_world_size(config->group) > 1)
+        gc_fatal("cache: auto_chunk with a process group of %d ranks (size the chunks explicitly)",
+                 gc_dist_world_size(config->group));
+    if (config->ddp && !config->group) gc_fatal("cache: a bucketer (ddp) without its process group (group)");
     gc_cache *cache = malloc(sizeof *cache);
     if (!cache) gc_fatal("cache: out of host memory");
     cache->config = *config;
@@ -176,8 +181,10 @@ static gc_status forward_without_graph(const gc_cache *cache, int m, const gc_ba
 }
 
 /* Step 4 for one model: each chunk's forward with a graph (RNG replayed) and its backward
- * seeded with the chunk's slice of the cache. */
-static gc_status forward_backward(const gc_cache *cache, int m, model_pass *pass) {
+ * seeded with the chunk's slice of the cache; with a bucketer, the step's last backward
+ * (last_model's last chunk) is the one synced. */
+static gc_status forward_backward(const gc_cache *cache, int m, model_pass *pass, const gc_cache_sync *sync,
+                                  bool last_model) {
     const gc_cache_config *config = &cache->config;
     const gc_cached_model *model = &config->models[m];
     int64_t start = 0;
@@ -195,7 +202,9 @@ static gc_status forward_backward(const gc_cache *cache, int m, model_pass *pass
                                           config->user);
             gc_rng_replay_end(&saved);
         }
+        bool last = last_model && c == pass->n_chunks - 1, synced = gc_cache_sync_before(sync, last);
         gc_status status = rep ? gc_cache_backward(config->backward, rep, seed, config->user) : gc_last_status();
+        status = gc_cache_sync_after(sync, synced, last, status);
         gc_tensor_release(rep);
         gc_tensor_release(seed);
         if (status != GC_OK) return status;
@@ -220,7 +229,7 @@ static gc_status attempt(gc_cache *cache, const gc_batch *inputs, double *loss, 
         p = phase_begin(measure, device);
         gc_tensor *leaves[GC_CACHE_MAX_MODELS], *grads[GC_CACHE_MAX_MODELS] = {0};
         for (int m = 0; m < n; m++) leaves[m] = passes[m].leaf;
-        status = gc_cache_loss_and_cache(cache, leaves, loss, grads);
+        status = gc_cache_loss(cache, leaves, loss, grads);
         for (int m = 0; m < n; m++) {
             passes[m].cache = grads[m];
             local.cache_bytes += 2 * gc_nbytes(passes[m].leaf);
@@ -232,7 +241,15 @@ static gc_status attempt(gc_cache *cache, const gc_batch *inputs, double *loss, 
 
     if (status == GC_OK) {
         p = phase_begin(measure, device);
-        for (int m = 0; m < n && status == GC_OK; m++) status = forward_backward(cache, m, &passes[m]);
+        int last_model = n - 1; /* the last model with a chunk does the step's last backward */
+        while (last_model > 0 && passes[last_model].n_chunks == 0) last_model--;
+        gc_cache_sync sync = gc_cache_sync_begin(cache);
+        int64_t backwards = 0;
+        for (int m = 0; m < n; m++) backwards += passes[m].n_chunks;
+        status = gc_cache_sync_check(&sync, config->group, backwards);
+        for (int m = 0; m < n && status == GC_OK; m++)
+            status = forward_backward(cache, m, &passes[m], &sync, m == last_model);
+        gc_cache_sync_end(&sync);
         phase_end(&p, &local.backward_seconds, &local.backward_peak_bytes);
     }
     for (int m = 0; m < n; m++) {

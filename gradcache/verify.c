@@ -8,20 +8,28 @@
 
 gc_status gc_cache_full_batch_step(gc_cache *cache, const gc_batch *inputs, double *loss) {
     const gc_cache_config *config = &cache->config;
-    gc_tensor *reps[GC_CACHE_MAX_MODELS] = {0};
+    int n = config->n_models;
+    gc_tensor *reps[GC_CACHE_MAX_MODELS] = {0}, *leaves[GC_CACHE_MAX_MODELS] = {0}, *grads[GC_CACHE_MAX_MODELS] = {0};
     gc_status status = GC_OK;
-    for (int m = 0; m < config->n_models && status == GC_OK; m++) {
+    for (int m = 0; m < n && status == GC_OK; m++) {
         reps[m] = gc_cache_forward_with_graph(cache, m, &inputs[m]);
-        if (!reps[m]) status = gc_last_status();
+        leaves[m] = gc_detach(reps[m]);
+        if (!leaves[m]) status = gc_last_status();
+        else gc_set_requires_grad(leaves[m], true);
     }
-    gc_tensor *value = status == GC_OK ? config->loss.forward(reps, config->n_models, config->loss.args) : NULL;
-    if (status == GC_OK && !value) status = gc_last_status();
-    if (status == GC_OK) {
-        *loss = gc_item(value);
-        status = gc_cache_backward(config->backward, value, NULL, config->user);
+    if (status == GC_OK) status = gc_cache_loss(cache, leaves, loss, grads);
+    gc_cache_sync sync = gc_cache_sync_begin(cache);
+    for (int m = 0; m < n && status == GC_OK; m++) {
+        bool last = m == n - 1, synced = gc_cache_sync_before(&sync, last);
+        status = gc_cache_backward(config->backward, reps[m], grads[m], config->user);
+        status = gc_cache_sync_after(&sync, synced, last, status);
     }
-    gc_tensor_release(value);
-    for (int m = 0; m < config->n_models; m++) gc_tensor_release(reps[m]);
+    gc_cache_sync_end(&sync);
+    for (int m = 0; m < n; m++) {
+        gc_tensor_release(reps[m]);
+        gc_tensor_release(leaves[m]);
+        gc_tensor_release(grads[m]);
+    }
     return status;
 }
 

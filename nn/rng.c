@@ -22,6 +22,13 @@ uint64_t gc_generator_take(gc_generator *g, uint64_t words) {
     return offset;
 }
 
+uint64_t gc_derive_seed(uint64_t seed, uint64_t index) {
+    uint64_t z = seed + index * 0x9E3779B97F4A7C15u;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+    return z ^ (z >> 31);
+}
+
 gc_rng_context gc_rng_capture(void) { return generators; }
 
 void gc_rng_restore(const gc_rng_context *context) { generators = *context; }

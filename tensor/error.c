@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gradcache/error.h"
 
@@ -32,10 +33,13 @@ const char *gc_status_name(gc_status status) {
 }
 
 void gc_set_error(gc_status status, const char *fmt, ...) {
+    /* formatted apart first, so that a message may quote the previous one (gc_last_error()) */
+    char message[sizeof last_message];
     va_list args;
     va_start(args, fmt);
-    vsnprintf(last_message, sizeof last_message, fmt, args);
+    vsnprintf(message, sizeof message, fmt, args);
     va_end(args);
+    memcpy(last_message, message, sizeof message);
     last_status = status;
 }
 

@@ -71,9 +71,13 @@ gc_tensor *gc_empty(int ndim, const int64_t *shape, gc_dtype dtype, gc_device de
     return tensor_over(storage, 0, ndim, shape, dtype);
 }
 
+void gc_fill_(gc_tensor *t, double value) {
+    gc_backend_for(t->device)->fill(gc_data(t), (size_t)gc_numel(t), t->dtype, value);
+}
+
 gc_tensor *gc_full(int ndim, const int64_t *shape, gc_dtype dtype, gc_device device, double value) {
     gc_tensor *t = gc_empty(ndim, shape, dtype, device);
-    if (t) gc_backend_for(device)->fill(gc_data(t), (size_t)gc_numel(t), dtype, value);
+    if (t) gc_fill_(t, value);
     return t;
 }
 

@@ -34,6 +34,21 @@ expect_ok() {
     "$@" >"$work/stdout" 2>"$work/stderr" || fail "$* exited non-zero: $(cat "$work/stderr")"
 }
 
+# write_word_pairs FILE: 200 "def of X"<TAB>"X"<TAB>"Y" lines for 200 distinct random words
+# (awk's generator, seeded: the same file everywhere).
+write_word_pairs() {
+    awk 'BEGIN {
+        srand(7)
+        while (n < 200) {
+            word = ""
+            length_ = 3 + int(rand() * 6)
+            for (i = 0; i < length_; i++) word = word substr("abcdefghijklmnopqrstuvwxyz", 1 + int(rand() * 26), 1)
+            if (!(word in seen)) { seen[word] = 1; words[n++] = word }
+        }
+        for (i = 0; i < n; i++) printf "def of %s\t%s\t%s\n", words[i], words[i], words[(i + 1) % n]
+    }' >"$1"
+}
+
 # The closing line; returns non-zero when a check failed.
 cli_summary() {
     echo "$checks checks, $failures failed"

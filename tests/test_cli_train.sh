@@ -26,18 +26,9 @@ computed() {
     sed -E 's/"examples_per_second":[^,]*,//; s/,"seconds":[^}]*//' "$1"
 }
 
-# --- data: 200 distinct random words (awk's generator, seeded: the same file everywhere) ---
+# --- data: 200 distinct random words ------------------------------------------------------
 pairs=$work/pairs.tsv
-awk 'BEGIN {
-    srand(7)
-    while (n < 200) {
-        word = ""
-        length_ = 3 + int(rand() * 6)
-        for (i = 0; i < length_; i++) word = word substr("abcdefghijklmnopqrstuvwxyz", 1 + int(rand() * 26), 1)
-        if (!(word in seen)) { seen[word] = 1; words[n++] = word }
-    }
-    for (i = 0; i < n; i++) printf "def of %s\t%s\t%s\n", words[i], words[i], words[(i + 1) % n]
-}' >"$pairs"
+write_word_pairs "$pairs"
 check [ "$(wc -l <"$pairs")" -eq 200 ] "the generated pair file has $(wc -l <"$pairs") lines"
 common=(--data "$pairs" --model-size tiny --max-length 24 --batch-size 16 --steps 20 --log-every 10)
 

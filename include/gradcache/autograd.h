@@ -43,6 +43,11 @@ bool gc_is_leaf(const gc_tensor *t);
 gc_tensor *gc_grad(const gc_tensor *leaf);
 /* Drops the leaf's gradient (the next backward starts from nothing). */
 void gc_zero_grad(gc_tensor *leaf);
+/* Makes `grad` (the leaf's shape, dtype and device; retained) the leaf's gradient, or drops
+ * it for NULL. Backward adds into an existing gradient in place, so a view of a larger
+ * buffer stays one: that is how the data-parallel bucketer keeps gradients inside the
+ * buffers it reduces, with no copy. */
+void gc_set_grad(gc_tensor *leaf, gc_tensor *grad);
 /* A new tensor sharing t's storage, outside any graph (a leaf that does not require grad). */
 gc_tensor *gc_detach(const gc_tensor *t);
 
@@ -52,6 +57,8 @@ gc_tensor *gc_detach(const gc_tensor *t);
  * A leaf that no gradient reached in a backward gets no call. At most 4 hooks per leaf. */
 typedef void (*gc_grad_hook)(gc_tensor *leaf, void *user_data);
 void gc_add_post_accumulate_hook(gc_tensor *leaf, gc_grad_hook hook, void *user_data);
+/* Removes the hook added with the same function and user_data (a no-op if there is none). */
+void gc_remove_post_accumulate_hook(gc_tensor *leaf, gc_grad_hook hook, void *user_data);
 
 /* --- backward ---
  * Back-propagates seeds[i] (d loss / d outputs[i], same shape, dtype and device) from each

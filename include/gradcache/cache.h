@@ -16,13 +16,25 @@
  *
  * Models are called through a function over an opaque state, so any model works: a
  * gc_text_encoder, an MLP made of ops, two towers or the same one twice (tied encoders:
- * pass the same state twice; gradients accumulate into the shared parameters). */
+ * pass the same state twice; gradients accumulate into the shared parameters).
+ *
+ * Data-parallel (include/gradcache/dist.h, ddp.h): each rank gives its own part of the
+ * global batch. With a process group, step 3 sees the global batch: every model's
+ * representations are all-gathered over the ranks (unequal rows per rank allowed), every
+ * rank computes the same loss, and each keeps the slice of the cache for its own rows,
+ * scaled by the world size, so that averaging the parameter gradients over the ranks gives
+ * exactly the gradient of the global loss (what one process would get over the whole global
+ * batch). With a bucketer, sync is suppressed for every backward of step 4 but the very last,
+ * which is followed by gc_ddp_wait: one all-reduce per bucket per step, however many chunks
+ * and models (tied ones included) there are. */
 #ifndef GRADCACHE_CACHE_H
 #define GRADCACHE_CACHE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gradcache/ddp.h"
+#include "gradcache/dist.h"
 #include "gradcache/loss.h"
 #include "gradcache/nn.h"
 #include "gradcache/rng.h"
@@ -73,6 +85,11 @@ typedef struct gc_cache_config {
                                               instead of recomputing it */
     bool auto_chunk;                       /* on out-of-memory or the memory limit, halve the
                                               chunk sizes and retry (see gc_cache_step) */
+    gc_process_group *group;               /* NULL: one process; else the loss sees every
+                                              rank's representations (see the top) */
+    gc_ddp *ddp;                           /* NULL: none; else one reduction per step */
+    bool sync_every_backward;              /* with ddp: reduce after every chunk's backward
+                                              instead (what suppression saves, measured) */
 } gc_cache_config;
 
 /* Time (seconds) and peak live bytes (on the representations' device) of each phase. */
@@ -110,10 +127,12 @@ gc_status gc_cache_step(gc_cache *cache, const gc_batch *inputs, double *loss, g
 gc_status gc_cache_verify(gc_cache *cache, const gc_batch *inputs, double floor, double *max_relative,
                           double *per_param, int per_param_capacity);
 
-/* The plain step, for comparisons: the whole batch in one graph, the loss, one backward.
- * The forwards run chunk by chunk as in the cached step (with chunk size = batch size it is
- * one forward), so dropout draws the same masks and the gradients of the two steps agree to
- * rounding for any model whose rows do not interact (every encoder here). */
+/* The plain step, for comparisons: each model's whole batch in one graph, the loss on
+ * their representations (all-gathered with a group), and one backward per model seeded with
+ * the loss's gradient (synced on the last, with a bucketer). The forwards run chunk by chunk
+ * as in the cached step (with chunk size = batch size it is one forward), so dropout draws
+ * the same masks and the gradients of the two steps agree to rounding for any model whose
+ * rows do not interact (every encoder here). */
 gc_status gc_cache_full_batch_step(gc_cache *cache, const gc_batch *inputs, double *loss);
 
 /* --- the functional API, for loaders that emit small batches ---

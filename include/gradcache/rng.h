@@ -35,6 +35,10 @@ void gc_manual_seed(uint64_t seed);
 /* Reserves `words` words of g's stream: returns the offset to draw them from and advances
  * g past them. */
 uint64_t gc_generator_take(gc_generator *g, uint64_t words);
+/* The seed of stream `index` of a family named by `seed` (splitmix64's finaliser of seed +
+ * index times the golden ratio, Steele et al.): unrelated streams for neighbouring seeds and
+ * indices, e.g. the weights, dropout and data order of a run, or each rank's dropout. */
+uint64_t gc_derive_seed(uint64_t seed, uint64_t index);
 
 typedef struct gc_rng_context {
     gc_generator devices[1 + GC_MAX_CUDA_DEVICES]; /* [0] the CPU, [1 + i] cuda:i */

@@ -77,6 +77,8 @@ gc_tensor *gc_reshape(const gc_tensor *t, int ndim, const int64_t *shape);
 /* --- copies --- */
 gc_tensor *gc_to_device(const gc_tensor *t, gc_device device); /* always a new storage */
 gc_tensor *gc_clone(const gc_tensor *t);
+/* Sets every element of t to value, in place (recorded by no tape: for buffers). */
+void gc_fill_(gc_tensor *t, double value);
 /* Copies src into dst (same shape and dtype; any devices). Returns GC_OK or an error. */
 gc_status gc_copy_(gc_tensor *dst, const gc_tensor *src);
 /* Copies all elements into host memory (numel * dtype size bytes). */

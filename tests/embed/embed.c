@@ -1,6 +1,7 @@
 /* A program outside the tree that embeds the installed library, built by CI with nothing
  * but `pkg-config --cflags --libs gradcache`: proves the installed headers, library and
  * .pc file are complete. */
+#include <stdbool.h>
 #include <stdio.h>
 
 #include <gradcache/gradcache.h>
@@ -16,8 +17,12 @@ int main(void) {
     double value = gc_item(total);
     printf("gradcache %s: sum of 2 x 3 twos = %g (cuda built: %s)\n", GC_VERSION, value,
            gc_cuda_built() ? "yes" : "no");
+    /* the collectives too: a process group of one (not launched) averages to itself */
+    gc_process_group *group = gc_process_group_from_env(&(gc_dist_options){GC_DIST_TCP, 0, gc_cpu()});
+    bool reduced = group && gc_dist_all_reduce(group, b, GC_DIST_AVG) == GC_OK && gc_dist_world_size(group) == 1;
+    gc_process_group_free(group);
     gc_tensor_release(a);
     gc_tensor_release(b);
     gc_tensor_release(total);
-    return value == 12.0 ? 0 : 1;
+    return value == 12.0 && reduced ? 0 : 1;
 }

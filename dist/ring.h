@@ -1,0 +1,52 @@
+/* Collectives around a ring of TCP connections: each rank sends to the next rank and
+ * receives from the previous one. Private to dist/.
+ *
+ * All-reduce is a reduce-scatter followed by an all-gather. The buffer is cut into
+ * world_size chunks. In reduce-scatter step t (t = 0 .. W-2) rank r sends chunk r-t-1 and
+ * receives chunk r-t-2, adding what arrives into its own copy; after W-1 steps rank r holds
+ * chunk r summed over every rank. In all-gather step t rank r sends chunk r-t and receives
+ * chunk r-t-1, copying it into place; after W-1 steps every rank holds every chunk. Each rank
+ * sends and receives 2 (W-1)/W of the buffer, whatever W is: that is why the ring is the
+ * bandwidth-optimal all-reduce.
+ *
+ * Every step sends exactly the chunk the previous step received, so the steps pipeline: a
+ * chunk is moved in segments, and segment j of step t leaves as soon as segment j of step
+ * t-1 has arrived (and been added), while later segments are still in flight. Sending,
+ * receiving and adding overlap on one thread through non-blocking sockets and poll(). */
+#ifndef GC_DIST_RING_H
+#define GC_DIST_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gradcache/dist.h"
+
+typedef struct gc_ring {
+    int rank, world;
+    int next_fd, prev_fd;  /* -1 in a world of one */
+    double timeout;        /* seconds a collective may go without progress */
+    size_t segment_bytes;  /* the unit of pipelining */
+    uint8_t *scratch;      /* [segment_bytes]: a received segment before it is added */
+} gc_ring;
+
+/* A buffer cut into world chunks: chunk c is elements [offset[c], offset[c] + count[c]). */
+typedef struct gc_ring_buffer {
+    uint8_t *data;
+    size_t element_size;
+    gc_dtype dtype;        /* the arithmetic of a reduction (unused by all-gather) */
+    const size_t *offset;  /* [world] */
+    const size_t *count;   /* [world] */
+} gc_ring_buffer;
+
+enum { GC_RING_REDUCE_SCATTER = 1, GC_RING_ALL_GATHER = 2, GC_RING_ALL_REDUCE = 3 };
+
+/* Runs the given phases on the buffer. With GC_RING_REDUCE_SCATTER, rank r's chunk r ends
+ * up reduced with op (AVG: divided by the world size); with GC_RING_ALL_GATHER, every chunk
+ * c ends up equal to rank c's. `what` names the collective in error messages. GC_ERR_PEER
+ * when a neighbour hangs up or stalls past the timeout. */
+gc_status gc_ring_run(gc_ring *ring, const gc_ring_buffer *buffer, int phases, gc_dist_op op, const char *what);
+
+/* data[0, size) of rank `root` is copied to every rank, forwarded along the ring. */
+gc_status gc_ring_broadcast(gc_ring *ring, void *data, size_t size, int root, const char *what);
+
+#endif

@@ -1,0 +1,150 @@
+/* The store's client (include/gradcache/dist.h): one connection, one request at a time,
+ * each reply awaited until the store's timeout. Rank 0 also owns the server. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gradcache/dist.h"
+#include "group_internal.h"
+#include "socket.h"
+#include "store_protocol.h"
+#include "store_server.h"
+
+struct gc_store {
+    int fd;
+    int port;                /* the server's */
+    double timeout;
+    bool broken;             /* a reply went missing: the stream is out of step */
+    char endpoint[GC_DIST_ADDR_MAX + 8];
+    gc_store_server *server; /* rank 0 only */
+};
+
+gc_store *gc_store_new(const char *host, int port, bool serve, double timeout_seconds) {
+    gc_store_server *server = NULL;
+    if (serve) {
+        server = gc_store_server_start(port);
+        if (!server) {
+            gc_set_error(gc_last_status(), "the store: %s (is another run using port %d?)", gc_last_error(), port);
+            return NULL;
+        }
+        port = gc_store_server_port(server);
+    }
+    const char *target = host && *host ? host : "127.0.0.1";
+    int fd = gc_socket_connect(target, port, gc_deadline_after(timeout_seconds));
+    if (fd < 0) {
+        gc_set_error(gc_last_status(), "the store (rank 0): %s", gc_last_error());
+        if (server) gc_store_server_stop(server, 0);
+        return NULL;
+    }
+    gc_store *store = calloc(1, sizeof *store);
+    if (!store) gc_fatal("store: out of host memory");
+    *store = (gc_store){.fd = fd, .port = port, .timeout = timeout_seconds, .server = server};
+    snprintf(store->endpoint, sizeof store->endpoint, "%s:%d", target, port);
+    return store;
+}
+
+int gc_store_port(const gc_store *store) { return store->port; }
+
+void gc_store_local_address(const gc_store *store, char *address, size_t size) {
+    gc_socket_address(store->fd, address, size);
+}
+
+void gc_store_free(gc_store *store) {
+    if (!store) return;
+    gc_socket_close(store->fd);
+    if (store->server) gc_store_server_stop(store->server, gc_deadline_after(store->timeout));
+    free(store);
+}
+
+/* Sends a request and reads the first byte of its reply. */
+static gc_status exchange(gc_store *store, const gc_store_request *request, uint8_t *status, double deadline) {
+    char what[GC_STORE_KEY_MAX + 128];
+    snprintf(what, sizeof what, "store at %s, key '%.*s'", store->endpoint, (int)request->key_size, request->key);
+    if (store->broken) {
+        gc_set_error(GC_ERR_PEER, "%s: an earlier request timed out, the connection is unusable", what);
+        return GC_ERR_PEER;
+    }
+    uint8_t *bytes;
+    size_t size = gc_store_encode_request(request, &bytes);
+    if (!bytes) gc_fatal("store: out of host memory for a request of %zu bytes", request->value_size);
+    gc_status result = gc_socket_send_all(store->fd, bytes, size, deadline, what);
+    free(bytes);
+    if (result == GC_OK) result = gc_socket_recv_all(store->fd, status, 1, deadline, what);
+    if (result != GC_OK) store->broken = true;
+    return result;
+}
+
+static gc_store_request request_for(gc_store_op op, const char *key) {
+    size_t key_size = strlen(key);
+    if (key_size < 1 || key_size > GC_STORE_KEY_MAX)
+        gc_fatal("store: key of %zu bytes (1 to %d are allowed)", key_size, GC_STORE_KEY_MAX);
+    return (gc_store_request){.op = op, .key = key, .key_size = key_size};
+}
+
+gc_status gc_store_set(gc_store *store, const char *key, const void *value, size_t size) {
+    if (size > GC_STORE_VALUE_MAX) gc_fatal("store: value of %zu bytes for '%s' (at most %u)", size, key, GC_STORE_VALUE_MAX);
+    gc_store_request request = request_for(GC_STORE_SET, key);
+    request.value = value;
+    request.value_size = size;
+    uint8_t status;
+    return exchange(store, &request, &status, gc_deadline_after(store->timeout));
+}
+
+gc_status gc_store_get(gc_store *store, const char *key, void **value, size_t *size) {
+    *value = NULL;
+    *size = 0;
+    gc_store_request request = request_for(GC_STORE_GET, key);
+    double deadline = gc_deadline_after(store->timeout);
+    uint8_t header[8], status;
+    gc_status result = exchange(store, &request, &status, deadline);
+    if (result == GC_OK) result = gc_socket_recv_all(store->fd, header, sizeof header, deadline, key);
+    uint64_t length = result == GC_OK ? gc_store_get_u64(header) : 0;
+    if (result == GC_OK && length > GC_STORE_VALUE_MAX) {
+        gc_set_error(GC_ERR_PEER, "store at %s: a reply of %llu bytes for '%s' is not from a gradcache store",
+                     store->endpoint, (unsigned long long)length, key);
+        result = GC_ERR_PEER;
+    }
+    char *bytes = result == GC_OK ? malloc((size_t)length + 1) : NULL;
+    if (result == GC_OK && !bytes) gc_fatal("store: out of host memory for %llu bytes", (unsigned long long)length);
+    if (result == GC_OK) result = gc_socket_recv_all(store->fd, bytes, (size_t)length, deadline, key);
+    if (result != GC_OK) {
+        store->broken = true;
+        free(bytes);
+        if (strstr(gc_last_error(), "timed out"))
+            gc_set_error(GC_ERR_PEER, "store at %s: key '%s' was not set within %g s (a peer never arrived?)",
+                         store->endpoint, key, store->timeout);
+        return GC_ERR_PEER;
+    }
+    bytes[length] = '\0';
+    *value = bytes;
+    *size = (size_t)length;
+    return GC_OK;
+}
+
+gc_status gc_store_add(gc_store *store, const char *key, int64_t delta, int64_t *result) {
+    gc_store_request request = request_for(GC_STORE_ADD, key);
+    request.delta = delta;
+    double deadline = gc_deadline_after(store->timeout);
+    uint8_t status, sum[8];
+    gc_status outcome = exchange(store, &request, &status, deadline);
+    if (outcome != GC_OK) return outcome;
+    if (status != 0) {
+        gc_set_error(GC_ERR_FORMAT, "store at %s: key '%s' does not hold a counter", store->endpoint, key);
+        return GC_ERR_FORMAT;
+    }
+    outcome = gc_socket_recv_all(store->fd, sum, sizeof sum, deadline, key);
+    if (outcome != GC_OK) {
+        store->broken = true;
+        return outcome;
+    }
+    *result = (int64_t)gc_store_get_u64(sum);
+    return GC_OK;
+}
+
+gc_status gc_store_check(gc_store *store, const char *key, bool *exists) {
+    gc_store_request request = request_for(GC_STORE_CHECK, key);
+    uint8_t status = 0;
+    gc_status outcome = exchange(store, &request, &status, gc_deadline_after(store->timeout));
+    *exists = outcome == GC_OK && status == 1;
+    return outcome;
+}

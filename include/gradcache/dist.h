@@ -1,0 +1,181 @@
+/* Distributed training: the processes of a run, how they find each other, and the
+ * collectives they use to combine tensors.
+ *
+ * A run is WORLD_SIZE processes, each with a RANK in [0, WORLD_SIZE), started by
+ * `gradcache launch` (or torchrun, or a cluster's launcher) with the environment variables
+ * of that ecosystem (gc_dist_env_read). Rank 0 serves a small key-value store at
+ * MASTER_ADDR:MASTER_PORT (gc_store); through it the processes exchange what they need to
+ * connect (addresses, NCCL's unique id) and then form a process group.
+ *
+ * A process group runs collectives on tensors. Every rank must call the same collectives in
+ * the same order with tensors of the same shape and dtype (all_gather excepted: dim 0 may
+ * differ per rank); this is checked where it is cheap and is otherwise a programmer error
+ * that a timeout turns into an error. Two backends share this interface:
+ *   - GC_DIST_TCP: a ring of TCP connections between the ranks. all_reduce is written out
+ *     as a reduce-scatter then an all-gather around the ring, in segments so that sending,
+ *     receiving and adding overlap: the readable reference of "ring all-reduce" (gloo's
+ *     role). It works on CPU tensors; CUDA tensors are staged through host memory.
+ *   - GC_DIST_NCCL: NCCL over CUDA tensors, on a stream of its own ordered after the
+ *     compute stream with events (CPU tensors are staged through the GPU).
+ *
+ * Every collective is started asynchronously (gc_*_start returns a gc_dist_work) and
+ * completed by gc_dist_work_wait; until then the tensors it was given belong to it (the
+ * caller must not read or write them). The blocking forms are start + wait. Works complete
+ * in the order they were started.
+ *
+ * Failures: a peer that dies, hangs up or does not answer within the group's timeout
+ * (default 10 minutes, GC_DIST_TIMEOUT seconds in the environment, or the options) makes
+ * the collective fail with GC_ERR_PEER and a message naming the collective and the rank; the
+ * group is then broken (every later collective fails at once) and its connections are
+ * closed, so that the failure reaches every other rank quickly instead of a hang. */
+#ifndef GRADCACHE_DIST_H
+#define GRADCACHE_DIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gradcache/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* --- the environment of a distributed run --- */
+
+#define GC_DIST_ADDR_MAX 256
+
+typedef struct gc_dist_env {
+    bool launched;        /* WORLD_SIZE was set: this process is one of a distributed run */
+    int rank;             /* RANK, in [0, world_size) */
+    int world_size;       /* WORLD_SIZE (>= 1) */
+    int local_rank;       /* LOCAL_RANK: this process's index on its machine */
+    int local_world_size; /* LOCAL_WORLD_SIZE: processes on its machine */
+    char master_addr[GC_DIST_ADDR_MAX]; /* MASTER_ADDR: where rank 0 serves the store */
+    int master_port;      /* MASTER_PORT */
+} gc_dist_env;
+
+/* Reads the variables above. Without WORLD_SIZE: a single process (launched false, rank 0
+ * of 1) and GC_OK. GC_ERR_FORMAT naming the variable when one is malformed or out of range
+ * (WORLD_SIZE < 1, RANK outside [0, WORLD_SIZE), a port outside 1..65535, MASTER_ADDR or
+ * MASTER_PORT missing in a run of several processes). LOCAL_RANK and LOCAL_WORLD_SIZE
+ * default to RANK and WORLD_SIZE. */
+gc_status gc_dist_env_read(gc_dist_env *env);
+
+/* The timeout of collectives and rendezvous in seconds: GC_DIST_TIMEOUT when set (a
+ * positive number), else 600; -1 with GC_ERR_FORMAT when GC_DIST_TIMEOUT is malformed. */
+double gc_dist_default_timeout(void);
+
+/* --- the rendezvous store: a key-value store served by rank 0 over TCP --- */
+
+typedef struct gc_store gc_store;
+
+/* serve: listen on host:port (port 0: any free port; see gc_store_port) and serve the
+ * store from a thread of this process, then connect to it like every client. Otherwise:
+ * connect to host:port, retrying until the timeout (the server may not be up yet).
+ * NULL with GC_ERR_PEER (unreachable, timed out), GC_ERR_IO (the port is in use) or
+ * GC_ERR_FORMAT (a bad address) and a message naming host and port. */
+gc_store *gc_store_new(const char *host, int port, bool serve, double timeout_seconds);
+/* The port the store listens on (useful after port 0). */
+int gc_store_port(const gc_store *store);
+/* Sets key (a NUL-terminated string, at most GC_STORE_KEY_MAX bytes) to a copy of the
+ * value (at most GC_STORE_VALUE_MAX bytes). */
+#define GC_STORE_KEY_MAX 1024
+#define GC_STORE_VALUE_MAX (64u << 20)
+gc_status gc_store_set(gc_store *store, const char *key, const void *value, size_t size);
+/* Waits until key is set (up to the store's timeout), then returns a malloc'ed copy of its
+ * value in *value (NUL-terminated one byte past *size, for text) and its size. */
+gc_status gc_store_get(gc_store *store, const char *key, void **value, size_t *size);
+/* Adds delta to the integer stored at key (absent: 0) and returns the new value: a counter
+ * for barriers and for handing out unique numbers. */
+gc_status gc_store_add(gc_store *store, const char *key, int64_t delta, int64_t *result);
+/* Whether key is set, without waiting. */
+gc_status gc_store_check(gc_store *store, const char *key, bool *exists);
+/* Closes the connection; the server (on rank 0) stops after its clients have gone or at
+ * once if free is called while clients are still connected (they then see GC_ERR_PEER). */
+void gc_store_free(gc_store *store);
+
+/* --- process groups and collectives --- */
+
+typedef enum gc_dist_backend { GC_DIST_TCP, GC_DIST_NCCL } gc_dist_backend;
+typedef enum gc_dist_op { GC_DIST_SUM, GC_DIST_AVG, GC_DIST_MAX, GC_DIST_MIN } gc_dist_op;
+
+typedef struct gc_dist_options {
+    gc_dist_backend backend;
+    double timeout_seconds; /* 0: gc_dist_default_timeout() */
+    gc_device device;       /* NCCL: the GPU of this rank (usually cuda:LOCAL_RANK) */
+} gc_dist_options;
+
+typedef struct gc_process_group gc_process_group;
+
+/* Forms the group of env->world_size processes: rank 0 serves the store, every rank
+ * connects to it, the ranks exchange what the backend needs and check that they agree on
+ * the world size and backend. Every rank must call it. NULL with GC_ERR_PEER (a peer never
+ * arrived within the timeout, the master is unreachable), GC_ERR_IO (the master port is in
+ * use), GC_ERR_UNAVAILABLE (NCCL not built or no GPU) and a message naming the rank. A
+ * world of one process needs no network at all. */
+gc_process_group *gc_process_group_new(const gc_dist_env *env, const gc_dist_options *options);
+/* gc_dist_env_read + gc_process_group_new, for a program started by a launcher. */
+gc_process_group *gc_process_group_from_env(const gc_dist_options *options);
+void gc_process_group_free(gc_process_group *group);
+
+int gc_dist_rank(const gc_process_group *group);
+int gc_dist_world_size(const gc_process_group *group);
+gc_dist_backend gc_dist_backend_of(const gc_process_group *group);
+/* The store the group was formed with (still usable for small exchanges). */
+gc_store *gc_dist_store(gc_process_group *group);
+
+/* Counts of what this process has sent through the group, for benchmarks and tests. */
+typedef struct gc_dist_stats {
+    int64_t collectives; /* collectives started */
+    int64_t bytes;       /* tensor bytes they covered (each collective's input on this rank) */
+} gc_dist_stats;
+gc_dist_stats gc_dist_get_stats(const gc_process_group *group);
+
+typedef struct gc_dist_work gc_dist_work;
+
+/* Waits until the work is done and frees it: GC_OK, or GC_ERR_PEER / an allocation error
+ * with the message naming the collective. */
+gc_status gc_dist_work_wait(gc_dist_work *work);
+
+/* t (any shape; the same on every rank) becomes op over every rank's t, in place. AVG
+ * divides the sum by the world size (floating dtypes only). f16 and bf16 are added in f32
+ * and rounded once per addition, as NCCL does. */
+gc_dist_work *gc_dist_all_reduce_start(gc_process_group *group, gc_tensor *t, gc_dist_op op);
+gc_status gc_dist_all_reduce(gc_process_group *group, gc_tensor *t, gc_dist_op op);
+
+/* input [R, ...] is the same shape on every rank; output [counts[rank], ...] receives rows
+ * [start, start + counts[rank]) of op over every rank's input, where start is the sum of
+ * the counts of the ranks before. counts has world_size entries summing to R; NULL splits R
+ * as evenly as possible (the first R % world_size ranks get one row more). */
+gc_dist_work *gc_dist_reduce_scatter_start(gc_process_group *group, const gc_tensor *input, gc_tensor *output,
+                                      const int64_t *counts, gc_dist_op op);
+gc_status gc_dist_reduce_scatter(gc_process_group *group, const gc_tensor *input, gc_tensor *output,
+                            const int64_t *counts, gc_dist_op op);
+
+/* output [sum of counts, ...] receives every rank's input [counts[rank], ...] in rank order
+ * (rows may differ per rank; the other dims and the dtype may not). counts has world_size
+ * entries, the same on every rank. */
+gc_dist_work *gc_dist_all_gather_start(gc_process_group *group, const gc_tensor *input, gc_tensor *output,
+                                  const int64_t *counts);
+/* The blocking form for when the counts are not known: exchanges the ranks' row counts
+ * first, then returns the gathered rows as a new tensor (NULL on error) and, when counts is
+ * not NULL, writes each rank's count into counts[world_size]. */
+gc_tensor *gc_dist_all_gather(gc_process_group *group, const gc_tensor *input, int64_t *counts);
+
+/* Every rank's `size` bytes of host memory (the same size on every rank) into
+ * all[world_size * size], in rank order: for small exchanges of state (random-number
+ * positions, counters) without making tensors. */
+gc_status gc_dist_all_gather_host(gc_process_group *group, const void *mine, size_t size, void *all);
+
+/* t (the same shape on every rank) becomes root's t on every rank. */
+gc_dist_work *gc_dist_broadcast_start(gc_process_group *group, gc_tensor *t, int root);
+gc_status gc_dist_broadcast(gc_process_group *group, gc_tensor *t, int root);
+
+/* Returns once every rank has entered it. */
+gc_status gc_dist_barrier(gc_process_group *group);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

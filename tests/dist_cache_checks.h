@@ -1,0 +1,225 @@
+/* Distributed Gradient Cache against one process, for any backend and device: in a world
+ * of processes each giving its own rows of a global batch, one step must give every
+ * parameter the gradient one process gets over the whole global batch (norm-relative
+ * <= 1e-5 in f32, <= 1e-10 in f64), and after an AdamW step the parameters must be equal on
+ * every rank, bitwise, and to the one process's to the same tolerance; the bucketer must
+ * run exactly one all-reduce per bucket per step with sync suppressed, one per bucket per
+ * synced backward without. The one process runs on the CPU: on a GPU this also checks the
+ * CUDA backend against the CPU. No dropout: the ranks draw their own masks, which one
+ * process cannot reproduce. */
+#ifndef GC_TESTS_DIST_CACHE_CHECKS_H
+#define GC_TESTS_DIST_CACHE_CHECKS_H
+
+#include "check.h"
+#include "dist_spawn.h"
+#include "mlp_encoder.h"
+
+typedef struct dist_scenario {
+    const char *name;
+    gc_dtype dtype;
+    int64_t counts[4];         /* queries per rank */
+    int negatives;             /* hard negatives per query */
+    int64_t chunk;             /* queries per chunk (passages: chunk * (1 + negatives)) */
+    bool tied, keep_last_graph, sync_every_backward, full_batch;
+    gc_dist_backend backend;   /* the group's; the models live on cuda:0 for NCCL, else the CPU */
+} dist_scenario;
+
+static void add_all(gc_param_list *into, const char *prefix, const gc_param_list *from) {
+    for (int i = 0; i < from->count; i++)
+        gc_param_list_add(into, prefix, from->items[i].name, from->items[i].tensor, from->items[i].no_decay);
+}
+
+/* The element-wise max and min over ranks equal each rank's own values (on any device). */
+static bool equal_on_every_rank(gc_process_group *group, const gc_param_list *params) {
+    bool equal = true;
+    for (int i = 0; i < params->count; i++) {
+        gc_tensor *t = params->items[i].tensor, *high = gc_clone(t), *low = gc_clone(t);
+        REQUIRE(high && low);
+        equal = equal && gc_dist_all_reduce(group, high, GC_DIST_MAX) == GC_OK &&
+                gc_dist_all_reduce(group, low, GC_DIST_MIN) == GC_OK;
+        int64_t n = gc_numel(t);
+        double *mine = malloc((size_t)n * sizeof *mine), *most = malloc((size_t)n * sizeof *most),
+               *least = malloc((size_t)n * sizeof *least);
+        REQUIRE(mine && most && least);
+        gc_to_host_f64(t, mine);
+        gc_to_host_f64(high, most);
+        gc_to_host_f64(low, least);
+        equal = equal && memcmp(mine, most, (size_t)n * sizeof *mine) == 0 &&
+                memcmp(mine, least, (size_t)n * sizeof *mine) == 0;
+        free(mine);
+        free(most);
+        free(least);
+        RELEASE(high, low);
+    }
+    return equal;
+}
+
+static double *param_values(const gc_param_list *params, int64_t *n) {
+    *n = gc_param_list_numel(params);
+    double *values = malloc((size_t)*n * sizeof *values);
+    REQUIRE(values);
+    int64_t at = 0;
+    for (int i = 0; i < params->count; i++) {
+        gc_to_host_f64(params->items[i].tensor, values + at);
+        at += gc_numel(params->items[i].tensor);
+    }
+    return values;
+}
+
+static double *param_grads(const gc_param_list *params, int64_t *n) {
+    *n = gc_param_list_numel(params);
+    double *values = malloc((size_t)*n * sizeof *values);
+    REQUIRE(values);
+    int64_t at = 0;
+    for (int i = 0; i < params->count; i++) {
+        REQUIRE(gc_grad(params->items[i].tensor));
+        gc_to_host_f64(gc_grad(params->items[i].tensor), values + at);
+        at += gc_numel(params->items[i].tensor);
+    }
+    return values;
+}
+
+/* The step (cached or plain) of `config` on `inputs`. */
+static gc_status step(const dist_scenario *s, gc_cache_config *config, gc_batch *inputs, double *loss) {
+    gc_cache *cache = gc_cache_new(config);
+    gc_status status = s->full_batch ? gc_cache_full_batch_step(cache, inputs, loss)
+                                     : gc_cache_step(cache, inputs, loss, NULL);
+    gc_cache_free(cache);
+    return status;
+}
+
+static int dist_cache_body(int rank, int world, void *arg) {
+    const dist_scenario *s = arg;
+    gc_device device = s->backend == GC_DIST_NCCL ? gc_cuda(0) : gc_cpu();
+    gc_process_group *group = gc_process_group_from_env(&(gc_dist_options){s->backend, 60, device});
+    REQUIRE(group);
+    int64_t group_size = 1 + s->negatives, total = 0, start = 0;
+    for (int r = 0; r < world; r++) total += s->counts[r];
+    for (int r = 0; r < rank; r++) start += s->counts[r];
+    gc_tensor *xq = gc_uniform(GC_SHAPE(total, IN), s->dtype, gc_cpu(), -1, 1, 30, 0);
+    gc_tensor *xp = gc_uniform(GC_SHAPE(total * group_size, IN), s->dtype, gc_cpu(), -1, 1, 31, 0);
+    gc_tensor *q_rows = gc_slice0(xq, start, start + s->counts[rank]);
+    gc_tensor *p_rows = gc_slice0(xp, start * group_size, (start + s->counts[rank]) * group_size);
+    gc_tensor *my_q = gc_to_device(q_rows, device), *my_p = gc_to_device(p_rows, device);
+    RELEASE(q_rows, p_rows);
+    REQUIRE(xq && xp && my_q && my_p);
+
+    /* this rank's models start elsewhere: the bucketer must broadcast rank 0's values */
+    mlp_encoder q = make_encoder_on(device, s->dtype, 10 + 100 * (uint64_t)rank, 0);
+    mlp_encoder p = make_encoder_on(device, s->dtype, 20 + 100 * (uint64_t)rank, 0);
+    mlp_encoder ref_q = make_encoder(s->dtype, 10, 0), ref_p = make_encoder(s->dtype, 20, 0);
+    mlp_encoder *second = s->tied ? &q : &p, *ref_second = s->tied ? &ref_q : &ref_p;
+    gc_param_list params = {0}, ref_params = {0};
+    add_all(&params, "query", &q.params);
+    add_all(&ref_params, "query", &ref_q.params);
+    if (!s->tied) {
+        add_all(&params, "passage", &p.params);
+        add_all(&ref_params, "passage", &ref_p.params);
+    }
+    gc_ddp_options small_buckets = {.first_bucket_bytes = 256, .bucket_bytes = 1024};
+    gc_ddp *ddp = gc_ddp_new(group, &params, &small_buckets);
+    REQUIRE(ddp);
+    int64_t n;
+    double *mine = param_values(&params, &n), *theirs = param_values(&ref_params, &n);
+    CHECK_MSG(memcmp(mine, theirs, (size_t)n * sizeof *mine) == 0, "%s: rank %d did not start from rank 0's values",
+              s->name, rank);
+    free(mine);
+    free(theirs);
+
+    gc_batch inputs[2] = {{1, {"x"}, {my_q}}, {1, {"x"}, {my_p}}};
+    gc_cache_config config = {
+        .n_models = 2,
+        .models = {{&q, encoder_forward, s->chunk, &q.params}, {second, encoder_forward, s->chunk * group_size, &second->params}},
+        .loss = {.forward = infonce},
+        .keep_last_graph = s->keep_last_graph,
+        .group = group,
+        .ddp = ddp,
+        .sync_every_backward = s->sync_every_backward,
+    };
+    gc_ddp_stats before = gc_ddp_get_stats(ddp);
+    double loss = 0, ref_loss = 0;
+    CHECK_MSG(step(s, &config, inputs, &loss) == GC_OK, "%s: %s", s->name, gc_last_error());
+    gc_ddp_stats after = gc_ddp_get_stats(ddp);
+    int64_t chunks = (s->counts[rank] + s->chunk - 1) / s->chunk * 2; /* both models, same chunk count */
+    int64_t backwards = s->full_batch ? 2 : chunks, syncs = s->sync_every_backward ? backwards : 1;
+    CHECK_MSG(after.all_reduces - before.all_reduces == syncs * after.buckets,
+              "%s: %lld all-reduces for %d buckets and %lld synced backwards", s->name,
+              (long long)(after.all_reduces - before.all_reduces), after.buckets, (long long)syncs);
+    CHECK_MSG(after.buckets >= (s->tied ? 2 : 3), "%d buckets", after.buckets); /* small buckets split them */
+
+    gc_batch ref_inputs[2] = {{1, {"x"}, {xq}}, {1, {"x"}, {xp}}};
+    gc_cache_config ref_config = config;
+    ref_config.models[0].state = &ref_q;
+    ref_config.models[0].params = &ref_q.params;
+    ref_config.models[1].state = ref_second;
+    ref_config.models[1].params = &ref_second->params;
+    ref_config.group = NULL;
+    ref_config.ddp = NULL;
+    REQUIRE(step(s, &ref_config, ref_inputs, &ref_loss) == GC_OK);
+
+    /* f32: the steps add the same terms in other orders (the ring's sum over ranks, chunked
+     * matmuls): ~1e-7 per rounding, under 1e-5 after the few ops here. f64: ~1e-16 each. */
+    double tolerance = s->dtype == GC_F64 ? 1e-10 : 1e-5;
+    double *got = param_grads(&params, &n), *want = param_grads(&ref_params, &n);
+    double error = relative_error(got, want, n);
+    CHECK_MSG(error <= tolerance, "%s, world %d, rank %d: gradient relative error %.3g", s->name, world, rank, error);
+    CHECK_MSG(fabs(loss - ref_loss) <= tolerance * fabs(ref_loss), "%s: loss %.10g, one process %.10g", s->name, loss,
+              ref_loss);
+    free(got);
+    free(want);
+
+    gc_adamw opt, ref_opt;
+    REQUIRE(gc_adamw_init(&opt, &params, 1e-2, 0.9, 0.999, 1e-8, 0.01) == GC_OK);
+    REQUIRE(gc_adamw_init(&ref_opt, &ref_params, 1e-2, 0.9, 0.999, 1e-8, 0.01) == GC_OK);
+    REQUIRE(gc_adamw_step(&opt) == GC_OK && gc_adamw_step(&ref_opt) == GC_OK);
+    CHECK_MSG(equal_on_every_rank(group, &params), "%s: the parameters differ between ranks", s->name);
+    got = param_values(&params, &n);
+    want = param_values(&ref_params, &n);
+    error = relative_error(got, want, n);
+    CHECK_MSG(error <= tolerance, "%s: parameters after AdamW: relative error %.3g", s->name, error);
+    free(got);
+    free(want);
+
+    gc_adamw_free(&opt);
+    gc_adamw_free(&ref_opt);
+    gc_ddp_free(ddp);
+    gc_param_list_free(&params);
+    gc_param_list_free(&ref_params);
+    free_encoder(&q);
+    free_encoder(&p);
+    free_encoder(&ref_q);
+    free_encoder(&ref_p);
+    RELEASE(xq, xp, my_q, my_p);
+    gc_process_group_free(group);
+    return gc_test_result();
+}
+
+/* Every scenario in a world of 2, and (worlds > 2) of 4, through `backend`. */
+static void dist_cache_run_all(gc_dist_backend backend, int worlds) {
+    const dist_scenario two[] = {
+        {"f32, equal rows", GC_F32, {8, 8}, 0, 2, false, false, false, false, GC_DIST_TCP},
+        {"f64, unequal rows, 1 hard negative", GC_F64, {5, 11}, 1, 3, false, false, false, false, GC_DIST_TCP},
+        {"f32, tied, unequal rows", GC_F32, {7, 3}, 0, 2, true, false, false, false, GC_DIST_TCP},
+        {"f32, kept last graph", GC_F32, {6, 6}, 1, 4, false, true, false, false, GC_DIST_TCP},
+        {"f32, sync every backward", GC_F32, {8, 8}, 0, 2, false, false, true, false, GC_DIST_TCP},
+        {"f64, plain step, unequal rows", GC_F64, {9, 4}, 1, 4, false, false, false, true, GC_DIST_TCP},
+    };
+    const dist_scenario four[] = {
+        {"f32, equal rows", GC_F32, {4, 4, 4, 4}, 0, 2, false, false, false, false, GC_DIST_TCP},
+        {"f64, unequal rows, 2 hard negatives", GC_F64, {3, 1, 6, 4}, 2, 2, false, false, false, false, GC_DIST_TCP},
+        {"f64, tied, unequal rows", GC_F64, {2, 5, 1, 3}, 0, 2, true, true, false, false, GC_DIST_TCP},
+        {"f32, sync every backward", GC_F32, {4, 4, 4, 4}, 1, 1, true, false, true, false, GC_DIST_TCP},
+    };
+    for (size_t i = 0; i < sizeof two / sizeof *two; i++) {
+        dist_scenario s = two[i];
+        s.backend = backend;
+        CHECK_MSG(dist_all_pass(2, dist_cache_body, &s, 120), "world 2: %s", s.name);
+    }
+    for (size_t i = 0; worlds > 2 && i < sizeof four / sizeof *four; i++) {
+        dist_scenario s = four[i];
+        s.backend = backend;
+        CHECK_MSG(dist_all_pass(4, dist_cache_body, &s, 120), "world 4: %s", s.name);
+    }
+}
+
+#endif

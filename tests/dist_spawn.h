@@ -1,0 +1,129 @@
+/* Runs a test body in `world` processes forked from the test, with the environment a
+ * launcher gives (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+ * on a free loopback port), so that a multi-process test is one program. Each process's
+ * exit status is the body's return value (or the harness's 99 on a setup error); the parent
+ * gives every process `seconds` in all, then kills what is left: no test can hang and none
+ * leaves a process behind. */
+#ifndef GC_TESTS_DIST_SPAWN_H
+#define GC_TESTS_DIST_SPAWN_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+
+#define DIST_SPAWN_MAX 16
+
+typedef int (*dist_body)(int rank, int world, void *arg);
+
+/* A loopback port nothing listens on right now. */
+static inline int dist_free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t size = sizeof addr;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
+        getsockname(fd, (struct sockaddr *)&addr, &size) != 0) {
+        fprintf(stderr, "dist_spawn: no free port\n");
+        exit(GC_TEST_SETUP_ERROR);
+    }
+    close(fd);
+    return ntohs(addr.sin_port);
+}
+
+static inline void dist_set_env(int rank, int world, int port) {
+    char text[32];
+    snprintf(text, sizeof text, "%d", rank);
+    setenv("RANK", text, 1);
+    setenv("LOCAL_RANK", text, 1);
+    snprintf(text, sizeof text, "%d", world);
+    setenv("WORLD_SIZE", text, 1);
+    setenv("LOCAL_WORLD_SIZE", text, 1);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    snprintf(text, sizeof text, "%d", port);
+    setenv("MASTER_PORT", text, 1);
+}
+
+/* Forks `world` processes running body(rank, world, arg) (ranks listed in `ranks` when not
+ * NULL: a test can leave a rank out on purpose); writes each exit status (0-255, or 128 +
+ * signal) into status[] and the seconds until the last exited into *elapsed. Returns
+ * true when every process ended within `seconds` (the rest are killed and get 128 + 9). */
+static inline bool dist_run(int world, const int *ranks, int n_ranks, dist_body body, void *arg, double seconds,
+                            int *status, double *elapsed) {
+    int port = dist_free_port();
+    pid_t pids[DIST_SPAWN_MAX];
+    int count = ranks ? n_ranks : world;
+    if (count > DIST_SPAWN_MAX) exit(GC_TEST_SETUP_ERROR);
+    fflush(NULL);
+    struct timespec begin, now;
+    clock_gettime(CLOCK_MONOTONIC, &begin);
+    for (int i = 0; i < count; i++) {
+        int rank = ranks ? ranks[i] : i;
+        pids[i] = fork();
+        if (pids[i] < 0) exit(GC_TEST_SETUP_ERROR);
+        if (pids[i] == 0) {
+            dist_set_env(rank, world, port);
+            /* exit, not _exit: the sanitizers' leak check runs in every rank */
+            exit(body(rank, world, arg));
+        }
+        status[i] = -1;
+    }
+    int left = count;
+    bool in_time = true;
+    while (left > 0) {
+        int raw;
+        pid_t done = waitpid(-1, &raw, WNOHANG);
+        if (done > 0) {
+            for (int i = 0; i < count; i++)
+                if (pids[i] == done) status[i] = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+            left--;
+            continue;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double spent = (double)(now.tv_sec - begin.tv_sec) + 1e-9 * (double)(now.tv_nsec - begin.tv_nsec);
+        if (spent > seconds && in_time) {
+            in_time = false;
+            for (int i = 0; i < count; i++)
+                if (status[i] < 0) kill(pids[i], SIGKILL);
+        }
+        struct timespec pause = {0, 5 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    *elapsed = (double)(now.tv_sec - begin.tv_sec) + 1e-9 * (double)(now.tv_nsec - begin.tv_nsec);
+    return in_time;
+}
+
+/* dist_run for every rank of the world; true when all exited 0 in time (reporting the ones
+ * that did not). */
+static inline bool dist_all_pass(int world, dist_body body, void *arg, double seconds) {
+    int status[DIST_SPAWN_MAX];
+    double elapsed;
+    bool ok = dist_run(world, NULL, 0, body, arg, seconds, status, &elapsed);
+    for (int i = 0; i < world; i++)
+        if (status[i] != 0) {
+            fprintf(stderr, "world %d: rank %d exited with %d\n", world, i, status[i]);
+            ok = false;
+        }
+    return ok;
+}
+
+/* A process group for a test body (the TCP backend; every rank of the spawned world). */
+static inline gc_process_group *dist_test_group(double timeout) {
+    gc_dist_options options = {.backend = GC_DIST_TCP, .timeout_seconds = timeout};
+    gc_process_group *group = gc_process_group_from_env(&options);
+    if (!group) {
+        fprintf(stderr, "rank %s: %s\n", getenv("RANK"), gc_last_error());
+        exit(GC_TEST_SETUP_ERROR);
+    }
+    return group;
+}
+
+#endif

@@ -1,0 +1,9 @@
+/* Distributed Gradient Cache over the TCP ring, in worlds of 2 and 4 processes forked by
+ * this test (dist_cache_checks.h): equal and unequal rows per rank, hard negatives, tied
+ * encoders, the kept last graph, the plain (full-batch) step, sync suppressed or not. */
+#include "dist_cache_checks.h"
+
+int main(void) {
+    dist_cache_run_all(GC_DIST_TCP, 4);
+    return gc_test_result();
+}
