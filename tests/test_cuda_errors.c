@@ -46,6 +46,19 @@ static void bad_target(void *arg) {
     gc_item(loss);
 }
 
+/* As a training step runs: the backward is queued before the loss is read, so the bad target (its flat
+ * index 4 + 1000 past the [8, 1] column) reaches the backward's scatter first, which must neither write out of bounds nor fault:
+ * the report is the target's, when the loss is read. */
+static void bad_target_then_backward(void *arg) {
+    (void)arg;
+    gc_tensor *logits = gc_zeros(GC_SHAPE(2, 4), GC_F32, gc_cuda(0));
+    gc_set_requires_grad(logits, true);
+    gc_tensor *targets = gc_from_host((const int32_t[]){0, 1000}, GC_SHAPE(2), GC_I32, gc_cuda(0));
+    gc_tensor *loss = gc_cross_entropy(logits, targets, GC_LOSS_MEAN);
+    REQUIRE(gc_backward(&loss, NULL, 1) == GC_OK);
+    gc_item(loss);
+}
+
 /* Under GC_CUDA_SYNC=1 the lookup itself stops: no wait follows it. */
 static void bad_id_at_launch(void *arg) {
     (void)arg;
@@ -84,6 +97,9 @@ int main(void) {
     snprintf(expected, sizeof expected,
              "cross_entropy: target 9 at position 1 of targets [2] i32 cuda:0 is outside [0, 4) %s", at_wait);
     gc_test_expect_fatal(bad_target, NULL, expected);
+    snprintf(expected, sizeof expected,
+             "cross_entropy: target 1000 at position 1 of targets [2] i32 cuda:0 is outside [0, 4) %s", at_wait);
+    gc_test_expect_fatal(bad_target_then_backward, NULL, expected);
     expect_fatal_synced(bad_id_at_launch,
                         "embedding: id 10 at position 1 of ids [2] i32 cuda:0 is outside [0, 10) (GC_CUDA_SYNC=1: "
                         "found at its launch)");

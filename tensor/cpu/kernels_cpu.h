@@ -48,8 +48,8 @@ void gc_cpu_permute(const void *x, void *y, const gc_permute_args *args, size_t 
 
 /* scatter_cpu.c */
 void gc_cpu_scatter_last(const void *src, const int32_t *index, void *out, size_t rows, size_t cols, gc_dtype dtype);
-void gc_cpu_embedding_backward(const void *grad_out, const int32_t *ids, void *grad_table, size_t n_ids, size_t dim,
-                             gc_dtype dtype);
+void gc_cpu_embedding_backward(const void *grad_out, const int32_t *ids, void *grad_table, size_t n_ids,
+                               size_t vocab, size_t dim, gc_dtype dtype);
 
 /* dropout_cpu.c */
 void gc_cpu_dropout(const void *x, void *y, size_t n, gc_dtype dtype, uint32_t threshold, double scale, uint64_t seed,

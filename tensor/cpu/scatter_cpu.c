@@ -9,8 +9,9 @@ void gc_cpu_scatter_last(const void *src, const int32_t *index, void *out, size_
 
 /* Rows are added in id order of appearance: a deterministic sum. */
 void gc_cpu_embedding_backward(const void *grad_out, const int32_t *ids, void *grad_table, size_t n_ids,
-                               size_t dim, gc_dtype dtype) {
+                               size_t vocab, size_t dim, gc_dtype dtype) {
     for (size_t i = 0; i < n_ids; i++) {
+        if (ids[i] < 0 || (size_t)ids[i] >= vocab) continue; /* see backend.h */
         size_t row = (size_t)ids[i] * dim;
         for (size_t j = 0; j < dim; j++)
             gc_store(grad_table, dtype, row + j, gc_load(grad_table, dtype, row + j) + gc_load(grad_out, dtype, i * dim + j));

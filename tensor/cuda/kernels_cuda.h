@@ -55,8 +55,8 @@ void gc_cuda_permute(const void *x, void *y, const gc_permute_args *args, size_t
 
 /* scatter_cuda.cu */
 void gc_cuda_scatter_last(const void *src, const int32_t *index, void *out, size_t rows, size_t cols, gc_dtype dtype);
-void gc_cuda_embedding_backward(const void *grad_out, const int32_t *ids, void *grad_table, size_t n_ids, size_t dim,
-                             gc_dtype dtype);
+void gc_cuda_embedding_backward(const void *grad_out, const int32_t *ids, void *grad_table, size_t n_ids,
+                                size_t vocab, size_t dim, gc_dtype dtype);
 
 /* dropout_cuda.cu */
 void gc_cuda_dropout(const void *x, void *y, size_t n, gc_dtype dtype, uint32_t threshold, double scale, uint64_t seed,
