@@ -2,12 +2,12 @@
 # bench/gpu_check.sh: what a session with a GPU runs, in two calls of under 10 minutes each:
 # build for the GPU, prove the CUDA backend correct, then measure it, against PyTorch too.
 #
-#   bash bench/gpu_check.sh PART... [--previous FILE]
+#   bash bench/gpu_check.sh PART... [--previous FILE] [--dry-run]
 #
 # Parts, run in the order given (each builds first if the build is missing or stale):
 #   check    build (release, sm_90 + PTX), the cuda suite twice (GC_CUDA_SYNC=1, then as
-#            shipped), compute-sanitizer on the kernels, the dist suite when there is one,
-#            gradcache verify and train on the GPU
+#            shipped), compute-sanitizer on the kernels, test_dist_nccl (two ranks on the one
+#            GPU when the NCCL found is 2.30 or later), gradcache verify and train on the GPU
 #   bench    bench_matmul, bench_bandwidth, bench_autograd, bench_cache, gradcache bench speed
 #            (base model, batch 4096, chunks 64/128/256, with and without --keep-last-graph)
 #   compare  the engine (gradcache bench memory) and PyTorch (bench/torch_gradcache.py, with
@@ -20,10 +20,22 @@
 # commands), and gpu_check.log, every step's whole output. --previous FILE puts an earlier
 # call's summary first, so that the second call's file is the whole record.
 #
+# --dry-run checks the script without a GPU (tests/test_gpu_check.sh, in the cpu suite): no
+# build and nothing run; each step is recorded with its command after checking that its
+# programs exist in the build folder (GC_GPU_CHECK_BUILD, built already) and that every
+# --flag it passes to one of ours is in that program's --help (or, for a Python script, in
+# its source). It exits 1 when a step would not start.
+#
+# NCCL: test_dist_nccl runs two ranks on one GPU only with NCCL 2.30 or later. The newest of
+# GC_GPU_CHECK_NCCL_ROOT, the nvidia-nccl-cu13 package of the machine's python3 (PyTorch's)
+# and the CUDA toolkit's is built with (-Dnccl-root); older than 2.30, the test runs the
+# world of one process and the summary says so. (The 2.30+ wheel is about 300 MB, past what
+# the device tool carries, so it is used only where the machine has it.)
+#
 # With the session's device tool (30 minutes of device time; a call may run 10 minutes and each
 # starts a bare machine, so each builds again: about a minute on its 16 cores):
 #   run(command="bash bench/gpu_check.sh check", timeout_s=600)
-#   (copy the returned gpu_check.md to .gpu/previous.md, a folder .git/info/exclude ignores)
+#   (copy the returned gpu_check.md to .gpu/previous.md; .gitignore ignores .gpu/, so it is carried)
 #   run(command="bash bench/gpu_check.sh bench compare --previous .gpu/previous.md",
 #       carry=[".gpu"], timeout_s=600)
 #
@@ -34,15 +46,17 @@
 set -u
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//'; }
 
 parts=()
 previous=
+dry_run=false
 while [ $# -gt 0 ]; do
     case $1 in
         check | bench | compare) parts+=("$1") ;;
         all) parts+=(check bench compare) ;;
         --previous) previous=${2:?--previous needs a file}; shift ;;
+        --dry-run) dry_run=true ;;
         -h | --help) usage; exit 0 ;;
         *) echo "gpu_check: unknown part '$1'" >&2; usage >&2; exit 2 ;;
     esac
@@ -89,17 +103,29 @@ step() {
     local left=$((budget - SECONDS - 15))
     [ "$limit" -gt "$left" ] && limit=$left
     local command="$*"
+    # for the table: one line, pipes escaped, at most 160 characters
+    local shown=${command//$'\n'/ }
+    shown=${shown//|/\\|}
+    [ ${#shown} -gt 160 ] && shown="${shown:0:157}..."
     if [ "$limit" -lt 10 ]; then
-        steps_table+=("| $name | skipped: out of time | 0 | \`$command\` |")
+        steps_table+=("| $name | skipped: out of time | 0 | \`$shown\` |")
         echo "=== $name: skipped, out of time" >>"$log"
         return 0
     fi
     echo "=== $name (limit ${limit}s): $command" | tee -a "$log"
     local start=$SECONDS rc=0
-    timeout --kill-after=10 "$limit" "$@" >"$work/step.out" 2>&1 || rc=$?
+    if $dry_run; then
+        would_start "$@" >"$work/step.out" 2>&1 || rc=$?
+    else
+        timeout --kill-after=10 "$limit" "$@" >"$work/step.out" 2>&1 || rc=$?
+    fi
     local seconds=$((SECONDS - start)) status=ok
+    $dry_run && status="dry run: would start"
     cat "$work/step.out" >>"$log"
-    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    if $dry_run && [ $rc -ne 0 ]; then
+        status="DRY RUN: would not start"
+        dry_run_failures=$((dry_run_failures + 1))
+    elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
         status="timed out after ${limit}s"
     elif [ $rc -eq 77 ]; then
         status="skipped (77)"
@@ -107,9 +133,54 @@ step() {
         status="FAILED (exit $rc)"
     fi
     echo "    $status, ${seconds}s" | tee -a "$log"
-    steps_table+=("| $name | $status | $seconds | \`$command\` |")
-    details+=("### $name"$'\n\n'"\`$command\` — $status, ${seconds}s"$'\n\n```\n'"$(tail -n 80 "$work/step.out")"$'\n```\n')
+    steps_table+=("| $name | $status | $seconds | \`$shown\` |")
+    details+=("### $name — $status, ${seconds}s"$'\n\n```sh\n'"$command"$'\n```\n\n```\n'"$(tail -n 80 "$work/step.out")"$'\n```\n')
     return $rc
+}
+
+# --- dry run ---------------------------------------------------------------------------------
+dry_run_failures=0
+
+# would_start COMMAND...: whether COMMAND would start here: its program and the build's files
+# it names exist, and each --flag it gives one of our programs is one that program documents.
+# Prints what is wrong; 0 when nothing is.
+would_start() {
+    local words=("$@") problems=0 word
+    while [ "${words[0]}" = env ] || [[ ${words[0]} == *=* ]]; do words=("${words[@]:1}"); done
+    # the GPU machine's own tools (KINDS.md) need not be here
+    case ${words[0]##*/} in nvidia-smi | compute-sanitizer | cuobjdump) return 0 ;; esac
+    command -v "${words[0]}" >/dev/null || [ -x "${words[0]}" ] || {
+        echo "no program ${words[0]}"
+        problems=1
+    }
+    for word in "${words[@]}"; do
+        case $word in
+            "$build"/*) [ -e "$word" ] || { echo "no $word in the build"; problems=1; } ;;
+        esac
+    done
+    # the text our program documents its flags in: --help of the program (and subcommand), or
+    # a Python script's own source (argparse's add_argument lines)
+    local documented=
+    if [ "${words[0]}" = "$gradcache" ] || [[ ${words[0]} == "$build"/bench/* ]]; then
+        local prefix=("${words[0]}")
+        for word in "${words[@]:1}"; do
+            [[ $word == -* ]] && break
+            prefix+=("$word")
+        done
+        documented=$("${prefix[@]}" --help 2>&1)
+    elif [ "${words[0]}" = python3 ] && [[ ${words[1]:-} == bench/*.py ]]; then
+        documented=$(cat "${words[1]}")
+    else
+        return $problems
+    fi
+    for word in "${words[@]}"; do
+        [[ $word == --* ]] || continue
+        grep -qE -- "(^|[^a-z0-9-])${word}([^a-z0-9-]|\$)" <<<"$documented" || {
+            echo "${words[0]}: $word is not among its documented flags"
+            problems=1
+        }
+    done
+    return $problems
 }
 
 write_summary() {
@@ -118,12 +189,13 @@ write_summary() {
             cat "$previous"
             echo
         fi
-        echo "## $(date -u +%Y-%m-%d) — ${gpu_name:-no GPU found}: gpu_check ${parts[*]}"
+        echo "## $(date -u +%Y-%m-%d) — ${gpu_name:-no GPU found}: gpu_check ${parts[*]}$($dry_run && echo " (dry run)")"
         echo
         echo "- device: ${gpu_line:-nvidia-smi found no GPU}"
         echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo "unknown (no .git)")$(git diff --quiet HEAD 2>/dev/null || echo ", with local changes")"
         echo "- command: \`bash bench/gpu_check.sh ${parts[*]}\` (build $build, sm_$arch + PTX, release), $((SECONDS))s of a ${budget}s budget"
         echo "- toolchain: ${toolchain:-unknown}"
+        echo "- NCCL: ${nccl_line:-none found}"
         echo
         echo "| step | status | seconds | command |"
         echo "| --- | --- | ---: | --- |"
@@ -133,7 +205,7 @@ write_summary() {
     } >"$summary"
     echo "gpu_check: summary in $summary, whole output in $log"
 }
-trap 'write_summary; rm -rf "$work"' EXIT
+trap 'write_summary; rm -rf "$work"; [ "$dry_run_failures" -eq 0 ] || exit 1' EXIT
 
 # --- the machine ---------------------------------------------------------------------------
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
@@ -142,15 +214,48 @@ toolchain="$(nvcc --version 2>/dev/null | tail -1); $(cc --version 2>/dev/null |
 step machine 30 bash -c 'nvidia-smi; nproc; free -g; ls /usr/local/cuda/lib64 2>/dev/null | grep -E "^lib(cudart|cublas|nccl)\.so" ; command -v compute-sanitizer cuobjdump'
 
 # --- build ---------------------------------------------------------------------------------
+# The newest NCCL there is (a folder with include/nccl.h): GC_GPU_CHECK_NCCL_ROOT, the Python
+# package nvidia-nccl-cu13 (PyTorch's), the toolkit's. Sets nccl_root, nccl_version (e.g.
+# 23203 for 2.32.3) and nccl_line.
+nccl_root=
+nccl_version=0
+find_nccl() {
+    local candidates=("${GC_GPU_CHECK_NCCL_ROOT:-}" /usr/local/cuda) root version
+    candidates+=("$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null)")
+    for root in "${candidates[@]}"; do
+        [ -n "$root" ] && [ -f "$root/include/nccl.h" ] || continue
+        version=$(awk '/^#define NCCL_(MAJOR|MINOR|PATCH) / { v[$2] = $3 }
+                       END { print v["NCCL_MAJOR"] * 10000 + v["NCCL_MINOR"] * 100 + v["NCCL_PATCH"] }' \
+            "$root/include/nccl.h")
+        if [ "$version" -gt "$nccl_version" ]; then
+            nccl_root=$root
+            nccl_version=$version
+        fi
+    done
+    if [ -z "$nccl_root" ]; then
+        nccl_line="none found (test_dist_nccl skips)"
+    else
+        nccl_line="$((nccl_version / 10000)).$((nccl_version / 100 % 100)).$((nccl_version % 100)) in $nccl_root"
+        [ "$nccl_version" -ge 23000 ] && nccl_line+=" (two ranks on one GPU)" ||
+            nccl_line+=" (before 2.30: test_dist_nccl runs one rank only)"
+    fi
+}
+find_nccl
+
 built=false
 build_once() {
     $built && return 0
     built=true
-    if [ ! -f "$build/build.ninja" ]; then
+    if $dry_run; then
+        # nothing is built: the steps are checked against the build that is there
+        [ -f "$build/build.ninja" ] || { echo "gpu_check: --dry-run needs a build in $build" >&2; exit 2; }
+    elif [ ! -f "$build/build.ninja" ]; then
+        local nccl_option=()
+        [ -n "$nccl_root" ] && nccl_option=("-Dnccl-root=$nccl_root")
         step configure 120 "${meson[@]}" setup "$build" --buildtype=release -Dcuda=enabled "-Dcuda-arch=$arch" \
-            -Dtests=true -Dbench=true || return 1
+            -Dtests=true -Dbench=true "${nccl_option[@]}" || return 1
     fi
-    step build 300 ninja -C "$build" -j "$(nproc)" || return 1
+    step build 300 ninja -C "$build" -j "$(nproc)" || $dry_run || return 1
     # the library holds machine code for sm_$arch and PTX for compute_$arch
     step fatbinary 30 bash -c "cuobjdump --list-elf --list-ptx $build/libgradcache.so | sort | uniq -c | head -20"
 }
@@ -170,21 +275,22 @@ part_check() {
     build_once || return 0
     # First with a wait after every launch, so that a kernel's fault names its own launch; then as
     # shipped (index errors deferred to the next synchronisation, no waits).
-    step cuda_suite_synced 200 bash -c "GC_CUDA_SYNC=1 ${meson[*]} test -C $build --suite cuda --num-processes 4 --print-errorlogs; status=\$?; $(declare -f test_summary); work=$work build=$build test_summary synced; exit \$status"
-    step cuda_suite 150 bash -c "${meson[*]} test -C $build --suite cuda --num-processes 4 --print-errorlogs; status=\$?; $(declare -f test_summary); work=$work build=$build test_summary shipped; exit \$status"
+    # test_dist_nccl (suite cuda) has a step of its own, below
+    local cuda_tests
+    cuda_tests=$("${meson[@]}" test -C "$build" --list --suite cuda 2>/dev/null | sed -n 's|^gradcache:cuda / ||p' |
+        grep -vx test_dist_nccl | tr '\n' ' ')
+    [ -n "$cuda_tests" ] || cuda_tests="--suite cuda" # a meson that lists otherwise: test_dist_nccl runs twice more
+    step cuda_suite_synced 200 bash -c "GC_CUDA_SYNC=1 ${meson[*]} test -C $build --num-processes 4 --print-errorlogs $cuda_tests; status=\$?; $(declare -f test_summary); work=$work build=$build test_summary synced; exit \$status"
+    step cuda_suite 150 bash -c "${meson[*]} test -C $build --num-processes 4 --print-errorlogs $cuda_tests; status=\$?; $(declare -f test_summary); work=$work build=$build test_summary shipped; exit \$status"
     # Out-of-bounds accesses and shared-memory races in the kernels (tests without forks).
     local sanitizer
     sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
     step memcheck 90 "$sanitizer" --tool memcheck --error-exitcode 1 "$build/tests/test_reduce_cuda"
     step racecheck 90 "$sanitizer" --tool racecheck --error-exitcode 1 "$build/tests/test_norm_cuda"
     step memcheck_elementwise 60 "$sanitizer" --tool memcheck --error-exitcode 1 "$build/tests/test_elementwise_cuda"
-    # --- STEP dist (issue 9): the lead adds the 2-rank NCCL tests to the dist suite; this step
-    # runs it when the build has one.
-    if "${meson[@]}" test -C "$build" --list 2>/dev/null | grep -q ':dist /'; then
-        step dist_suite 120 "${meson[@]}" test -C "$build" --suite dist --print-errorlogs
-    else
-        steps_table+=("| dist_suite | no dist suite in this build | 0 | \`meson test --suite dist\` |")
-    fi
+    # NCCL's collectives and distributed GradCache against the TCP ring's, two ranks sharing
+    # the GPU where NCCL allows it (2.30+); the dist suite proper is CPU-only (CI runs it)
+    step dist_nccl 180 env NCCL_MULTI_RANK_GPU_ENABLE=1 "$build/tests/test_dist_nccl"
     step verify_f32 60 "$gradcache" verify --device cuda
     step verify_f64 60 "$gradcache" verify --device cuda --dtype f64
     step verify_base 90 "$gradcache" verify --device cuda --batch-size 256 --chunk-size 32 "${base_model[@]}"
