@@ -37,8 +37,11 @@ try:
     import torch
     import torch.nn.functional as F
     from torch import nn
-except ImportError:  # the CPU test skips (77) without PyTorch
+except ImportError:  # --help and --compare need no PyTorch; the rest exits 77 (the CPU test skips)
     torch = None
+
+    class nn:  # noqa: N801 -- lets the model classes below be defined, never instantiated
+        Module = object
 
 VOCAB = 258  # cli/tokenizer.h: [PAD] 0, [CLS] 1, byte b as b + 2
 PAD, CLS = 0, 1

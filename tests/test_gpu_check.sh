@@ -2,8 +2,8 @@
 # bench/gpu_check.sh without a GPU ($1: the script, $2: the build folder): its dry run checks
 # every step's programs and flags against this build, so that a GPU session's minutes are not
 # spent on a misspelt flag. Also: a flag no program documents is caught, the summary holds a
-# row per step, and a wrong part stops with the usage. Skipped (77) without the benchmarks
-# (-Dbench=false).
+# row per step, a wrong part stops with the usage, and the side-by-side table is made without
+# PyTorch. Skipped (77) without the benchmarks (-Dbench=false).
 set -u
 script=$1
 build=$2
@@ -40,6 +40,17 @@ grep -q -- '--keep-last-graf is not among its documented flags' "$dir/bad/gpu_ch
     fail "the misspelt flag is not named: $(cat "$dir/bad/gpu_check.log")"
 grep -q '^| bench_speed_keep_last | DRY RUN: would not start |' "$dir/bad/gpu_check.md" ||
     fail "the summary does not mark the step: $(cat "$dir/bad/gpu_check.md")"
+
+# the side-by-side table needs no PyTorch (import torch made to fail, whatever is installed)
+printf 'mode,batch,chunk,peak_bytes,step_ms,fits\nplain,8,8,2097152,2.0,1\ngc,8,4,1048576,3.0,1\n' >"$dir/engine.csv"
+printf 'mode,batch,chunk,peak_bytes,step_ms,fits\nplain,8,8,4194304,4.0,1\ngc,8,4,1048576,2.0,1\n' >"$dir/torch.csv"
+python3 -c 'import runpy, sys
+sys.modules["torch"] = None
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")' "$(dirname "$script")/torch_gradcache.py" --compare \
+    "$dir/engine.csv" "$dir/torch.csv" >"$dir/table" 2>&1 || fail "--compare without PyTorch: $(cat "$dir/table")"
+grep -q '^| plain | 8 | 8 | 2.0 | 4.0 | 0.50 | 2.0 | 4.0 | 0.50 |' "$dir/table" ||
+    fail "--compare without PyTorch, plain row: $(cat "$dir/table")"
 
 bash "$script" nonsense >"$dir/usage" 2>&1 && fail "an unknown part was accepted"
 grep -q "unknown part 'nonsense'" "$dir/usage" || fail "no message for an unknown part: $(cat "$dir/usage")"
