@@ -12,13 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#ifndef GC_HD
-#ifdef __CUDACC__
-#define GC_HD __host__ __device__
-#else
-#define GC_HD
-#endif
-#endif
+#include "host_device_impl.h"
 
 #define GC_INDEX_KEY_NONE UINT64_MAX
 /* The highest position a key holds exactly; one below 2^32 - 1, so that no key (not even

@@ -13,13 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#ifndef GC_HD
-#ifdef __CUDACC__
-#define GC_HD __host__ __device__
-#else
-#define GC_HD
-#endif
-#endif
+#include "host_device_impl.h"
 
 /* --- elementwise kernels: blocks of GC_CUDA_THREADS, one element per thread per pass --- */
 

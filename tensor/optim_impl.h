@@ -19,13 +19,7 @@
 
 #include "backend.h"
 
-#ifndef GC_HD
-#ifdef __CUDACC__
-#define GC_HD __host__ __device__
-#else
-#define GC_HD
-#endif
-#endif
+#include "host_device_impl.h"
 
 /* FMA and SQRT are the functions of T (fmaf and sqrtf for float, fma and sqrt for double):
  * plain C has no overloads, and the CUDA device library has the same names. */

@@ -26,12 +26,7 @@
 #include <string.h>
 
 #include "backend.h"
-
-#ifdef __CUDACC__
-#define GC_HD __host__ __device__
-#else
-#define GC_HD
-#endif
+#include "host_device_impl.h"
 
 #define GC_PHILOX_ROUNDS 10
 

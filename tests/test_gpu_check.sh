@@ -8,13 +8,9 @@ set -u
 script=$1
 build=$2
 [ -x "$build/bench/bench_matmul" ] || { echo "skip: this build has no benchmarks"; exit 77; }
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
+# shellcheck source=tests/cli_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
+dir=$work
 
 OUT=$dir/out GC_GPU_CHECK_BUILD=$build bash "$script" --dry-run all >"$dir/stdout" 2>&1 ||
     fail "dry run of every part: $(grep -B1 'would not start' "$dir/out/gpu_check.log")"

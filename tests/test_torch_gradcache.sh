@@ -18,13 +18,9 @@ if [ -z "$python" ]; then
     echo "skip: no python3 with PyTorch (apt-get install python3-torch)"
     exit 77
 fi
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
+# shellcheck source=tests/cli_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
+dir=$work
 
 "$python" "$script" --check >"$dir/check" 2>&1 || fail "--check: $(cat "$dir/check")"
 [ "$(grep -c ' ok$' "$dir/check")" -eq 3 ] || fail "--check: want 3 passing cases: $(cat "$dir/check")"
