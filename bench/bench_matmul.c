@@ -213,15 +213,16 @@ static void bench_cuda(int reps) {
 #endif
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: bench_matmul [--cpu-only] [--reps N]\n"
-                 "  --cpu-only  skip the CUDA part even when a GPU is present\n"
-                 "  --reps N    timed runs per shape, after one warm-up (default 5)\n"
+    fprintf(out, "usage: bench_matmul [--cpu-only | --cuda-only] [--reps N]\n"
+                 "  --cpu-only   skip the CUDA part even when a GPU is present\n"
+                 "  --cuda-only  skip the CPU part (on a GPU machine, where only the GPU's figures matter)\n"
+                 "  --reps N     timed runs per shape, after one warm-up (default 5)\n"
                  "GC_NUM_THREADS sets the CPU threads (OpenBLAS gets as many), GC_CPU_KERNELS the own kernel's\n"
                  "instruction set (portable, avx2, avx512), GC_BLAS=0 the library's path to the own kernel.\n");
 }
 
 int main(int argc, char **argv) {
-    bool cpu_only = false;
+    bool cpu_only = false, cuda_only = false;
     int reps = 5;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help")) {
@@ -229,6 +230,8 @@ int main(int argc, char **argv) {
             return 0;
         } else if (!strcmp(argv[i], "--cpu-only")) {
             cpu_only = true;
+        } else if (!strcmp(argv[i], "--cuda-only")) {
+            cuda_only = true;
         } else if (!strcmp(argv[i], "--reps") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
             reps = atoi(argv[++i]);
         } else {
@@ -236,11 +239,17 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    bench_cpu(reps);
+    if (cpu_only && cuda_only) {
+        usage(stderr);
+        return 2;
+    }
+    if (cuda_only && gc_cuda_device_count() < 1) {
+        fprintf(stderr, "bench_matmul: --cuda-only: no CUDA device\n");
+        return 2;
+    }
+    if (!cuda_only) bench_cpu(reps);
 #ifdef GC_HAVE_CUDA
     if (!cpu_only && gc_cuda_device_count() > 0) bench_cuda(reps);
-#else
-    (void)cpu_only; /* there is only the CPU to measure */
 #endif
     return 0;
 }

@@ -40,7 +40,8 @@ void gc_bench_batch_free(gc_bench_batch *batch) {
 }
 
 gc_cache_config gc_bench_cache_config(gc_bench_setup *setup, int64_t chunk_size) {
-    gc_cache_config config = {.n_models = 2, .loss = gc_contrastive_loss_fn(&setup->loss)};
+    gc_cache_config config = {.n_models = 2, .loss = gc_contrastive_loss_fn(&setup->loss),
+                              .keep_last_graph = setup->keep_last_graph};
     for (int side = 0; side < 2; side++)
         config.models[side] = (gc_cached_model){gc_dual_encoder_tower(&setup->model, side), gc_dual_encoder_forward_train,
                                                 chunk_size, &setup->model.params};

@@ -16,6 +16,7 @@ typedef struct gc_bench_setup {
     int64_t max_length;
     gc_contrastive_options loss; /* in-batch InfoNCE, cosine similarity; its method is the caller's */
     gc_generator data;           /* where synthetic batches are drawn from */
+    bool keep_last_graph;        /* GradCache keeps each model's last chunk's graph (cache.h) */
 } gc_bench_setup;
 
 /* Seeds every device's default generator (dropout) with options->seed and builds the model.

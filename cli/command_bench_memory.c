@@ -99,6 +99,21 @@ static int check_output(const char *flag, const char *path) {
     return 0;
 }
 
+/* The allocator's count against the driver's: what the allocator holds (live + cached +
+ * workspace) and what cudaMemGetInfo says is in use, which adds the CUDA context, the loaded
+ * kernels and anything allocated outside the library. */
+static void print_driver_check(gc_device device) {
+    gc_memory_stats stats = gc_memory_get_stats(device);
+    size_t free_bytes, total_bytes;
+    gc_memory_device_info(device, &free_bytes, &total_bytes);
+    char reserved[32], workspace[32], used[32], total[32];
+    printf("driver check: the allocator holds %s (%zu bytes, workspace %s); the driver has %s of %s in use "
+           "(cudaMemGetInfo: context and kernels included)\n",
+           gc_format_bytes((double)stats.reserved_bytes, reserved, 32), stats.reserved_bytes,
+           gc_format_bytes((double)stats.workspace_bytes, workspace, 32),
+           gc_format_bytes((double)(total_bytes - free_bytes), used, 32), gc_format_bytes((double)total_bytes, total, 32));
+}
+
 static int sweep(const memory_options *options, const gc_bench_model_options *model, gc_device device,
                  gc_memory_row *rows, int count) {
     if (options->mem_limit) gc_memory_set_limit(device, options->mem_limit);
@@ -133,6 +148,7 @@ static int sweep(const memory_options *options, const gc_bench_model_options *mo
         fflush(stdout);
     }
     gc_bench_setup_free(&setup);
+    if (device.type == GC_DEVICE_CUDA) print_driver_check(device);
     snprintf(title, sizeof title, "Peak memory of one training step, plain and GradCache (%s, %s)", device_text,
              gc_precision_names[options->precision]);
     const char *titles[2] = {title, model_text};

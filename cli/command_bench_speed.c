@@ -27,16 +27,29 @@ static int measure(gc_bench_setup *setup, int64_t batch, int64_t chunk, int warm
     return 1;
 }
 
+/* What the command measures (its flags). */
+typedef struct speed_options {
+    gc_bench_model_options model;
+    gc_device device;
+    int64_t batch, reps, warmup;
+    gc_int_list chunks;
+    int precisions[GC_PRECISION_COUNT], n_precisions;
+    bool keep_last_graph; /* GradCache keeps each model's last chunk's graph (one forward fewer) */
+} speed_options;
+
 /* The plain step and each chunk size in one precision: runs[0] plain, runs[1 + c] chunk c.
  * f32_runs: the same in f32 when measured before (NULL otherwise). 0, or 1 after a line. */
-static int speed_in(int precision, const gc_bench_model_options *model, gc_device device, int64_t batch,
-                    const gc_int_list *chunks, int warmup, int reps, gc_bench_result *runs,
-                    const gc_bench_result *f32_runs) {
+static int speed_in(int precision, const speed_options *o, gc_bench_result *runs, const gc_bench_result *f32_runs) {
+    const gc_bench_model_options *model = &o->model;
+    const gc_int_list *chunks = &o->chunks;
+    int64_t batch = o->batch;
+    int warmup = (int)o->warmup, reps = (int)o->reps;
     gc_bench_setup setup;
-    if (gc_bench_setup_init(&setup, model, gc_precision_dtype(precision), device) != GC_OK) {
+    if (gc_bench_setup_init(&setup, model, gc_precision_dtype(precision), o->device) != GC_OK) {
         fprintf(stderr, "gradcache bench speed: the model in %s: %s\n", gc_precision_names[precision], gc_last_error());
         return 1;
     }
+    setup.keep_last_graph = o->keep_last_graph;
     int status = measure(&setup, batch, 0, warmup, reps, &runs[0]);
     if (status == 0) print_speed_row(precision, "plain", batch, &runs[0], &runs[0], f32_runs);
     for (int c = 0; c < chunks->count && status == 0; c++) {
@@ -50,20 +63,20 @@ static int speed_in(int precision, const gc_bench_model_options *model, gc_devic
     return status;
 }
 
-static int speed(const gc_bench_model_options *model, gc_device device, int64_t batch, const gc_int_list *chunks,
-                 const int *precisions, int n_precisions, int warmup, int reps) {
+static int speed(const speed_options *o) {
     char model_text[200], device_text[16];
-    printf("gradcache bench speed: %s, batch %lld, %s, median of %d steps after %d warm-up\n",
-           gc_bench_model_describe(model, model_text, sizeof model_text), (long long)batch,
-           gc_device_str(device, device_text, sizeof device_text), reps, warmup);
+    printf("gradcache bench speed: %s, batch %lld, %s, median of %lld steps after %lld warm-up%s\n",
+           gc_bench_model_describe(&o->model, model_text, sizeof model_text), (long long)o->batch,
+           gc_device_str(o->device, device_text, sizeof device_text), (long long)o->reps, (long long)o->warmup,
+           o->keep_last_graph ? ", keeping the last chunk's graph" : "");
     printf("  %-5s %-6s %7s %10s %11s %9s %11s %16s\n", "prec", "mode", "chunk", "step ms", "time/plain", "time/f32",
            "forward ms", "1+forward/plain");
     gc_bench_result runs[GC_PRECISION_COUNT][1 + GC_INT_LIST_MAX];
     const gc_bench_result *f32_runs = NULL;
     int status = 0;
-    for (int p = 0; p < n_precisions && status == 0; p++) {
-        int precision = precisions[p];
-        status = speed_in(precision, model, device, batch, chunks, warmup, reps, runs[p], f32_runs);
+    for (int p = 0; p < o->n_precisions && status == 0; p++) {
+        int precision = o->precisions[p];
+        status = speed_in(precision, o, runs[p], f32_runs);
         if (precision == GC_PRECISION_F32) f32_runs = runs[p];
     }
     if (status == 0)
@@ -74,35 +87,37 @@ static int speed(const gc_bench_model_options *model, gc_device device, int64_t 
 }
 
 int gc_command_bench_speed(int argc, char **argv) {
-    gc_bench_model_options model = {.dim = 32, .layers = 2, .heads = 4, .hidden = 64, .max_length = 16, .dropout = 0.1};
-    int64_t batch = 256, reps = 3, warmup = 1;
+    speed_options o = {.model = {.dim = 32, .layers = 2, .heads = 4, .hidden = 64, .max_length = 16, .dropout = 0.1},
+                       .batch = 256,
+                       .reps = 3,
+                       .warmup = 1};
     size_t mem_limit = 0;
     const char *chunk_text = "16,32,64,128", *precision_text = "f32";
     gc_flag flags[] = {
-        {"batch-size", GC_FLAG_INT, &batch, 1, 1 << 20, NULL, "query/passage pairs per step"},
+        {"batch-size", GC_FLAG_INT, &o.batch, 1, 1 << 20, NULL, "query/passage pairs per step"},
         {"chunks", GC_FLAG_STRING, &chunk_text, 0, 0, NULL, "GradCache chunk sizes, comma-separated"},
-        {"reps", GC_FLAG_INT, &reps, 1, GC_BENCH_MAX_REPS, NULL, "measured steps per run (median time)"},
-        {"warmup", GC_FLAG_INT, &warmup, 0, 100, NULL, "unmeasured steps before them"},
+        {"reps", GC_FLAG_INT, &o.reps, 1, GC_BENCH_MAX_REPS, NULL, "measured steps per run (median time)"},
+        {"warmup", GC_FLAG_INT, &o.warmup, 0, 100, NULL, "unmeasured steps before them"},
         {"precision", GC_FLAG_STRING, &precision_text, 0, 0, NULL,
          "the model's dtypes, comma-separated, each measured in turn: f32, f16, bf16"},
         {"mem-limit", GC_FLAG_SIZE, &mem_limit, 0, 0, NULL,
          "a byte limit on the device's memory, e.g. 512M (default: GC_MEM_LIMIT's, else none)"},
-        GC_BENCH_MODEL_FLAGS(model),
+        {"keep-last-graph", GC_FLAG_BOOL, &o.keep_last_graph, 0, 0, NULL,
+         "GradCache keeps each model's last chunk's graph from the first pass (one forward fewer)"},
+        GC_BENCH_MODEL_FLAGS(o.model),
     };
     int parsed = gc_flags_parse("bench speed",
                                 "Step time of Gradient Cache against the plain step at the same batch, for each chunk\n"
                                 "size (larger than the batch: skipped), and the ratios. Synthetic texts.",
                                 flags, (int)(sizeof flags / sizeof *flags), argc, argv, 3);
     if (parsed) return parsed == 1 ? 0 : parsed;
-    gc_int_list chunks;
-    gc_device device;
-    int precisions[GC_PRECISION_COUNT];
-    int usage = gc_int_list_parse("bench speed", "chunks", chunk_text, 1, 1 << 20, &chunks);
-    int n_precisions = usage ? 0 : gc_precision_list_parse("bench speed", precision_text, precisions);
-    if (n_precisions < 0) usage = 2;
-    if (!usage) usage = gc_bench_model_check("bench speed", &model, &device);
-    for (int p = 0; p < n_precisions && !usage; p++) usage = gc_precision_check_device("bench speed", precisions[p], device);
+    int usage = gc_int_list_parse("bench speed", "chunks", chunk_text, 1, 1 << 20, &o.chunks);
+    o.n_precisions = usage ? 0 : gc_precision_list_parse("bench speed", precision_text, o.precisions);
+    if (o.n_precisions < 0) usage = 2;
+    if (!usage) usage = gc_bench_model_check("bench speed", &o.model, &o.device);
+    for (int p = 0; p < o.n_precisions && !usage; p++)
+        usage = gc_precision_check_device("bench speed", o.precisions[p], o.device);
     if (usage) return usage;
-    if (mem_limit) gc_memory_set_limit(device, mem_limit);
-    return speed(&model, device, batch, &chunks, precisions, n_precisions, (int)warmup, (int)reps);
+    if (mem_limit) gc_memory_set_limit(o.device, mem_limit);
+    return speed(&o);
 }

@@ -5,7 +5,6 @@
 #include "contrastive_internal.h"
 #include "gradcache/autograd.h"
 #include "gradcache/ops.h"
-#include "loss_targets.h"
 #include "tensor/op_util.h"
 
 void gc_contrastive_check_arguments(const gc_tensor *queries, const gc_tensor *passages,
@@ -49,7 +48,8 @@ gc_tensor *gc_contrastive_targets(const gc_tensor *queries, const gc_tensor *pas
                                   const gc_contrastive_options *options) {
     int64_t n_queries = queries->shape[0], n_passages = passages->shape[0];
     if (options->targets) {
-        if (!gc_check_targets_in_range("contrastive_loss", options->targets, n_passages)) return NULL;
+        /* on the device: no host wait */
+        gc_check_index_range("contrastive_loss", "target", options->targets, n_passages);
         return gc_tensor_retain((gc_tensor *)options->targets);
     }
     /* Each query is followed by its hard negatives: query i's positive is passage i (Np / Nq). */

@@ -12,7 +12,6 @@
 
 #include "gradcache/loss.h"
 #include "gradcache/ops.h"
-#include "loss_targets.h"
 #include "tensor/op_util.h"
 
 /* logits [N, C] float, targets i32 [N], on one device. */
@@ -36,7 +35,7 @@ gc_tensor *gc_cross_entropy(const gc_tensor *logits, const gc_tensor *targets, g
     if (!logits || !targets) return NULL;
     check_shapes(logits, targets, reduction);
     int64_t rows = logits->shape[0], classes = logits->shape[1];
-    if (!gc_check_targets_in_range("cross_entropy", targets, classes)) return NULL;
+    gc_check_index_range("cross_entropy", "target", targets, classes); /* on the device: no host wait */
     gc_tensor *row_starts = gc_arange(rows, 0, (double)classes, GC_I32, logits->device); /* i C */
     gc_tensor *flat_targets = gc_add(row_starts, targets);                                /* [N] */
     gc_tensor *working = gc_to_working(logits);                                           /* [N, C] */

@@ -27,6 +27,7 @@ typedef struct device_pool {
     bool caching;
     size_t cached_blocks;
     cached_block *free_blocks[CACHE_LISTS];
+    bool workspace_ready; /* the backend's workspace is reserved (or needs none) */
 } device_pool;
 
 /* Slot 0 is the CPU, slot 1 + i is CUDA device i. */
@@ -73,6 +74,32 @@ static cached_block **cache_list(device_pool *pool, size_t size_class) {
     return &pool->free_blocks[(granules * 0x9E3779B97F4A7C15u) >> 56];
 }
 
+/* Bytes taken from (positive) or given back to the driver. */
+static void add_reserved(device_pool *pool, size_t nbytes) {
+    pool->stats.reserved_bytes += nbytes;
+    if (pool->stats.reserved_bytes > pool->stats.peak_reserved_bytes)
+        pool->stats.peak_reserved_bytes = pool->stats.reserved_bytes;
+}
+
+/* The backend's own device memory (the cuBLAS workspace, scratch), reserved with the
+ * device's first allocation so that no kernel ever allocates, and so that running out of
+ * memory for it is an ordinary, recoverable allocation failure. False when the device is
+ * full. */
+static bool reserve_workspace_locked(const gc_backend *backend, gc_device device, device_pool *pool) {
+    if (pool->workspace_ready) return true;
+    size_t nbytes = backend->workspace_bytes ? backend->workspace_bytes(device.index) : 0;
+    if (nbytes) {
+        void *ptr = backend->raw_alloc(device.index, nbytes);
+        if (!ptr) return false;
+        backend->adopt_workspace(device.index, ptr, nbytes);
+        pool->stats.workspace_bytes = nbytes;
+        pool->stats.driver_alloc_count++;
+        add_reserved(pool, nbytes);
+    }
+    pool->workspace_ready = true;
+    return true;
+}
+
 static void *take_cached(device_pool *pool, size_t size_class) {
     for (cached_block **link = cache_list(pool, size_class); *link; link = &(*link)->next) {
         cached_block *block = *link;
@@ -102,7 +129,7 @@ static void *allocate_locked(const gc_backend *backend, gc_device device, device
                              size_t nbytes) {
     if (!pool->caching) {
         void *ptr = backend->raw_alloc(device.index, nbytes);
-        if (ptr) pool->stats.reserved_bytes += nbytes;
+        if (ptr) add_reserved(pool, nbytes);
         return ptr;
     }
     size_t size_class = gc_alloc_size_class(nbytes);
@@ -114,7 +141,7 @@ static void *allocate_locked(const gc_backend *backend, gc_device device, device
         ptr = backend->raw_alloc(device.index, size_class);
     }
     if (ptr) {
-        pool->stats.reserved_bytes += size_class;
+        add_reserved(pool, size_class);
         pool->stats.driver_alloc_count++;
     }
     return ptr;
@@ -134,6 +161,15 @@ void *gc_alloc(gc_device device, size_t nbytes) {
         gc_set_error(GC_ERR_MEM_LIMIT,
                      "memory limit reached on %s: requested %zu bytes, live %zu bytes, limit %zu bytes",
                      gc_device_str(device, name, sizeof name), nbytes, live, limit);
+        return NULL;
+    }
+    if (!reserve_workspace_locked(backend, device, pool)) {
+        size_t workspace = backend->workspace_bytes(device.index), live = stats->live_bytes;
+        pthread_mutex_unlock(&pools_lock);
+        gc_set_error(GC_ERR_OUT_OF_MEMORY,
+                     "out of memory on %s: no room for the library's workspace of %zu bytes (requested %zu bytes, "
+                     "live %zu bytes)",
+                     gc_device_str(device, name, sizeof name), workspace, nbytes, live);
         return NULL;
     }
     void *ptr = allocate_locked(backend, device, pool, nbytes);
@@ -200,6 +236,7 @@ void gc_memory_reset_peak(gc_device device) {
     pthread_mutex_lock(&pools_lock);
     device_pool *pool = pool_for(device);
     pool->stats.peak_bytes = pool->stats.live_bytes;
+    pool->stats.peak_reserved_bytes = pool->stats.reserved_bytes;
     pthread_mutex_unlock(&pools_lock);
 }
 
@@ -216,4 +253,8 @@ void gc_memory_empty_cache(gc_device device) {
     pthread_mutex_lock(&pools_lock);
     release_cache(backend, device, pool_for(device));
     pthread_mutex_unlock(&pools_lock);
+}
+
+void gc_memory_device_info(gc_device device, size_t *free_bytes, size_t *total_bytes) {
+    gc_backend_for(device)->memory_info(device.index, free_bytes, total_bytes);
 }

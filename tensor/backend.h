@@ -16,6 +16,7 @@
 #include "gradcache/config.h"
 #include "gradcache/device.h"
 #include "gradcache/dtype.h"
+#include "gradcache/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -83,6 +84,18 @@ typedef struct gc_sgd_hyper {
     bool first_step; /* the momentum buffer starts as the first gradient (as in PyTorch) */
 } gc_sgd_hyper;
 
+/* Where indices are checked against their range (backend check_index), for the message
+ * that names a bad one: "<op>: <what> 7 at position 1 of <what>s [3] i32 cpu is outside
+ * [0, 4)". op and what are string literals (a CUDA backend reports later, from a copy). */
+typedef struct gc_index_site {
+    const char *op;   /* "embedding" */
+    const char *what; /* one index: "id" */
+    int64_t bound;    /* valid indices: [0, bound) */
+    int ndim;         /* the index tensor's shape and device */
+    int64_t shape[GC_MAX_DIMS];
+    gc_device device;
+} gc_index_site;
+
 typedef struct gc_adamw_hyper {
     float lr, beta1, beta2, eps, weight_decay, grad_scale;
     float bias_correction1, bias_correction2; /* 1 - beta^step */
@@ -125,9 +138,20 @@ typedef struct gc_backend {
     const char *name;
 
     /* --- memory (bytes; these never count: the allocator in tensor/alloc.c does) --- */
-    void *(*raw_alloc)(int device_index, size_t nbytes); /* NULL when the device is full */
+    /* NULL when the device is full; a request of 0 bytes gets a unique pointer too. */
+    void *(*raw_alloc)(int device_index, size_t nbytes);
     void (*raw_free)(int device_index, void *ptr, size_t nbytes);
+    /* The device memory the backend keeps for itself on a device (NULL or 0: none), and
+     * the block the allocator reserved for it, once per device, at the device's first
+     * allocation (tensor/alloc.c counts it as workspace). */
+    size_t (*workspace_bytes)(int device_index);
+    void (*adopt_workspace)(int device_index, void *ptr, size_t nbytes);
+    /* Free and total bytes of the device, as its driver sees them (cudaMemGetInfo). */
+    void (*memory_info)(int device_index, size_t *free_bytes, size_t *total_bytes);
+    /* Waits for the queued work that writes src, then copies (call through
+     * gc_device_copy_to_host, which counts it). */
     void (*memcpy_to_host)(void *host, const void *src, size_t nbytes);
+    /* Returns once `host` may be reused, without waiting for queued work where it can. */
     void (*memcpy_from_host)(void *dst, const void *host, size_t nbytes);
     void (*memcpy_same_device)(void *dst, const void *src, size_t nbytes);
     void (*synchronize)(int device_index);
@@ -157,20 +181,28 @@ typedef struct gc_backend {
     void (*layernorm)(const void *x, const void *gamma, const void *beta, void *y,
                       float *mean, float *rstd, size_t rows, size_t cols, double eps,
                       gc_dtype dtype);
-    /* table [vocab, dim], ids [n_ids] -> out [n_ids, dim]. Returns the position of the
-     * first id outside [0, vocab) (its row is left zero), or -1 when all are valid. */
-    int64_t (*embedding)(const void *table, const int32_t *ids, void *out, size_t n_ids,
-                         size_t vocab, size_t dim, gc_dtype dtype);
+    /* index [n]: stops the program naming the first index outside [0, site->bound) (see
+     * gc_index_site_fail). The CPU stops at once; a GPU checks without a round trip to the
+     * host and reports at the device's next synchronisation (or at once under
+     * GC_CUDA_SYNC=1). Checking never slows a valid run down by a host wait. */
+    void (*check_index)(const int32_t *index, size_t n, const gc_index_site *site);
+    /* table [vocab, dim], ids [n_ids] -> out [n_ids, dim]. The ids were given to
+     * check_index first; a row whose id is outside [0, vocab) is zeroed (never read out
+     * of bounds) until that check stops the program. */
+    void (*embedding)(const void *table, const int32_t *ids, void *out, size_t n_ids, size_t vocab,
+                      size_t dim, gc_dtype dtype);
     void (*permute)(const void *x, void *y, const gc_permute_args *args, size_t elem_size);
 
     /* --- scatters, for backward rules (float dtypes; out is zero-filled by the caller) --- */
     /* src [rows], index [rows] -> out [rows, cols]: out[r, index[r]] = src[r]. */
     void (*scatter_last)(const void *src, const int32_t *index, void *out, size_t rows, size_t cols,
                          gc_dtype dtype);
-    /* grad_out [n_ids, dim], ids [n_ids] -> grad_table [vocab, dim]: row ids[i] += row i
-     * (ids already checked to be in range by the forward). */
+    /* grad_out [n_ids, dim], ids [n_ids] -> grad_table [vocab, dim]: row ids[i] += row i.
+     * The forward checked the ids (check_index), but on CUDA that check is reported only at
+     * the next synchronisation, which may come after this backward was queued: an id outside
+     * [0, vocab) adds nothing (never a write out of bounds). */
     void (*embedding_backward)(const void *grad_out, const int32_t *ids, void *grad_table, size_t n_ids,
-                               size_t dim, gc_dtype dtype);
+                               size_t vocab, size_t dim, gc_dtype dtype);
 
     /* --- dropout: x, y [n]; y[i] = x[i] * scale when (word(offset + i) >> 8) >= threshold,
      * else 0, word() the Philox stream of seed (gradcache/random.h) --- */
@@ -206,6 +238,19 @@ typedef struct gc_backend {
 
 /* The backend owning `device`; stops the program when it is not built. */
 const gc_backend *gc_backend_for(gc_device device);
+
+/* Every copy from a device to the host goes through this: it counts the copy (see
+ * gc_device_get_sync_stats) and calls the backend's memcpy_to_host. */
+void gc_device_copy_to_host(gc_device device, void *host, const void *src, size_t nbytes);
+/* Counts a wait for a device that the library makes on its own (gc_device_synchronize and
+ * gc_device_copy_to_host count theirs). */
+void gc_device_count_synchronization(gc_device device);
+
+/* Stops the program naming the bad index (see gc_index_site): position is where it is in
+ * the index tensor (a lower bound when `at_least`), value the index; note, when not
+ * NULL, is appended in parentheses. */
+__attribute__((noreturn)) void gc_index_site_fail(const gc_index_site *site, int64_t position, bool at_least,
+                                                  int32_t value, const char *note);
 
 extern const gc_backend gc_cpu_backend;
 #ifdef GC_HAVE_CUDA

@@ -1,4 +1,5 @@
-/* Devices and the dispatch from a device to its backend. */
+/* Devices, the dispatch from a device to its backend, and the count of host waits. */
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "backend.h"
@@ -52,8 +53,40 @@ gc_status gc_device_check_dtype(gc_device device, gc_dtype dtype) {
     return GC_OK; /* not reached: gc_backend_for stopped on a CUDA device */
 #endif
 }
+/* Slot 0 is the CPU, slot 1 + i is CUDA device i (as in tensor/alloc.c). */
+static struct {
+    atomic_uint_least64_t to_host_copies, to_host_bytes, synchronizations;
+} sync_counts[1 + GC_MAX_CUDA_DEVICES];
 
-void gc_device_synchronize(gc_device device) { gc_backend_for(device)->synchronize(device.index); }
+static int sync_slot(gc_device device) {
+    if (device.type == GC_DEVICE_CPU) return 0;
+    if (device.index < 0 || device.index >= GC_MAX_CUDA_DEVICES)
+        gc_fatal("device: CUDA device index %d outside [0, %d)", device.index, GC_MAX_CUDA_DEVICES);
+    return 1 + device.index;
+}
+
+void gc_device_count_synchronization(gc_device device) {
+    atomic_fetch_add(&sync_counts[sync_slot(device)].synchronizations, 1);
+}
+
+void gc_device_synchronize(gc_device device) {
+    gc_device_count_synchronization(device);
+    gc_backend_for(device)->synchronize(device.index);
+}
+
+void gc_device_copy_to_host(gc_device device, void *host, const void *src, size_t nbytes) {
+    int slot = sync_slot(device);
+    atomic_fetch_add(&sync_counts[slot].to_host_copies, 1);
+    atomic_fetch_add(&sync_counts[slot].to_host_bytes, nbytes);
+    gc_backend_for(device)->memcpy_to_host(host, src, nbytes);
+}
+
+gc_sync_stats gc_device_get_sync_stats(gc_device device) {
+    int slot = sync_slot(device);
+    return (gc_sync_stats){.to_host_copies = atomic_load(&sync_counts[slot].to_host_copies),
+                           .to_host_bytes = atomic_load(&sync_counts[slot].to_host_bytes),
+                           .synchronizations = atomic_load(&sync_counts[slot].synchronizations)};
+}
 
 const char *gc_device_str(gc_device device, char *buf, int size) {
     if (device.type == GC_DEVICE_CPU) snprintf(buf, (size_t)size, "cpu");

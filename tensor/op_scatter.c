@@ -30,6 +30,7 @@ gc_tensor *gc_embedding_backward(const gc_tensor *grad_out, const gc_tensor *ids
     gc_tensor *table = gc_zeros(GC_SHAPE(vocab, dim), grad_out->dtype, grad_out->device);
     if (table)
         gc_backend_for(table->device)->embedding_backward(gc_data(grad_out), gc_data(ids), gc_data(table),
-                                                          (size_t)gc_numel(ids), (size_t)dim, grad_out->dtype);
+                                                          (size_t)gc_numel(ids), (size_t)vocab, (size_t)dim,
+                                                          grad_out->dtype);
     return table;
 }

@@ -188,14 +188,14 @@ gc_status gc_copy_(gc_tensor *dst, const gc_tensor *src) {
     } else if (src_cpu) {
         gc_backend_for(dst->device)->memcpy_from_host(gc_data(dst), gc_data(src), nbytes);
     } else if (dst_cpu) {
-        gc_backend_for(src->device)->memcpy_to_host(gc_data(dst), gc_data(src), nbytes);
+        gc_device_copy_to_host(src->device, gc_data(dst), gc_data(src), nbytes);
     } else { /* between two GPUs: through the host, which is simple and rare here */
         void *host = malloc(nbytes ? nbytes : 1);
         if (!host) {
             gc_set_error(GC_ERR_OUT_OF_MEMORY, "copy_: no host memory to stage %zu bytes", nbytes);
             return GC_ERR_OUT_OF_MEMORY;
         }
-        gc_backend_for(src->device)->memcpy_to_host(host, gc_data(src), nbytes);
+        gc_device_copy_to_host(src->device, host, gc_data(src), nbytes);
         gc_backend_for(dst->device)->memcpy_from_host(gc_data(dst), host, nbytes);
         free(host);
     }
@@ -215,7 +215,7 @@ gc_tensor *gc_to_device(const gc_tensor *t, gc_device device) {
 gc_tensor *gc_clone(const gc_tensor *t) { return t ? gc_to_device(t, t->device) : NULL; }
 
 void gc_copy_to_host(const gc_tensor *t, void *host) {
-    gc_backend_for(t->device)->memcpy_to_host(host, gc_data(t), gc_nbytes(t));
+    gc_device_copy_to_host(t->device, host, gc_data(t), gc_nbytes(t));
 }
 
 void gc_to_host_f64(const gc_tensor *t, double *host) {

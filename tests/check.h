@@ -84,6 +84,25 @@ static inline void gc_test_require_cuda(void) {
     }
 }
 
+/* The same for a cuda test that checks fatal errors with gc_test_expect_fatal: CUDA does
+ * not survive fork(), so a child can use it only if the parent never initialised it (even
+ * asking for the device count does). This learns from a child whether a GPU is there, so
+ * that this process still has not touched CUDA; it must run its fatal-error checks (each
+ * child does its own CUDA work) before it uses CUDA itself. */
+static inline void gc_test_require_cuda_untouched(void) {
+    fflush(NULL);
+    pid_t probe = fork();
+    REQUIRE(probe >= 0);
+    if (probe == 0) {
+        gc_test_require_cuda(); /* exits 77, saying why, without a GPU */
+        _exit(GC_TEST_PASS);
+    }
+    int status = 0;
+    REQUIRE(waitpid(probe, &status, 0) == probe && WIFEXITED(status));
+    if (WEXITSTATUS(status) == GC_TEST_SKIP) exit(GC_TEST_SKIP);
+    REQUIRE(WEXITSTATUS(status) == GC_TEST_PASS);
+}
+
 /* Compares every element of `got` with `want` (any devices, any dtypes, one shape):
  * |got - want| <= atol + rtol |want|, nan only where want is nan. Reports the first few
  * offending elements under `what`. Returns the number of mismatches. */

@@ -110,6 +110,9 @@ grep -q 'parameters in bf16' "$dir/out" || fail "bench memory --precision: the h
 # the cache (16 rows x dim 16, two models, representations and gradients) in 2-byte bf16
 grep -q '^gc,16,8,tiled,[0-9]*,2048,[0-9.]*,1$' "$dir/bf16.csv" ||
     fail "bench memory --precision bf16: no gc row with a 2048-byte cache: $(cat "$dir/bf16.csv")"
+expect_status 0 bench speed --batch-size 16 --chunks 8 --reps 1 --warmup 0 --keep-last-graph
+grep -q "keeping the last chunk's graph" "$dir/out" || fail "bench speed --keep-last-graph: not said: $(head -1 "$dir/out")"
+grep -q '^  f32  *gc  *8 ' "$dir/out" || fail "bench speed --keep-last-graph: no GradCache row: $(cat "$dir/out")"
 
 # --- bad input: one line naming the flag, exit 2, no output file ---
 expect_usage_error --batch-size verify --batch-size 0

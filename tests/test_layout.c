@@ -1,6 +1,7 @@
 /* Gather and layout ops on the CPU against hand-written results: embedding, permute,
  * transpose, cat0 and cast. These ops only move or convert values, so every expected
  * value is exact (tolerance 0) unless stated. */
+#include "tensor/op_internal.h"
 #include "values.h"
 
 
@@ -87,6 +88,17 @@ static void test_embedding_errors(void) {
     gc_test_expect_fatal(embedding_bad_id, &negative, "embedding: id -1 at position 1");
     gc_test_expect_fatal(embedding_i32_table, NULL, "embedding: needs a floating-point tensor, got [4, 3] i32 cpu");
     gc_test_expect_fatal(embedding_f32_ids, NULL, "embedding: needs a table [V, D] and i32 ids");
+}
+
+/* The backward's scatter: rows of the gradient added at their ids; an id outside [0, vocab)
+ * adds nothing (on CUDA its forward's check is reported only at the next synchronisation,
+ * after this kernel may have run: it must not write out of bounds meanwhile). */
+static void test_embedding_backward(void) {
+    gc_tensor *grad = counting(GC_F32, GC_SHAPE(4, 2));
+    gc_tensor *ids = gc_test_tensor(GC_I32, GC_SHAPE(4), (const double[]){1, 3, -1, 1});
+    expect(gc_embedding_backward(grad, ids, 3), GC_SHAPE(3, 2), (const double[]){0, 0, 0 + 6, 1 + 7, 0, 0},
+           "rows 0 and 3 of the gradient into row 1; ids 3 and -1 (vocab 3) add nothing");
+    RELEASE(grad, ids);
 }
 
 /* --- permute and transpose --- */
@@ -272,6 +284,7 @@ static void test_cast(void) {
 int main(void) {
     test_embedding();
     test_embedding_errors();
+    test_embedding_backward();
     test_permute();
     test_transpose();
     test_permute_errors();

@@ -330,8 +330,8 @@ static void loss_fn_three_reps(void *arg) {
 }
 
 static void test_errors(void) {
-    gc_test_expect_fatal(target_too_big, NULL, "cross_entropy: target 4 at position 2 is outside [0, 4)");
-    gc_test_expect_fatal(target_negative, NULL, "cross_entropy: target -1 at position 0 is outside [0, 4)");
+    gc_test_expect_fatal(target_too_big, NULL, "cross_entropy: target 4 at position 2 of targets [3] i32 cpu is outside [0, 4)");
+    gc_test_expect_fatal(target_negative, NULL, "cross_entropy: target -1 at position 0 of targets [2] i32 cpu is outside [0, 4)");
     gc_test_expect_fatal(logits_1d, NULL, "cross_entropy: needs logits [N, C], got [4] f32 cpu");
     gc_test_expect_fatal(logits_i32, NULL, "cross_entropy: needs a floating-point tensor, got [1, 4] i32 cpu");
     gc_test_expect_fatal(targets_short, NULL, "cross_entropy: needs i32 targets [3] for logits [3, 4] f32 cpu, got [2]");
@@ -358,7 +358,7 @@ static void test_errors(void) {
         "contrastive_loss: temperature nan is not positive and finite",
         "contrastive_loss: temperature inf is not positive and finite",
         "contrastive_loss: needs i32 targets [2] for queries [2, 3] f32 cpu, got [1] i32 cpu",
-        "contrastive_loss: target 9 at position 1 is outside [0, 4)",
+        "contrastive_loss: target 9 at position 1 of targets [2] i32 cpu is outside [0, 4)",
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
         gc_test_expect_fatal(contrastive_with, (void *)&cases[k], messages[k]);

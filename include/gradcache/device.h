@@ -5,6 +5,7 @@
 #define GRADCACHE_DEVICE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "gradcache/dtype.h"
 #include "gradcache/error.h"
@@ -46,6 +47,18 @@ void gc_device_synchronize(gc_device device);
  * the kernels that start afterwards. */
 int gc_cpu_threads(void);
 void gc_set_cpu_threads(int threads);
+/* How often the library has made the host wait for a device: copies from the device to
+ * host memory (gc_item, gc_copy_to_host, gc_to_device to the CPU...; each waits for the work
+ * queued before it) and explicit synchronisations. Counted on the CPU too, so that a test on
+ * a machine without a GPU can check that a code path (an op, a GradCache chunk) makes none.
+ * GC_CUDA_SYNC=1's wait after every kernel is a debugging aid and is not counted. */
+typedef struct gc_sync_stats {
+    uint64_t to_host_copies;
+    uint64_t to_host_bytes;
+    uint64_t synchronizations; /* gc_device_synchronize, and waits the library makes itself */
+} gc_sync_stats;
+gc_sync_stats gc_device_get_sync_stats(gc_device device);
+
 /* "cpu" or "cuda:N", written into buf (at least 16 bytes); returns buf. */
 const char *gc_device_str(gc_device device, char *buf, int size);
 

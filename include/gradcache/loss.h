@@ -22,9 +22,9 @@ typedef enum gc_similarity { GC_SIMILARITY_DOT, GC_SIMILARITY_COSINE } gc_simila
 /* Cross-entropy of logits [N, C] against i32 targets [N] (each in [0, C)): the mean (or
  * sum) over rows of logsumexp(row) - row[target]. A 0-dim result of logits' working dtype
  * (f16 and bf16 logits are computed in f32, the loss is f32); the mean of no rows is nan, as
- * in PyTorch. The targets are read back to the host to be checked (a
- * synchronisation on a GPU); logits have at most 2^31 elements (the targets are gathered by
- * i32 flat index). */
+ * in PyTorch. A target outside [0, C) stops the program: at once on the CPU, at the device's
+ * next synchronisation on a GPU, which checks the targets without waiting for them; logits
+ * have at most 2^31 elements (the targets are gathered by i32 flat index). */
 gc_tensor *gc_cross_entropy(const gc_tensor *logits, const gc_tensor *targets, gc_loss_reduction reduction);
 
 /* How the contrastive loss's gradient is computed where a gc_loss_fn offers value_and_grad

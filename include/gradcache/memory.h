@@ -34,19 +34,29 @@ typedef struct gc_memory_stats {
     size_t live_bytes;     /* bytes held by live storages right now */
     size_t peak_bytes;     /* the highest live_bytes since start or the last peak reset */
     size_t limit_bytes;    /* the byte limit, or 0 for none */
-    size_t reserved_bytes; /* bytes held from the driver or malloc (live + cached) */
+    size_t reserved_bytes; /* bytes held from the driver or malloc: live + cached (rounded to
+                              the cache's size classes) + workspace */
+    size_t peak_reserved_bytes; /* the highest reserved_bytes since start or the last peak reset */
+    size_t workspace_bytes;     /* CUDA: device memory the library keeps for itself outside any
+                                   tensor (the cuBLAS workspace, reduction scratch, index
+                                   checks), reserved once, at the device's first allocation;
+                                   never under the limit. CPU: 0 */
     uint64_t alloc_count;  /* allocations served since start */
     uint64_t free_count;   /* storages freed since start */
     uint64_t driver_alloc_count; /* cudaMalloc (CPU: malloc) calls made (a cache hit makes none) */
 } gc_memory_stats;
 
 gc_memory_stats gc_memory_get_stats(gc_device device);
-/* Sets peak_bytes to the current live_bytes. */
+/* Sets peak_bytes to the current live_bytes (and peak_reserved_bytes to reserved_bytes). */
 void gc_memory_reset_peak(gc_device device);
 /* 0 removes the limit. A limit below the current live bytes only affects new allocations. */
 void gc_memory_set_limit(gc_device device, size_t limit_bytes);
 /* Returns every cached (free) block to the driver (CPU: to malloc). */
 void gc_memory_empty_cache(gc_device device);
+/* The device's free and total memory as its driver sees them (cudaMemGetInfo; for the CPU,
+ * the available and installed RAM): what reserved_bytes can be checked against, since the
+ * driver also counts the CUDA context and the libraries' own allocations. */
+void gc_memory_device_info(gc_device device, size_t *free_bytes, size_t *total_bytes);
 
 /* Parses a size such as "512M" or "1048576" into bytes; returns GC_ERR_FORMAT (with a
  * message naming the text) for anything else. Exposed for the CLI and for tests. */

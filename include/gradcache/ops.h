@@ -105,7 +105,8 @@ gc_tensor *gc_dropout(const gc_tensor *x, double p, uint64_t seed, uint64_t offs
 
 /* --- gather and layout --- */
 /* table [V, D], ids i32 of any shape S -> [S..., D]. An id outside [0, V) is a
- * programmer error. */
+ * programmer error, reported at once on the CPU and, on a GPU, which checks the ids without
+ * waiting for them, at the device's next synchronisation (at once with GC_CUDA_SYNC=1). */
 gc_tensor *gc_embedding(const gc_tensor *table, const gc_tensor *ids);
 /* Reorders the dims: result shape[i] = x shape[perm[i]]. A contiguous copy. */
 gc_tensor *gc_permute(const gc_tensor *x, const int *perm);

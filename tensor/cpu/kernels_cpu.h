@@ -9,6 +9,7 @@
 /* memory_cpu.c */
 void *gc_cpu_raw_alloc(int device_index, size_t nbytes);
 void gc_cpu_raw_free(int device_index, void *ptr, size_t nbytes);
+void gc_cpu_memory_info(int device_index, size_t *free_bytes, size_t *total_bytes);
 void gc_cpu_memcpy(void *dst, const void *src, size_t nbytes);
 void gc_cpu_synchronize(int device_index);
 
@@ -49,14 +50,15 @@ void gc_cpu_layernorm(const void *x, const void *gamma, const void *beta, void *
                       float *rstd, size_t rows, size_t cols, double eps, gc_dtype dtype);
 
 /* layout_cpu.c */
-int64_t gc_cpu_embedding(const void *table, const int32_t *ids, void *out, size_t n_ids,
-                         size_t vocab, size_t dim, gc_dtype dtype);
+void gc_cpu_check_index(const int32_t *index, size_t n, const gc_index_site *site);
+void gc_cpu_embedding(const void *table, const int32_t *ids, void *out, size_t n_ids, size_t vocab, size_t dim,
+                      gc_dtype dtype);
 void gc_cpu_permute(const void *x, void *y, const gc_permute_args *args, size_t elem_size);
 
 /* scatter_cpu.c */
 void gc_cpu_scatter_last(const void *src, const int32_t *index, void *out, size_t rows, size_t cols, gc_dtype dtype);
-void gc_cpu_embedding_backward(const void *grad_out, const int32_t *ids, void *grad_table, size_t n_ids, size_t dim,
-                             gc_dtype dtype);
+void gc_cpu_embedding_backward(const void *grad_out, const int32_t *ids, void *grad_table, size_t n_ids,
+                               size_t vocab, size_t dim, gc_dtype dtype);
 
 /* dropout_cpu.c */
 void gc_cpu_dropout(const void *x, void *y, size_t n, gc_dtype dtype, uint32_t threshold, double scale, uint64_t seed,

@@ -1,53 +1,40 @@
-/* Gathers and reorderings on the CPU: embedding lookup and permute. Both only move
- * bytes, so they work for every dtype through its element size. Both split their output
- * rows between the threads. */
+/* Index checks, gathers and reorderings on the CPU: the range check of indices, embedding
+ * lookup and permute. The last two only move bytes, so they work for every dtype through
+ * its element size, and split their output rows between the threads. */
 #include <string.h>
 
 #include "kernels_cpu.h"
 #include "thread_pool.h"
+
+void gc_cpu_check_index(const int32_t *index, size_t n, const gc_index_site *site) {
+    for (size_t i = 0; i < n; i++)
+        if (index[i] < 0 || index[i] >= site->bound) gc_index_site_fail(site, (int64_t)i, false, index[i], NULL);
+}
 
 typedef struct embedding_job {
     const char *table;
     const int32_t *ids;
     char *out;
     size_t vocab, row_bytes;
-    int64_t first_bad; /* per job: the caller's range is the first, so it sees the earliest */
 } embedding_job;
 
-
-/* Copies rows [begin, end); returns the first position in it with an id outside the table. */
-static int64_t gather_rows(const embedding_job *job, int64_t begin, int64_t end) {
-    int64_t first_bad = -1;
+/* Copies rows [begin, end) (an id outside the table, which the op's check has already
+ * refused, gives a zero row rather than a read outside it). */
+static void gather_range(void *arg, int64_t begin, int64_t end) {
+    const embedding_job *job = arg;
     for (int64_t i = begin; i < end; i++) {
         char *row = job->out + (size_t)i * job->row_bytes;
-        if (job->ids[i] < 0 || (size_t)job->ids[i] >= job->vocab) {
-            memset(row, 0, job->row_bytes);
-            if (first_bad < 0) first_bad = i;
-            continue;
-        }
-        memcpy(row, job->table + (size_t)job->ids[i] * job->row_bytes, job->row_bytes);
-    }
-    return first_bad;
-}
-
-static void gather_range(void *arg, int64_t begin, int64_t end) {
-    embedding_job *job = arg;
-    int64_t bad = gather_rows(job, begin, end);
-    /* Several ranges may hold a bad id: keep the earliest (the ranges run concurrently). */
-    if (bad >= 0) {
-        int64_t seen = __atomic_load_n(&job->first_bad, __ATOMIC_RELAXED);
-        while ((seen < 0 || bad < seen) &&
-               !__atomic_compare_exchange_n(&job->first_bad, &seen, bad, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+        if (job->ids[i] < 0 || (size_t)job->ids[i] >= job->vocab) memset(row, 0, job->row_bytes);
+        else memcpy(row, job->table + (size_t)job->ids[i] * job->row_bytes, job->row_bytes);
     }
 }
 
-int64_t gc_cpu_embedding(const void *table, const int32_t *ids, void *out, size_t n_ids, size_t vocab, size_t dim,
-                         gc_dtype dtype) {
+void gc_cpu_embedding(const void *table, const int32_t *ids, void *out, size_t n_ids, size_t vocab, size_t dim,
+                      gc_dtype dtype) {
     size_t row_bytes = dim * gc_dtype_size(dtype);
-    embedding_job job = {table, ids, out, vocab, row_bytes, -1};
+    embedding_job job = {table, ids, out, vocab, row_bytes};
     int64_t grain = row_bytes ? (int64_t)((size_t)GC_GRAIN_ELEMENTS * 4 / row_bytes) + 1 : (int64_t)n_ids;
     gc_parallel_for((int64_t)n_ids, grain, gather_range, &job);
-    return job.first_bad;
 }
 
 /* Copies n elements of `size` bytes, src read every `src_step` elements, into dst

@@ -12,7 +12,7 @@ typedef struct embedding_backward_job {
     const char *grad_out;
     const int32_t *ids;
     char *grad_table;
-    size_t n_ids, dim;
+    size_t n_ids, vocab, dim;
     gc_dtype dtype;
 } embedding_backward_job;
 
@@ -22,6 +22,7 @@ static void accumulate_columns(void *arg, int64_t begin, int64_t end) {
     const embedding_backward_job *job = arg;
     size_t dim = job->dim;
     for (size_t i = 0; i < job->n_ids; i++) {
+        if (job->ids[i] < 0 || (size_t)job->ids[i] >= job->vocab) continue; /* see backend.h */
         size_t row = (size_t)job->ids[i] * dim;
         if (job->dtype == GC_F32) {
             const float *from = (const float *)job->grad_out + i * dim;
@@ -45,8 +46,8 @@ static void accumulate_lines(void *arg, int64_t first, int64_t last) {
 }
 
 void gc_cpu_embedding_backward(const void *grad_out, const int32_t *ids, void *grad_table, size_t n_ids,
-                               size_t dim, gc_dtype dtype) {
-    embedding_backward_job job = {grad_out, ids, grad_table, n_ids, dim, dtype};
+                               size_t vocab, size_t dim, gc_dtype dtype) {
+    embedding_backward_job job = {grad_out, ids, grad_table, n_ids, vocab, dim, dtype};
     int64_t lines = ((int64_t)dim + 15) / 16, per_line = (int64_t)n_ids * 16;
     gc_parallel_for(lines, per_line ? GC_GRAIN_ELEMENTS / per_line + 1 : lines, accumulate_lines, &job);
 }

@@ -7,23 +7,18 @@
 
 namespace {
 
-/* Element i uses word offset + i. One thread handles the elements whose words share one
- * Philox block, so it computes that block once: with lead = offset % 4, element i falls in
- * group (lead + i) / 4, and group g holds elements [4g - lead, 4g + 4 - lead) clipped to
- * [0, n). */
-__host__ __device__ int64_t group_count(int64_t n, uint64_t offset) { return ((int64_t)(offset % 4) + n + 3) / 4; }
-
 /* x, y [n] */
 template <typename T>
 __global__ void dropout_kernel(const T *x, T *y, int64_t n, uint32_t threshold, double scale, uint64_t seed,
                                uint64_t offset) {
     using acc = typename gc_elem<T>::acc;
     const acc scale_acc = (acc)scale; /* the CPU's (float)scale for the 32- and 16-bit types */
-    const int64_t lead = (int64_t)(offset % 4), groups = group_count(n, offset);
+    /* a thread per group of elements whose words share a Philox block (../launch_impl.h) */
+    const int64_t groups = gc_dropout_group_count(n, offset);
     GC_CUDA_GRID_STRIDE(g, groups) {
         gc_philox_reader reader = gc_philox_reader_start(seed);
-        int64_t begin = 4 * g - lead < 0 ? 0 : 4 * g - lead;
-        int64_t end = 4 * g + 4 - lead > n ? n : 4 * g + 4 - lead;
+        int64_t begin, end;
+        gc_dropout_group(g, n, offset, &begin, &end);
         for (int64_t i = begin; i < end; i++) {
             bool keep = (gc_philox_read(&reader, offset + (uint64_t)i) >> 8) >= threshold;
             y[i] = gc_elem<T>::from_acc(keep ? gc_elem<T>::to_acc(x[i]) * scale_acc : (acc)0);
@@ -38,7 +33,7 @@ extern "C" void gc_cuda_dropout(const void *x, void *y, size_t n, gc_dtype dtype
                                 uint64_t seed, uint64_t offset) {
     gc_cuda_dispatch_float("dropout", dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        gc_cuda_launch(dropout_kernel<T>, gc_cuda_blocks(group_count((int64_t)n, offset)), (const T *)x, (T *)y,
-                       (int64_t)n, threshold, scale, seed, offset);
+        GC_CUDA_LAUNCH(dropout_kernel<T>, gc_cuda_blocks(gc_dropout_group_count((int64_t)n, offset)), (const T *)x,
+                       (T *)y, (int64_t)n, threshold, scale, seed, offset);
     });
 }

@@ -13,13 +13,15 @@
  *
  *        gc_cuda_dispatch_float("unary", dtype, [&](auto tag) {
  *            using T = typename decltype(tag)::type;
- *            gc_cuda_launch(my_kernel<T>, gc_cuda_blocks(n), (const T *)x, (T *)y, (int64_t)n);
+ *            GC_CUDA_LAUNCH(my_kernel<T>, gc_cuda_blocks(n), (const T *)x, (T *)y, (int64_t)n);
  *        });
  *
- *  - gc_cuda_blocks / gc_cuda_launch / GC_CUDA_GRID_STRIDE: blocks of GC_CUDA_THREADS
- *    threads, a grid capped at GC_CUDA_MAX_BLOCKS, and grid-stride loops with 64-bit
- *    indices, so any element count works with any grid. gc_cuda_launch skips an empty
- *    launch (a grid of 0 blocks is an error) and checks the launch.
+ *  - GC_CUDA_LAUNCH / GC_CUDA_GRID_STRIDE: launches with the geometry of
+ *    ../launch_impl.h (gc_cuda_blocks: blocks of GC_CUDA_THREADS threads, a one-dimensional
+ *    grid capped at GC_CUDA_MAX_BLOCKS), and grid-stride loops with 64-bit indices, so any
+ *    element count, 2^31 and more included, works with any grid. GC_CUDA_LAUNCH skips an
+ *    empty launch (a grid of 0 blocks is an error) and checks the launch at its file and
+ *    line (check.h).
  *
  * The math of the working types needs no wrapper: CUDA overloads exp, log, sqrt, tanh...
  * for float (calling expf, logf...) as for double, so a kernel template written once calls
@@ -35,6 +37,7 @@
 #include <stdint.h>
 
 #include "../backend.h"
+#include "../launch_impl.h"
 #include "check.h"
 #include "gradcache/dtype.h"
 #include "gradcache/error.h"
@@ -112,32 +115,29 @@ template <typename F> void gc_cuda_dispatch_all(const char *op, gc_dtype dtype, 
 
 /* --- launch geometry ------------------------------------------------------------------ */
 
-#define GC_CUDA_THREADS 256
-/* An H100 holds 8 resident blocks of 256 threads on each of its 132 SMs (~1000 in all);
- * eight times that keeps every SM busy, and the grid-stride loops cover the rest. */
-#define GC_CUDA_MAX_BLOCKS 8192
-
-/* Blocks for `n` work items, `per_block` per block per pass (one item per thread by
- * default): ceil(n / per_block) capped at GC_CUDA_MAX_BLOCKS, and 0 when n is 0. */
-static inline unsigned gc_cuda_blocks(int64_t n, int64_t per_block = GC_CUDA_THREADS) {
-    int64_t blocks = (n + per_block - 1) / per_block;
-    return (unsigned)(blocks < GC_CUDA_MAX_BLOCKS ? blocks : GC_CUDA_MAX_BLOCKS);
-}
-
-/* kernel<<<blocks, threads>>>(args...) on the default stream, checked; nothing when blocks
- * is 0. For kernels whose block size depends on the work (the row reductions). */
+/* kernel<<<blocks, threads>>>(args...) on the default stream, checked (with file and line
+ * of the launch, see check.h); nothing when blocks is 0. Called through the macros below,
+ * which supply the file and line. */
 template <typename... Params, typename... Args>
-void gc_cuda_launch_threads(void (*kernel)(Params...), unsigned blocks, unsigned threads, Args... args) {
+void gc_cuda_launch_at(const char *file, int line, void (*kernel)(Params...), unsigned blocks, unsigned threads,
+                       Args... args) {
     if (blocks == 0) return;
     kernel<<<blocks, threads>>>(args...);
-    GC_CUDA_CHECK_LAUNCH();
+    gc_cuda_after_launch(file, line);
 }
 
 /* The same with blocks of GC_CUDA_THREADS threads. */
 template <typename... Params, typename... Args>
-void gc_cuda_launch(void (*kernel)(Params...), unsigned blocks, Args... args) {
-    gc_cuda_launch_threads(kernel, blocks, GC_CUDA_THREADS, args...);
+void gc_cuda_launch_default_at(const char *file, int line, void (*kernel)(Params...), unsigned blocks, Args... args) {
+    gc_cuda_launch_at(file, line, kernel, blocks, GC_CUDA_THREADS, args...);
 }
+
+/* GC_CUDA_LAUNCH(kernel, blocks, args...): blocks of GC_CUDA_THREADS threads.
+ * GC_CUDA_LAUNCH_THREADS(kernel, blocks, threads, args...): for kernels whose block size
+ * depends on the work (the row reductions). Variadic throughout, so that a kernel named
+ * with several template arguments (commas) passes through. */
+#define GC_CUDA_LAUNCH(...) gc_cuda_launch_default_at(__FILE__, __LINE__, __VA_ARGS__)
+#define GC_CUDA_LAUNCH_THREADS(...) gc_cuda_launch_at(__FILE__, __LINE__, __VA_ARGS__)
 
 /* for (i over [0, n)) spread over every thread of the grid, with 64-bit indices. */
 #define GC_CUDA_GRID_STRIDE(i, n)                                                   \

@@ -176,7 +176,7 @@ extern "C" void gc_cuda_unary(gc_unary_op op, const void *x, void *y, size_t n, 
     gc_cuda_dispatch_float("unary", dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         with_unary_op(op, [&](auto functor) {
-            gc_cuda_launch(unary_kernel<T, decltype(functor)>, gc_cuda_blocks((int64_t)n), functor,
+            GC_CUDA_LAUNCH(unary_kernel<T, decltype(functor)>, gc_cuda_blocks((int64_t)n), functor,
                            (const T *)x, (T *)y, (int64_t)n);
         });
     });
@@ -191,10 +191,10 @@ extern "C" void gc_cuda_binary(gc_binary_op op, const void *a, const void *b, vo
             using Op = decltype(functor);
             unsigned blocks = gc_cuda_blocks(bc->numel);
             if (same_shape)
-                gc_cuda_launch(binary_same_shape_kernel<T, Op>, blocks, functor, (const T *)a, (const T *)b,
+                GC_CUDA_LAUNCH(binary_same_shape_kernel<T, Op>, blocks, functor, (const T *)a, (const T *)b,
                                (T *)out, bc->numel);
             else
-                gc_cuda_launch(binary_broadcast_kernel<T, Op>, blocks, functor, (const T *)a, (const T *)b,
+                GC_CUDA_LAUNCH(binary_broadcast_kernel<T, Op>, blocks, functor, (const T *)a, (const T *)b,
                                (T *)out, *bc);
         });
     });
@@ -206,7 +206,7 @@ extern "C" void gc_cuda_binary_scalar(gc_binary_op op, const void *a, double s, 
         using T = typename decltype(tag)::type;
         using S = typename gc_elem<T>::acc;
         with_binary_op(op, [&](auto functor) {
-            gc_cuda_launch(binary_scalar_kernel<T, decltype(functor)>, gc_cuda_blocks((int64_t)n), functor,
+            GC_CUDA_LAUNCH(binary_scalar_kernel<T, decltype(functor)>, gc_cuda_blocks((int64_t)n), functor,
                            (const T *)a, (S)s, scalar_first, (T *)out, (int64_t)n);
         });
     });

@@ -29,7 +29,7 @@ template <typename S, typename D> __global__ void cast_kernel(const S *src, D *d
 extern "C" void gc_cuda_fill(void *dst, size_t n, gc_dtype dtype, double value) {
     gc_cuda_dispatch_all("fill", dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        gc_cuda_launch(fill_kernel<T>, gc_cuda_blocks((int64_t)n), (T *)dst, (int64_t)n,
+        GC_CUDA_LAUNCH(fill_kernel<T>, gc_cuda_blocks((int64_t)n), (T *)dst, (int64_t)n,
                        gc_elem<T>::from_double(value));
     });
 }
@@ -37,7 +37,7 @@ extern "C" void gc_cuda_fill(void *dst, size_t n, gc_dtype dtype, double value) 
 extern "C" void gc_cuda_arange(void *dst, size_t n, gc_dtype dtype, double start, double step) {
     gc_cuda_dispatch_all("arange", dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        gc_cuda_launch(arange_kernel<T>, gc_cuda_blocks((int64_t)n), (T *)dst, (int64_t)n, start, step);
+        GC_CUDA_LAUNCH(arange_kernel<T>, gc_cuda_blocks((int64_t)n), (T *)dst, (int64_t)n, start, step);
     });
 }
 
@@ -46,7 +46,7 @@ extern "C" void gc_cuda_cast(const void *src, gc_dtype src_dtype, void *dst, gc_
         gc_cuda_dispatch_all("cast", dst_dtype, [&](auto dst_tag) {
             using S = typename decltype(src_tag)::type;
             using D = typename decltype(dst_tag)::type;
-            gc_cuda_launch(cast_kernel<S, D>, gc_cuda_blocks((int64_t)n), (const S *)src, (D *)dst, (int64_t)n);
+            GC_CUDA_LAUNCH(cast_kernel<S, D>, gc_cuda_blocks((int64_t)n), (const S *)src, (D *)dst, (int64_t)n);
         });
     });
 }

@@ -52,6 +52,6 @@ extern "C" void gc_cuda_nonfinite_check(const gc_span *spans, int count, int32_t
             batch.dtype[s] = (int8_t)span->dtype;
             batch.first_task[s + 1] = batch.first_task[s] + gc_span_tasks(span->numel);
         }
-        gc_cuda_launch(nonfinite_kernel, gc_cuda_blocks(batch.first_task[batch.count], 1), batch, flag);
+        GC_CUDA_LAUNCH(nonfinite_kernel, gc_row_blocks((size_t)batch.first_task[batch.count]), batch, flag); // a block per task
     }
 }

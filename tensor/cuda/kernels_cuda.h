@@ -1,6 +1,7 @@
 /* The CUDA backend's kernels, callable from C. Same semantics as the CPU kernels
  * (tensor/cpu/kernels_cpu.h); see tensor/backend.h. Each runs on the current device
- * (set by gc_backend_for) and the default stream, and checks its launch. */
+ * (set by gc_backend_for) and the default stream, and checks its launch. The index checks
+ * and the workspace have their own headers (index_check_cuda.h, workspace_cuda.h). */
 #ifndef GC_TENSOR_KERNELS_CUDA_H
 #define GC_TENSOR_KERNELS_CUDA_H
 
@@ -13,6 +14,7 @@ extern "C" {
 /* memory_cuda.c */
 void *gc_cuda_raw_alloc(int device_index, size_t nbytes);
 void gc_cuda_raw_free(int device_index, void *ptr, size_t nbytes);
+void gc_cuda_memory_info(int device_index, size_t *free_bytes, size_t *total_bytes);
 void gc_cuda_memcpy_to_host(void *host, const void *src, size_t nbytes);
 void gc_cuda_memcpy_from_host(void *dst, const void *host, size_t nbytes);
 void gc_cuda_memcpy_same_device(void *dst, const void *src, size_t nbytes);
@@ -47,14 +49,14 @@ void gc_cuda_layernorm(const void *x, const void *gamma, const void *beta, void 
                        float *rstd, size_t rows, size_t cols, double eps, gc_dtype dtype);
 
 /* layout_cuda.cu */
-int64_t gc_cuda_embedding(const void *table, const int32_t *ids, void *out, size_t n_ids,
-                          size_t vocab, size_t dim, gc_dtype dtype);
+void gc_cuda_embedding(const void *table, const int32_t *ids, void *out, size_t n_ids, size_t vocab, size_t dim,
+                       gc_dtype dtype);
 void gc_cuda_permute(const void *x, void *y, const gc_permute_args *args, size_t elem_size);
 
 /* scatter_cuda.cu */
 void gc_cuda_scatter_last(const void *src, const int32_t *index, void *out, size_t rows, size_t cols, gc_dtype dtype);
-void gc_cuda_embedding_backward(const void *grad_out, const int32_t *ids, void *grad_table, size_t n_ids, size_t dim,
-                             gc_dtype dtype);
+void gc_cuda_embedding_backward(const void *grad_out, const int32_t *ids, void *grad_table, size_t n_ids,
+                                size_t vocab, size_t dim, gc_dtype dtype);
 
 /* dropout_cuda.cu */
 void gc_cuda_dropout(const void *x, void *y, size_t n, gc_dtype dtype, uint32_t threshold, double scale, uint64_t seed,

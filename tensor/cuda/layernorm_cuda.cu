@@ -41,7 +41,7 @@ extern "C" void gc_cuda_layernorm(const void *x, const void *gamma, const void *
     if (rows == 0) return;
     gc_cuda_dispatch_float("layernorm", dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        gc_row_launch(layernorm_kernel<T>, rows, cols, (const T *)x, (const T *)gamma, (const T *)beta, (T *)y, mean,
+        GC_ROW_LAUNCH(layernorm_kernel<T>, rows, cols, (const T *)x, (const T *)gamma, (const T *)beta, (T *)y, mean,
                       rstd, rows, cols, eps);
     });
 }

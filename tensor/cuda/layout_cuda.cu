@@ -1,7 +1,5 @@
 /* Gather and layout on CUDA: embedding lookup and permutation. Both only move elements,
  * so they work on words of the element's size (2, 4 or 8 bytes) whatever the dtype. */
-#include <limits.h>
-
 #include "dtype_cuda.cuh"
 #include "kernels_cuda.h"
 
@@ -17,39 +15,18 @@ template <typename F> void with_word(const char *op, size_t elem_size, F &&f) {
     }
 }
 
-/* No bad id seen yet: above every position, so atomicMin keeps the first bad one. */
-constexpr unsigned long long no_bad_id = ULLONG_MAX;
-
-/* table [vocab, dim], ids [n_ids] -> out [n_ids, dim]. One block per output row at a
- * time (rows grid-strided over blocks, columns over the block's threads), so each id is
- * read and checked by one block. A bad id's row is zeroed and its position min-ed into
- * *first_bad. */
+/* table [vocab, dim], ids [n_ids] -> out [n_ids, dim]: one thread per output element, so
+ * any row width keeps every thread busy (a gather of single elements, as cross-entropy
+ * makes, too). The ids were checked by check_index; a bad one gives a zero row, never a
+ * read out of bounds. */
 template <typename W>
 __global__ void embedding_kernel(const W *table, const int32_t *ids, W *out, int64_t n_ids, int64_t vocab,
-                                 int64_t dim, unsigned long long *first_bad) {
-    for (int64_t row = blockIdx.x; row < n_ids; row += gridDim.x) {
+                                 int64_t dim) {
+    GC_CUDA_GRID_STRIDE(i, n_ids * dim) {
+        int64_t row = i / dim, col = i - row * dim;
         int32_t id = ids[row];
-        bool valid = id >= 0 && id < vocab;
-        if (!valid && threadIdx.x == 0) atomicMin(first_bad, (unsigned long long)row);
-        const W *src = table + (valid ? id : 0) * dim;
-        W *dst = out + row * dim;
-        for (int64_t col = threadIdx.x; col < dim; col += blockDim.x) dst[col] = valid ? src[col] : W(0);
+        out[i] = id >= 0 && id < vocab ? table[(int64_t)id * dim + col] : W(0);
     }
-}
-
-/* The flag of gc_cuda_embedding for the current device: an 8-byte buffer allocated once
- * and kept for the life of the process. It is not a tensor, so it stays out of the
- * allocator's accounting (the live bytes a test or a benchmark predicts), and keeping it
- * saves a cudaMalloc/cudaFree pair, each of which synchronises, per lookup. It is
- * per thread so that two host threads driving one device do not share it. */
-unsigned long long *embedding_flag(void) {
-    static thread_local unsigned long long *flags[GC_MAX_CUDA_DEVICES];
-    int device = 0;
-    GC_CUDA_CHECK(cudaGetDevice(&device));
-    if (device < 0 || device >= GC_MAX_CUDA_DEVICES)
-        gc_fatal("embedding: CUDA device %d outside [0, %d)", device, GC_MAX_CUDA_DEVICES);
-    if (!flags[device]) GC_CUDA_CHECK(cudaMalloc((void **)&flags[device], sizeof **flags));
-    return flags[device];
 }
 
 /* Everything the permutation kernel needs, by value: the output's shape and, for each
@@ -89,27 +66,20 @@ template <typename W> __global__ void permute_kernel(const W *x, W *y, permute_p
 
 } // namespace
 
-extern "C" int64_t gc_cuda_embedding(const void *table, const int32_t *ids, void *out, size_t n_ids,
-                                     size_t vocab, size_t dim, gc_dtype dtype) {
-    if (n_ids == 0) return -1;
-    unsigned long long *flag = embedding_flag();
-    GC_CUDA_CHECK(cudaMemsetAsync(flag, 0xff, sizeof *flag, 0)); /* every byte 0xff: no_bad_id */
+extern "C" void gc_cuda_embedding(const void *table, const int32_t *ids, void *out, size_t n_ids, size_t vocab,
+                                  size_t dim, gc_dtype dtype) {
+    int64_t n = (int64_t)(n_ids * dim);
     with_word("embedding", gc_dtype_size(dtype), [&](auto tag) {
         using W = typename decltype(tag)::type;
-        gc_cuda_launch(embedding_kernel<W>, gc_cuda_blocks((int64_t)n_ids, 1), (const W *)table, ids, (W *)out,
-                       (int64_t)n_ids, (int64_t)vocab, (int64_t)dim, flag);
+        GC_CUDA_LAUNCH(embedding_kernel<W>, gc_cuda_blocks(n), (const W *)table, ids, (W *)out, (int64_t)n_ids,
+                       (int64_t)vocab, (int64_t)dim);
     });
-    /* A synchronising copy (stream order makes it wait for the kernel): once per
-     * forward pass, the price of reporting a bad id as the CPU does. */
-    unsigned long long first_bad = no_bad_id;
-    GC_CUDA_CHECK(cudaMemcpy(&first_bad, flag, sizeof first_bad, cudaMemcpyDeviceToHost));
-    return first_bad == no_bad_id ? -1 : (int64_t)first_bad;
 }
 
 extern "C" void gc_cuda_permute(const void *x, void *y, const gc_permute_args *args, size_t elem_size) {
     permute_plan plan = plan_permute(args);
     with_word("permute", elem_size, [&](auto tag) {
         using W = typename decltype(tag)::type;
-        gc_cuda_launch(permute_kernel<W>, gc_cuda_blocks(plan.numel), (const W *)x, (W *)y, plan);
+        GC_CUDA_LAUNCH(permute_kernel<W>, gc_cuda_blocks(plan.numel), (const W *)x, (W *)y, plan);
     });
 }

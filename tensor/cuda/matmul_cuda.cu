@@ -9,6 +9,7 @@
  * f16 and bf16 accumulate in f32 on the tensor cores and round once; f64 computes in
  * f64. */
 #include <climits>
+#include <pthread.h>
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -16,18 +17,26 @@
 #include "check.h"
 #include "gradcache/device.h"
 #include "kernels_cuda.h"
+#include "workspace_cuda.h"
 
-/* One handle per device, created on its first matmul: a handle belongs to the device
- * that was current when it was created. Like the rest of the library this expects one
- * thread per device; the handles live as long as the process. */
+/* One handle per device, created on its first matmul: a handle belongs to the device that
+ * was current when it was created. It runs on the legacy default stream, like every kernel
+ * here, and computes in the device's workspace (workspace_cuda.h), so that cuBLAS allocates
+ * no memory of its own that the statistics would miss. The handles live as long as the
+ * process; the lock makes two threads' first matmuls on a device create one handle. */
 static cublasHandle_t handle_for_current_device() {
     static cublasHandle_t handles[GC_MAX_CUDA_DEVICES];
-    int device = 0;
-    GC_CUDA_CHECK(cudaGetDevice(&device));
-    if (device < 0 || device >= GC_MAX_CUDA_DEVICES)
-        gc_fatal("matmul: CUDA device %d outside [0, %d)", device, GC_MAX_CUDA_DEVICES);
-    if (!handles[device]) GC_CUBLAS_CHECK(cublasCreate(&handles[device]));
-    return handles[device];
+    static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
+    int device = gc_cuda_current_device();
+    pthread_mutex_lock(&handles_lock);
+    if (!handles[device]) {
+        const gc_cuda_workspace *workspace = gc_cuda_workspace_of(device);
+        GC_CUBLAS_CHECK(cublasCreate(&handles[device]));
+        GC_CUBLAS_CHECK(cublasSetWorkspace(handles[device], workspace->cublas, workspace->cublas_bytes));
+    }
+    cublasHandle_t handle = handles[device];
+    pthread_mutex_unlock(&handles_lock);
+    return handle;
 }
 
 static cudaDataType data_type(gc_dtype dtype) {
@@ -51,6 +60,7 @@ static void scale_c(cublasHandle_t handle, const gc_matmul_args *g, cudaDataType
     int64_t count = g->batch * g->m * g->n;
     if (g->beta == 0) {
         GC_CUDA_CHECK(cudaMemsetAsync(g->c, 0, (size_t)count * gc_dtype_size(g->dtype), 0));
+        GC_CUDA_AFTER_LAUNCH();
         return;
     }
     double beta64 = g->beta;
@@ -59,6 +69,7 @@ static void scale_c(cublasHandle_t handle, const gc_matmul_args *g, cudaDataType
     GC_CUBLAS_CHECK(cublasScalEx(handle, as_int(count, "batch * m * n"),
                                  f64 ? (const void *)&beta64 : &beta32, f64 ? CUDA_R_64F : CUDA_R_32F, g->c,
                                  type, 1, f64 ? CUDA_R_64F : CUDA_R_32F));
+    GC_CUDA_AFTER_LAUNCH();
 }
 
 extern "C" void gc_cuda_matmul(const gc_matmul_args *args) {
@@ -83,4 +94,5 @@ extern "C" void gc_cuda_matmul(const gc_matmul_args *args) {
         g.b, type, ldb, (long long)g.k * g.n, g.a, type, lda, (long long)g.m * g.k, beta, g.c, type, n,
         (long long)g.m * g.n, as_int(g.batch, "batch"), f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F,
         CUBLAS_GEMM_DEFAULT));
+    GC_CUDA_AFTER_LAUNCH();
 }

@@ -67,7 +67,7 @@ extern "C" void gc_cuda_sgd_update(void *param, float *master, const void *grad,
                                    gc_dtype dtype, const gc_sgd_hyper *hyper) {
     gc_cuda_dispatch_float("sgd_update", dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        gc_cuda_launch(sgd_kernel<T>, gc_cuda_blocks((int64_t)n), (T *)param, master, (const T *)grad,
+        GC_CUDA_LAUNCH(sgd_kernel<T>, gc_cuda_blocks((int64_t)n), (T *)param, master, (const T *)grad,
                        momentum_buffer, (int64_t)n, *hyper);
     });
 }
@@ -76,7 +76,7 @@ extern "C" void gc_cuda_adamw_update(void *param, float *master, const void *gra
                                      size_t n, gc_dtype dtype, const gc_adamw_hyper *hyper) {
     gc_cuda_dispatch_float("adamw_update", dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        gc_cuda_launch(adamw_kernel<T>, gc_cuda_blocks((int64_t)n), (T *)param, master, (const T *)grad, exp_avg,
+        GC_CUDA_LAUNCH(adamw_kernel<T>, gc_cuda_blocks((int64_t)n), (T *)param, master, (const T *)grad, exp_avg,
                        exp_avg_sq, (int64_t)n, *hyper);
     });
 }

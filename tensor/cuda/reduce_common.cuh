@@ -38,34 +38,16 @@ template <> struct gc_row_acc<int32_t> {
     static __device__ int64_t lowest() { return INT32_MIN; }
 };
 
-/* --- launch shape --------------------------------------------------------------------- */
+/* --- launch shape (the geometry is in ../launch_impl.h) ------------------------------------ */
 
-/* The kernels are compiled for blocks of up to this many threads (__launch_bounds__), so a
- * launch never fails for want of registers. */
-#define GC_ROW_MAX_THREADS 1024
-/* Enough blocks to fill any GPU many times over; the kernels loop over the rows beyond. */
-#define GC_ROW_MAX_BLOCKS 65536
-
-/* Threads per block for rows of `cols` elements: one per element up to 1024, in whole
- * warps (gc_block_reduce shuffles across full warps). */
-static inline unsigned gc_row_threads(size_t cols) {
-    size_t warps = (cols + 31) / 32;
-    if (warps < 1) warps = 1;
-    if (warps > GC_ROW_MAX_THREADS / 32) warps = GC_ROW_MAX_THREADS / 32;
-    return (unsigned)(32 * warps);
-}
-
-/* One block per row, capped at GC_ROW_MAX_BLOCKS. */
-static inline unsigned gc_row_blocks(size_t rows) {
-    return (unsigned)(rows < GC_ROW_MAX_BLOCKS ? rows : GC_ROW_MAX_BLOCKS);
-}
-
-/* kernel<<<gc_row_blocks(rows), gc_row_threads(cols)>>>(args...), checked; nothing when
+/* GC_ROW_LAUNCH(kernel, rows, cols, args...): kernel<<<gc_row_blocks(rows),
+ * gc_row_threads(cols)>>>(args...), checked at the caller's file and line; nothing when
  * rows is 0. */
 template <typename... Params, typename... Args>
-void gc_row_launch(void (*kernel)(Params...), size_t rows, size_t cols, Args... args) {
-    gc_cuda_launch_threads(kernel, gc_row_blocks(rows), gc_row_threads(cols), args...);
+void gc_row_launch_at(const char *file, int line, void (*kernel)(Params...), size_t rows, size_t cols, Args... args) {
+    gc_cuda_launch_at(file, line, kernel, gc_row_blocks(rows), gc_row_threads(cols), args...);
 }
+#define GC_ROW_LAUNCH(...) gc_row_launch_at(__FILE__, __LINE__, __VA_ARGS__)
 
 /* --- block reduction ----------------------------------------------------------------- */
 

@@ -1,7 +1,15 @@
-/* Sum, mean and max over the last dim, and softmax, on CUDA: one block per row of
- * x [rows, cols] (see reduce_common.cuh). Same semantics as tensor/cpu/reduce_cpu.c. */
+/* Sum, mean and max over the last dim, and softmax, on CUDA. Same semantics as
+ * tensor/cpu/reduce_cpu.c.
+ *
+ * A row is reduced by one block (reduce_common.cuh), which fills the GPU when there are
+ * many rows. A few long rows (sum_all and mean_all are one row of every element) are split:
+ * each row into `splits` segments, one block per segment writing a partial result into the
+ * workspace's scratch, then one block per row combining its partials in order. The split
+ * (../launch_impl.h) depends on the sizes only, never on the GPU, so a result is the same on
+ * every device and every run: deterministic. */
 #include "kernels_cuda.h"
 #include "reduce_common.cuh"
+#include "workspace_cuda.h"
 
 namespace {
 
@@ -11,17 +19,47 @@ template <typename A> struct argmax_pair {
     int64_t index;
 };
 
-/* The preferred of two candidates: a NaN over a number (NaN propagates, as in PyTorch),
- * then the larger value, then the smaller index. That is a total order, so the block finds
- * the first maximum (the first NaN) however the row was split between its threads. */
-template <typename A> struct argmax_combine {
-    __device__ argmax_pair<A> operator()(argmax_pair<A> a, argmax_pair<A> b) const {
+/* The reductions, each a value type and four pieces the kernels below put together:
+ * identity(), term(row, i) for element i of a row, the combination (operator()), and
+ * store() of a row's result. */
+
+/* Sum, or mean when `mean`. An empty row sums to 0, so its mean is 0 / 0 = nan (never asked
+ * of i32: the front-end allows no mean of integers). */
+template <typename T> struct row_sum {
+    using R = gc_row_acc<T>;
+    using value = typename R::acc;
+    bool mean;
+    __device__ value identity() const { return value(0); }
+    __device__ value term(const T *row, size_t i) const { return R::load(row[i]); }
+    __device__ value operator()(value a, value b) const { return a + b; }
+    __device__ void store(T *out, int32_t *argmax, size_t row, value total, size_t cols) const {
+        (void)argmax;
+        out[row] = R::store(mean ? total / (value)cols : total);
+    }
+};
+
+/* Max, and the index of its first occurrence into argmax (when not NULL). The preferred of
+ * two candidates: a NaN over a number (NaN propagates, as in PyTorch), then the larger value,
+ * then the smaller index. That is a total order, so the first maximum (the first NaN) comes
+ * out however the row was split between threads and blocks. */
+template <typename T> struct row_max {
+    using R = gc_row_acc<T>;
+    using A = typename R::acc;
+    using value = argmax_pair<A>;
+    __device__ value identity() const { return value{R::lowest(), -1}; }
+    __device__ value term(const T *row, size_t i) const { return value{R::load(row[i]), (int64_t)i}; }
+    __device__ value operator()(value a, value b) const {
         if (b.index < 0) return a;
         if (a.index < 0) return b;
         bool a_nan = a.value != a.value, b_nan = b.value != b.value; /* false for integers */
         if (a_nan != b_nan) return a_nan ? a : b;
         if (!a_nan && a.value != b.value) return a.value > b.value ? a : b;
         return a.index < b.index ? a : b;
+    }
+    __device__ void store(T *out, int32_t *argmax, size_t row, value best, size_t cols) const {
+        (void)cols;
+        out[row] = R::store(best.value);
+        if (argmax) argmax[row] = (int32_t)best.index;
     }
 };
 
@@ -30,39 +68,64 @@ struct nan_max {
     template <typename A> __device__ A operator()(A a, A b) const { return a > b || a != a ? a : b; }
 };
 
-} // namespace
-
-/* out [rows] = the sum (or the mean, when `mean`) of each row of x [rows, cols]. An empty
- * row sums to 0, so its mean is 0 / 0 = nan (never asked of i32, see below). */
-template <typename T>
-static __global__ void __launch_bounds__(GC_ROW_MAX_THREADS)
-    sum_last_kernel(const T *x, T *out, size_t rows, size_t cols, bool mean) {
-    using R = gc_row_acc<T>;
-    using A = typename R::acc;
+/* x [rows, cols] -> out [rows] (argmax [rows]): one block per row. */
+template <typename T, typename Reduction>
+__global__ void __launch_bounds__(GC_ROW_MAX_THREADS)
+    reduce_rows_kernel(Reduction reduction, const T *x, T *out, int32_t *argmax, size_t rows, size_t cols) {
     for (size_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const T *xr = x + row * cols;
-        A total = gc_row_reduce(cols, A(0), [&](size_t i) { return R::load(xr[i]); }, gc_plus());
-        if (threadIdx.x == 0) out[row] = R::store(mean ? total / (A)cols : total);
+        auto result = gc_row_reduce(cols, reduction.identity(), [&](size_t i) { return reduction.term(xr, i); },
+                                    reduction);
+        if (threadIdx.x == 0) reduction.store(out, argmax, row, result, cols);
     }
 }
 
-/* out [rows] = the max of each row of x [rows, cols]; argmax [rows] (when not NULL) = the
- * index of its first occurrence. */
-template <typename T>
-static __global__ void __launch_bounds__(GC_ROW_MAX_THREADS)
-    max_last_kernel(const T *x, T *out, int32_t *argmax, size_t rows, size_t cols) {
-    using R = gc_row_acc<T>;
-    using A = typename R::acc;
-    using pair = argmax_pair<A>;
-    for (size_t row = blockIdx.x; row < rows; row += gridDim.x) {
+/* The first pass of a split: x [rows, cols] -> partials [rows, splits], block b reducing
+ * its segment of its row (gc_reduce_segment). */
+template <typename T, typename Reduction>
+__global__ void __launch_bounds__(GC_ROW_MAX_THREADS)
+    reduce_segments_kernel(Reduction reduction, const T *x, typename Reduction::value *partials, size_t rows,
+                           size_t cols, size_t splits) {
+    for (size_t b = blockIdx.x; b < rows * splits; b += gridDim.x) {
+        size_t row, begin, end;
+        gc_reduce_segment(b, splits, cols, &row, &begin, &end);
         const T *xr = x + row * cols;
-        pair best = gc_row_reduce(cols, pair{R::lowest(), -1},
-                                  [&](size_t i) { return pair{R::load(xr[i]), (int64_t)i}; }, argmax_combine<A>());
-        if (threadIdx.x == 0) {
-            out[row] = R::store(best.value);
-            if (argmax) argmax[row] = (int32_t)best.index;
-        }
+        /* the index within the row, not the segment: the argmax of a max */
+        auto result = gc_row_reduce(end - begin, reduction.identity(),
+                                    [&](size_t i) { return reduction.term(xr, begin + i); }, reduction);
+        if (threadIdx.x == 0) partials[b] = result;
     }
+}
+
+/* The second pass: partials [rows, splits] -> out [rows] (argmax [rows]), in order. */
+template <typename T, typename Reduction>
+__global__ void __launch_bounds__(GC_ROW_MAX_THREADS)
+    reduce_partials_kernel(Reduction reduction, const typename Reduction::value *partials, T *out, int32_t *argmax,
+                           size_t rows, size_t splits, size_t cols) {
+    for (size_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        const typename Reduction::value *pr = partials + row * splits;
+        auto result = gc_row_reduce(splits, reduction.identity(), [&](size_t i) { return pr[i]; }, reduction);
+        if (threadIdx.x == 0) reduction.store(out, argmax, row, result, cols);
+    }
+}
+
+} // namespace
+
+/* x [rows, cols] -> out [rows] (argmax [rows]) with one reduction, split or not. */
+template <typename T, typename Reduction>
+static void reduce(Reduction reduction, const T *x, T *out, int32_t *argmax, size_t rows, size_t cols) {
+    using V = typename Reduction::value;
+    static_assert(GC_REDUCE_MAX_PARTIALS * sizeof(V) <= GC_CUDA_REDUCE_SCRATCH_BYTES, "the scratch holds the partials");
+    size_t splits = gc_reduce_splits(rows, cols);
+    if (splits == 1) {
+        GC_ROW_LAUNCH(reduce_rows_kernel<T, Reduction>, rows, cols, reduction, x, out, argmax, rows, cols);
+        return;
+    }
+    V *partials = (V *)gc_cuda_workspace_of(gc_cuda_current_device())->reduce_scratch;
+    GC_CUDA_LAUNCH_THREADS(reduce_segments_kernel<T, Reduction>, (unsigned)(rows * splits), GC_ROW_MAX_THREADS,
+                           reduction, x, partials, rows, cols, splits);
+    GC_ROW_LAUNCH(reduce_partials_kernel<T, Reduction>, rows, splits, reduction, (const V *)partials, out, argmax,
+                  rows, splits, cols);
 }
 
 /* y [rows, cols] = softmax (or log-softmax) of each row of x [rows, cols], shifted by the
@@ -94,10 +157,8 @@ extern "C" void gc_cuda_reduce_last(gc_reduce_op op, const void *x, void *out, i
     if (dtype == GC_I32 && op == GC_REDUCE_MEAN) gc_fatal("reduce_last: no mean of an i32 tensor");
     gc_cuda_dispatch_all("reduce_last", dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        if (op == GC_REDUCE_MAX)
-            gc_row_launch(max_last_kernel<T>, rows, cols, (const T *)x, (T *)out, argmax, rows, cols);
-        else
-            gc_row_launch(sum_last_kernel<T>, rows, cols, (const T *)x, (T *)out, rows, cols, op == GC_REDUCE_MEAN);
+        if (op == GC_REDUCE_MAX) reduce(row_max<T>{}, (const T *)x, (T *)out, argmax, rows, cols);
+        else reduce(row_sum<T>{op == GC_REDUCE_MEAN}, (const T *)x, (T *)out, nullptr, rows, cols);
     });
 }
 
@@ -106,6 +167,6 @@ extern "C" void gc_cuda_softmax_last(const void *x, void *y, size_t rows, size_t
     if (rows == 0 || cols == 0) return;
     gc_cuda_dispatch_float("softmax_last", dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        gc_row_launch(softmax_last_kernel<T>, rows, cols, (const T *)x, (T *)y, rows, cols, log_softmax);
+        GC_ROW_LAUNCH(softmax_last_kernel<T>, rows, cols, (const T *)x, (T *)y, rows, cols, log_softmax);
     });
 }

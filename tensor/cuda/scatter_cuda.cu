@@ -4,21 +4,28 @@
 
 namespace {
 
-/* src [rows], index [rows] -> out [rows, cols] (zero-filled): one thread per row. */
+/* src [rows], index [rows] -> out [rows, cols] (zero-filled): one thread per row. An index
+ * outside [0, cols) writes nothing: never out of bounds, whatever reaches the kernel. */
 template <typename T>
 __global__ void scatter_last_kernel(const T *src, const int32_t *index, T *out, int64_t rows, int64_t cols) {
-    GC_CUDA_GRID_STRIDE(r, rows) out[r * cols + index[r]] = src[r];
+    GC_CUDA_GRID_STRIDE(r, rows) {
+        int32_t column = index[r];
+        if (column >= 0 && column < cols) out[r * cols + column] = src[r];
+    }
 }
 
 /* grad_out [n_ids, dim] added into grad_table rows ids[i]: one thread per element. Two
  * ids may be equal, so the additions are atomic (their order, and so the last bits of
- * an f32 sum of duplicates, may vary from run to run). */
+ * an f32 sum of duplicates, may vary from run to run). An id outside [0, vocab) adds
+ * nothing: its forward's check_index reports it at the next synchronisation, which may come
+ * after this kernel was queued. */
 template <typename T>
 __global__ void embedding_backward_kernel(const T *grad_out, const int32_t *ids, T *grad_table, int64_t n_ids,
-                                          int64_t dim) {
+                                          int64_t vocab, int64_t dim) {
     GC_CUDA_GRID_STRIDE(i, n_ids * dim) {
         int64_t row = i / dim, col = i % dim;
-        atomicAdd(&grad_table[(int64_t)ids[row] * dim + col], grad_out[i]);
+        int32_t id = ids[row];
+        if (id >= 0 && id < vocab) atomicAdd(&grad_table[(int64_t)id * dim + col], grad_out[i]);
     }
 }
 
@@ -28,16 +35,16 @@ extern "C" void gc_cuda_scatter_last(const void *src, const int32_t *index, void
                                      gc_dtype dtype) {
     gc_cuda_dispatch_float("scatter_last", dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        gc_cuda_launch(scatter_last_kernel<T>, gc_cuda_blocks((int64_t)rows), (const T *)src, index, (T *)out,
+        GC_CUDA_LAUNCH(scatter_last_kernel<T>, gc_cuda_blocks((int64_t)rows), (const T *)src, index, (T *)out,
                        (int64_t)rows, (int64_t)cols);
     });
 }
 
 extern "C" void gc_cuda_embedding_backward(const void *grad_out, const int32_t *ids, void *grad_table, size_t n_ids,
-                                           size_t dim, gc_dtype dtype) {
+                                           size_t vocab, size_t dim, gc_dtype dtype) {
     gc_cuda_dispatch_float("embedding_backward", dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        gc_cuda_launch(embedding_backward_kernel<T>, gc_cuda_blocks((int64_t)(n_ids * dim)), (const T *)grad_out, ids,
-                       (T *)grad_table, (int64_t)n_ids, (int64_t)dim);
+        GC_CUDA_LAUNCH(embedding_backward_kernel<T>, gc_cuda_blocks((int64_t)(n_ids * dim)), (const T *)grad_out, ids,
+                       (T *)grad_table, (int64_t)n_ids, (int64_t)vocab, (int64_t)dim);
     });
 }

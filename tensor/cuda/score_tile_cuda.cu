@@ -115,11 +115,11 @@ extern "C" void gc_cuda_score_tile_lse(const gc_score_tile_args *args) {
     if (args->rows == 0 || args->cols == 0) return;
     dispatch_tile("score_tile_lse", args->dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        gc_row_launch(rows_lse_kernel<T>, (size_t)args->rows, (size_t)args->cols, *args);
+        GC_ROW_LAUNCH(rows_lse_kernel<T>, (size_t)args->rows, (size_t)args->cols, *args);
         if (args->col_max) {
             unsigned blocks = (unsigned)((args->cols + COLUMN_WIDTH - 1) / COLUMN_WIDTH);
             columns_lse_kernel<T><<<blocks, dim3(COLUMN_WIDTH, COLUMN_LANES)>>>(*args);
-            GC_CUDA_CHECK_LAUNCH();
+            GC_CUDA_AFTER_LAUNCH();
         }
     });
 }
@@ -128,6 +128,6 @@ extern "C" void gc_cuda_score_tile_grad(const gc_score_tile_args *args) {
     if (args->rows == 0 || args->cols == 0) return;
     dispatch_tile("score_tile_grad", args->dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        gc_cuda_launch(grad_kernel<T>, gc_cuda_blocks(args->rows * args->cols), *args);
+        GC_CUDA_LAUNCH(grad_kernel<T>, gc_cuda_blocks(args->rows * args->cols), *args);
     });
 }

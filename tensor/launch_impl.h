@@ -1,0 +1,111 @@
+/* How the CUDA kernels split their work: the launch geometry, and the ranges of elements a
+ * thread or a block takes. Plain arithmetic, shared by the CUDA backend (tensor/cuda/) and
+ * the CPU test that checks it (tests/test_launch_geometry.c): every element is covered exactly once,
+ * no grid exceeds what a GPU accepts, and nothing overflows for tensors of 2^31 elements
+ * and more. A GPU is rarely at hand; this is how these bugs are caught without one.
+ *
+ * Grids are one-dimensional. A grid's x dimension may have 2^31 - 1 blocks (y and z only
+ * 65535); the caps below stay far under either, and the kernels loop (grid-stride) over what
+ * one pass of the grid does not cover, with 64-bit indices. */
+#ifndef GC_TENSOR_LAUNCH_IMPL_H
+#define GC_TENSOR_LAUNCH_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "host_device.h"
+
+/* --- elementwise kernels: blocks of GC_CUDA_THREADS, one element per thread per pass --- */
+
+#define GC_CUDA_THREADS 256
+/* An H100 holds 8 resident blocks of 256 threads on each of its 132 SMs (~1000 in all);
+ * eight times that keeps every SM busy, and the grid-stride loops cover the rest. */
+#define GC_CUDA_MAX_BLOCKS 8192
+
+/* Blocks for n work items: ceil(n / GC_CUDA_THREADS) capped at GC_CUDA_MAX_BLOCKS, 0 when n
+ * is 0 (the launch is then skipped: a grid of 0 blocks is an error). */
+static inline GC_HD unsigned gc_cuda_blocks(int64_t n) {
+    int64_t blocks = n / GC_CUDA_THREADS + (n % GC_CUDA_THREADS != 0);
+    return (unsigned)(blocks < GC_CUDA_MAX_BLOCKS ? blocks : GC_CUDA_MAX_BLOCKS);
+}
+
+/* --- row kernels (reductions, softmax, layernorm): one block per row --- */
+
+/* The kernels are compiled for blocks of up to this many threads (__launch_bounds__), so a
+ * launch never fails for want of registers. */
+#define GC_ROW_MAX_THREADS 1024
+/* Enough blocks to fill any GPU many times over; the kernels loop over the rows beyond. */
+#define GC_ROW_MAX_BLOCKS 65536
+
+/* Threads per block for rows of `cols` elements: one per element up to 1024, in whole warps
+ * (the block reduction shuffles across full warps), at least one warp. */
+static inline GC_HD unsigned gc_row_threads(size_t cols) {
+    size_t warps = cols / 32 + (cols % 32 != 0);
+    if (warps < 1) warps = 1;
+    if (warps > GC_ROW_MAX_THREADS / 32) warps = GC_ROW_MAX_THREADS / 32;
+    return (unsigned)(32 * warps);
+}
+
+/* One block per row, capped at GC_ROW_MAX_BLOCKS. */
+static inline GC_HD unsigned gc_row_blocks(size_t rows) {
+    return (unsigned)(rows < GC_ROW_MAX_BLOCKS ? rows : GC_ROW_MAX_BLOCKS);
+}
+
+/* --- few long rows (sum_all, mean_all): each row split into segments, a block each --- */
+
+/* Partial results (rows x splits) a split reduction may write into its scratch. */
+#define GC_REDUCE_MAX_PARTIALS 1024
+/* The fewest elements a block of a split folds: 16 for each of 1024 threads. */
+#define GC_REDUCE_MIN_SEGMENT 16384
+
+/* Segments each row is split into: as many as keep every segment at least
+ * GC_REDUCE_MIN_SEGMENT long and all partials within GC_REDUCE_MAX_PARTIALS; 1 (a block per
+ * row, no split) when the rows alone fill the GPU or are short. It depends on the sizes
+ * only, never on the GPU, so a sum is the same on every device and every run. */
+static inline GC_HD size_t gc_reduce_splits(size_t rows, size_t cols) {
+    if (rows == 0 || rows > GC_REDUCE_MAX_PARTIALS / 2) return 1;
+    size_t by_length = cols / GC_REDUCE_MIN_SEGMENT, by_scratch = GC_REDUCE_MAX_PARTIALS / rows;
+    size_t splits = by_length < by_scratch ? by_length : by_scratch;
+    return splits < 2 ? 1 : splits;
+}
+
+/* Block b of a split into `splits` segments per row: row b / splits, elements [begin, end)
+ * of it. Segments are ceil(cols / splits) long; the last one may be shorter or empty. */
+static inline GC_HD void gc_reduce_segment(size_t b, size_t splits, size_t cols, size_t *row, size_t *begin,
+                                           size_t *end) {
+    size_t length = cols / splits + (cols % splits != 0);
+    *row = b / splits;
+    *begin = (b % splits) * length;
+    if (*begin > cols) *begin = cols;
+    *end = cols - *begin > length ? *begin + length : cols;
+}
+
+/* --- Philox-driven kernels: a thread per Philox block of 4 words, computed once --- */
+
+/* Random fills: element i of a draw uses words from i on; a thread takes 4 consecutive
+ * elements, group g = elements [4g, 4g + 4) clipped to n. */
+#define GC_RANDOM_PER_THREAD 4
+
+static inline GC_HD size_t gc_random_group_count(size_t n) {
+    return n / GC_RANDOM_PER_THREAD + (n % GC_RANDOM_PER_THREAD != 0);
+}
+
+static inline GC_HD void gc_random_group(size_t g, size_t n, size_t *begin, size_t *end) {
+    *begin = g * GC_RANDOM_PER_THREAD;
+    *end = n - *begin < GC_RANDOM_PER_THREAD ? n : *begin + GC_RANDOM_PER_THREAD;
+}
+
+/* Dropout: element i uses word offset + i, which lies in Philox block (offset + i) / 4. With
+ * lead = offset % 4, element i falls in group (lead + i) / 4; group g holds the elements
+ * [4g - lead, 4g + 4 - lead) clipped to [0, n), whose words share one block. */
+static inline GC_HD int64_t gc_dropout_group_count(int64_t n, uint64_t offset) {
+    return ((int64_t)(offset % 4) + n + 3) / 4;
+}
+
+static inline GC_HD void gc_dropout_group(int64_t g, int64_t n, uint64_t offset, int64_t *begin, int64_t *end) {
+    int64_t lead = (int64_t)(offset % 4);
+    *begin = 4 * g - lead < 0 ? 0 : 4 * g - lead;
+    *end = 4 * g + 4 - lead > n ? n : 4 * g + 4 - lead;
+}
+
+#endif

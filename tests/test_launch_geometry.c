@@ -1,0 +1,152 @@
+/* The arithmetic the CUDA kernels split their work with (tensor/launch_impl.h) and the key in
+ * which they report a bad index (tensor/index_key_impl.h), run on the CPU: the very code a
+ * GPU runs, checked where no GPU is needed. Every element must be covered exactly once, no
+ * grid may exceed what a GPU accepts, and sizes of 2^31 elements and more must not
+ * overflow. */
+#include <stdint.h>
+
+#include "check.h"
+#include "tensor/index_key_impl.h"
+#include "tensor/launch_impl.h"
+
+#define COUNT(array) (int)(sizeof(array) / sizeof((array)[0]))
+
+/* Sizes around the boundaries: small, block multiples +- 1, 2^31 +- 1 and beyond. */
+static const int64_t sizes[] = {0,      1,          255,         256,         257,          8191,
+                                65537,  2097151,    2097152,     2097153,     (1LL << 31) - 1, 1LL << 31,
+                                (1LL << 31) + 1, 1LL << 33, (1LL << 40) + 3};
+
+static void test_elementwise_grid(void) {
+    for (int s = 0; s < COUNT(sizes); s++) {
+        int64_t n = sizes[s];
+        unsigned blocks = gc_cuda_blocks(n);
+        CHECK_MSG(n == 0 ? blocks == 0 : blocks >= 1 && blocks <= GC_CUDA_MAX_BLOCKS, "n %lld: %u blocks",
+                  (long long)n, blocks);
+        /* one pass of the grid covers everything when it can; else the grid is full */
+        int64_t threads = (int64_t)blocks * GC_CUDA_THREADS;
+        CHECK_MSG(threads >= n || blocks == GC_CUDA_MAX_BLOCKS, "n %lld: %u blocks do not cover it", (long long)n,
+                  blocks);
+        CHECK_MSG(n == 0 || threads - n < GC_CUDA_THREADS || blocks == GC_CUDA_MAX_BLOCKS,
+                  "n %lld: a whole block idle", (long long)n);
+    }
+}
+
+static void test_row_geometry(void) {
+    const size_t cols[] = {0, 1, 31, 32, 33, 1000, 1024, 1025, 1u << 20, (size_t)1 << 33};
+    for (int c = 0; c < COUNT(cols); c++) {
+        unsigned threads = gc_row_threads(cols[c]);
+        CHECK_MSG(threads % 32 == 0 && threads >= 32 && threads <= GC_ROW_MAX_THREADS, "cols %zu: %u threads",
+                  cols[c], threads);
+        CHECK_MSG(threads >= cols[c] || threads == GC_ROW_MAX_THREADS, "cols %zu: %u threads", cols[c], threads);
+    }
+    const size_t rows[] = {0, 1, 65535, 65536, 65537, (size_t)1 << 32};
+    for (int r = 0; r < COUNT(rows); r++) {
+        unsigned blocks = gc_row_blocks(rows[r]);
+        CHECK_MSG(blocks <= GC_ROW_MAX_BLOCKS && (blocks == rows[r] || blocks == GC_ROW_MAX_BLOCKS),
+                  "rows %zu: %u blocks", rows[r], blocks);
+    }
+}
+
+/* Every element of every row in exactly one segment, segments in order and of the minimum
+ * length (but the last), the partials within the scratch. */
+static void check_split(size_t rows, size_t cols) {
+    size_t splits = gc_reduce_splits(rows, cols);
+    CHECK_MSG(splits >= 1 && rows * splits <= (splits == 1 ? rows : GC_REDUCE_MAX_PARTIALS), "rows %zu cols %zu: %zu",
+              rows, cols, splits);
+    if (splits == 1) return;
+    CHECK_MSG(cols / splits >= GC_REDUCE_MIN_SEGMENT, "rows %zu cols %zu: %zu splits too many", rows, cols, splits);
+    size_t expected_row = 0, expected_begin = 0;
+    for (size_t b = 0; b < rows * splits; b++) {
+        size_t row, begin, end;
+        gc_reduce_segment(b, splits, cols, &row, &begin, &end);
+        if (row != expected_row) {
+            CHECK_MSG(expected_begin == cols, "rows %zu cols %zu: row %zu ends at %zu", rows, cols, expected_row,
+                      expected_begin);
+            expected_row = row;
+            expected_begin = 0;
+        }
+        CHECK_MSG(row == expected_row && begin == expected_begin && begin <= end && end <= cols,
+                  "rows %zu cols %zu: block %zu is row %zu [%zu, %zu)", rows, cols, b, row, begin, end);
+        expected_begin = end;
+    }
+    CHECK_MSG(expected_row == rows - 1 && expected_begin == cols, "rows %zu cols %zu: the last row ends at %zu", rows,
+              cols, expected_begin);
+}
+
+static void test_split_reduction(void) {
+    /* sum_all of any size is one row; few long rows split too; many rows never do. */
+    for (int s = 0; s < COUNT(sizes); s++) check_split(1, (size_t)sizes[s]);
+    const size_t rows[] = {2, 3, 7, 100, 511, 512, 513, 100000};
+    const size_t cols[] = {16383, 16384, 32767, 32768, 1000003, (size_t)1 << 31, ((size_t)1 << 32) + 5};
+    for (int r = 0; r < COUNT(rows); r++)
+        for (int c = 0; c < COUNT(cols); c++) check_split(rows[r], cols[c]);
+    CHECK(gc_reduce_splits(1, 16 * 1024 * 1024) == GC_REDUCE_MAX_PARTIALS); /* a 4096 x 4096 sum_all */
+    CHECK(gc_reduce_splits(1, 32767) == 1);
+    CHECK(gc_reduce_splits(1, 32768) == 2);
+    CHECK(gc_reduce_splits(4096, 1 << 24) == 1); /* enough rows for one block each */
+}
+
+/* Groups cover [0, n) exactly once, in order. */
+static void test_philox_groups(void) {
+    const int64_t lengths[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 1001};
+    for (int l = 0; l < COUNT(lengths); l++) {
+        int64_t n = lengths[l];
+        size_t next = 0;
+        for (size_t g = 0; g < gc_random_group_count((size_t)n); g++) {
+            size_t begin, end;
+            gc_random_group(g, (size_t)n, &begin, &end);
+            CHECK_MSG(begin == next && end > begin && end - begin <= GC_RANDOM_PER_THREAD, "random n %lld group %zu",
+                      (long long)n, g);
+            next = end;
+        }
+        CHECK_MSG(next == (size_t)n, "random n %lld: covered up to %zu", (long long)n, next);
+        for (uint64_t offset = 0; offset < 9; offset++) {
+            int64_t covered = 0;
+            for (int64_t g = 0; g < gc_dropout_group_count(n, offset); g++) {
+                int64_t begin, end;
+                gc_dropout_group(g, n, offset, &begin, &end);
+                /* the group's words share one Philox block: (offset + i) / 4 is g + offset / 4 */
+                CHECK_MSG(begin == covered && end >= begin, "dropout n %lld offset %llu group %lld", (long long)n,
+                          (unsigned long long)offset, (long long)g);
+                for (int64_t i = begin; i < end; i++)
+                    CHECK_MSG((offset + (uint64_t)i) / 4 == (uint64_t)g + offset / 4, "dropout n %lld element %lld",
+                              (long long)n, (long long)i);
+                covered = end;
+            }
+            CHECK_MSG(covered == n, "dropout n %lld offset %llu: covered up to %lld", (long long)n,
+                      (unsigned long long)offset, (long long)covered);
+        }
+    }
+    /* the last group of a draw past 2^32 elements, without overflow */
+    int64_t begin, end, huge = (1LL << 33) + 3;
+    gc_dropout_group(gc_dropout_group_count(huge, 2) - 1, huge, 2, &begin, &end);
+    CHECK(end == huge && begin == huge - 1);
+}
+
+/* Keys order like positions, carry the index, and never equal the clean value. */
+static void test_index_keys(void) {
+    const int32_t values[] = {-1, 0, 7, INT32_MIN, INT32_MAX};
+    const int64_t positions[] = {0, 1, 5, (1LL << 31), 0xFFFFFFFDLL, 0xFFFFFFFELL, 1LL << 40};
+    for (int p = 0; p < COUNT(positions); p++)
+        for (int v = 0; v < COUNT(values); v++) {
+            uint64_t key = gc_index_key(positions[p], values[v]);
+            bool at_least;
+            int64_t position = gc_index_key_position(key, &at_least);
+            bool saturated = positions[p] >= (int64_t)GC_INDEX_KEY_FAR;
+            CHECK(key != GC_INDEX_KEY_NONE);
+            CHECK(gc_index_key_value(key) == values[v]);
+            CHECK(at_least == saturated);
+            CHECK(position == (saturated ? (int64_t)GC_INDEX_KEY_FAR : positions[p]));
+            if (p > 0 && !saturated) /* an earlier position wins whatever the values */
+                for (int w = 0; w < COUNT(values); w++) CHECK(gc_index_key(positions[p - 1], values[w]) < key);
+        }
+}
+
+int main(void) {
+    test_elementwise_grid();
+    test_row_geometry();
+    test_split_reduction();
+    test_philox_groups();
+    test_index_keys();
+    return gc_test_result();
+}
