@@ -1,6 +1,8 @@
 /* The in-batch contrastive (InfoNCE) loss, untiled: the readable reference, built from
  * recorded ops so that autograd differentiates it. Also the choice between it and the tiled
  * loss (contrastive_tiled.c) for value_and_grad, and the gc_loss_fn. */
+#include <math.h>
+
 #include "contrastive_internal.h"
 #include "gradcache/autograd.h"
 #include "gradcache/ops.h"
@@ -47,8 +49,6 @@ gc_tensor *gc_contrastive_loss(const gc_tensor *queries, const gc_tensor *passag
                                const gc_contrastive_options *options) {
     if (!queries || !passages) return NULL;
     gc_contrastive_check_arguments(queries, passages, options);
-    if (gc_contrastive_check_finite(queries, passages, gc_contrastive_tile_size(options, queries->device, gc_contrastive_rows(queries, passages))) != GC_OK)
-        return NULL;
     gc_tensor *targets = gc_contrastive_targets(queries, passages, options); /* [Nq] */
     gc_tensor *q = prepare(queries, options->similarity);                    /* [Nq, D] */
     gc_tensor *p = prepare(passages, options->similarity);                   /* [Np, D] */
@@ -81,13 +81,19 @@ static gc_status full_value_and_grad(const gc_tensor *queries, const gc_tensor *
     for (int s = 0; s < 2; s++) gc_set_requires_grad(leaves[s], true);
     bool previous = gc_set_grad_enabled(true);
     gc_tensor *loss = gc_contrastive_loss(leaves[0], leaves[1], options);
-    gc_tensor *seed_tensor = loss && seed != 1 ? gc_full(loss->ndim, loss->shape, loss->dtype, loss->device, seed) : NULL;
-    gc_status status = !loss || (seed != 1 && !seed_tensor) ? gc_last_status()
-                                                             : gc_backward(&loss, seed_tensor ? &seed_tensor : NULL, 1);
+    gc_status status = loss ? GC_OK : gc_last_status();
+    if (status == GC_OK) *value = gc_item(loss); /* the one read of the device: the loss */
+    if (status == GC_OK && queries->shape[0] > 0 && !isfinite(*value))
+        status = gc_contrastive_explain_non_finite(queries, passages, options, *value,
+                                                   gc_contrastive_tile_size(options, queries->device,
+                                                                            gc_contrastive_rows(queries, passages)));
+    gc_tensor *seed_tensor =
+        status == GC_OK && seed != 1 ? gc_full(loss->ndim, loss->shape, loss->dtype, loss->device, seed) : NULL;
+    if (status == GC_OK && seed != 1 && !seed_tensor) status = gc_last_status();
+    if (status == GC_OK) status = gc_backward(&loss, seed_tensor ? &seed_tensor : NULL, 1);
     gc_tensor_release(seed_tensor);
     gc_set_grad_enabled(previous);
     if (status == GC_OK) {
-        *value = gc_item(loss);
         /* A side without rows gets no gradient from the graph: its gradient is empty. */
         for (int s = 0; s < 2; s++)
             grads[s] = gc_grad(leaves[s]) ? gc_tensor_retain(gc_grad(leaves[s])) : gc_zeros_like(leaves[s]);

@@ -90,23 +90,28 @@ static gc_status first_non_finite_row(const gc_tensor *x, int64_t chunk, int64_t
     return status;
 }
 
-gc_status gc_contrastive_check_finite(const gc_tensor *queries, const gc_tensor *passages, int64_t chunk) {
+gc_status gc_contrastive_explain_non_finite(const gc_tensor *queries, const gc_tensor *passages,
+                                            const gc_contrastive_options *options, double value, int64_t chunk) {
     const gc_tensor *sides[2] = {queries, passages};
     const char *names[2] = {"query", "passage"};
     bool previous = gc_set_grad_enabled(false);
     gc_status status = GC_OK;
+    char text[128];
     for (int s = 0; s < 2 && status == GC_OK; s++) {
         int64_t row;
         status = first_non_finite_row(sides[s], chunk, &row);
         if (status == GC_OK && row >= 0) {
-            char text[128];
             status = GC_ERR_NON_FINITE;
             gc_set_error(status, "contrastive_loss: %s row %lld of %s holds an inf or a nan", names[s], (long long)row,
                          gc_tensor_str(sides[s], text, sizeof text));
         }
     }
     gc_set_grad_enabled(previous);
-    return status;
+    if (status != GC_OK) return status;
+    gc_set_error(GC_ERR_NON_FINITE,
+                 "contrastive_loss: the loss is %g with finite representations %s: the scores overflow at temperature "
+                 "%g", value, gc_tensor_str(queries, text, sizeof text), options->temperature);
+    return GC_ERR_NON_FINITE;
 }
 
 int64_t gc_contrastive_rows(const gc_tensor *queries, const gc_tensor *passages) {

@@ -31,10 +31,13 @@ void gc_contrastive_check_arguments(const gc_tensor *queries, const gc_tensor *p
 gc_tensor *gc_contrastive_targets(const gc_tensor *queries, const gc_tensor *passages,
                                   const gc_contrastive_options *options);
 
-/* GC_OK when every element of queries and passages is finite; else GC_ERR_NON_FINITE with a
- * message naming the side and the first row holding an inf or a nan (or an allocation error).
- * Works through `chunk` rows at a time; records nothing on the tape. */
-gc_status gc_contrastive_check_finite(const gc_tensor *queries, const gc_tensor *passages, int64_t chunk);
+/* After the loss came out as `value`, an inf or a nan: GC_ERR_NON_FINITE with a message
+ * naming the side and the first row holding an inf or a nan, or, when every representation is
+ * finite, the scores' overflow at the temperature (or an allocation error). The inputs are
+ * read back only here, on the failure path: a finite loss costs no check and no wait for the
+ * device. Works through `chunk` rows at a time; records nothing on the tape. */
+gc_status gc_contrastive_explain_non_finite(const gc_tensor *queries, const gc_tensor *passages,
+                                            const gc_contrastive_options *options, double value, int64_t chunk);
 
 /* options->tile_size, or the device's largest default tile: the method
  * GC_CONTRASTIVE_AUTO tiles above it. */

@@ -269,14 +269,8 @@ static gc_status run(tiled_loss *loss, const gc_tensor *queries, const gc_tensor
     if (status != GC_OK) return status;
     for_each_tile(loss, fold_tile);
     status = loss_value(loss, value);
-    if (status == GC_OK && rows_of(&loss->queries) > 0 && !isfinite(*value)) {
-        char text[128];
-        status = GC_ERR_NON_FINITE;
-        gc_set_error(status,
-                     "contrastive_loss: the loss is %g with finite representations %s: the scores overflow "
-                     "at temperature %g",
-                     *value, gc_tensor_str(loss->queries.reps, text, sizeof text), loss->options->temperature);
-    }
+    if (status == GC_OK && rows_of(&loss->queries) > 0 && !isfinite(*value))
+        status = gc_contrastive_explain_non_finite(queries, passages, loss->options, *value, loss->tile);
     if (status != GC_OK) return status;
     for_each_tile(loss, differentiate_tile);
     status = normalisation_backward(&loss->queries, loss->tile);
@@ -298,8 +292,6 @@ gc_status gc_contrastive_loss_tiled(const gc_tensor *queries, const gc_tensor *p
     gc_contrastive_check_arguments(queries, passages, options);
     int64_t n_queries = queries->shape[0];
     int64_t tile = gc_contrastive_tile_size(options, queries->device, gc_contrastive_rows(queries, passages));
-    gc_status status = gc_contrastive_check_finite(queries, passages, tile);
-    if (status != GC_OK) return status;
     /* w: the mean of no queries is nan, as in the untiled loss */
     double mean = n_queries ? 1.0 / (double)n_queries : NAN;
     tiled_loss loss = {.options = options,
@@ -309,7 +301,7 @@ gc_status gc_contrastive_loss_tiled(const gc_tensor *queries, const gc_tensor *p
                        .seed = seed};
     gc_tensor *grads[2] = {NULL, NULL};
     bool previous = gc_set_grad_enabled(false);
-    status = run(&loss, queries, passages, value, grads);
+    gc_status status = run(&loss, queries, passages, value, grads);
     gc_set_grad_enabled(previous);
     side_release(&loss.queries);
     side_release(&loss.passages);

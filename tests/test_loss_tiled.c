@@ -60,8 +60,10 @@ static void test_memory_at_16384(void) {
 
 /* --- bad input --- */
 
-/* A non-finite representation: GC_ERR_NON_FINITE naming the side and the row, no gradients.
- * Finite representations whose scores overflow: the same status, naming the temperature. */
+/* A non-finite representation: GC_ERR_NON_FINITE naming the side and the row, no gradients,
+ * from the tiled loss and from the reference's value_and_grad (both read the inputs back only
+ * after the loss came out non-finite). Finite representations whose scores overflow: the
+ * same status, naming the temperature. */
 static void expect_non_finite(const gc_tensor *q, const gc_tensor *p, const char *message, bool bad_input) {
     gc_contrastive_options options = {.similarity = GC_SIMILARITY_DOT, .temperature = 0.1, .tile_size = 2};
     double value = 0;
@@ -71,10 +73,17 @@ static void expect_non_finite(const gc_tensor *q, const gc_tensor *p, const char
     CHECK_MSG(status == GC_ERR_NON_FINITE && !grads[0] && !grads[1], "status %s", gc_status_name(status));
     CHECK_MSG(strstr(gc_last_error(), message), "the error '%s' does not say '%s'", gc_last_error(), message);
     gc_clear_error();
-    if (bad_input) { /* the reference refuses it too (an overflow it returns as an inf or a nan) */
-        CHECK(gc_contrastive_loss(q, p, &options) == NULL && gc_last_status() == GC_ERR_NON_FINITE);
-        gc_clear_error();
+    if (bad_input) { /* the reference's forward reads nothing back: its loss is a nan, as PyTorch's */
+        gc_tensor *loss = gc_contrastive_loss(q, p, &options);
+        CHECK(loss && isnan(gc_item(loss)) && gc_last_status() == GC_OK);
+        gc_tensor_release(loss);
     }
+    /* the reference's value_and_grad names the row as the tiled loss does */
+    options.method = GC_CONTRASTIVE_FULL;
+    status = gc_contrastive_value_and_grad(q, p, &options, 1, &value, &grads[0], &grads[1]);
+    CHECK_MSG(status == GC_ERR_NON_FINITE && !grads[0] && !grads[1], "full: status %s", gc_status_name(status));
+    CHECK_MSG(strstr(gc_last_error(), message), "full: the error '%s' does not say '%s'", gc_last_error(), message);
+    gc_clear_error();
 }
 
 static void test_non_finite(void) {

@@ -67,8 +67,9 @@ typedef struct gc_contrastive_options {
  * its target: 0.5 (CE(scores, t) + CE(scores[:, t]^T, 0..Nq-1)), each term reduced as
  * `reduction` says. With hard negatives, a negative is a candidate for every query but is
  * nobody's positive, so it has no term of its own (sentence-transformers' symmetric loss).
- * The untiled reference: it holds the B x B scores (and autograd their gradient); a
- * non-finite representation makes it return NULL with GC_ERR_NON_FINITE, as the tiled loss. */
+ * The untiled reference: it holds the B x B scores (and autograd their gradient). It reads
+ * nothing back from the device: a non-finite representation gives a non-finite loss, as in
+ * PyTorch (gc_contrastive_value_and_grad turns that into GC_ERR_NON_FINITE naming the row). */
 gc_tensor *gc_contrastive_loss(const gc_tensor *queries, const gc_tensor *passages,
                                const gc_contrastive_options *options);
 
@@ -81,7 +82,8 @@ gc_tensor *gc_contrastive_loss(const gc_tensor *queries, const gc_tensor *passag
  * Nq and Np may differ, as with representations gathered from several processes.
  * Returns GC_OK, an allocation error, or GC_ERR_NON_FINITE when a representation holds an inf
  * or a nan (the message names the side and the row) or the scores overflow; nothing is kept
- * then. A NULL input returns the error already recorded. The gradients are seed times
+ * then. The loss value is the one read from the device; the inputs are read back (to name
+ * the row) only after it came out non-finite. A NULL input returns the error already recorded. The gradients are seed times
  * d loss / d input (seed: 1, or a loss scale, applied in f32 before the gradients are
  * rounded into a 16-bit dtype; see gc_loss_fn.value_and_grad). */
 gc_status gc_contrastive_loss_tiled(const gc_tensor *queries, const gc_tensor *passages,
