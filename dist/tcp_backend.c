@@ -133,6 +133,18 @@ static void tcp_wait(gc_process_group *group, gc_dist_work *work) {
     pthread_mutex_unlock(&state->lock);
 }
 
+/* Closes the ring's sockets and frees the state (its thread has stopped, or never started). */
+static void free_state(tcp_state *state) {
+    close_ring(&state->ring);
+    pthread_mutex_destroy(&state->lock);
+    pthread_cond_destroy(&state->changed);
+    free(state->ring.scratch);
+    free(state->offset);
+    free(state->count_of);
+    free(state->queue); /* NULL until a work was queued */
+    free(state);
+}
+
 static void tcp_destroy(gc_process_group *group) {
     tcp_state *state = group->state;
     if (!state) return;
@@ -141,14 +153,7 @@ static void tcp_destroy(gc_process_group *group) {
     pthread_cond_broadcast(&state->changed);
     pthread_mutex_unlock(&state->lock);
     pthread_join(state->thread, NULL);
-    close_ring(&state->ring);
-    pthread_mutex_destroy(&state->lock);
-    pthread_cond_destroy(&state->changed);
-    free(state->ring.scratch);
-    free(state->offset);
-    free(state->count_of);
-    free(state->queue);
-    free(state);
+    free_state(state);
     group->state = NULL;
 }
 
@@ -264,13 +269,7 @@ gc_status gc_tcp_backend_init(gc_process_group *group) {
     if (status == GC_OK && pthread_create(&state->thread, NULL, communicate, state) != 0)
         gc_fatal("tcp group: cannot start the communication thread");
     if (status != GC_OK) {
-        close_ring(&state->ring);
-        pthread_mutex_destroy(&state->lock);
-        pthread_cond_destroy(&state->changed);
-        free(state->ring.scratch);
-        free(state->offset);
-        free(state->count_of);
-        free(state);
+        free_state(state);
         group->state = NULL;
         group->impl = NULL;
     }

@@ -19,17 +19,6 @@ static inline void check_embeddings(const gc_text_encoder *encoder, const gc_ten
     gc_tensor_release(got);
 }
 
-/* The largest |element| of t. */
-static inline double max_abs(const gc_tensor *t) {
-    int64_t n = gc_numel(t);
-    double *values = malloc(sizeof(double) * (size_t)(n ? n : 1)), largest = 0;
-    REQUIRE(values);
-    gc_to_host_f64(t, values);
-    for (int64_t i = 0; i < n; i++) largest = fmax(largest, fabs(values[i]));
-    free(values);
-    return largest;
-}
-
 /* The contrastive loss of `queries` rows against `passages` rows (cosine / 0.05, mean
  * cross-entropy; eval mode, so no dropout) and its gradient for every weight the fixture has
  * ("grad.<Hugging Face name>"), against the f64 reference. Tolerance: the loss to 1e-5
@@ -54,7 +43,8 @@ static inline int check_gradients(const gc_text_encoder *encoder, const gc_tenso
     gc_text_encoder_params(encoder, "", &params);
     double largest = 0;
     for (int i = 0; i < fixture->count; i++)
-        if (!strncmp(fixture->items[i].name, "grad.", 5)) largest = fmax(largest, max_abs(fixture->items[i].tensor));
+        if (!strncmp(fixture->items[i].name, "grad.", 5))
+            largest = fmax(largest, gc_test_largest_abs(fixture->items[i].tensor));
     int compared = 0;
     for (int i = 0; i < params.count; i++) {
         char name[GC_PARAM_NAME_MAX], key[GC_PARAM_NAME_MAX + 8];
@@ -64,7 +54,7 @@ static inline int check_gradients(const gc_text_encoder *encoder, const gc_tenso
         if (!want) continue;
         const gc_tensor *got = gc_grad(params.items[i].tensor);
         REQUIRE(got);
-        gc_test_expect_close(want, got, 1e-4 * max_abs(want) + 1e-6 * largest, 1e-3, key);
+        gc_test_expect_close(want, got, 1e-4 * gc_test_largest_abs(want) + 1e-6 * largest, 1e-3, key);
         compared++;
     }
     gc_param_list_zero_grad(&params);

@@ -200,6 +200,17 @@ static inline gc_tensor *gc_test_random(int ndim, const int64_t *shape, gc_dtype
     return gc_test_random_in(ndim, shape, dtype, -1.0, 1.0, seed);
 }
 
+/* The largest |element| of t (any device and dtype; 0 when t is empty). */
+static inline double gc_test_largest_abs(const gc_tensor *t) {
+    int64_t n = gc_numel(t);
+    double *values = malloc(sizeof(double) * (size_t)(n ? n : 1)), largest = 0;
+    REQUIRE(values);
+    gc_to_host_f64(t, values);
+    for (int64_t i = 0; i < n; i++) largest = fmax(largest, fabs(values[i]));
+    free(values);
+    return largest;
+}
+
 /* The tolerance for comparing a CUDA result with the CPU's, per element, relative to the
  * magnitude of the values: both backends compute half-precision types in f32 and round
  * the result once, so they can differ by one unit in the last place of the stored type

@@ -56,22 +56,12 @@ static inline gc_contrastive_options options_of(const loss_case *c, const gc_ten
                                     .tile_size = tile};
 }
 
-static inline double max_abs(const gc_tensor *t) {
-    int64_t n = gc_numel(t);
-    double *values = malloc(sizeof(double) * (size_t)(n ? n : 1)), largest = 0;
-    REQUIRE(values);
-    gc_to_host_f64(t, values);
-    for (int64_t i = 0; i < n; i++) largest = fmax(largest, fabs(values[i]));
-    free(values);
-    return largest;
-}
-
 /* max |got - want| / max(max |want|, floor) */
 static inline double relative_difference(const gc_tensor *got, const gc_tensor *want, double floor) {
     gc_tensor *got64 = gc_cast(got, GC_F64), *want64 = gc_cast(want, GC_F64);
     gc_tensor *difference = gc_sub(got64, want64);
     REQUIRE(difference);
-    double relative = max_abs(difference) / fmax(max_abs(want64), floor);
+    double relative = gc_test_largest_abs(difference) / fmax(gc_test_largest_abs(want64), floor);
     RELEASE(got64, want64, difference);
     return relative;
 }
