@@ -72,9 +72,10 @@ static gc_status read_bert(const char *path, const gc_json *config, gc_text_enco
     if (config->type != GC_JSON_OBJECT) return gc_json_file_error(path, "not a JSON object");
     if (!gc_json_member(config, "model_type"))
         return gc_json_file_error(path, "no \"model_type\" (not a Hugging Face model configuration)");
-    int model_type, position, activation;
-    int64_t heads, layers;
-    double hidden_dropout, attention_dropout;
+    /* each is set by its read before use; the values only keep -O3's flow analysis quiet */
+    int model_type = 0, position = 0, activation = 0;
+    int64_t heads = 1, layers = 0;
+    double hidden_dropout = 0, attention_dropout = 0;
     gc_status status = read_choice(path, config, "model_type", model_types, 0, &model_type);
     if (status == GC_OK) status = read_choice(path, config, "position_embedding_type", positions, 0, &position);
     if (status == GC_OK) status = read_choice(path, config, "hidden_act", activations, 0, &activation);
