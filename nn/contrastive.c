@@ -83,10 +83,10 @@ static gc_status full_value_and_grad(const gc_tensor *queries, const gc_tensor *
     gc_tensor *loss = gc_contrastive_loss(leaves[0], leaves[1], options);
     gc_status status = loss ? GC_OK : gc_last_status();
     if (status == GC_OK) *value = gc_item(loss); /* the one read of the device: the loss */
-    if (status == GC_OK && queries->shape[0] > 0 && !isfinite(*value))
-        status = gc_contrastive_explain_non_finite(queries, passages, options, *value,
-                                                   gc_contrastive_tile_size(options, queries->device,
-                                                                            gc_contrastive_rows(queries, passages)));
+    if (status == GC_OK && queries->shape[0] > 0 && !isfinite(*value)) { /* no queries: nan by definition */
+        int64_t rows_per_read = gc_contrastive_tile_size(options, queries->device, gc_contrastive_rows(queries, passages));
+        status = gc_contrastive_explain_non_finite(queries, passages, options, *value, rows_per_read);
+    }
     gc_tensor *seed_tensor =
         status == GC_OK && seed != 1 ? gc_full(loss->ndim, loss->shape, loss->dtype, loss->device, seed) : NULL;
     if (status == GC_OK && seed != 1 && !seed_tensor) status = gc_last_status();
