@@ -1,5 +1,5 @@
 # Shared by the command-line tests (sourced, not run): a work folder removed on exit,
-# check counting, and the two expectations every test of bad input uses. The sourcing
+# check counting (check), and the two expectations every test of bad input uses. The sourcing
 # script sets `gradcache` and ends with `cli_summary`.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -9,6 +9,13 @@ checks=0
 fail() {
     echo "FAIL: $*" >&2
     failures=$((failures + 1))
+}
+
+# check CONDITION-COMMAND... MESSAGE: counts a check; fails with MESSAGE when the command fails.
+check() {
+    local message=${*: -1}
+    checks=$((checks + 1))
+    "${@:1:$#-1}" || fail "$message"
 }
 
 # expect_error WANT COMMAND...: non-zero exit, exactly one line on stderr, containing WANT.

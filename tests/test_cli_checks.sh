@@ -11,12 +11,6 @@ edit=${2:?usage: test_cli_checks.sh path/to/gradcache path/to/edit_safetensors}
 # shellcheck source=tests/cli_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
-check() {
-    local message=${*: -1}
-    checks=$((checks + 1))
-    "${@:1:$#-1}" || fail "$message"
-}
-
 # A file made from another by edits: edited SOURCE NAME EDIT... -> $work/NAME
 edited() {
     local source=$1 name=$2

@@ -13,12 +13,6 @@ tiny=${2:?usage: test_cli_pretrained.sh path/to/gradcache path/to/tiny_bert}
 # shellcheck source=tests/cli_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
-check() {
-    local message=${*: -1}
-    checks=$((checks + 1))
-    "${@:1:$#-1}" || fail "$message"
-}
-
 # --- data: definitions of the tiny vocabulary's words -----------------------------------
 pairs=$work/pairs.tsv
 for word in the cat dog sat on mat an of run big; do

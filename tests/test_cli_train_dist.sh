@@ -17,12 +17,6 @@ tiny=${3:?$usage}
 # shellcheck source=tests/cli_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 export GC_DIST_TIMEOUT=20
-
-check() {
-    local message=${*: -1}
-    checks=$((checks + 1))
-    "${@:1:$#-1}" || fail "$message"
-}
 same_file() { [ "$(sha256sum <"$1")" = "$(sha256sum <"$2")" ]; }
 
 pairs=$work/pairs.tsv

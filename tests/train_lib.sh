@@ -1,13 +1,6 @@
 # What the train tests share (sourced after cli_lib.sh, with $gradcache, $work and the
 # common flags in ${common[@]}).
 
-# check CONDITION-COMMAND... MESSAGE: counts a check; fails with MESSAGE when the command fails.
-check() {
-    local message=${*: -1}
-    checks=$((checks + 1))
-    "${@:1:$#-1}" || fail "$message"
-}
-
 # field FILE STEP KEY: the value of KEY in the log line of STEP.
 field() {
     grep "^{\"step\":$2," "$1" | sed -E "s/.*\"$3\":([^,}]*).*/\1/"
