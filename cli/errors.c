@@ -5,11 +5,14 @@
 #include "errors.h"
 
 int gc_cli_fail(const char *command, int exit_status, const char *format, ...) {
+    /* Formatted whole, then written by one call: a process stopped by a signal while it
+     * reports (the launcher stops every rank when one fails) leaves a whole line or none,
+     * never a torn one (a pipe write of up to 4 KiB is atomic). */
+    char message[2048];
     va_list args;
     va_start(args, format);
-    fprintf(stderr, "gradcache %s: ", command);
-    vfprintf(stderr, format, args);
-    fputc('\n', stderr);
+    vsnprintf(message, sizeof message, format, args);
     va_end(args);
+    fprintf(stderr, "gradcache %s: %s\n", command, message);
     return exit_status;
 }
