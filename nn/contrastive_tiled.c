@@ -215,9 +215,11 @@ static gc_status loss_value(tiled_loss *loss, double *value) {
     gc_tensor *terms = gc_sub(q->lse, q->target_score);
     gc_tensor *total = gc_sum_all(terms);
     gc_tensor *passage_total = loss->symmetric && p->lse ? passage_terms_total(loss) : NULL;
-    gc_status status = total && (!loss->symmetric || passage_total) ? GC_OK : gc_last_status();
-    if (status == GC_OK) *value = loss->weight * (gc_item(total) + (passage_total ? gc_item(passage_total) : 0));
-    GC_RELEASE_ALL(terms, total, passage_total);
+    /* both directions summed on the device: one read of it per loss */
+    gc_tensor *both = passage_total ? gc_add(total, passage_total) : gc_tensor_retain(total);
+    gc_status status = both && (!loss->symmetric || passage_total) ? GC_OK : gc_last_status();
+    if (status == GC_OK) *value = loss->weight * gc_item(both);
+    GC_RELEASE_ALL(terms, total, passage_total, both);
     return status;
 }
 
