@@ -111,8 +111,9 @@ static bool reserve(gc_wordnet_side *side, size_t more) {
     return true;
 }
 
-/* Appends `definition<TAB>word\n` when that is a valid pair line: the parser that reads the
- * files later is the judge, so the output cannot hold a line it would refuse. */
+/* Appends `definition<TAB>word\n` when that is a valid pair line of two columns (a tab
+ * inside the word would make a third): the parser that reads the files later is the judge,
+ * so the output cannot hold a line it would refuse or read differently. */
 static gc_status append_pair(gc_wordnet_side *side, const char *definition, const char *word, bool *kept) {
     size_t definition_length = strlen(definition), word_length = strlen(word);
     size_t length = definition_length + word_length + 2;
@@ -127,6 +128,7 @@ static gc_status append_pair(gc_wordnet_side *side, const char *definition, cons
     line[length - 1] = '\n';
     gc_pairs check;
     *kept = gc_pairs_parse(line, length, "entry", &check) == GC_OK;
+    if (*kept) *kept = check.negatives == 0;
     gc_pairs_free(&check);
     if (!*kept) {
         if (gc_last_status() == GC_ERR_OUT_OF_MEMORY) return GC_ERR_OUT_OF_MEMORY;
