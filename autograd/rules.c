@@ -16,6 +16,7 @@ const gc_backward_rule *gc_rule_for(const gc_op_record *record) {
         [GC_OP_MATMUL] = &gc_rule_matmul,
         [GC_OP_REDUCE_LAST] = &gc_rule_reduce_last,
         [GC_OP_REDUCE_ALL] = &gc_rule_reduce_all,
+        [GC_OP_SUM_DIMS] = &gc_rule_sum_dims,
         [GC_OP_SOFTMAX] = &gc_rule_softmax,
         [GC_OP_LAYERNORM] = &gc_rule_layernorm,
         [GC_OP_EMBEDDING] = &gc_rule_embedding,

@@ -36,7 +36,7 @@ bool gc_rule_save_nothing(gc_node *node, const gc_op_record *record);
 extern const gc_backward_rule gc_rule_binary, gc_rule_binary_scalar, gc_rule_unary, gc_rule_expand,
     gc_rule_dropout;
 extern const gc_backward_rule gc_rule_matmul;
-extern const gc_backward_rule gc_rule_reduce_last, gc_rule_reduce_all, gc_rule_softmax, gc_rule_layernorm;
+extern const gc_backward_rule gc_rule_reduce_last, gc_rule_reduce_all, gc_rule_sum_dims, gc_rule_softmax, gc_rule_layernorm;
 extern const gc_backward_rule gc_rule_embedding, gc_rule_permute, gc_rule_slice0, gc_rule_reshape,
     gc_rule_cat0, gc_rule_cast;
 

@@ -72,6 +72,21 @@ static bool backward_reduce_all(gc_node *node, gc_tensor *g, gc_tensor **grad_in
 const gc_backward_rule gc_rule_reduce_last = {"reduce_last", save_reduce, backward_reduce_last};
 const gc_backward_rule gc_rule_reduce_all = {"reduce_all", save_reduce, backward_reduce_all};
 
+/* sum over dims [first, first + count): g has the input's shape less those dims; it is
+ * given them back as 1s and broadcast over them. */
+static bool backward_sum_dims(gc_node *node, gc_tensor *g, gc_tensor **grad_inputs) {
+    const gc_input_meta *input = &node->inputs[0];
+    int first = node->record.params.sum_dims.first, count = node->record.params.sum_dims.count;
+    int64_t kept[GC_MAX_DIMS];
+    for (int d = 0; d < input->ndim; d++) kept[d] = d >= first && d < first + count ? 1 : input->shape[d];
+    gc_tensor *with_ones = gc_reshape(g, input->ndim, kept);
+    grad_inputs[0] = gc_expand(with_ones, input->ndim, input->shape);
+    gc_tensor_release(with_ones);
+    return grad_inputs[0] != NULL;
+}
+
+const gc_backward_rule gc_rule_sum_dims = {"sum_dims", gc_rule_save_nothing, backward_sum_dims};
+
 /* --- softmax: dx = y (g - sum(g y));  log-softmax: dx = g - e^y sum(g) ---
  * in the working dtype (f32 for 16-bit inputs: see rules.h). */
 

@@ -174,6 +174,10 @@ typedef struct gc_backend {
     /* x [rows, cols] -> out [rows]; for MAX, argmax (may be NULL) gets the first index. */
     void (*reduce_last)(gc_reduce_op op, const void *x, void *out, int32_t *argmax,
                         size_t rows, size_t cols, gc_dtype dtype);
+    /* x [outer, mid, inner] -> out [outer, inner], summed over mid as reduce_last sums a row.
+     * Optional (NULL on CUDA, where moving mid last with a permute runs at memory bandwidth
+     * and reduce_last's blocks fill the device, which one thread per column would not). */
+    void (*sum_middle)(const void *x, void *out, size_t outer, size_t mid, size_t inner, gc_dtype dtype);
     /* x, y [rows, cols]; log selects log-softmax. */
     void (*softmax_last)(const void *x, void *y, size_t rows, size_t cols, gc_dtype dtype,
                          bool log);

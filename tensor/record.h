@@ -21,6 +21,7 @@ typedef enum gc_op_kind {
     GC_OP_MATMUL,        /* params.matmul */
     GC_OP_REDUCE_LAST,   /* sum/mean/max over the last dim: params.reduce (argmax saved for max) */
     GC_OP_REDUCE_ALL,    /* sum/mean/max over everything: params.reduce */
+    GC_OP_SUM_DIMS,      /* sum over the consecutive dims params.sum_dims (from sum_to_shape) */
     GC_OP_SOFTMAX,       /* params.softmax */
     GC_OP_LAYERNORM,     /* inputs x, gamma?, beta?; params.layernorm */
     GC_OP_EMBEDDING,     /* inputs table, ids */
@@ -44,6 +45,7 @@ typedef struct gc_op_record {
         struct { gc_unary_op op; } unary;
         struct { bool trans_a, trans_b; } matmul;
         struct { gc_reduce_op op; bool keepdim; gc_tensor *argmax; /* i32, for max */ } reduce;
+        struct { int first, count; } sum_dims;
         struct { bool log; } softmax;
         struct { double eps; } layernorm;
         struct { int perm[GC_MAX_DIMS]; } permute;

@@ -15,7 +15,9 @@ typedef gc_tensor *(*unary_fn)(const gc_tensor *);
 static gc_tensor *op_unary(gc_tensor *const *x, const void *c) { return (*(const unary_fn *)c)(x[0]); }
 
 static gc_tensor *op_expand(gc_tensor *const *x, const void *c) { (void)c; return gc_expand(x[0], GC_SHAPE(2, 3, 4)); }
+/* Reduced dims 0 and 2 (moved last), then 0 and 1 (summed in place where the backend can). */
 static gc_tensor *op_sum_to(gc_tensor *const *x, const void *c) { (void)c; return gc_sum_to_shape(x[0], GC_SHAPE(3, 1)); }
+static gc_tensor *op_sum_to_last(gc_tensor *const *x, const void *c) { (void)c; return gc_sum_to_shape(x[0], GC_SHAPE(4)); }
 
 static gc_tensor *op_matmul(gc_tensor *const *x, const void *c) {
     const bool *flags = c;
@@ -161,6 +163,7 @@ static void check_layout(void) {
     gc_tensor_release(column);
     gc_tensor *wide = gc_test_leaf(GC_SHAPE(2, 3, 4), -1, 1, 83);
     gc_test_gradcheck("sum_to_shape", op_sum_to, &wide, 1, NULL);
+    gc_test_gradcheck("sum_to_shape in place", op_sum_to_last, &wide, 1, NULL);
     gc_tensor_release(wide);
 
     gc_tensor *parts[3] = {gc_test_leaf(GC_SHAPE(2, 3), -1, 1, 84), gc_test_leaf(GC_SHAPE(0, 3), -1, 1, 85),

@@ -340,6 +340,68 @@ static void test_fatal_errors(void) {
     gc_tensor_release(too_wide);
 }
 
+/* --- sum_to_shape: reduced dims summed in place against moved last ---------------------- */
+
+/* x summed over its dims [first, first + count) the other way sum_to_shape can take: those
+ * dims moved last (a permute), flattened, summed as rows. */
+static gc_tensor *sum_moved_last(const gc_tensor *x, int first, int count) {
+    int perm[GC_MAX_DIMS], n = 0;
+    int64_t rows_shape[GC_MAX_DIMS], reduced = 1;
+    for (int d = 0; d < x->ndim; d++)
+        if (d < first || d >= first + count) {
+            rows_shape[n] = x->shape[d];
+            perm[n++] = d;
+        }
+    for (int d = first; d < first + count; d++) {
+        perm[n + d - first] = d;
+        reduced *= x->shape[d];
+    }
+    rows_shape[n] = reduced;
+    gc_tensor *moved = gc_permute(x, perm), *rows = gc_reshape(moved, n + 1, rows_shape);
+    gc_tensor *sums = gc_sum_last(rows, false);
+    gc_tensor_release(moved);
+    gc_tensor_release(rows);
+    return sums;
+}
+
+/* Both ways add the same doubles in the same order and round once: bitwise equal, in every
+ * dtype (i32 sums wrap alike), for runs of reduced dims at the front and in the middle,
+ * last dims that are no multiple of the kernel's 32-column blocks, long runs split between
+ * threads, and empty dims. */
+static void test_sum_to_shape_in_place(void) {
+    const struct {
+        int ndim;
+        int64_t shape[4];
+        int first, count;
+    } cases[] = {
+        {3, {3, 5, 70}, 0, 2},     /* a bias gradient: [B, T, H] -> [H] */
+        {3, {4, 6, 33}, 1, 1},     /* [4, 6, 33] -> [4, 1, 33] */
+        {4, {2, 3, 4, 5}, 1, 2},   /* a run in the middle */
+        {2, {4099, 40}, 0, 1},     /* a long run: many rows per column block */
+        {2, {0, 7}, 0, 1},         /* nothing to sum: zeros */
+        {3, {0, 3, 4}, 1, 1},      /* no result elements */
+    };
+    const gc_dtype dtypes[] = {GC_F32, GC_F64, GC_F16, GC_BF16, GC_I32};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++) {
+            int ndim = cases[c].ndim, first = cases[c].first, count = cases[c].count;
+            int64_t target[4];
+            for (int d = 0; d < ndim; d++) target[d] = d >= first && d < first + count ? 1 : cases[c].shape[d];
+            /* i32 values up to 2^30, so that the sums leave the i32 range and wrap */
+            double bound = dtypes[t] == GC_I32 ? 1073741824.0 : 3.0;
+            gc_tensor *x = gc_test_random_in(ndim, cases[c].shape, dtypes[t], -bound, bound, 100 + c);
+            gc_tensor *got = gc_sum_to_shape(x, ndim, target), *moved = sum_moved_last(x, first, count);
+            gc_tensor *want = gc_reshape(moved, ndim, target);
+            char what[96];
+            snprintf(what, sizeof what, "sum_to_shape case %zu, %s", c, gc_dtype_name(dtypes[t]));
+            gc_test_expect_close(want, got, 0, 0, what);
+            gc_tensor_release(x);
+            gc_tensor_release(got);
+            gc_tensor_release(moved);
+            gc_tensor_release(want);
+        }
+}
+
 /* --- error chaining and allocation failures ----------------------------------------------- */
 
 static void test_null_chaining(void) {
@@ -386,6 +448,7 @@ int main(void) {
     test_softmax_long_rows_3d();
     test_softmax_scalar_and_empty();
     test_softmax_half_types();
+    test_sum_to_shape_in_place();
     test_fatal_errors();
     test_null_chaining();
     test_argmax_allocation_failure();

@@ -19,6 +19,7 @@ const gc_backend gc_cpu_backend = {
     .binary_scalar = gc_cpu_binary_scalar,
     .matmul = gc_cpu_matmul,
     .reduce_last = gc_cpu_reduce_last,
+    .sum_middle = gc_cpu_sum_middle,
     .softmax_last = gc_cpu_softmax_last,
     .layernorm = gc_cpu_layernorm,
     .check_index = gc_cpu_check_index,

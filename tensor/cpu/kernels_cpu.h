@@ -43,6 +43,7 @@ bool gc_cpu_blas_enabled(void);
 /* reduce_cpu.c */
 void gc_cpu_reduce_last(gc_reduce_op op, const void *x, void *out, int32_t *argmax, size_t rows,
                         size_t cols, gc_dtype dtype);
+void gc_cpu_sum_middle(const void *x, void *out, size_t outer, size_t mid, size_t inner, gc_dtype dtype);
 void gc_cpu_softmax_last(const void *x, void *y, size_t rows, size_t cols, gc_dtype dtype, bool log);
 
 /* layernorm_cpu.c */
