@@ -119,8 +119,9 @@ void gc_cpu_sum_middle(const void *x, void *out, size_t outer, size_t mid, size_
 }
 
 /* One row x, y [cols] at `first`: y = exp(x - max) / sum exp(x - max), or for
- * log-softmax y = x - max - log(sum exp(x - max)). The exps are computed again in the
- * last pass rather than kept, so that no row-sized buffer is allocated. */
+ * log-softmax y = x - max - log(sum exp(x - max)). A row longer than one chunk has its
+ * exps computed again in the last pass rather than kept, so that no row-sized buffer is
+ * allocated; a row of one chunk (attention's) keeps them in the chunk: one exp per element. */
 static void softmax_row(const void *x, void *y, size_t first, size_t cols, gc_dtype dtype,
                         bool log_softmax) {
     size_t unused_index;
@@ -129,14 +130,21 @@ static void softmax_row(const void *x, void *y, size_t first, size_t cols, gc_dt
     for (size_t start = 0; start < cols; start += GC_CPU_CHUNK) {
         size_t len = gc_chunk_len(cols, start);
         gc_load_span(x, dtype, first + start, len, chunk);
-        for (size_t j = 0; j < len; j++) sum += exp(chunk[j] - max);
+        for (size_t j = 0; j < len; j++) {
+            double e = exp(chunk[j] - max);
+            sum += e;
+            if (!log_softmax) chunk[j] = e;
+        }
     }
+    bool exps_kept = !log_softmax && cols <= GC_CPU_CHUNK;
     double log_sum = log(sum);
     for (size_t start = 0; start < cols; start += GC_CPU_CHUNK) {
         size_t len = gc_chunk_len(cols, start);
-        gc_load_span(x, dtype, first + start, len, chunk);
-        for (size_t j = 0; j < len; j++)
-            chunk[j] = log_softmax ? chunk[j] - max - log_sum : exp(chunk[j] - max) / sum;
+        if (!exps_kept) gc_load_span(x, dtype, first + start, len, chunk);
+        for (size_t j = 0; j < len; j++) {
+            if (log_softmax) chunk[j] = chunk[j] - max - log_sum;
+            else chunk[j] = (exps_kept ? chunk[j] : exp(chunk[j] - max)) / sum;
+        }
         gc_store_span(y, dtype, first + start, len, chunk);
     }
 }
