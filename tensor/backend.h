@@ -185,6 +185,12 @@ typedef struct gc_backend {
     void (*layernorm)(const void *x, const void *gamma, const void *beta, void *y,
                       float *mean, float *rstd, size_t rows, size_t cols, double eps,
                       gc_dtype dtype);
+    /* The input gradient of layernorm: x, g, dx [rows, cols] of a working dtype (f32, f64);
+     * gamma [cols] or NULL; dx NULL when not wanted; g_xhat [rows, cols] or NULL gets
+     * g (x - mean) rstd, whose column sums are gamma's gradient. Optional (NULL on CUDA, where
+     * the rule composes it from ops). */
+    void (*layernorm_backward)(const void *x, const void *gamma, const void *g, void *dx, void *g_xhat,
+                               size_t rows, size_t cols, double eps, gc_dtype dtype);
     /* index [n]: stops the program naming the first index outside [0, site->bound) (see
      * gc_index_site_fail). The CPU stops at once; a GPU checks without a round trip to the
      * host and reports at the device's next synchronisation (or at once under

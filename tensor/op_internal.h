@@ -15,6 +15,13 @@ gc_tensor *gc_scatter_last(const gc_tensor *src, const gc_tensor *index, int64_t
  * is v (duplicate ids accumulate). */
 gc_tensor *gc_embedding_backward(const gc_tensor *grad_out, const gc_tensor *ids, int64_t vocab);
 
+/* The backend's layernorm_backward (only where it has one): x, g [..., cols] of one working
+ * dtype (f32, f64) on one device, gamma [cols] or NULL. *dx gets the input gradient and
+ * *g_xhat the terms of gamma's gradient, each of x's shape, for the pointers that are not
+ * NULL. False when out of memory, with nothing kept and the error set. */
+bool gc_layernorm_backward(const gc_tensor *x, const gc_tensor *gamma, const gc_tensor *g, double eps,
+                           gc_tensor **dx, gc_tensor **g_xhat);
+
 /* c = op(a) @ op(b), or c += op(a) @ op(b) when accumulate, into an existing c of the
  * product's shape (a view such as a slice of rows works: it is contiguous). For the tiled
  * contrastive loss, which accumulates gradients tile by tile without a temporary. */

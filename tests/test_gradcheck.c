@@ -139,6 +139,11 @@ static void check_reductions(void) {
     gc_test_gradcheck("layernorm", op_layernorm, ln, 3, NULL);
     gc_test_gradcheck("layernorm without affine", op_layernorm_bare, ln, 1, NULL);
     release_all(ln, 3);
+    /* rows of 300: the CPU kernels work in chunks of 256 elements, so a row spans two */
+    gc_tensor *wide_ln[3] = {gc_test_leaf(GC_SHAPE(2, 300), -2, 2, 73), gc_test_leaf(GC_SHAPE(300), 0.5, 1.5, 74),
+                             gc_test_leaf(GC_SHAPE(300), -1, 1, 75)};
+    gc_test_gradcheck("layernorm over long rows", op_layernorm, wide_ln, 3, NULL);
+    release_all(wide_ln, 3);
 }
 
 static void check_layout(void) {

@@ -22,6 +22,7 @@ const gc_backend gc_cpu_backend = {
     .sum_middle = gc_cpu_sum_middle,
     .softmax_last = gc_cpu_softmax_last,
     .layernorm = gc_cpu_layernorm,
+    .layernorm_backward = gc_cpu_layernorm_backward,
     .check_index = gc_cpu_check_index,
     .embedding = gc_cpu_embedding,
     .permute = gc_cpu_permute,

@@ -49,6 +49,8 @@ void gc_cpu_softmax_last(const void *x, void *y, size_t rows, size_t cols, gc_dt
 /* layernorm_cpu.c */
 void gc_cpu_layernorm(const void *x, const void *gamma, const void *beta, void *y, float *mean,
                       float *rstd, size_t rows, size_t cols, double eps, gc_dtype dtype);
+void gc_cpu_layernorm_backward(const void *x, const void *gamma, const void *g, void *dx, void *g_xhat, size_t rows,
+                               size_t cols, double eps, gc_dtype dtype);
 
 /* layout_cpu.c */
 void gc_cpu_check_index(const int32_t *index, size_t n, const gc_index_site *site);

@@ -21,6 +21,14 @@ static double squared_deviation(const void *x, gc_dtype dtype, size_t first, siz
     return sum;
 }
 
+/* The mean of the row x[first .. first + cols) and 1 / sqrt(variance + eps), in double. */
+static void row_statistics(const void *x, gc_dtype dtype, size_t first, size_t cols, double eps, double *mean,
+                           double *rstd) {
+    *mean = gc_sum_span(x, dtype, first, cols) / (double)cols;
+    double variance = squared_deviation(x, dtype, first, cols, *mean) / (double)cols;
+    *rstd = 1.0 / sqrt(variance + eps);
+}
+
 /* out = param[start .. start + len), or `absent` throughout when param is NULL (no gamma
  * means 1, no beta 0). */
 static void load_param(const void *param, gc_dtype dtype, size_t start, size_t len, double absent, double *out) {
@@ -60,9 +68,8 @@ static void layernorm_rows(void *arg, int64_t begin, int64_t end) {
     size_t cols = job->cols;
     for (size_t row = (size_t)begin; row < (size_t)end; row++) {
         size_t first = row * cols;
-        double row_mean = gc_sum_span(job->x, job->dtype, first, cols) / (double)cols;
-        double variance = squared_deviation(job->x, job->dtype, first, cols, row_mean) / (double)cols;
-        double row_rstd = 1.0 / sqrt(variance + job->eps);
+        double row_mean, row_rstd;
+        row_statistics(job->x, job->dtype, first, cols, job->eps, &row_mean, &row_rstd);
         normalize_row(job->x, job->gamma, job->beta, job->y, first, cols, row_mean, row_rstd, job->dtype);
         if (job->mean) job->mean[row] = (float)row_mean;
         if (job->rstd) job->rstd[row] = (float)row_rstd;
@@ -73,4 +80,66 @@ void gc_cpu_layernorm(const void *x, const void *gamma, const void *beta, void *
                       float *rstd, size_t rows, size_t cols, double eps, gc_dtype dtype) {
     layernorm_job job = {x, gamma, beta, y, mean, rstd, cols, eps, dtype};
     gc_parallel_for((int64_t)rows, GC_GRAIN_ELEMENTS / (int64_t)(4 * cols + 1) + 1, layernorm_rows, &job);
+}
+
+/* --- the backward pass: with xhat = (x - mean) rstd and dxhat = g gamma,
+ *   dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)),
+ * per row in double from the statistics recomputed as the forward computes them, rounded
+ * once; g_xhat = g xhat, the terms of gamma's gradient (the caller sums them over rows). */
+
+typedef struct layernorm_grad_job {
+    const void *x, *gamma, *g;
+    void *dx, *g_xhat;
+    size_t cols;
+    double eps;
+    gc_dtype dtype;
+} layernorm_grad_job;
+
+/* xhat and dxhat of the chunk at `start` of the row at `first`; g xhat stored into g_xhat
+ * when store_g_xhat (once per element: in the first of the two passes over the row). */
+static void normalised_chunk(const layernorm_grad_job *job, size_t first, size_t start, size_t len, double mean,
+                             double rstd, bool store_g_xhat, double *xhat, double *dxhat) {
+    double scale[GC_CPU_CHUNK], g_xhat[GC_CPU_CHUNK];
+    gc_load_span(job->x, job->dtype, first + start, len, xhat);
+    gc_load_span(job->g, job->dtype, first + start, len, dxhat); /* g, until multiplied by gamma */
+    load_param(job->gamma, job->dtype, start, len, 1.0, scale);
+    for (size_t j = 0; j < len; j++) xhat[j] = (xhat[j] - mean) * rstd;
+    if (store_g_xhat) {
+        for (size_t j = 0; j < len; j++) g_xhat[j] = dxhat[j] * xhat[j];
+        gc_store_span(job->g_xhat, job->dtype, first + start, len, g_xhat);
+    }
+    for (size_t j = 0; j < len; j++) dxhat[j] *= scale[j];
+}
+
+static void layernorm_grad_rows(void *arg, int64_t begin, int64_t end) {
+    const layernorm_grad_job *job = arg;
+    size_t cols = job->cols;
+    double xhat[GC_CPU_CHUNK], dxhat[GC_CPU_CHUNK];
+    for (size_t row = (size_t)begin; row < (size_t)end; row++) {
+        size_t first = row * cols;
+        double mean, rstd, sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
+        row_statistics(job->x, job->dtype, first, cols, job->eps, &mean, &rstd);
+        for (size_t start = 0; start < cols; start += GC_CPU_CHUNK) {
+            size_t len = gc_chunk_len(cols, start);
+            normalised_chunk(job, first, start, len, mean, rstd, job->g_xhat != NULL, xhat, dxhat);
+            for (size_t j = 0; j < len; j++) {
+                sum_dxhat += dxhat[j];
+                sum_dxhat_xhat += dxhat[j] * xhat[j];
+            }
+        }
+        if (!job->dx) continue;
+        double mean_dxhat = sum_dxhat / (double)cols, mean_dxhat_xhat = sum_dxhat_xhat / (double)cols;
+        for (size_t start = 0; start < cols; start += GC_CPU_CHUNK) {
+            size_t len = gc_chunk_len(cols, start);
+            normalised_chunk(job, first, start, len, mean, rstd, false, xhat, dxhat);
+            for (size_t j = 0; j < len; j++) dxhat[j] = rstd * (dxhat[j] - mean_dxhat - xhat[j] * mean_dxhat_xhat);
+            gc_store_span(job->dx, job->dtype, first + start, len, dxhat);
+        }
+    }
+}
+
+void gc_cpu_layernorm_backward(const void *x, const void *gamma, const void *g, void *dx, void *g_xhat, size_t rows,
+                               size_t cols, double eps, gc_dtype dtype) {
+    layernorm_grad_job job = {x, gamma, g, dx, g_xhat, cols, eps, dtype};
+    gc_parallel_for((int64_t)rows, GC_GRAIN_ELEMENTS / (int64_t)(8 * cols + 1) + 1, layernorm_grad_rows, &job);
 }
