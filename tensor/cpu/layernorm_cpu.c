@@ -12,13 +12,14 @@
 
 /* sum over the row x[first .. first + cols) of (x - mean)^2 */
 static double squared_deviation(const void *x, gc_dtype dtype, size_t first, size_t cols, double mean) {
-    double chunk[GC_CPU_CHUNK], sum = 0.0;
+    double chunk[GC_CPU_CHUNK], lanes[GC_SUM_LANES] = {0};
     for (size_t start = 0; start < cols; start += GC_CPU_CHUNK) {
         size_t len = gc_chunk_len(cols, start);
         gc_load_span(x, dtype, first + start, len, chunk);
-        for (size_t j = 0; j < len; j++) sum += (chunk[j] - mean) * (chunk[j] - mean);
+        for (size_t j = 0; j < len; j++) chunk[j] = (chunk[j] - mean) * (chunk[j] - mean);
+        gc_add_to_lanes(chunk, len, lanes);
     }
-    return sum;
+    return gc_lanes_total(lanes);
 }
 
 /* The mean of the row x[first .. first + cols) and 1 / sqrt(variance + eps), in double. */
@@ -117,18 +118,18 @@ static void layernorm_grad_rows(void *arg, int64_t begin, int64_t end) {
     double xhat[GC_CPU_CHUNK], dxhat[GC_CPU_CHUNK];
     for (size_t row = (size_t)begin; row < (size_t)end; row++) {
         size_t first = row * cols;
-        double mean, rstd, sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
+        double mean, rstd, dxhat_lanes[GC_SUM_LANES] = {0}, product_lanes[GC_SUM_LANES] = {0};
         row_statistics(job->x, job->dtype, first, cols, job->eps, &mean, &rstd);
         for (size_t start = 0; start < cols; start += GC_CPU_CHUNK) {
             size_t len = gc_chunk_len(cols, start);
             normalised_chunk(job, first, start, len, mean, rstd, job->g_xhat != NULL, xhat, dxhat);
-            for (size_t j = 0; j < len; j++) {
-                sum_dxhat += dxhat[j];
-                sum_dxhat_xhat += dxhat[j] * xhat[j];
-            }
+            gc_add_to_lanes(dxhat, len, dxhat_lanes);
+            for (size_t j = 0; j < len; j++) xhat[j] *= dxhat[j];
+            gc_add_to_lanes(xhat, len, product_lanes);
         }
         if (!job->dx) continue;
-        double mean_dxhat = sum_dxhat / (double)cols, mean_dxhat_xhat = sum_dxhat_xhat / (double)cols;
+        double mean_dxhat = gc_lanes_total(dxhat_lanes) / (double)cols;
+        double mean_dxhat_xhat = gc_lanes_total(product_lanes) / (double)cols;
         for (size_t start = 0; start < cols; start += GC_CPU_CHUNK) {
             size_t len = gc_chunk_len(cols, start);
             normalised_chunk(job, first, start, len, mean, rstd, false, xhat, dxhat);

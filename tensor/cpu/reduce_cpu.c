@@ -78,8 +78,9 @@ void gc_cpu_reduce_last(gc_reduce_op op, const void *x, void *out, int32_t *argm
 }
 
 /* --- sums over a middle dim: x [outer, mid, inner] -> out [outer, inner] ---
- * Each result element is the sum over m of x[o, m, i] in double, m in increasing order: the
- * same additions in the same order as moving mid last and summing rows, without the copy.
+ * Each result element is the sum over m of x[o, m, i] in double, in lanes by m as a row is
+ * summed (rows_cpu.h): the same additions in the same order as moving mid last and summing
+ * rows, without the copy.
  * A thread takes blocks of SUM_COLUMNS neighbouring columns of one o and walks down mid,
  * reading SUM_COLUMNS contiguous elements per step (a plain loop the compiler vectorises). */
 #define SUM_COLUMNS 32
@@ -96,17 +97,20 @@ static void sum_middle_blocks(void *arg, int64_t begin, int64_t end) {
     for (size_t item = (size_t)begin; item < (size_t)end; item++) {
         size_t o = item / job->blocks_per_outer, first_col = item % job->blocks_per_outer * SUM_COLUMNS;
         size_t width = job->inner - first_col < SUM_COLUMNS ? job->inner - first_col : SUM_COLUMNS;
-        double sums[SUM_COLUMNS] = {0};
+        double lanes[GC_SUM_LANES][SUM_COLUMNS] = {{0}}; /* a lane's columns side by side: one vector */
         for (size_t m = 0; m < job->mid; m++) {
-            size_t first = (o * job->mid + m) * job->inner + first_col;
+            size_t first = (o * job->mid + m) * job->inner + first_col, lane = m % GC_SUM_LANES;
             if (job->dtype == GC_F32) {
                 const float *x = (const float *)job->x + first;
-                for (size_t j = 0; j < width; j++) sums[j] += x[j];
+                for (size_t j = 0; j < width; j++) lanes[lane][j] += x[j];
             } else {
-                for (size_t j = 0; j < width; j++) sums[j] += gc_load(job->x, job->dtype, first + j);
+                for (size_t j = 0; j < width; j++) lanes[lane][j] += gc_load(job->x, job->dtype, first + j);
             }
         }
-        for (size_t j = 0; j < width; j++) store_reduced(job->out, job->dtype, o * job->inner + first_col + j, sums[j]);
+        for (size_t j = 0; j < width; j++) {
+            double column[GC_SUM_LANES] = {lanes[0][j], lanes[1][j], lanes[2][j], lanes[3][j]};
+            store_reduced(job->out, job->dtype, o * job->inner + first_col + j, gc_lanes_total(column));
+        }
     }
 }
 
