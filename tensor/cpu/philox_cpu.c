@@ -37,6 +37,13 @@ void gc_philox_batch_portable(uint64_t seed, uint64_t first_block, uint32_t *wor
 }
 
 gc_philox_batch_fn *gc_philox_batch_for(gc_cpu_isa isa) {
-    (void)isa; /* the portable C only, so far */
-    return gc_philox_batch_portable;
+    switch (isa) {
+#ifdef GC_HAVE_X86_KERNELS
+    /* AVX-512 CPUs run the AVX2 code: a 512-bit variant could not be tested on the machines
+     * this was written on */
+    case GC_ISA_AVX2:
+    case GC_ISA_AVX512: return gc_philox_batch_avx2;
+#endif
+    default: return gc_philox_batch_portable;
+    }
 }

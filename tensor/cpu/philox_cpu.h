@@ -24,5 +24,8 @@ typedef void gc_philox_batch_fn(uint64_t seed, uint64_t first_block, uint32_t *w
 gc_philox_batch_fn *gc_philox_batch_for(gc_cpu_isa isa);
 
 gc_philox_batch_fn gc_philox_batch_portable;
+#ifdef GC_HAVE_X86_KERNELS
+gc_philox_batch_fn gc_philox_batch_avx2;
+#endif
 
 #endif
