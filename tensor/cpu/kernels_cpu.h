@@ -63,9 +63,12 @@ void gc_cpu_scatter_last(const void *src, const int32_t *index, void *out, size_
 void gc_cpu_embedding_backward(const void *grad_out, const int32_t *ids, void *grad_table, size_t n_ids,
                                size_t vocab, size_t dim, gc_dtype dtype);
 
-/* dropout_cpu.c */
+/* dropout_cpu.c: the Philox words of the selected instruction set */
 void gc_cpu_dropout(const void *x, void *y, size_t n, gc_dtype dtype, uint32_t threshold, double scale, uint64_t seed,
-                 uint64_t offset);
+                    uint64_t offset);
+/* The same with the words of `isa` (which must be available): bitwise the same result. */
+void gc_cpu_dropout_on(const void *x, void *y, size_t n, gc_dtype dtype, uint32_t threshold, double scale,
+                       uint64_t seed, uint64_t offset, gc_cpu_isa isa);
 
 /* score_tile_cpu.c */
 void gc_cpu_score_tile_lse(const gc_score_tile_args *args);
