@@ -14,6 +14,7 @@
 #include "bench_util.h"
 #include "gradcache/gradcache.h"
 #include "tensor/backend.h"
+#include "tensor/op_internal.h"
 
 static gc_tensor *checked(gc_tensor *t) {
     if (!t) {
@@ -40,6 +41,8 @@ static gc_tensor *run_copy(workload *w) { return gc_clone(w->a); }
 static gc_tensor *run_add(workload *w) { return gc_add(w->a, w->b); }
 static gc_tensor *run_mul_scalar(workload *w) { return gc_mul_scalar(w->a, 0.5); }
 static gc_tensor *run_gelu(workload *w) { return gc_gelu_erf(w->a); }
+/* the derivative, as gelu's backward rule calls it */
+static gc_tensor *run_gelu_grad(workload *w) { return gc_unary_apply(GC_UNARY_GELU_ERF_GRAD, w->a); }
 static gc_tensor *run_dropout(workload *w) { return gc_dropout(w->a, 0.1, 7, 0); }
 static gc_tensor *run_dropout_bf16(workload *w) { return gc_dropout(w->a16, 0.1, 7, 0); }
 static gc_tensor *run_cast(workload *w) { return gc_cast(w->a, GC_BF16); }
@@ -64,12 +67,12 @@ typedef struct kernel {
 } kernel;
 
 static const kernel kernels[] = {
-    {"copy (clone)", run_copy, 8},        {"add", run_add, 12},
-    {"mul_scalar", run_mul_scalar, 8},    {"gelu_erf", run_gelu, 8},
-    {"dropout", run_dropout, 8},          {"dropout bf16", run_dropout_bf16, 4},
-    {"cast f32->bf16", run_cast, 6},      {"adamw (in place)", run_adamw, 28},
-    {"sum_all", run_sum_all, 4},          {"softmax [n/1024, 1024]", run_softmax, 8},
-    {"layernorm [n/1024, 1024]", run_layernorm, 8},
+    {"copy (clone)", run_copy, 8},             {"add", run_add, 12},
+    {"mul_scalar", run_mul_scalar, 8},         {"gelu_erf", run_gelu, 8},
+    {"gelu_erf derivative", run_gelu_grad, 8}, {"dropout", run_dropout, 8},
+    {"dropout bf16", run_dropout_bf16, 4},     {"cast f32->bf16", run_cast, 6},
+    {"adamw (in place)", run_adamw, 28},       {"sum_all", run_sum_all, 4},
+    {"softmax [n/1024, 1024]", run_softmax, 8}, {"layernorm [n/1024, 1024]", run_layernorm, 8},
 };
 
 static double seconds_per_run(workload *w, kernel_run run) {

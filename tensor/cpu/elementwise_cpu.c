@@ -11,6 +11,7 @@
 #include <tgmath.h>
 
 #include "elem_cpu.h"
+#include "erf_cpu.h"
 #include "kernels_cpu.h"
 #include "thread_pool.h"
 
@@ -18,9 +19,11 @@
 #define SQRT_HALF 0.70710678118654752440      /* 1 / sqrt(2), for gelu_erf */
 #define INV_SQRT_2PI 0.39894228040143267794   /* 1 / sqrt(2 pi), the normal density at 0 */
 
-/* tgmath.h makes exp, log, tanh, erf and sqrt the float functions (expf, ...) for a float
- * argument and the double ones for a double, so one body gives both precisions. */
-#define DEFINE_UNARY_APPLY(T)                                                                  \
+/* tgmath.h makes exp, log, tanh and sqrt the float functions (expf, ...) for a float
+ * argument and the double ones for a double, so one body gives both precisions. The gelus'
+ * ERF, and EXP_NONPOSITIVE for e^(-x^2 / 2), are libm's in double and erf_cpu.h's in float:
+ * erff and expf are scalar calls that would keep the f32 gelu loops from vectorising. */
+#define DEFINE_UNARY_APPLY(T, ERF, EXP_NONPOSITIVE)                                            \
     static inline T unary_apply_##T(gc_unary_op op, T x) {                                     \
         switch (op) {                                                                          \
         case GC_UNARY_NEG: return -x;                                                          \
@@ -30,7 +33,7 @@
         case GC_UNARY_RELU: return x < 0 ? (T)0 : x; /* a nan stays a nan */                   \
         case GC_UNARY_GELU_TANH:                                                               \
             return (T)0.5 * x * ((T)1 + tanh((T)SQRT_2_OVER_PI * (x + (T)0.044715 * x * x * x))); \
-        case GC_UNARY_GELU_ERF: return (T)0.5 * x * ((T)1 + erf(x * (T)SQRT_HALF));            \
+        case GC_UNARY_GELU_ERF: return (T)0.5 * x * ((T)1 + ERF(x * (T)SQRT_HALF));            \
         case GC_UNARY_SQRT: return sqrt(x);                                                    \
         case GC_UNARY_RSQRT: return (T)1 / sqrt(x);                                            \
         case GC_UNARY_RELU_GRAD: return x > 0 ? (T)1 : (T)0;                                   \
@@ -40,12 +43,13 @@
                    (T)0.5 * x * ((T)1 - t * t) * (T)SQRT_2_OVER_PI * ((T)1 + (T)(3 * 0.044715) * x * x); \
         }                                                                                      \
         case GC_UNARY_GELU_ERF_GRAD: /* Phi(x) + x phi(x) */                                   \
-            return (T)0.5 * ((T)1 + erf(x * (T)SQRT_HALF)) + x * (T)INV_SQRT_2PI * exp((T)-0.5 * x * x); \
+            return (T)0.5 * ((T)1 + ERF(x * (T)SQRT_HALF)) +                                    \
+                   x * (T)INV_SQRT_2PI * EXP_NONPOSITIVE((T)-0.5 * x * x);                      \
         }                                                                                      \
         return (T)NAN; /* not a gc_unary_op: the front-ends never pass one */                  \
     }
-DEFINE_UNARY_APPLY(float)
-DEFINE_UNARY_APPLY(double)
+DEFINE_UNARY_APPLY(float, gc_erf_f32, gc_exp_nonpositive_f32)
+DEFINE_UNARY_APPLY(double, erf, exp)
 
 /* For int64_t only add, sub and mul are used (the front-end rejects i32 division). */
 #define DEFINE_BINARY_APPLY(T)                                       \
@@ -81,8 +85,8 @@ static inline double binary_in_precision(gc_binary_op op, gc_dtype dtype, double
 /* --- unary --- */
 
 /* Called with a constant op (see gc_cpu_unary) so that, once inlined, the switch in
- * unary_apply_float folds away: no branch per element, and at -O3 the cheap ops (neg,
- * relu) vectorise. */
+ * unary_apply_float folds away: no branch per element, and at -O3 the ops without a libm
+ * call (neg, relu, the gelu of erf_cpu.h and its derivative) vectorise. */
 static inline void unary_f32(gc_unary_op op, const float *restrict x, float *restrict y, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] = unary_apply_float(op, x[i]);
 }
