@@ -109,13 +109,36 @@ static void record(accuracy *acc, float x, float got, double want) {
         fprintf(stderr, "%s(%a) = %a, want %a (%.3g ulp)\n", acc->name, x, got, want, ulps);
 }
 
-/* Every check on each of x[0 .. n): erf and exp directly, the gelus through the kernel
- * (its vectorised loop). */
+static bool same_bits(float a, float b) { return gc_f32_bits(a) == gc_f32_bits(b); }
+
+/* The gelu loops of every other instruction set this CPU has give the portable loop's bits
+ * (gelu and grad) on x[0 .. n); mismatches are counted here and checked once, in main. */
+static long simd_mismatches, simd_values_compared;
+
+static void check_same_bits_as_portable(const float *x, size_t n, const float *gelu, const float *grad) {
+    static float simd[CHUNK];
+    for (gc_cpu_isa isa = GC_ISA_PORTABLE + 1; isa < GC_ISA_COUNT; isa++) {
+        if (!gc_cpu_isa_available(isa)) continue;
+        for (int derivative = 0; derivative < 2; derivative++) {
+            gc_cpu_gelu_erf_on(isa, derivative, x, simd, n);
+            const float *want = derivative ? grad : gelu;
+            for (size_t i = 0; i < n; i++)
+                if (!same_bits(simd[i], want[i]) && simd_mismatches++ < FAILURES_SHOWN)
+                    fprintf(stderr, "%s gelu%s(%a) = %a, portable %a\n", gc_cpu_isa_name(isa),
+                            derivative ? " derivative" : "", x[i], simd[i], want[i]);
+            simd_values_compared += (long)n;
+        }
+    }
+}
+
+/* Every check on each of x[0 .. n): erf and exp directly, the gelus through the portable
+ * loop, and the other instruction sets' loops against it. */
 static void check_values(const float *x, size_t n) {
     static float gelu[CHUNK], grad[CHUNK];
     REQUIRE(n <= CHUNK);
-    gc_cpu_unary(GC_UNARY_GELU_ERF, x, gelu, n, GC_F32);
-    gc_cpu_unary(GC_UNARY_GELU_ERF_GRAD, x, grad, n, GC_F32);
+    gc_cpu_gelu_erf_on(GC_ISA_PORTABLE, false, x, gelu, n);
+    gc_cpu_gelu_erf_on(GC_ISA_PORTABLE, true, x, grad, n);
+    check_same_bits_as_portable(x, n, gelu, grad);
     for (size_t i = 0; i < n; i++) {
         record(&erf_accuracy, x[i], gc_erf_f32(x[i]), erf(x[i]));
         if (!(x[i] > 0)) record(&exp_accuracy, x[i], gc_exp_nonpositive_f32(x[i]), exp(x[i]));
@@ -154,7 +177,6 @@ static void check_boundaries(void) {
         }
 }
 
-static bool same_bits(float a, float b) { return gc_f32_bits(a) == gc_f32_bits(b); }
 
 static void check_special_values(void) {
     const float specials[] = {0.0f, -0.0f, 0x1p-149f, -0x1p-149f, FLT_MIN - 0x1p-149f, -(FLT_MIN - 0x1p-149f),
@@ -192,6 +214,9 @@ int main(int argc, char **argv) {
     sweep(all ? 1 : SUITE_STRIDE);
     check_boundaries();
     check_special_values();
+    CHECK_MSG(simd_mismatches == 0, "%ld of %ld SIMD gelu values differ from the portable loop's", simd_mismatches,
+              simd_values_compared);
+    if (!simd_values_compared) fprintf(stderr, "no SIMD gelu loop on this CPU or build: compared none\n");
     report(&erf_accuracy);
     report(&exp_accuracy);
     report(&gelu_accuracy);

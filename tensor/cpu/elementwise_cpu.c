@@ -11,19 +11,23 @@
 #include <tgmath.h>
 
 #include "elem_cpu.h"
-#include "erf_cpu.h"
+#include "gelu_cpu.h"
 #include "kernels_cpu.h"
 #include "thread_pool.h"
 
 #define SQRT_2_OVER_PI 0.79788456080286535588 /* sqrt(2 / pi), for gelu_tanh */
-#define SQRT_HALF 0.70710678118654752440      /* 1 / sqrt(2), for gelu_erf */
-#define INV_SQRT_2PI 0.39894228040143267794   /* 1 / sqrt(2 pi), the normal density at 0 */
+
+/* The gelu (erf form) and its derivative in double, on libm's erf and exp; the float ones
+ * are gelu_cpu.h's, on a float erf and exp of the library's own that vectorise (erff and
+ * expf are scalar calls). */
+static inline double gelu_erf_f64(double x) { return 0.5 * x * (1 + erf(x * GC_SQRT_HALF)); }
+static inline double gelu_erf_grad_f64(double x) {
+    return 0.5 * (1 + erf(x * GC_SQRT_HALF)) + x * GC_INV_SQRT_2PI * exp(-0.5 * x * x);
+}
 
 /* tgmath.h makes exp, log, tanh and sqrt the float functions (expf, ...) for a float
- * argument and the double ones for a double, so one body gives both precisions. The gelus'
- * ERF, and EXP_NONPOSITIVE for e^(-x^2 / 2), are libm's in double and erf_cpu.h's in float:
- * erff and expf are scalar calls that would keep the f32 gelu loops from vectorising. */
-#define DEFINE_UNARY_APPLY(T, ERF, EXP_NONPOSITIVE)                                            \
+ * argument and the double ones for a double, so one body gives both precisions. */
+#define DEFINE_UNARY_APPLY(T, GELU_ERF, GELU_ERF_GRAD)                                         \
     static inline T unary_apply_##T(gc_unary_op op, T x) {                                     \
         switch (op) {                                                                          \
         case GC_UNARY_NEG: return -x;                                                          \
@@ -33,7 +37,7 @@
         case GC_UNARY_RELU: return x < 0 ? (T)0 : x; /* a nan stays a nan */                   \
         case GC_UNARY_GELU_TANH:                                                               \
             return (T)0.5 * x * ((T)1 + tanh((T)SQRT_2_OVER_PI * (x + (T)0.044715 * x * x * x))); \
-        case GC_UNARY_GELU_ERF: return (T)0.5 * x * ((T)1 + ERF(x * (T)SQRT_HALF));            \
+        case GC_UNARY_GELU_ERF: return GELU_ERF(x);                                            \
         case GC_UNARY_SQRT: return sqrt(x);                                                    \
         case GC_UNARY_RSQRT: return (T)1 / sqrt(x);                                            \
         case GC_UNARY_RELU_GRAD: return x > 0 ? (T)1 : (T)0;                                   \
@@ -42,14 +46,12 @@
             return (T)0.5 * ((T)1 + t) +                                                       \
                    (T)0.5 * x * ((T)1 - t * t) * (T)SQRT_2_OVER_PI * ((T)1 + (T)(3 * 0.044715) * x * x); \
         }                                                                                      \
-        case GC_UNARY_GELU_ERF_GRAD: /* Phi(x) + x phi(x) */                                   \
-            return (T)0.5 * ((T)1 + ERF(x * (T)SQRT_HALF)) +                                    \
-                   x * (T)INV_SQRT_2PI * EXP_NONPOSITIVE((T)-0.5 * x * x);                      \
+        case GC_UNARY_GELU_ERF_GRAD: return GELU_ERF_GRAD(x);                                  \
         }                                                                                      \
         return (T)NAN; /* not a gc_unary_op: the front-ends never pass one */                  \
     }
-DEFINE_UNARY_APPLY(float, gc_erf_f32, gc_exp_nonpositive_f32)
-DEFINE_UNARY_APPLY(double, erf, exp)
+DEFINE_UNARY_APPLY(float, gc_gelu_erf_f32, gc_gelu_erf_grad_f32)
+DEFINE_UNARY_APPLY(double, gelu_erf_f64, gelu_erf_grad_f64)
 
 /* For int64_t only add, sub and mul are used (the front-end rejects i32 division). */
 #define DEFINE_BINARY_APPLY(T)                                       \
@@ -91,6 +93,17 @@ static inline void unary_f32(gc_unary_op op, const float *restrict x, float *res
     for (size_t i = 0; i < n; i++) y[i] = unary_apply_float(op, x[i]);
 }
 
+void gc_cpu_gelu_erf_on(gc_cpu_isa isa, bool derivative, const float *x, float *y, size_t n) {
+#ifdef GC_HAVE_X86_KERNELS
+    if (isa >= GC_ISA_AVX2) {
+        gc_gelu_erf_loop_avx2(derivative, x, y, n);
+        return;
+    }
+#endif
+    (void)isa;
+    gc_gelu_erf_loop(derivative, x, y, n);
+}
+
 typedef struct unary_job {
     gc_unary_op op;
     const char *x;
@@ -116,12 +129,12 @@ static void unary_range(void *arg, int64_t begin, int64_t end) {
     case GC_UNARY_TANH: unary_f32(GC_UNARY_TANH, x, y, n); break;
     case GC_UNARY_RELU: unary_f32(GC_UNARY_RELU, x, y, n); break;
     case GC_UNARY_GELU_TANH: unary_f32(GC_UNARY_GELU_TANH, x, y, n); break;
-    case GC_UNARY_GELU_ERF: unary_f32(GC_UNARY_GELU_ERF, x, y, n); break;
+    case GC_UNARY_GELU_ERF: gc_cpu_gelu_erf_on(gc_cpu_isa_selected(), false, x, y, n); break;
     case GC_UNARY_SQRT: unary_f32(GC_UNARY_SQRT, x, y, n); break;
     case GC_UNARY_RSQRT: unary_f32(GC_UNARY_RSQRT, x, y, n); break;
     case GC_UNARY_RELU_GRAD: unary_f32(GC_UNARY_RELU_GRAD, x, y, n); break;
     case GC_UNARY_GELU_TANH_GRAD: unary_f32(GC_UNARY_GELU_TANH_GRAD, x, y, n); break;
-    case GC_UNARY_GELU_ERF_GRAD: unary_f32(GC_UNARY_GELU_ERF_GRAD, x, y, n); break;
+    case GC_UNARY_GELU_ERF_GRAD: gc_cpu_gelu_erf_on(gc_cpu_isa_selected(), true, x, y, n); break;
     }
 }
 

@@ -23,6 +23,9 @@ void gc_cpu_random(void *dst, size_t n, gc_dtype dtype, gc_random_kind kind, uin
                    uint64_t offset, double a, double b);
 
 /* elementwise_cpu.c */
+/* The f32 gelu (erf form), or its derivative, of x[0 .. n) into y with the loop of `isa`
+ * (all give the same bits), on the calling thread: for tests. */
+void gc_cpu_gelu_erf_on(gc_cpu_isa isa, bool derivative, const float *x, float *y, size_t n);
 void gc_cpu_unary(gc_unary_op op, const void *x, void *y, size_t n, gc_dtype dtype);
 void gc_cpu_binary(gc_binary_op op, const void *a, const void *b, void *out,
                    const gc_broadcast *bc, gc_dtype dtype);
