@@ -5,9 +5,11 @@ For each preset, batch size and step kind (plain, Gradient Cache), the engine's 
 this process) run on the same batch, the same number of threads, in alternating rounds
 (engine first in odd rounds, PyTorch first in even ones), so that a change in the machine's
 load hits both. Prints the median step time of each and the ratios, with the load average
-before and after. Run it with Debian's python3-torch:
+before and after. Run it with Debian's python3-torch, or with PyPI's torch (with numpy) in
+a virtual environment:
 
     /usr/bin/python3 bench/compare_torch.py [--build build] [--threads 2] [--rounds 3]
+    venv/bin/python bench/compare_torch.py ...
 """
 import argparse
 import os
