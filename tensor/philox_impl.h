@@ -29,6 +29,12 @@
 #include "host_device.h"
 
 #define GC_PHILOX_ROUNDS 10
+/* The round multipliers and the key's Weyl increments (shared/reference/philox4x32-10.md),
+ * named once for every implementation (this file's, cpu/philox_cpu.c, cpu/philox_avx2.c). */
+#define GC_PHILOX_M0 0xD2511F53u
+#define GC_PHILOX_M1 0xCD9E8D57u
+#define GC_PHILOX_W0 0x9E3779B9u
+#define GC_PHILOX_W1 0xBB67AE85u
 
 /* ---------------------------------------------------------------------------------
  * The block function: `rounds` rounds of Philox4x32 on counter[4] with key[2].
@@ -38,8 +44,7 @@
  * shared/reference/philox4x32-10.md.) */
 static inline GC_HD void gc_philox_block(const uint32_t counter[4], const uint32_t key[2],
                                          int rounds, uint32_t out[4]) {
-    const uint32_t m0 = 0xD2511F53u, m1 = 0xCD9E8D57u; /* round multipliers */
-    const uint32_t w0 = 0x9E3779B9u, w1 = 0xBB67AE85u; /* key increments */
+    const uint32_t m0 = GC_PHILOX_M0, m1 = GC_PHILOX_M1, w0 = GC_PHILOX_W0, w1 = GC_PHILOX_W1;
     uint32_t c0 = counter[0], c1 = counter[1], c2 = counter[2], c3 = counter[3];
     uint32_t k0 = key[0], k1 = key[1];
     for (int round = 0; round < rounds; round++) {

@@ -124,7 +124,7 @@ static void layernorm_grad_rows(void *arg, int64_t begin, int64_t end) {
             size_t len = gc_chunk_len(cols, start);
             normalised_chunk(job, first, start, len, mean, rstd, job->g_xhat != NULL, xhat, dxhat);
             gc_add_to_lanes(dxhat, len, dxhat_lanes);
-            for (size_t j = 0; j < len; j++) xhat[j] *= dxhat[j];
+            for (size_t j = 0; j < len; j++) xhat[j] *= dxhat[j]; /* xhat is recomputed below */
             gc_add_to_lanes(xhat, len, product_lanes);
         }
         if (!job->dx) continue;

@@ -27,8 +27,8 @@ static inline __m256i philox_round(__m256i x, __m256i multipliers, __m256i key) 
 
 /* The 2 LANES blocks from `first` on (modulo 2^62) into words[0 .. 8 LANES). */
 static void philox_group(__m256i key, uint64_t first, uint32_t *words) {
-    const __m256i multipliers = _mm256_set_epi64x(0xCD9E8D57, 0xD2511F53, 0xCD9E8D57, 0xD2511F53);
-    const __m256i increments = _mm256_set_epi64x(0xBB67AE85, 0x9E3779B9, 0xBB67AE85, 0x9E3779B9);
+    const __m256i multipliers = _mm256_set_epi64x(GC_PHILOX_M1, GC_PHILOX_M0, GC_PHILOX_M1, GC_PHILOX_M0);
+    const __m256i increments = _mm256_set_epi64x(GC_PHILOX_W1, GC_PHILOX_W0, GC_PHILOX_W1, GC_PHILOX_W0);
     const __m256i mask = _mm256_set_epi64x(0, (long long)GC_PHILOX_BLOCK_MASK, 0, (long long)GC_PHILOX_BLOCK_MASK);
     /* 64-bit lanes (block, 0, block + 1, 0): the block's high word lands in c1 */
     __m256i counter = _mm256_set_epi64x(0, (long long)(first + 1), 0, (long long)first), x[LANES];

@@ -7,7 +7,7 @@
  * the compiler vectorises each round across blocks; the words are then interleaved into
  * stream order, which costs less than picking them out one by one for the caller. */
 void gc_philox_batch_portable(uint64_t seed, uint64_t first_block, uint32_t *words) {
-    const uint32_t m0 = 0xD2511F53u, m1 = 0xCD9E8D57u, w0 = 0x9E3779B9u, w1 = 0xBB67AE85u;
+    const uint32_t m0 = GC_PHILOX_M0, m1 = GC_PHILOX_M1, w0 = GC_PHILOX_W0, w1 = GC_PHILOX_W1;
     uint32_t c0[GC_PHILOX_BATCH], c1[GC_PHILOX_BATCH], c2[GC_PHILOX_BATCH], c3[GC_PHILOX_BATCH];
     for (int j = 0; j < GC_PHILOX_BATCH; j++) {
         uint64_t block = (first_block + (uint64_t)j) & GC_PHILOX_BLOCK_MASK;
