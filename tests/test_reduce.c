@@ -366,8 +366,9 @@ static gc_tensor *sum_moved_last(const gc_tensor *x, int first, int count) {
 
 /* Both ways add the same doubles in the same order and round once: bitwise equal, in every
  * dtype (i32 sums wrap alike), for runs of reduced dims at the front and in the middle,
- * last dims that are no multiple of the kernel's 32-column blocks, long runs split between
- * threads, and empty dims. */
+ * last dims that are no multiple of the kernel's column blocks (up to 512 columns, narrowed
+ * to multiples of 16 to give each thread some), long runs split between threads, and empty
+ * dims. */
 static void test_sum_to_shape_in_place(void) {
     const struct {
         int ndim;
@@ -378,6 +379,7 @@ static void test_sum_to_shape_in_place(void) {
         {3, {4, 6, 33}, 1, 1},     /* [4, 6, 33] -> [4, 1, 33] */
         {4, {2, 3, 4, 5}, 1, 2},   /* a run in the middle */
         {2, {4099, 40}, 0, 1},     /* a long run: many rows per column block */
+        {2, {9, 1100}, 0, 1},      /* two full blocks and a part */
         {2, {0, 7}, 0, 1},         /* nothing to sum: zeros */
         {3, {0, 3, 4}, 1, 1},      /* no result elements */
     };

@@ -81,30 +81,37 @@ void gc_cpu_reduce_last(gc_reduce_op op, const void *x, void *out, int32_t *argm
  * Each result element is the sum over m of x[o, m, i] in double, in lanes by m as a row is
  * summed (rows_cpu.h): the same additions in the same order as moving mid last and summing
  * rows, without the copy.
- * A thread takes blocks of SUM_COLUMNS neighbouring columns of one o and walks down mid,
- * reading SUM_COLUMNS contiguous elements per step (a plain loop the compiler vectorises). */
-#define SUM_COLUMNS 32
+ * A thread takes a block of up to SUM_COLUMNS neighbouring columns of one o and walks down
+ * mid, adding one contiguous stretch of a row per step into the lane's accumulators (a plain
+ * loop the compiler vectorises): the rows are read front to back, in full when the block
+ * spans them, which the prefetcher follows where narrow blocks would jump from row to row.
+ * Blocks are narrowed (to a multiple of 16 columns) only when there are fewer of them than
+ * threads: a bias gradient [B, T, H] -> [H] is one o, split by columns. */
+#define SUM_COLUMNS 512
 
 typedef struct middle_job {
     const void *x;
     void *out;
-    size_t mid, inner, blocks_per_outer;
+    size_t mid, inner, block_width, blocks_per_outer;
     gc_dtype dtype;
 } middle_job;
 
 static void sum_middle_blocks(void *arg, int64_t begin, int64_t end) {
     const middle_job *job = arg;
     for (size_t item = (size_t)begin; item < (size_t)end; item++) {
-        size_t o = item / job->blocks_per_outer, first_col = item % job->blocks_per_outer * SUM_COLUMNS;
-        size_t width = job->inner - first_col < SUM_COLUMNS ? job->inner - first_col : SUM_COLUMNS;
-        double lanes[GC_SUM_LANES][SUM_COLUMNS] = {{0}}; /* a lane's columns side by side: one vector */
+        size_t o = item / job->blocks_per_outer, first_col = item % job->blocks_per_outer * job->block_width;
+        size_t width = job->inner - first_col < job->block_width ? job->inner - first_col : job->block_width;
+        double lanes[GC_SUM_LANES][SUM_COLUMNS]; /* a lane's columns side by side */
+        for (size_t lane = 0; lane < GC_SUM_LANES; lane++)
+            for (size_t j = 0; j < width; j++) lanes[lane][j] = 0.0;
         for (size_t m = 0; m < job->mid; m++) {
-            size_t first = (o * job->mid + m) * job->inner + first_col, lane = m % GC_SUM_LANES;
+            size_t first = (o * job->mid + m) * job->inner + first_col;
+            double *acc = lanes[m % GC_SUM_LANES];
             if (job->dtype == GC_F32) {
                 const float *x = (const float *)job->x + first;
-                for (size_t j = 0; j < width; j++) lanes[lane][j] += x[j];
+                for (size_t j = 0; j < width; j++) acc[j] += x[j];
             } else {
-                for (size_t j = 0; j < width; j++) lanes[lane][j] += gc_load(job->x, job->dtype, first + j);
+                for (size_t j = 0; j < width; j++) acc[j] += gc_load(job->x, job->dtype, first + j);
             }
         }
         for (size_t j = 0; j < width; j++) {
@@ -114,11 +121,26 @@ static void sum_middle_blocks(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+/* Columns per block: SUM_COLUMNS, or fewer when the blocks of full width would leave threads
+ * idle. */
+static size_t middle_block_width(size_t outer, size_t mid, size_t inner) {
+    size_t width = inner < SUM_COLUMNS ? inner : SUM_COLUMNS;
+    size_t blocks = outer * ((inner + width - 1) / width);
+    int parts = gc_parallel_parts((int64_t)(outer * inner * mid), GC_GRAIN_ELEMENTS);
+    if (width > 0 && blocks < (size_t)parts) {
+        size_t per_part = (outer * inner + (size_t)parts - 1) / (size_t)parts;
+        width = (per_part + 15) / 16 * 16; /* <= SUM_COLUMNS, as blocks < parts */
+        if (width > inner) width = inner;
+    }
+    return width > 0 ? width : 1;
+}
+
 void gc_cpu_sum_middle(const void *x, void *out, size_t outer, size_t mid, size_t inner, gc_dtype dtype) {
-    size_t blocks_per_outer = (inner + SUM_COLUMNS - 1) / SUM_COLUMNS;
-    middle_job job = {.x = x, .out = out, .mid = mid, .inner = inner, .blocks_per_outer = blocks_per_outer,
-                      .dtype = dtype};
-    int64_t grain = GC_GRAIN_ELEMENTS / (int64_t)(mid * SUM_COLUMNS + 1) + 1;
+    size_t width = middle_block_width(outer, mid, inner);
+    size_t blocks_per_outer = (inner + width - 1) / width;
+    middle_job job = {.x = x, .out = out, .mid = mid, .inner = inner, .block_width = width,
+                      .blocks_per_outer = blocks_per_outer, .dtype = dtype};
+    int64_t grain = GC_GRAIN_ELEMENTS / (int64_t)(mid * width + 1) + 1;
     gc_parallel_for((int64_t)(outer * blocks_per_outer), grain, sum_middle_blocks, &job);
 }
 
