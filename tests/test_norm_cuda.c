@@ -35,11 +35,15 @@ static gc_tensor *uniform_rows(int64_t cols, gc_dtype dtype, double lo, double h
  *  - log-softmax y = d - log(sum), where |y| = |d| + log(sum): the errors of d (u|d|), of
  *    log (1 ulp, 2u log(sum)) and of the subtraction (u|y|) stay within 3u|y|, and the
  *    sum's relative error e becomes an absolute one: atol e, rtol 3u.
+ * The CPU's f32 softmax, the reference, takes x - max and exp in float too (exp within
+ * 1 ulp, the sum in double, one rounding at the end): its terms are within (spread + 2)u,
+ * its sum as well, and its result within (2 spread + 5)u, added to the bound.
  * Plus one step of the stored type, and the absolute errors below its normal range. */
 static tolerance softmax_tolerance(int64_t cols, gc_dtype dtype, double spread, bool log_softmax) {
     double u = roundoff(dtype);
     double e = gc_test_sum_error(cols, dtype) + (spread + 4) * u;
     tolerance t = log_softmax ? (tolerance){e, 3 * u} : (tolerance){0, (spread + 5) * u + e};
+    if (dtype == GC_F32 && !log_softmax) t.rtol += (2 * spread + 5) * u;
     t.atol += gc_test_tiny(dtype);
     t.rtol += gc_test_step_rtol(dtype);
     return t;

@@ -12,9 +12,14 @@
  *    two's-complement int32 addition does;
  *  - softmax subtracts the row max before exp, so no exp overflows whatever the scale
  *    of x; a row whose max is -inf (all -inf) or +inf, or that holds a nan, gives nan
- *    everywhere, as in PyTorch. */
+ *    everywhere, as in PyTorch.
+ * The one exception to double throughout is the f32 softmax (attention's, the hot one): its
+ * exps are taken in float by the library's branch-free exp (erf_cpu.h, within 1 ulp), which
+ * vectorises, where libm's double exp is a call per element with a slow path for the
+ * underflows a masked row is full of. Its sum is still in double. */
 #include <math.h>
 
+#include "erf_cpu.h"
 #include "kernels_cpu.h"
 #include "rows_cpu.h"
 #include "thread_pool.h"
@@ -175,10 +180,28 @@ static void softmax_row(const void *x, void *y, size_t first, size_t cols, gc_dt
     }
 }
 
+/* softmax of one f32 row x, y [cols]: x - max and its exp in float, the exps kept in y,
+ * their sum in double lanes, and each exp times the sum's reciprocal in double (a multiply
+ * where a divide would take most of the time; in double, the reciprocal's rounding is far
+ * below the float result's) rounded once. The
+ * max skips a nan, which then reaches every output through its exp and the sum; a max of
+ * +inf or -inf gives inf - inf = nan the same way. */
+static void softmax_row_f32(const float *x, float *y, size_t cols) {
+    float max = -INFINITY;
+    for (size_t j = 0; j < cols; j++) max = x[j] > max ? x[j] : max;
+    for (size_t j = 0; j < cols; j++) y[j] = gc_exp_nonpositive_f32(x[j] - max);
+    double inverse_sum = 1.0 / gc_sum_span(y, GC_F32, 0, cols);
+    for (size_t j = 0; j < cols; j++) y[j] = (float)((double)y[j] * inverse_sum);
+}
+
 static void softmax_rows(void *arg, int64_t begin, int64_t end) {
     const rows_job *job = arg;
-    for (size_t row = (size_t)begin; row < (size_t)end; row++)
-        softmax_row(job->x, job->out, row * job->cols, job->cols, job->dtype, job->log);
+    for (size_t row = (size_t)begin; row < (size_t)end; row++) {
+        size_t first = row * job->cols;
+        if (job->dtype == GC_F32 && !job->log)
+            softmax_row_f32((const float *)job->x + first, (float *)job->out + first, job->cols);
+        else softmax_row(job->x, job->out, first, job->cols, job->dtype, job->log);
+    }
 }
 
 void gc_cpu_softmax_last(const void *x, void *y, size_t rows, size_t cols, gc_dtype dtype, bool log) {
