@@ -139,6 +139,52 @@ static void test_long_row(void) {
     release_all((gc_tensor *[]){x, gamma, beta, y, mean}, 5);
 }
 
+/* The f32 rows have a kernel of their own, reading the floats directly; it does the double
+ * arithmetic of the generic one, so layernorm of f32 x equals the f64 layernorm of the
+ * same values rounded once to f32, bit for bit: y and dx, and gamma's gradient where there
+ * is one row (the f32 one sums f32 terms over rows, the f64 one f64 terms). Rows shorter
+ * than a lane group, of a chunk, and past several chunks with a tail; gamma and beta given
+ * or not. */
+static gc_tensor *layernorm_and_backward(const gc_tensor *x_values, const gc_tensor *gamma_values,
+                                         const gc_tensor *g_values, bool affine, gc_dtype dtype, gc_tensor **dx,
+                                         gc_tensor **dgamma) {
+    gc_tensor *x = gc_cast(x_values, dtype), *g = gc_cast(g_values, dtype);
+    gc_tensor *gamma = affine ? gc_cast(gamma_values, dtype) : NULL, *beta = affine ? gc_cast(gamma_values, dtype) : NULL;
+    REQUIRE(x && g && (!affine || (gamma && beta)));
+    gc_set_requires_grad(x, true);
+    if (affine) gc_set_requires_grad(gamma, true);
+    gc_tensor *y = gc_layernorm(x, gamma, beta, EPS, NULL, NULL);
+    REQUIRE(y && gc_backward(&y, &g, 1) == GC_OK);
+    *dx = gc_cast(gc_grad(x), GC_F32);
+    *dgamma = affine ? gc_cast(gc_grad(gamma), GC_F32) : NULL;
+    gc_tensor *y_f32 = gc_cast(y, GC_F32);
+    release_all((gc_tensor *[]){x, g, gamma, beta, y}, 5);
+    return y_f32;
+}
+
+static void test_f32_kernel_matches_f64(void) {
+    const int64_t shapes[][2] = {{1, 3}, {1, 256}, {1, 1030}, {3, 600}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int affine = 0; affine <= 1; affine++) {
+            int64_t rows = shapes[s][0], cols = shapes[s][1];
+            gc_tensor *x = gc_test_random_in(GC_SHAPE(rows, cols), GC_F32, 3, 7, 10 + s);
+            gc_tensor *g = gc_test_random(GC_SHAPE(rows, cols), GC_F32, 20 + s);
+            gc_tensor *gamma = gc_test_random_in(GC_SHAPE(cols), GC_F32, 0.5, 1.5, 30 + s);
+            gc_tensor *dx32, *dgamma32, *dx64, *dgamma64;
+            gc_tensor *y32 = layernorm_and_backward(x, gamma, g, affine, GC_F32, &dx32, &dgamma32);
+            gc_tensor *y64 = layernorm_and_backward(x, gamma, g, affine, GC_F64, &dx64, &dgamma64);
+            char what[96];
+            snprintf(what, sizeof what, "f32 layernorm [%lld, %lld]%s: y", (long long)rows, (long long)cols,
+                     affine ? " with gamma, beta" : "");
+            gc_test_expect_close(y64, y32, 0, 0, what);
+            snprintf(what, sizeof what, "f32 layernorm [%lld, %lld]%s: dx", (long long)rows, (long long)cols,
+                     affine ? " with gamma, beta" : "");
+            gc_test_expect_close(dx64, dx32, 0, 0, what);
+            if (affine && rows == 1) gc_test_expect_close(dgamma64, dgamma32, 0, 0, "f32 layernorm: dgamma");
+            release_all((gc_tensor *[]){x, g, gamma, y32, y64, dx32, dx64, dgamma32, dgamma64}, 9);
+        }
+}
+
 /* --- errors ------------------------------------------------------------------------------ */
 
 typedef struct layernorm_call {
@@ -206,6 +252,7 @@ int main(void) {
     test_f64_large_mean();
     test_half_types();
     test_long_row();
+    test_f32_kernel_matches_f64();
     test_fatal_errors();
     test_null_chaining();
     test_allocation_failure();

@@ -54,6 +54,16 @@ static void normalize_row(const void *x, const void *gamma, const void *beta, vo
     }
 }
 
+/* normalize_row for f32 rows, straight from and to the floats in one loop: the same double
+ * arithmetic, so the same bits, without the chunk conversions. */
+static void normalize_row_f32(const float *x, const float *gamma, const float *beta, float *y, size_t cols,
+                              double mean, double rstd) {
+    for (size_t j = 0; j < cols; j++) {
+        double scale = gamma ? gamma[j] : 1.0, shift = beta ? beta[j] : 0.0;
+        y[j] = (float)(((double)x[j] - mean) * rstd * scale + shift);
+    }
+}
+
 typedef struct layernorm_job {
     const void *x, *gamma, *beta;
     void *y;
@@ -71,7 +81,10 @@ static void layernorm_rows(void *arg, int64_t begin, int64_t end) {
         size_t first = row * cols;
         double row_mean, row_rstd;
         row_statistics(job->x, job->dtype, first, cols, job->eps, &row_mean, &row_rstd);
-        normalize_row(job->x, job->gamma, job->beta, job->y, first, cols, row_mean, row_rstd, job->dtype);
+        if (job->dtype == GC_F32)
+            normalize_row_f32((const float *)job->x + first, job->gamma, job->beta, (float *)job->y + first, cols,
+                              row_mean, row_rstd);
+        else normalize_row(job->x, job->gamma, job->beta, job->y, first, cols, row_mean, row_rstd, job->dtype);
         if (job->mean) job->mean[row] = (float)row_mean;
         if (job->rstd) job->rstd[row] = (float)row_rstd;
     }
@@ -112,30 +125,68 @@ static void normalised_chunk(const layernorm_grad_job *job, size_t first, size_t
     for (size_t j = 0; j < len; j++) dxhat[j] *= scale[j];
 }
 
-static void layernorm_grad_rows(void *arg, int64_t begin, int64_t end) {
-    const layernorm_grad_job *job = arg;
+/* One row's backward, any dtype, a chunk at a time. */
+static void layernorm_grad_row(const layernorm_grad_job *job, size_t first, double mean, double rstd) {
     size_t cols = job->cols;
     double xhat[GC_CPU_CHUNK], dxhat[GC_CPU_CHUNK];
+    double dxhat_lanes[GC_SUM_LANES] = {0}, product_lanes[GC_SUM_LANES] = {0};
+    for (size_t start = 0; start < cols; start += GC_CPU_CHUNK) {
+        size_t len = gc_chunk_len(cols, start);
+        normalised_chunk(job, first, start, len, mean, rstd, job->g_xhat != NULL, xhat, dxhat);
+        gc_add_to_lanes(dxhat, len, dxhat_lanes);
+        for (size_t j = 0; j < len; j++) xhat[j] *= dxhat[j]; /* xhat is recomputed below */
+        gc_add_to_lanes(xhat, len, product_lanes);
+    }
+    if (!job->dx) return;
+    double mean_dxhat = gc_lanes_total(dxhat_lanes) / (double)cols;
+    double mean_dxhat_xhat = gc_lanes_total(product_lanes) / (double)cols;
+    for (size_t start = 0; start < cols; start += GC_CPU_CHUNK) {
+        size_t len = gc_chunk_len(cols, start);
+        normalised_chunk(job, first, start, len, mean, rstd, false, xhat, dxhat);
+        for (size_t j = 0; j < len; j++) dxhat[j] = rstd * (dxhat[j] - mean_dxhat - xhat[j] * mean_dxhat_xhat);
+        gc_store_span(job->dx, job->dtype, first + start, len, dxhat);
+    }
+}
+
+/* layernorm_grad_row for an f32 row, each pass one loop over the floats: the same double
+ * arithmetic in the same order (the same bits) without the chunk conversions and the
+ * passes over them, which took most of the generic row's time. */
+static void layernorm_grad_row_f32(const layernorm_grad_job *job, size_t first, double mean, double rstd) {
+    size_t cols = job->cols;
+    const float *x = (const float *)job->x + first, *g = (const float *)job->g + first, *gamma = job->gamma;
+    float *g_xhat = job->g_xhat ? (float *)job->g_xhat + first : NULL;
+    double dxhat[GC_CPU_CHUNK], product[GC_CPU_CHUNK];
+    double dxhat_lanes[GC_SUM_LANES] = {0}, product_lanes[GC_SUM_LANES] = {0};
+    for (size_t start = 0; start < cols; start += GC_CPU_CHUNK) {
+        size_t len = gc_chunk_len(cols, start);
+        for (size_t j = 0; j < len; j++) {
+            size_t i = start + j;
+            double xhat = ((double)x[i] - mean) * rstd, scale = gamma ? gamma[i] : 1.0;
+            if (g_xhat) g_xhat[i] = (float)((double)g[i] * xhat);
+            dxhat[j] = (double)g[i] * scale;
+            product[j] = xhat * dxhat[j];
+        }
+        gc_add_to_lanes(dxhat, len, dxhat_lanes);
+        gc_add_to_lanes(product, len, product_lanes);
+    }
+    if (!job->dx) return;
+    double mean_dxhat = gc_lanes_total(dxhat_lanes) / (double)cols;
+    double mean_dxhat_xhat = gc_lanes_total(product_lanes) / (double)cols;
+    float *dx = (float *)job->dx + first;
+    for (size_t i = 0; i < cols; i++) {
+        double xhat = ((double)x[i] - mean) * rstd, scale = gamma ? gamma[i] : 1.0;
+        dx[i] = (float)(rstd * ((double)g[i] * scale - mean_dxhat - xhat * mean_dxhat_xhat));
+    }
+}
+
+static void layernorm_grad_rows(void *arg, int64_t begin, int64_t end) {
+    const layernorm_grad_job *job = arg;
     for (size_t row = (size_t)begin; row < (size_t)end; row++) {
-        size_t first = row * cols;
-        double mean, rstd, dxhat_lanes[GC_SUM_LANES] = {0}, product_lanes[GC_SUM_LANES] = {0};
-        row_statistics(job->x, job->dtype, first, cols, job->eps, &mean, &rstd);
-        for (size_t start = 0; start < cols; start += GC_CPU_CHUNK) {
-            size_t len = gc_chunk_len(cols, start);
-            normalised_chunk(job, first, start, len, mean, rstd, job->g_xhat != NULL, xhat, dxhat);
-            gc_add_to_lanes(dxhat, len, dxhat_lanes);
-            for (size_t j = 0; j < len; j++) xhat[j] *= dxhat[j]; /* xhat is recomputed below */
-            gc_add_to_lanes(xhat, len, product_lanes);
-        }
-        if (!job->dx) continue;
-        double mean_dxhat = gc_lanes_total(dxhat_lanes) / (double)cols;
-        double mean_dxhat_xhat = gc_lanes_total(product_lanes) / (double)cols;
-        for (size_t start = 0; start < cols; start += GC_CPU_CHUNK) {
-            size_t len = gc_chunk_len(cols, start);
-            normalised_chunk(job, first, start, len, mean, rstd, false, xhat, dxhat);
-            for (size_t j = 0; j < len; j++) dxhat[j] = rstd * (dxhat[j] - mean_dxhat - xhat[j] * mean_dxhat_xhat);
-            gc_store_span(job->dx, job->dtype, first + start, len, dxhat);
-        }
+        size_t first = row * job->cols;
+        double mean, rstd;
+        row_statistics(job->x, job->dtype, first, job->cols, job->eps, &mean, &rstd);
+        if (job->dtype == GC_F32) layernorm_grad_row_f32(job, first, mean, rstd);
+        else layernorm_grad_row(job, first, mean, rstd);
     }
 }
 
