@@ -2,8 +2,11 @@
  * against the algorithms written out in double in this file, for every float dtype; the
  * AdamW state round trip; clipping; the schedules' values; allocation failures; and a small
  * learning run. */
+#include <string.h>
+
 #include "check.h"
 #include "tensor/backend.h"
+#include "tensor/cpu/kernels_cpu.h"
 #include "values.h"
 
 static const gc_device cpu = {GC_DEVICE_CPU, 0};
@@ -255,6 +258,36 @@ static void test_adamw_first_step_is_sign(void) {
     gc_adamw_free(&opt);
     gc_param_list_free(&list);
     gc_tensor_release(p);
+}
+
+/* The f32 AdamW loop of every other instruction set this CPU has gives the portable loop's
+ * bits: parameters, both moments, over a few steps of random gradients (with a scale and a
+ * decay, so that every fma counts), on a length with a tail past the vector width. */
+static void test_adamw_loops_same_bits(void) {
+    enum { n = 1003, steps = 4 };
+    static float param[GC_ISA_COUNT][n], exp_avg[GC_ISA_COUNT][n], exp_avg_sq[GC_ISA_COUNT][n], grad[n];
+    gc_tensor *start = gc_test_random_in(GC_SHAPE(n), GC_F32, -2, 2, 41);
+    for (int isa = 0; isa < GC_ISA_COUNT; isa++) memcpy(param[isa], gc_data(start), sizeof param[isa]);
+    for (int step = 1; step <= steps; step++) {
+        gc_tensor *g = gc_test_random_in(GC_SHAPE(n), GC_F32, -3, 3, 50 + (uint64_t)step);
+        memcpy(grad, gc_data(g), sizeof grad);
+        gc_tensor_release(g);
+        gc_adamw_hyper hyper = {.lr = 0.01f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.1f,
+                                .grad_scale = 0.5f, .bias_correction1 = 1 - powf(0.9f, (float)step),
+                                .bias_correction2 = 1 - powf(0.999f, (float)step)};
+        for (gc_cpu_isa isa = GC_ISA_PORTABLE; isa < GC_ISA_COUNT; isa++)
+            if (gc_cpu_isa_available(isa))
+                gc_cpu_adamw_f32_on(isa, param[isa], grad, exp_avg[isa], exp_avg_sq[isa], n, &hyper);
+    }
+    for (gc_cpu_isa isa = GC_ISA_PORTABLE + 1; isa < GC_ISA_COUNT; isa++) {
+        if (!gc_cpu_isa_available(isa)) continue;
+        CHECK_MSG(memcmp(param[isa], param[GC_ISA_PORTABLE], sizeof param[isa]) == 0 &&
+                      memcmp(exp_avg[isa], exp_avg[GC_ISA_PORTABLE], sizeof exp_avg[isa]) == 0 &&
+                      memcmp(exp_avg_sq[isa], exp_avg_sq[GC_ISA_PORTABLE], sizeof exp_avg_sq[isa]) == 0,
+                  "adamw: the %s loop's parameters or moments differ from the portable loop's",
+                  gc_cpu_isa_name(isa));
+    }
+    gc_tensor_release(start);
 }
 
 /* With a zero gradient the moments stay 0 and the Adam step is 0 / (0 + eps) = 0: a
@@ -638,6 +671,7 @@ int main(void) {
     }
     test_sgd_kernel_first_step();
     test_adamw_first_step_is_sign();
+    test_adamw_loops_same_bits();
     test_adamw_no_decay();
     test_adamw_state_round_trip();
     test_adamw_load_errors();

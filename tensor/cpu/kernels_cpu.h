@@ -82,6 +82,10 @@ void gc_cpu_sgd_update(void *param, float *master, const void *grad, float *mome
                        gc_dtype dtype, const gc_sgd_hyper *hyper);
 void gc_cpu_adamw_update(void *param, float *master, const void *grad, float *exp_avg, float *exp_avg_sq, size_t n,
                          gc_dtype dtype, const gc_adamw_hyper *hyper);
+/* One AdamW step of f32 param [n] (no master copy) with the loop of `isa` (all give the
+ * same bits), on the calling thread: for tests. */
+void gc_cpu_adamw_f32_on(gc_cpu_isa isa, float *param, const float *grad, float *exp_avg, float *exp_avg_sq,
+                         size_t n, const gc_adamw_hyper *hyper);
 
 /* finite_cpu.c */
 void gc_cpu_nonfinite_check(const gc_span *spans, int count, int32_t *flag);

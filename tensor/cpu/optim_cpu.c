@@ -5,6 +5,8 @@
  * and the new value goes into the master before it is rounded into the parameter. The
  * threads split the elements, each updated alone. */
 #include "../optim_impl.h"
+#include "adamw_cpu.h"
+#include "cpu_isa.h"
 #include "elem_cpu.h"
 #include "kernels_cpu.h"
 #include "thread_pool.h"
@@ -51,9 +53,26 @@ void gc_cpu_sgd_update(void *param, float *master, const void *grad, float *mome
     gc_parallel_for((int64_t)n, GC_GRAIN_ELEMENTS / 4, sgd_range, &job);
 }
 
+void gc_cpu_adamw_f32_on(gc_cpu_isa isa, float *param, const float *grad, float *exp_avg, float *exp_avg_sq,
+                         size_t n, const gc_adamw_hyper *hyper) {
+#ifdef GC_HAVE_X86_KERNELS
+    if (isa >= GC_ISA_AVX2) {
+        gc_adamw_f32_loop_avx2(param, grad, exp_avg, exp_avg_sq, n, *hyper);
+        return;
+    }
+#endif
+    (void)isa;
+    gc_adamw_f32_loop(param, grad, exp_avg, exp_avg_sq, n, *hyper);
+}
+
 static void adamw_range(void *arg, int64_t begin, int64_t end) {
     const update_job *job = arg;
     float *exp_avg = job->state0, *exp_avg_sq = job->state1;
+    if (job->dtype == GC_F32 && !job->master) { /* the common case, on plain arrays */
+        gc_cpu_adamw_f32_on(gc_cpu_isa_selected(), (float *)job->param + begin, (const float *)job->grad + begin,
+                            exp_avg + begin, exp_avg_sq + begin, (size_t)(end - begin), job->adamw);
+        return;
+    }
     for (size_t i = (size_t)begin; i < (size_t)end; i++) {
         double g = gc_load(job->grad, job->dtype, i);
         if (job->dtype == GC_F64)
