@@ -27,6 +27,7 @@ static const shape shapes[] = {
     {1, 5, 0, 7, false, false, 1, 0.5f},    {1, 23, 19, 29, false, false, -0.75f, 0.5f},
     {7, 9, 17, 11, false, true, 1, 0},      {3, 130, 90, 70, true, false, 2, 1},
     {2, 4097, 3, 2, false, false, 1, 0},    {1, 3, 40, 3100, false, true, 1, 0},
+    {2, 100, 50, 300, true, true, 0.5f, 1}, /* the BLAS path's column tiles, a batch, beta */
 };
 
 typedef struct operands {
@@ -126,23 +127,27 @@ static void test_every_variant(void) {
             gc_cpu_isa_name(gc_cpu_isa_selected()));
 }
 
-/* The BLAS path cuts c into fixed row blocks whatever the threads: bitwise the same with
- * 1, 2, 3 and 8 threads (the own kernel: tests/test_threads.c). */
+/* The BLAS path cuts c into tiles fixed by the shape whatever the threads: bitwise the same
+ * with 1, 2, 3 and 8 threads (the own kernel: tests/test_threads.c). Row blocks only, and
+ * (few rows, as a weight gradient g^T x has) columns too. */
 static void test_blas_thread_independence(void) {
 #ifdef GC_HAVE_BLAS
-    const shape s = {1, 1031, 300, 517, false, true, 1, 0};
-    operands o = make_operands(&s, GC_F32, 7);
-    gc_set_cpu_threads(1);
-    gc_tensor *one = product(&s, &o, GC_F32, 1, GC_ISA_PORTABLE);
-    const int counts[] = {2, 3, 8};
-    for (int i = 0; i < 3; i++) {
-        gc_set_cpu_threads(counts[i]);
-        gc_tensor *c = product(&s, &o, GC_F32, 1, GC_ISA_PORTABLE);
-        CHECK_MSG(memcmp(gc_data(c), gc_data(one), gc_nbytes(c)) == 0, "blas: %d threads differ from 1", counts[i]);
-        gc_tensor_release(c);
+    const shape shapes_cut[] = {{1, 1031, 300, 517, false, true, 1, 0}, {1, 130, 700, 517, true, false, 1, 0}};
+    for (int s = 0; s < 2; s++) {
+        operands o = make_operands(&shapes_cut[s], GC_F32, 7);
+        gc_set_cpu_threads(1);
+        gc_tensor *one = product(&shapes_cut[s], &o, GC_F32, 1, GC_ISA_PORTABLE);
+        const int counts[] = {2, 3, 8};
+        for (int i = 0; i < 3; i++) {
+            gc_set_cpu_threads(counts[i]);
+            gc_tensor *c = product(&shapes_cut[s], &o, GC_F32, 1, GC_ISA_PORTABLE);
+            CHECK_MSG(memcmp(gc_data(c), gc_data(one), gc_nbytes(c)) == 0, "blas: m = %lld, %d threads differ from 1",
+                      (long long)shapes_cut[s].m, counts[i]);
+            gc_tensor_release(c);
+        }
+        gc_tensor_release(one);
+        free_operands(&o);
     }
-    gc_tensor_release(one);
-    free_operands(&o);
 #endif
 }
 

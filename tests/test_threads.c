@@ -96,7 +96,7 @@ static void row_ops(results *r) {
 }
 
 /* The library's own GEMM on every instruction set this CPU offers (gc_matmul may go
- * through the BLAS; test_blas.c holds that path to its own fixed split). */
+ * through the BLAS; test_gemm_variants.c holds that path to its own fixed split). */
 static void own_gemm(results *r, const char *name, gc_dtype dtype, int64_t batch, int64_t m, int64_t k, int64_t n,
                      bool trans_a, bool trans_b) {
     gc_tensor *a = normal(1, (int64_t[]){batch * m * k}, dtype, 8), *b = normal(1, (int64_t[]){batch * k * n}, dtype, 9);

@@ -1,10 +1,10 @@
 /* f32 and f64 matmul through a CBLAS (OpenBLAS), when the build has one (meson option
  * `blas`) and GC_BLAS is not 0. The library's own GEMM (matmul_cpu.c) stays the reference:
- * tests/test_blas.c checks this path against it.
+ * tests/test_gemm_variants.c checks this path against it.
  *
- * The rows of c are cut into fixed blocks, one BLAS call each, shared out between the
- * library's own threads (thread_pool.h), with OpenBLAS's own threads turned off: two pools
- * of spinning threads on the same cores slow each other down, and a fixed cut keeps the
+ * c is cut into fixed tiles, one BLAS call each, shared out between the library's own
+ * threads (thread_pool.h), with OpenBLAS's own threads turned off: two pools of spinning
+ * threads on the same cores slow each other down, and a cut fixed by the shape keeps the
  * results independent of the thread count. Products smaller than a few hundred
  * thousand multiply-adds (attention's, one per head) stay on the own kernel, which runs a
  * whole batch of them in one parallel call where each BLAS call would pay its overhead. */
@@ -19,10 +19,15 @@
 
 /* Multiply-adds per product below which the own kernel is used. */
 #define MIN_BLAS_WORK ((int64_t)1 << 18)
-/* One BLAS call per block of this many rows of c, whatever the number of threads: the
- * results of a BLAS call may depend on its shape (its kernels for the edge rows, its
- * blocking), so the calls must not change with the split. */
+/* One BLAS call per tile of c of ROW_BLOCK rows and the full width, whatever the number of
+ * threads: the results of a BLAS call may depend on its shape (its kernels for the edge
+ * rows, its blocking), so the calls must not change with the split. A product of fewer than
+ * MIN_TILES row blocks (a weight gradient g^T x of a layer with 128 outputs is one) is cut
+ * by columns as well, into at least MIN_TILES tiles of MIN_COLUMNS columns or more, so that
+ * it is not left to one thread; more tiles would pack a again for each. */
 #define ROW_BLOCK 128
+#define MIN_TILES 4
+#define MIN_COLUMNS 64
 
 static bool enabled;
 static pthread_once_t enabled_once = PTHREAD_ONCE_INIT;
@@ -45,29 +50,52 @@ typedef struct blas_rows {
     int64_t matrix; /* which product of the batch */
 } blas_rows;
 
-/* Rows [first, first + rows) of c for one product of the batch: one BLAS call. */
-static void multiply_block(const gc_matmul_args *g, int64_t matrix, int64_t first, int rows) {
+/* The columns of one tile: the full width, or for a product of few row blocks a part of
+ * it (a multiple of 16, the width of the BLAS's kernels), fixed by m and n alone. */
+static int64_t tile_columns(int64_t m, int64_t n) {
+    int64_t row_blocks = (m + ROW_BLOCK - 1) / ROW_BLOCK;
+    if (row_blocks >= MIN_TILES) return n;
+    int64_t column_blocks = (MIN_TILES + row_blocks - 1) / row_blocks, most = n / MIN_COLUMNS;
+    if (column_blocks > most) column_blocks = most;
+    if (column_blocks <= 1) return n;
+    int64_t width = ((n + column_blocks - 1) / column_blocks + 15) / 16 * 16;
+    return width < n ? width : n;
+}
+
+typedef struct blas_tiles {
+    const gc_matmul_args *args;
+    int64_t matrix;            /* which product of the batch */
+    int64_t columns, col_tiles; /* columns per tile; tiles per ROW_BLOCK rows */
+} blas_tiles;
+
+/* The tile of c at rows [first_row, first_row + rows), columns [first_col, first_col + cols)
+ * for one product of the batch: one BLAS call. */
+static void multiply_tile(const gc_matmul_args *g, int64_t matrix, int64_t first_row, int rows, int64_t first_col,
+                          int cols) {
     int m = (int)g->m, n = (int)g->n, k = (int)g->k;
     enum CBLAS_TRANSPOSE ta = g->trans_a ? CblasTrans : CblasNoTrans, tb = g->trans_b ? CblasTrans : CblasNoTrans;
     int lda = g->trans_a ? m : k, ldb = g->trans_b ? k : n;
-    /* Row i of op(a) starts at i lda when a is not transposed, at column i when it is. */
-    int64_t a_first = matrix * g->m * g->k + (g->trans_a ? first : first * lda);
-    int64_t b_first = matrix * g->k * g->n, c_first = matrix * g->m * g->n + first * n;
+    /* Row i of op(a) starts at i lda when a is not transposed, at column i when it is;
+     * column j of op(b) at column j when b is not transposed, at j ldb when it is. */
+    int64_t a_first = matrix * g->m * g->k + (g->trans_a ? first_row : first_row * lda);
+    int64_t b_first = matrix * g->k * g->n + (g->trans_b ? first_col * ldb : first_col);
+    int64_t c_first = matrix * g->m * g->n + first_row * n + first_col;
     if (g->dtype == GC_F32)
-        cblas_sgemm(CblasRowMajor, ta, tb, rows, n, k, g->alpha, (const float *)g->a + a_first, lda > 1 ? lda : 1,
+        cblas_sgemm(CblasRowMajor, ta, tb, rows, cols, k, g->alpha, (const float *)g->a + a_first, lda > 1 ? lda : 1,
                     (const float *)g->b + b_first, ldb > 1 ? ldb : 1, g->beta, (float *)g->c + c_first, n);
     else
-        cblas_dgemm(CblasRowMajor, ta, tb, rows, n, k, g->alpha, (const double *)g->a + a_first, lda > 1 ? lda : 1,
+        cblas_dgemm(CblasRowMajor, ta, tb, rows, cols, k, g->alpha, (const double *)g->a + a_first, lda > 1 ? lda : 1,
                     (const double *)g->b + b_first, ldb > 1 ? ldb : 1, g->beta, (double *)g->c + c_first, n);
 }
 
-/* Row blocks [first, last) of c for one product of the batch. */
-static void multiply_blocks(void *arg, int64_t first, int64_t last) {
-    const blas_rows *job = arg;
-    int64_t m = job->args->m;
-    for (int64_t block = first; block < last; block++) {
-        int64_t row = block * ROW_BLOCK;
-        multiply_block(job->args, job->matrix, row, (int)(m - row < ROW_BLOCK ? m - row : ROW_BLOCK));
+/* Tiles [first, last) of c for one product of the batch, row block by row block. */
+static void multiply_tiles(void *arg, int64_t first, int64_t last) {
+    const blas_tiles *job = arg;
+    int64_t m = job->args->m, n = job->args->n;
+    for (int64_t tile = first; tile < last; tile++) {
+        int64_t row = tile / job->col_tiles * ROW_BLOCK, col = tile % job->col_tiles * job->columns;
+        multiply_tile(job->args, job->matrix, row, (int)(m - row < ROW_BLOCK ? m - row : ROW_BLOCK), col,
+                      (int)(n - col < job->columns ? n - col : job->columns));
     }
 }
 
@@ -80,7 +108,9 @@ void gc_cpu_matmul_blas(const gc_matmul_args *args) {
         return;
     }
     if (args->m == 0 || args->n == 0) return;
-    int64_t blocks = (args->m + ROW_BLOCK - 1) / ROW_BLOCK, block_work = ROW_BLOCK * args->n * args->k;
-    int64_t grain = block_work > 0 && MIN_BLAS_WORK / block_work > 1 ? MIN_BLAS_WORK / block_work : 1;
-    for (int64_t i = 0; i < args->batch; i++) gc_parallel_for(blocks, grain, multiply_blocks, &(blas_rows){args, i});
+    int64_t columns = tile_columns(args->m, args->n), col_tiles = (args->n + columns - 1) / columns;
+    int64_t tiles = (args->m + ROW_BLOCK - 1) / ROW_BLOCK * col_tiles, tile_work = ROW_BLOCK * columns * args->k;
+    int64_t grain = tile_work > 0 && MIN_BLAS_WORK / tile_work > 1 ? MIN_BLAS_WORK / tile_work : 1;
+    for (int64_t i = 0; i < args->batch; i++)
+        gc_parallel_for(tiles, grain, multiply_tiles, &(blas_tiles){args, i, columns, col_tiles});
 }
