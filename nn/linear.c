@@ -27,8 +27,9 @@ gc_tensor *gc_linear_forward(const gc_linear *layer, const gc_tensor *x /* [...,
     for (int d = 0; d < x->ndim; d++) shape[d] = x->shape[d];
     shape[x->ndim - 1] = out;
     gc_tensor *rows = gc_reshape(x, GC_SHAPE(gc_numel(x) / in, in));
-    gc_tensor *y = gc_nn_then(rows, gc_matmul(rows, layer->weight, false, true)); /* [rows, out] */
-    if (layer->bias) y = gc_nn_then(y, gc_add(y, layer->bias));
+    gc_tensor *y = layer->bias ? gc_matmul_bias(rows, layer->weight, layer->bias, false, true)
+                               : gc_matmul(rows, layer->weight, false, true); /* [rows, out] */
+    gc_tensor_release(rows);
     return gc_nn_then(y, gc_reshape(y, x->ndim, shape));
 }
 

@@ -60,24 +60,29 @@ gc_tensor *gc_mul(const gc_tensor *a, const gc_tensor *b) { return binary("mul",
 gc_tensor *gc_div(const gc_tensor *a, const gc_tensor *b) { return binary("div", GC_BINARY_DIV, a, b); }
 
 /* Broadcasting x to a shape is a binary op whose other operand is a zero scalar. */
+bool gc_broadcast_into(const char *op, const gc_tensor *x, gc_tensor *target) {
+    gc_tensor *zero = gc_zeros(0, NULL, x->dtype, x->device);
+    if (!zero) return false;
+    gc_broadcast bc;
+    int out_ndim = broadcast(op, x, target, &bc);
+    if (out_ndim != target->ndim || bc.numel != gc_numel(target)) {
+        char tx[128], shape_text[96];
+        gc_fatal("%s: %s cannot be broadcast to %s", op, gc_tensor_str(x, tx, sizeof tx),
+                 gc_shape_str(target->ndim, target->shape, shape_text, sizeof shape_text));
+    }
+    for (int d = 0; d < GC_BCAST_DIMS; d++) bc.b_stride[d] = 0; /* x + 0 */
+    gc_backend_for(x->device)->binary(GC_BINARY_ADD, gc_data(x), gc_data(zero), gc_data(target), &bc, x->dtype);
+    gc_tensor_release(zero);
+    return true;
+}
+
 gc_tensor *gc_expand(const gc_tensor *x, int ndim, const int64_t *shape) {
     if (!x) return NULL;
     gc_tensor *target = gc_empty(ndim, shape, x->dtype, x->device); /* the result, and the shape to check */
-    gc_tensor *zero = target ? gc_zeros(0, NULL, x->dtype, x->device) : NULL;
-    if (!zero) {
+    if (!target || !gc_broadcast_into("expand", x, target)) {
         gc_tensor_release(target);
         return NULL;
     }
-    gc_broadcast bc;
-    int out_ndim = broadcast("expand", x, target, &bc);
-    if (out_ndim != ndim || bc.numel != gc_numel(target)) {
-        char tx[128], shape_text[96];
-        gc_fatal("expand: %s cannot be broadcast to %s", gc_tensor_str(x, tx, sizeof tx),
-                 gc_shape_str(ndim, shape, shape_text, sizeof shape_text));
-    }
-    for (int d = 0; d < GC_BCAST_DIMS; d++) bc.b_stride[d] = 0;
-    gc_backend_for(x->device)->binary(GC_BINARY_ADD, gc_data(x), gc_data(zero), gc_data(target), &bc, x->dtype);
-    gc_tensor_release(zero);
     return gc_finish_op(&(gc_op_record){.kind = GC_OP_EXPAND, .n_inputs = 1, .inputs = (const gc_tensor *[]){x},
                                         .output = target});
 }

@@ -22,6 +22,10 @@ gc_tensor *gc_embedding_backward(const gc_tensor *grad_out, const gc_tensor *ids
 bool gc_layernorm_backward(const gc_tensor *x, const gc_tensor *gamma, const gc_tensor *g, double eps,
                            gc_tensor **dx, gc_tensor **g_xhat);
 
+/* x broadcast (NumPy rules) into the existing contiguous `target`: gc_expand's copy, also
+ * the bias rows gc_matmul_bias starts from. False when out of memory. */
+bool gc_broadcast_into(const char *op, const gc_tensor *x, gc_tensor *target);
+
 /* c = op(a) @ op(b), or c += op(a) @ op(b) when accumulate, into an existing c of the
  * product's shape (a view such as a slice of rows works: it is contiguous). For the tiled
  * contrastive loss, which accumulates gradients tile by tile without a temporary. */

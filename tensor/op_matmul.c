@@ -48,6 +48,32 @@ gc_tensor *gc_matmul(const gc_tensor *a, const gc_tensor *b, bool trans_a, bool 
                                         .output = c, .params.matmul = {trans_a, trans_b}});
 }
 
+gc_tensor *gc_matmul_bias(const gc_tensor *a, const gc_tensor *b, const gc_tensor *bias, bool trans_a,
+                          bool trans_b) {
+    if (!a || !b || !bias) return NULL;
+    int64_t shape[3];
+    gc_matmul_args args = plan_matmul("matmul_bias", a, b, trans_a, trans_b, shape);
+    gc_check_same_device("matmul_bias", a, bias);
+    gc_check_same_dtype("matmul_bias", a, bias);
+    int64_t n = shape[a->ndim - 1];
+    if (a->ndim != 2 || bias->ndim != 1 || bias->shape[0] != n) {
+        char a_text[128], bias_text[128];
+        gc_fatal("matmul_bias: needs 2-D operands and a bias [%lld], got a %s and bias %s", (long long)n,
+                 gc_tensor_str(a, a_text, sizeof a_text), gc_tensor_str(bias, bias_text, sizeof bias_text));
+    }
+    gc_tensor *c = gc_empty(2, shape, a->dtype, a->device);
+    if (!c || !gc_broadcast_into("matmul_bias", bias, c)) {
+        gc_tensor_release(c);
+        return NULL;
+    }
+    args.c = gc_data(c);
+    args.beta = 1.0f; /* c = bias + op(a) op(b) */
+    gc_backend_for(a->device)->matmul(&args);
+    return gc_finish_op(&(gc_op_record){.kind = GC_OP_MATMUL, .n_inputs = 3,
+                                        .inputs = (const gc_tensor *[]){a, b, bias}, .output = c,
+                                        .params.matmul = {trans_a, trans_b}});
+}
+
 void gc_matmul_into(gc_tensor *c, const gc_tensor *a, const gc_tensor *b, bool trans_a, bool trans_b,
                     bool accumulate) {
     char c_text[128], want[64];

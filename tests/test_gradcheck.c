@@ -24,6 +24,11 @@ static gc_tensor *op_matmul(gc_tensor *const *x, const void *c) {
     return gc_matmul(x[0], x[1], flags[0], flags[1]);
 }
 
+static gc_tensor *op_matmul_bias(gc_tensor *const *x, const void *c) {
+    const bool *flags = c;
+    return gc_matmul_bias(x[0], x[1], x[2], flags[0], flags[1]);
+}
+
 typedef struct { int which; bool keepdim; } reduce_case;
 static gc_tensor *op_reduce(gc_tensor *const *x, const void *c) {
     const reduce_case *r = c;
@@ -111,6 +116,9 @@ static void check_matmul(void) {
         gc_tensor *x[2] = {flags[0] ? gc_test_leaf(GC_SHAPE(4, 3), -1, 1, 40) : gc_test_leaf(GC_SHAPE(3, 4), -1, 1, 40),
                            flags[1] ? gc_test_leaf(GC_SHAPE(2, 4), -1, 1, 41) : gc_test_leaf(GC_SHAPE(4, 2), -1, 1, 41)};
         gc_test_gradcheck("matmul", op_matmul, x, 2, flags);
+        gc_tensor *with_bias[3] = {x[0], x[1], gc_test_leaf(GC_SHAPE(2), -1, 1, 44)};
+        gc_test_gradcheck("matmul_bias", op_matmul_bias, with_bias, 3, flags);
+        gc_tensor_release(with_bias[2]);
         release_all(x, 2);
     }
     bool flags[2] = {false, true};

@@ -150,30 +150,34 @@ static void test_half_rounds_once(void) {
 /* --- against a naive double loop ------------------------------------------------------ */
 
 /* op(a) [m, k] @ op(b) [k, n] for `batch` random pairs (batch 0: 2-D), against a double
- * loop over the same (already rounded) values. Each of the two sums of k products is
- * within (k + 2) u sum_p |a_ip b_pj| of the exact value (Higham's bound for recursive
- * summation, whatever the order, plus the product roundings), u being the unit roundoff
- * of its accumulation; f16 and bf16 then round once more, by at most their own u. */
+ * loop over the same (already rounded) values; with_bias (2-D only): gc_matmul_bias, a
+ * random bias [n] added to each row. Each of the two sums of k products (k + 1 terms with
+ * the bias) is within (k + 3) u sum_p |terms| of the exact value (Higham's bound for
+ * recursive summation, whatever the order, plus the product roundings), u being the unit
+ * roundoff of its accumulation; f16 and bf16 then round once more, by at most their own u. */
 static void check_against_loop(gc_dtype dtype, int64_t batch, int64_t m, int64_t k, int64_t n, bool ta,
-                               bool tb, uint64_t seed) {
+                               bool tb, bool with_bias, uint64_t seed) {
     int64_t count = batch ? batch : 1;
     double *a = malloc(sizeof(double) * (size_t)(count * m * k + 1));
     double *b = malloc(sizeof(double) * (size_t)(count * k * n + 1));
+    double *bias = calloc((size_t)n + 1, sizeof(double));
     double *got = malloc(sizeof(double) * (size_t)(count * m * n + 1));
-    REQUIRE(a && b && got);
+    REQUIRE(a && b && bias && got);
     fill_random(a, count * m * k, seed, dtype);
     fill_random(b, count * k * n, seed + 1, dtype);
+    if (with_bias) fill_random(bias, n, seed + 2, dtype);
     gc_tensor *left = matrix(a, batch, m, k, ta, dtype), *right = matrix(b, batch, k, n, tb, dtype);
-    gc_tensor *c = gc_matmul(left, right, ta, tb);
+    gc_tensor *bias_tensor = with_bias ? tensor_of(bias, GC_SHAPE(n), dtype) : NULL;
+    gc_tensor *c = with_bias ? gc_matmul_bias(left, right, bias_tensor, ta, tb) : gc_matmul(left, right, ta, tb);
     REQUIRE(c);
     gc_to_host_f64(c, got);
 
-    double roundoff = (double)(k + 2) * (accumulation_roundoff(dtype) + 0x1p-53);
+    double roundoff = (double)(k + 3) * (accumulation_roundoff(dtype) + 0x1p-53);
     int bad = 0;
     for (int64_t t = 0; t < count; t++)
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++) {
-                double want = 0, magnitude = 0;
+                double want = bias[j], magnitude = fabs(bias[j]);
                 for (int64_t p = 0; p < k; p++) {
                     double product = a[(t * m + i) * k + p] * b[(t * k + p) * n + j];
                     want += product;
@@ -184,21 +188,24 @@ static void check_against_loop(gc_dtype dtype, int64_t batch, int64_t m, int64_t
                 if (error > bound && bad++ < 3)
                     fprintf(
                         stderr,
-                        "%s batch %lld [%lld x %lld @ %lld] ta=%d tb=%d: c[%lld, %lld] = %.17g, want %.17g\n",
+                        "%s batch %lld [%lld x %lld @ %lld] ta=%d tb=%d bias=%d: c[%lld, %lld] = %.17g, want %.17g\n",
                         gc_dtype_name(dtype), (long long)batch, (long long)m, (long long)k, (long long)n, ta,
-                        tb, (long long)i, (long long)j, got[(t * m + i) * n + j], want);
+                        tb, with_bias, (long long)i, (long long)j, got[(t * m + i) * n + j], want);
             }
     CHECK(bad == 0);
     free(a);
     free(b);
+    free(bias);
     free(got);
     gc_tensor_release(left);
     gc_tensor_release(right);
+    gc_tensor_release(bias_tensor);
     gc_tensor_release(c);
 }
 
 /* Shapes that leave partial micro-tiles (m % 4, n % 16) and cross KC = 256 (k = 517),
- * MC = 96 (m = 101) and NC = 3072 (n = 3100) of the blocked kernel. */
+ * MC = 96 (m = 101) and NC = 3072 (n = 3100) of the blocked kernel; the 2-D ones with a
+ * bias too. */
 static void test_against_loop(void) {
     const int64_t shapes[][4] = {/* batch, m, k, n */
                                  {0, 67, 131, 45},
@@ -210,8 +217,9 @@ static void test_against_loop(void) {
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int d = 0; d < N_FLOAT_DTYPES; d++)
             for (int flags = 0; flags < 4; flags++)
-                check_against_loop(float_dtypes[d], shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3],
-                                   flags & 1, flags & 2, seed += 2);
+                for (int with_bias = 0; with_bias <= (shapes[s][0] == 0); with_bias++)
+                    check_against_loop(float_dtypes[d], shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3],
+                                       flags & 1, flags & 2, with_bias, seed += 3);
 }
 
 /* f16 and bf16 are the f32 product of the widened inputs, rounded once: bit for bit. */
@@ -385,6 +393,21 @@ static gc_tensor *zeros(int ndim, const int64_t *shape, gc_dtype dtype) {
     return t;
 }
 
+typedef struct bias_case {
+    gc_tensor *a, *b, *bias;
+} bias_case;
+
+static void run_matmul_bias(void *arg) {
+    const bias_case *c = arg;
+    gc_matmul_bias(c->a, c->b, c->bias, false, false);
+}
+
+static void expect_bias_fatal(gc_tensor *a, gc_tensor *b, gc_tensor *bias, const char *expected) {
+    bias_case c = {a, b, bias};
+    gc_test_expect_fatal(run_matmul_bias, &c, expected);
+    RELEASE(a, b, bias);
+}
+
 static void test_errors(void) {
     expect_matmul_fatal(zeros(GC_SHAPE(2, 3), GC_F32), zeros(GC_SHAPE(2, 2), GC_F32), false, false,
                         "matmul: inner dims differ: [2, 3] f32 cpu @ [2, 2] f32 cpu gives k = 3 and 2");
@@ -403,6 +426,12 @@ static void test_errors(void) {
                         "matmul: needs a floating-point tensor, got [2, 3] i32 cpu");
     expect_matmul_fatal(zeros(GC_SHAPE(2, 3), GC_F32), zeros(GC_SHAPE(3, 2), GC_F64), false, false,
                         "matmul: inputs of different dtypes: [2, 3] f32 cpu and [3, 2] f64 cpu");
+    expect_bias_fatal(zeros(GC_SHAPE(2, 3), GC_F32), zeros(GC_SHAPE(3, 4), GC_F32), zeros(GC_SHAPE(3), GC_F32),
+                      "matmul_bias: needs 2-D operands and a bias [4], got a [2, 3] f32 cpu and bias [3] f32 cpu");
+    expect_bias_fatal(zeros(GC_SHAPE(1, 2, 3), GC_F32), zeros(GC_SHAPE(1, 3, 4), GC_F32), zeros(GC_SHAPE(4), GC_F32),
+                      "matmul_bias: needs 2-D operands and a bias [4], got a [1, 2, 3] f32 cpu");
+    expect_bias_fatal(zeros(GC_SHAPE(2, 3), GC_F32), zeros(GC_SHAPE(3, 4), GC_F32), zeros(GC_SHAPE(4), GC_F64),
+                      "matmul_bias: inputs of different dtypes: [2, 3] f32 cpu and [4] f64 cpu");
     /* Two devices cannot meet on a CPU-only machine; tests/test_matmul_cuda.c covers it. */
     /* A malformed GC_NUM_THREADS: tests/test_threads.c. */
 }
@@ -423,8 +452,19 @@ static void test_null_and_allocation_failure(void) {
     gc_memory_set_limit(gc_cpu(), 0);
     gc_clear_error();
     gc_tensor_release(c);
-    gc_tensor_release(a);
-    gc_tensor_release(b);
+
+    /* gc_matmul_bias: NULL in, NULL out; room for c but not for the zero its bias rows are
+     * broadcast with: NULL, c given back, the limit's status */
+    gc_tensor *bias = zeros(GC_SHAPE(64), GC_F32);
+    CHECK(gc_matmul_bias(a, b, NULL, false, false) == NULL && gc_last_status() == GC_OK);
+    size_t live = gc_memory_get_stats(gc_cpu()).live_bytes;
+    gc_memory_set_limit(gc_cpu(), live + 64 * 64 * sizeof(float));
+    CHECK(gc_matmul_bias(a, b, bias, false, false) == NULL);
+    CHECK(gc_last_status() == GC_ERR_MEM_LIMIT);
+    CHECK(gc_memory_get_stats(gc_cpu()).live_bytes == live);
+    gc_memory_set_limit(gc_cpu(), 0);
+    gc_clear_error();
+    RELEASE(a, b, bias);
 }
 
 int main(void) {

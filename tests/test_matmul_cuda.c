@@ -1,5 +1,6 @@
 /* gc_matmul on CUDA (cuBLAS) against the CPU kernel, for every float dtype, transpose
- * combination, batched and odd shapes, and k = 0.
+ * combination, batched and odd shapes, and k = 0; gc_matmul_bias on the 2-D shapes (its
+ * bias one more term of the sum: the bound of k + 1).
  *
  * Tolerance. Inputs are uniform in [-1, 1), so a product has variance 1/9 and a
  * partial sum s_p of p products an rms of sqrt(p / 9). The CPU sums each element in
@@ -52,6 +53,16 @@ static void compare(gc_dtype dtype, int64_t batch, int64_t m, int64_t k, int64_t
     snprintf(what, sizeof what, "%s batch %lld [%lld x %lld @ %lld] trans_a=%d trans_b=%d",
              gc_dtype_name(dtype), (long long)batch, (long long)m, (long long)k, (long long)n, ta, tb);
     gc_test_expect_close(want, got, atol_for(dtype, k), rtol_for(dtype), what);
+    if (!batch) {
+        gc_tensor *bias = gc_test_random(1, &n, dtype, seed + 2), *bias_gpu = gc_to_device(bias, gc_cuda(0));
+        gc_tensor *want_biased = gc_matmul_bias(a, b, bias, ta, tb);
+        gc_tensor *got_biased = gc_matmul_bias(a_gpu, b_gpu, bias_gpu, ta, tb);
+        REQUIRE(bias_gpu && want_biased && got_biased);
+        snprintf(what, sizeof what, "matmul_bias %s [%lld x %lld @ %lld] trans_a=%d trans_b=%d", gc_dtype_name(dtype),
+                 (long long)m, (long long)k, (long long)n, ta, tb);
+        gc_test_expect_close(want_biased, got_biased, atol_for(dtype, k + 1), rtol_for(dtype), what);
+        RELEASE(bias, bias_gpu, want_biased, got_biased);
+    }
     gc_tensor_release(a);
     gc_tensor_release(b);
     gc_tensor_release(a_gpu);

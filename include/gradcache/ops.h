@@ -74,6 +74,11 @@ gc_tensor *gc_rsqrt(const gc_tensor *x);
  * batches, a [B, ., .] and b [B, ., .]. Floating dtypes; accumulation in f32 (f64 for
  * f64). CUDA uses cuBLAS (tensor cores for f16/bf16; f32 stays full-precision f32). */
 gc_tensor *gc_matmul(const gc_tensor *a, const gc_tensor *b, bool trans_a, bool trans_b);
+/* 2-D op(a) @ op(b) + bias, bias [N] added to every row (a linear layer): the bias rows are
+ * written into the result and the GEMM adds the product to them, one pass over the result
+ * fewer than gc_add after gc_matmul. The sum may round differently from that pair's (the
+ * GEMM may add the bias before the last of its partial sums), within the GEMM's own error. */
+gc_tensor *gc_matmul_bias(const gc_tensor *a, const gc_tensor *b, const gc_tensor *bias, bool trans_a, bool trans_b);
 
 /* --- reductions over the last dim (keepdim keeps it as size 1) and over everything --- */
 gc_tensor *gc_sum_last(const gc_tensor *x, bool keepdim);
