@@ -7,22 +7,29 @@
 
 #include <string.h>
 
-/* Lanes that are contiguous in memory (lane_stride 1) are copied a panel row at a time;
- * otherwise each element is gathered. */
+/* Lanes that are contiguous in memory (lane_stride 1) are copied a panel row at a time,
+ * depth by depth across all the full panels, so that the source is read front to back (a
+ * panel at a time would walk down the whole depth once per panel, a cache miss per row);
+ * otherwise, and in a partial last panel, each element is gathered. */
 #define GEMM_PACK_DEFINE(T, NAME, LANES)                                                                   \
     static void NAME(void *dst, const void *src, int64_t lane_stride, int64_t depth_stride, int64_t width, \
                      int64_t depth) {                                                                      \
         const int64_t lanes = LANES;                                                                       \
         T *out = dst;                                                                                      \
         const T *in = src;                                                                                 \
-        for (int64_t first = 0; first < width; first += lanes) {                                           \
+        int64_t first = 0;                                                                                 \
+        if (lane_stride == 1) {                                                                            \
+            int64_t full_panels = width / lanes;                                                           \
+            for (int64_t p = 0; p < depth; p++)                                                            \
+                for (int64_t panel = 0; panel < full_panels; panel++)                                      \
+                    memcpy(out + (panel * depth + p) * lanes, in + p * depth_stride + panel * lanes,       \
+                           (size_t)lanes * sizeof(T));                                                     \
+            first = full_panels * lanes;                                                                   \
+            out += full_panels * depth * lanes;                                                            \
+        }                                                                                                  \
+        for (; first < width; first += lanes) {                                                            \
             const T *panel = in + first * lane_stride;                                                     \
             int64_t full = width - first < lanes ? width - first : lanes;                                  \
-            if (lane_stride == 1 && full == lanes) {                                                       \
-                for (int64_t p = 0; p < depth; p++, out += lanes)                                          \
-                    memcpy(out, panel + p * depth_stride, (size_t)lanes * sizeof(T));                      \
-                continue;                                                                                  \
-            }                                                                                              \
             for (int64_t p = 0; p < depth; p++, out += lanes) {                                            \
                 for (int64_t l = 0; l < full; l++) out[l] = panel[l * lane_stride + p * depth_stride];     \
                 for (int64_t l = full; l < lanes; l++) out[l] = (T)0;                                      \

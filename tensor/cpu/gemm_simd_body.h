@@ -21,6 +21,10 @@ GEMM_PACK_DEFINE(T, CAT(GEMM_NAME, _pack_b), NR)
 static void CAT(GEMM_NAME, _tile)(const void *pa, const void *pb, int64_t depth, void *c, int64_t ldc, int64_t rows,
                                   int64_t cols, float alpha, float beta) {
     const T *a = pa, *b = pb;
+    for (int64_t i = 0; i < rows; i++) { /* c's rows, ready for the update at the end */
+        __builtin_prefetch((const T *)c + i * ldc);
+        __builtin_prefetch((const T *)c + i * ldc + cols - 1);
+    }
     VEC acc[MR][2];
     for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = V_ZERO();
     for (int64_t p = 0; p < depth; p++, a += MR, b += NR) {
