@@ -19,13 +19,17 @@
 
 /* Multiply-adds per product below which the own kernel is used. */
 #define MIN_BLAS_WORK ((int64_t)1 << 18)
-/* One BLAS call per tile of c of ROW_BLOCK rows and the full width, whatever the number of
- * threads: the results of a BLAS call may depend on its shape (its kernels for the edge
- * rows, its blocking), so the calls must not change with the split. A product of fewer than
- * MIN_TILES row blocks (a weight gradient g^T x of a layer with 128 outputs is one) is cut
- * by columns as well, into at least MIN_TILES tiles of MIN_COLUMNS columns or more, so that
- * it is not left to one thread; more tiles would pack a again for each. */
-#define ROW_BLOCK 128
+/* One BLAS call per tile of c, the tiles fixed by the shape whatever the number of threads:
+ * the results of a BLAS call may depend on its shape (its kernels for the edge rows, its
+ * blocking), so the calls must not change with the split. Each call packs its rows of
+ * op(a) and the whole of op(b), so a tall product is cut into ROW_TILES tiles (of at least
+ * MIN_ROW_BLOCK rows): enough for that many threads, each packing op(b) once, where blocks
+ * of a fixed 128 rows packed it m / 128 times. A product of fewer than MIN_TILES row
+ * blocks (a weight gradient g^T x of a layer with 128 outputs is one) is cut by columns as
+ * well, into at least MIN_TILES tiles of MIN_COLUMNS columns or more, so that it is not
+ * left to one thread; more tiles would pack op(a) again for each. */
+#define ROW_TILES 8
+#define MIN_ROW_BLOCK 128
 #define MIN_TILES 4
 #define MIN_COLUMNS 64
 
@@ -45,15 +49,17 @@ bool gc_cpu_blas_enabled(void) {
     return enabled;
 }
 
-typedef struct blas_rows {
-    const gc_matmul_args *args;
-    int64_t matrix; /* which product of the batch */
-} blas_rows;
+/* The rows of one tile: m / ROW_TILES rounded up to a multiple of 16, MIN_ROW_BLOCK at
+ * least. */
+static int64_t tile_rows(int64_t m) {
+    int64_t rows = ((m + ROW_TILES - 1) / ROW_TILES + 15) / 16 * 16;
+    return rows > MIN_ROW_BLOCK ? rows : MIN_ROW_BLOCK;
+}
 
 /* The columns of one tile: the full width, or for a product of few row blocks a part of
  * it (a multiple of 16, the width of the BLAS's kernels), fixed by m and n alone. */
 static int64_t tile_columns(int64_t m, int64_t n) {
-    int64_t row_blocks = (m + ROW_BLOCK - 1) / ROW_BLOCK;
+    int64_t row_blocks = (m + MIN_ROW_BLOCK - 1) / MIN_ROW_BLOCK;
     if (row_blocks >= MIN_TILES) return n;
     int64_t column_blocks = (MIN_TILES + row_blocks - 1) / row_blocks, most = n / MIN_COLUMNS;
     if (column_blocks > most) column_blocks = most;
@@ -62,10 +68,12 @@ static int64_t tile_columns(int64_t m, int64_t n) {
     return width < n ? width : n;
 }
 
+/* The cut of one product's c into tiles, row block by row block. */
 typedef struct blas_tiles {
     const gc_matmul_args *args;
     int64_t matrix;            /* which product of the batch */
-    int64_t columns, col_tiles; /* columns per tile; tiles per ROW_BLOCK rows */
+    int64_t rows, columns;     /* per tile (the last row and column ones may be smaller) */
+    int64_t col_tiles;         /* tiles per row block */
 } blas_tiles;
 
 /* The tile of c at rows [first_row, first_row + rows), columns [first_col, first_col + cols)
@@ -93,8 +101,8 @@ static void multiply_tiles(void *arg, int64_t first, int64_t last) {
     const blas_tiles *job = arg;
     int64_t m = job->args->m, n = job->args->n;
     for (int64_t tile = first; tile < last; tile++) {
-        int64_t row = tile / job->col_tiles * ROW_BLOCK, col = tile % job->col_tiles * job->columns;
-        multiply_tile(job->args, job->matrix, row, (int)(m - row < ROW_BLOCK ? m - row : ROW_BLOCK), col,
+        int64_t row = tile / job->col_tiles * job->rows, col = tile % job->col_tiles * job->columns;
+        multiply_tile(job->args, job->matrix, row, (int)(m - row < job->rows ? m - row : job->rows), col,
                       (int)(n - col < job->columns ? n - col : job->columns));
     }
 }
@@ -108,9 +116,10 @@ void gc_cpu_matmul_blas(const gc_matmul_args *args) {
         return;
     }
     if (args->m == 0 || args->n == 0) return;
-    int64_t columns = tile_columns(args->m, args->n), col_tiles = (args->n + columns - 1) / columns;
-    int64_t tiles = (args->m + ROW_BLOCK - 1) / ROW_BLOCK * col_tiles, tile_work = ROW_BLOCK * columns * args->k;
+    int64_t rows = tile_rows(args->m), columns = tile_columns(args->m, args->n);
+    int64_t col_tiles = (args->n + columns - 1) / columns, tiles = (args->m + rows - 1) / rows * col_tiles;
+    int64_t tile_work = rows * columns * args->k;
     int64_t grain = tile_work > 0 && MIN_BLAS_WORK / tile_work > 1 ? MIN_BLAS_WORK / tile_work : 1;
     for (int64_t i = 0; i < args->batch; i++)
-        gc_parallel_for(tiles, grain, multiply_tiles, &(blas_tiles){args, i, columns, col_tiles});
+        gc_parallel_for(tiles, grain, multiply_tiles, &(blas_tiles){args, i, rows, columns, col_tiles});
 }
