@@ -135,19 +135,29 @@ static gc_tensor *local_derivative(gc_unary_op op, const gc_tensor *saved) {
         gc_tensor_release(cube);
         break;
     }
-    case GC_UNARY_RELU: return gc_unary_apply(GC_UNARY_RELU_GRAD, saved);
-    case GC_UNARY_GELU_TANH: return gc_unary_apply(GC_UNARY_GELU_TANH_GRAD, saved);
-    case GC_UNARY_GELU_ERF: return gc_unary_apply(GC_UNARY_GELU_ERF_GRAD, saved);
     default: gc_fatal("autograd: unary op %d has no derivative", (int)op);
     }
     gc_tensor_release(square);
     return derivative;
 }
 
+/* For the activations, whose derivative is an op of x: that op into *derivative, for one
+ * fused pass g * derivative(x) (gc_unary_grad). */
+static bool activation_derivative(gc_unary_op op, gc_unary_op *derivative) {
+    switch (op) {
+    case GC_UNARY_RELU: *derivative = GC_UNARY_RELU_GRAD; return true;
+    case GC_UNARY_GELU_TANH: *derivative = GC_UNARY_GELU_TANH_GRAD; return true;
+    case GC_UNARY_GELU_ERF: *derivative = GC_UNARY_GELU_ERF_GRAD; return true;
+    default: return false;
+    }
+}
+
 static bool backward_unary(gc_node *node, gc_tensor *g, gc_tensor **grad_inputs) {
-    gc_unary_op op = node->record.params.unary.op;
+    gc_unary_op op = node->record.params.unary.op, derivative;
     if (op == GC_UNARY_NEG) {
         grad_inputs[0] = gc_neg(g);
+    } else if (activation_derivative(op, &derivative)) {
+        grad_inputs[0] = gc_unary_grad(derivative, node->saved[0], g);
     } else {
         gc_tensor *derivative = local_derivative(op, node->saved[0]);
         grad_inputs[0] = gc_mul(g, derivative);

@@ -165,6 +165,11 @@ typedef struct gc_backend {
                    uint64_t offset, double a, double b);
     void (*cast)(const void *src, gc_dtype src_dtype, void *dst, gc_dtype dst_dtype, size_t n);
     void (*unary)(gc_unary_op op, const void *x, void *y, size_t n, gc_dtype dtype);
+    /* dx = g * derivative(x) elementwise, derivative being GC_UNARY_RELU_GRAD,
+     * GC_UNARY_GELU_TANH_GRAD or GC_UNARY_GELU_ERF_GRAD, for f32 and f64: one pass where a
+     * backward would write the derivative and then multiply, with the same bits. Optional
+     * (NULL on CUDA, where the rule composes the two). */
+    void (*unary_grad)(gc_unary_op derivative, const void *x, const void *g, void *dx, size_t n, gc_dtype dtype);
     void (*binary)(gc_binary_op op, const void *a, const void *b, void *out,
                    const gc_broadcast *bc, gc_dtype dtype);
     /* out = a op s, or s op a when scalar_first */

@@ -148,6 +148,29 @@ static gc_tensor *unary(const char *name, gc_unary_op op, const gc_tensor *x) {
 
 gc_tensor *gc_unary_apply(gc_unary_op op, const gc_tensor *x) { return unary_unrecorded("unary", op, x); }
 
+gc_tensor *gc_unary_grad(gc_unary_op derivative, const gc_tensor *x, const gc_tensor *g) {
+    if (!x || !g) return NULL;
+    if (derivative != GC_UNARY_RELU_GRAD && derivative != GC_UNARY_GELU_TANH_GRAD &&
+        derivative != GC_UNARY_GELU_ERF_GRAD)
+        gc_fatal("unary_grad: op %d is not a derivative taken from x", (int)derivative);
+    gc_check_same_device("unary_grad", x, g);
+    gc_check_same_dtype("unary_grad", x, g);
+    if (!gc_same_shape(x, g)) {
+        char tx[128], tg[128];
+        gc_fatal("unary_grad: x %s and g %s differ in shape", gc_tensor_str(x, tx, sizeof tx),
+                 gc_tensor_str(g, tg, sizeof tg));
+    }
+    const gc_backend *backend = gc_backend_for(x->device);
+    if (!backend->unary_grad || (x->dtype != GC_F32 && x->dtype != GC_F64)) {
+        gc_tensor *slope = gc_unary_apply(derivative, x), *dx = gc_mul(g, slope);
+        gc_tensor_release(slope);
+        return dx;
+    }
+    gc_tensor *dx = gc_empty_like(x);
+    if (dx) backend->unary_grad(derivative, gc_data(x), gc_data(g), gc_data(dx), (size_t)gc_numel(x), x->dtype);
+    return dx;
+}
+
 gc_tensor *gc_neg(const gc_tensor *x) { return unary("neg", GC_UNARY_NEG, x); }
 gc_tensor *gc_exp(const gc_tensor *x) { return unary("exp", GC_UNARY_EXP, x); }
 gc_tensor *gc_log(const gc_tensor *x) { return unary("log", GC_UNARY_LOG, x); }

@@ -1,5 +1,7 @@
 /* Elementwise ops on the CPU against hand-computed values: binary ops with every kind of
- * broadcast, ops with a scalar, unary maps against libm, the dtypes and the errors. */
+ * broadcast, ops with a scalar, unary maps against libm, the activations' fused backward,
+ * the dtypes and the errors. */
+#include "tensor/op_internal.h"
 #include "values.h"
 
 /* One rounding of an exact result to f32, 2^-24 relative: the inputs are small dyadic
@@ -408,7 +410,45 @@ static void test_errors(void) {
     gc_tensor_release(x);
 }
 
+/* gc_unary_grad (the activations' backward: the backend's one pass for f32 and f64, the
+ * composed ops for the half types) gives the bits of the derivative op and then a
+ * multiply, for each activation, dtype and a length with a tail past any vector width. */
+static void test_unary_grad(void) {
+    const gc_unary_op derivatives[] = {GC_UNARY_RELU_GRAD, GC_UNARY_GELU_TANH_GRAD, GC_UNARY_GELU_ERF_GRAD};
+    const gc_dtype dtypes[] = {GC_F32, GC_F64, GC_F16, GC_BF16};
+    for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; d++) {
+        gc_tensor *x = gc_test_random_in(GC_SHAPE(3, 1001), dtypes[d], -5, 5, 70 + d);
+        gc_tensor *g = gc_test_random_in(GC_SHAPE(3, 1001), dtypes[d], -2, 2, 80 + d);
+        for (size_t k = 0; k < sizeof derivatives / sizeof *derivatives; k++) {
+            gc_tensor *slope = gc_unary_apply(derivatives[k], x), *want = gc_mul(g, slope);
+            gc_tensor *got = gc_unary_grad(derivatives[k], x, g);
+            char what[64];
+            snprintf(what, sizeof what, "unary_grad op %d %s", (int)derivatives[k], gc_dtype_name(dtypes[d]));
+            gc_test_expect_close(want, got, 0, 0, what);
+            RELEASE(slope, want, got);
+        }
+        RELEASE(x, g);
+    }
+    CHECK(gc_unary_grad(GC_UNARY_GELU_ERF_GRAD, NULL, NULL) == NULL);
+}
+
+static void unary_grad_of_exp(void *unused) {
+    (void)unused;
+    gc_tensor *x = gc_zeros(GC_SHAPE(2), GC_F32, gc_cpu());
+    gc_unary_grad(GC_UNARY_EXP, x, x);
+}
+
+static void unary_grad_shapes_differ(void *unused) {
+    (void)unused;
+    gc_tensor *x = gc_zeros(GC_SHAPE(2), GC_F32, gc_cpu()), *g = gc_zeros(GC_SHAPE(3), GC_F32, gc_cpu());
+    gc_unary_grad(GC_UNARY_RELU_GRAD, x, g);
+}
+
 int main(void) {
+    test_unary_grad();
+    gc_test_expect_fatal(unary_grad_of_exp, NULL, "unary_grad: op 1 is not a derivative taken from x");
+    gc_test_expect_fatal(unary_grad_shapes_differ, NULL,
+                         "unary_grad: x [2] f32 cpu and g [3] f32 cpu differ in shape");
     test_same_shape();
     test_row_bias();
     test_column();

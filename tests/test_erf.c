@@ -131,14 +131,33 @@ static void check_same_bits_as_portable(const float *x, size_t n, const float *g
     }
 }
 
+/* The backward's fused loop g * gelu'(x), on every instruction set this CPU has including
+ * the portable one, gives the bits of the derivative rounded to float and then multiplied
+ * (what the composed backward computes), for gradients of a few signs and scales. */
+static long fused_mismatches;
+
+static void check_fused_backward(const float *x, size_t n, const float *grad) {
+    static float g[CHUNK], fused[CHUNK];
+    for (size_t i = 0; i < n; i++) g[i] = (float)((int)(i % 7) - 3) * 0.37f + 0x1p-20f;
+    for (gc_cpu_isa isa = GC_ISA_PORTABLE; isa < GC_ISA_COUNT; isa++) {
+        if (!gc_cpu_isa_available(isa)) continue;
+        gc_cpu_gelu_erf_grad_on(isa, x, g, fused, n);
+        for (size_t i = 0; i < n; i++)
+            if (!same_bits(fused[i], g[i] * grad[i]) && fused_mismatches++ < FAILURES_SHOWN)
+                fprintf(stderr, "%s %a * gelu'(%a) = %a, want %a\n", gc_cpu_isa_name(isa), g[i], x[i], fused[i],
+                        g[i] * grad[i]);
+    }
+}
+
 /* Every check on each of x[0 .. n): erf and exp directly, the gelus through the portable
- * loop, and the other instruction sets' loops against it. */
+ * loop, and the other instruction sets' loops and the fused backward against it. */
 static void check_values(const float *x, size_t n) {
     static float gelu[CHUNK], grad[CHUNK];
     REQUIRE(n <= CHUNK);
     gc_cpu_gelu_erf_on(GC_ISA_PORTABLE, false, x, gelu, n);
     gc_cpu_gelu_erf_on(GC_ISA_PORTABLE, true, x, grad, n);
     check_same_bits_as_portable(x, n, gelu, grad);
+    check_fused_backward(x, n, grad);
     for (size_t i = 0; i < n; i++) {
         record(&erf_accuracy, x[i], gc_erf_f32(x[i]), erf(x[i]));
         if (!(x[i] > 0)) record(&exp_accuracy, x[i], gc_exp_nonpositive_f32(x[i]), exp(x[i]));
@@ -217,6 +236,7 @@ int main(int argc, char **argv) {
     CHECK_MSG(simd_mismatches == 0, "%ld of %ld SIMD gelu values differ from the portable loop's", simd_mismatches,
               simd_values_compared);
     if (!simd_values_compared) fprintf(stderr, "no SIMD gelu loop on this CPU or build: compared none\n");
+    CHECK_MSG(fused_mismatches == 0, "%ld fused gelu backward values differ from g * gelu'(x)", fused_mismatches);
     report(&erf_accuracy);
     report(&exp_accuracy);
     report(&gelu_accuracy);

@@ -6,6 +6,7 @@
  * together, as the trainer runs them. Also: GC_NUM_THREADS is honoured and checked. */
 #include "check.h"
 #include "tensor/cpu/kernels_cpu.h"
+#include "tensor/op_internal.h"
 
 static const int thread_counts[] = {1, 2, 3, 8};
 #define RUNS ((int)(sizeof thread_counts / sizeof thread_counts[0]))
@@ -52,6 +53,7 @@ static void elementwise_ops(results *r) {
     keep(r, "tanh", gc_tanh(x));
     keep(r, "gelu_erf", gc_gelu_erf(x));
     keep(r, "gelu_tanh", gc_gelu_tanh(x));
+    keep(r, "gelu_erf backward", gc_unary_grad(GC_UNARY_GELU_ERF_GRAD, x, y));
     keep(r, "relu", gc_relu(x));
     keep(r, "add", gc_add(x, y));
     keep(r, "div", gc_div(x, y));

@@ -15,6 +15,7 @@ const gc_backend gc_cpu_backend = {
     .random = gc_cpu_random,
     .cast = gc_cpu_cast,
     .unary = gc_cpu_unary,
+    .unary_grad = gc_cpu_unary_grad,
     .binary = gc_cpu_binary,
     .binary_scalar = gc_cpu_binary_scalar,
     .matmul = gc_cpu_matmul,

@@ -12,6 +12,7 @@
 
 #include "elem_cpu.h"
 #include "gelu_cpu.h"
+#include "gradcache/error.h"
 #include "kernels_cpu.h"
 #include "thread_pool.h"
 
@@ -141,6 +142,56 @@ static void unary_range(void *arg, int64_t begin, int64_t end) {
 void gc_cpu_unary(gc_unary_op op, const void *x, void *y, size_t n, gc_dtype dtype) {
     unary_job job = {op, x, y, dtype};
     gc_parallel_for((int64_t)n, GC_GRAIN_ELEMENTS, unary_range, &job);
+}
+
+/* --- unary_grad: g times a derivative, in one pass --- */
+
+void gc_cpu_gelu_erf_grad_on(gc_cpu_isa isa, const float *x, const float *g, float *dx, size_t n) {
+#ifdef GC_HAVE_X86_KERNELS
+    if (isa >= GC_ISA_AVX2) {
+        gc_gelu_erf_grad_loop_avx2(x, g, dx, n);
+        return;
+    }
+#endif
+    (void)isa;
+    gc_gelu_erf_grad_loop(x, g, dx, n);
+}
+
+/* The f32 loop for a constant derivative op, vectorised like unary_f32. */
+static inline void unary_grad_f32(gc_unary_op op, const float *restrict x, const float *restrict g,
+                                  float *restrict dx, size_t n) {
+    for (size_t i = 0; i < n; i++) dx[i] = g[i] * unary_apply_float(op, x[i]);
+}
+
+typedef struct unary_grad_job {
+    gc_unary_op op;
+    const char *x, *g;
+    char *dx;
+    gc_dtype dtype;
+} unary_grad_job;
+
+static void unary_grad_range(void *arg, int64_t begin, int64_t end) {
+    const unary_grad_job *job = arg;
+    size_t size = gc_dtype_size(job->dtype), n = (size_t)(end - begin), first = (size_t)begin * size;
+    const void *x = job->x + first, *g = job->g + first;
+    void *dx = job->dx + first;
+    if (job->dtype == GC_F64) {
+        const double *xd = x, *gd = g;
+        double *dxd = dx;
+        for (size_t i = 0; i < n; i++) dxd[i] = gd[i] * unary_apply_double(job->op, xd[i]);
+        return;
+    }
+    switch (job->op) {
+    case GC_UNARY_RELU_GRAD: unary_grad_f32(GC_UNARY_RELU_GRAD, x, g, dx, n); break;
+    case GC_UNARY_GELU_TANH_GRAD: unary_grad_f32(GC_UNARY_GELU_TANH_GRAD, x, g, dx, n); break;
+    case GC_UNARY_GELU_ERF_GRAD: gc_cpu_gelu_erf_grad_on(gc_cpu_isa_selected(), x, g, dx, n); break;
+    default: gc_fatal("unary_grad: op %d is not a derivative taken from x", (int)job->op);
+    }
+}
+
+void gc_cpu_unary_grad(gc_unary_op derivative, const void *x, const void *g, void *dx, size_t n, gc_dtype dtype) {
+    unary_grad_job job = {derivative, x, g, dx, dtype};
+    gc_parallel_for((int64_t)n, GC_GRAIN_ELEMENTS, unary_grad_range, &job);
 }
 
 /* --- binary ---

@@ -33,7 +33,15 @@ static inline void gc_gelu_erf_loop(bool derivative, const float *restrict x, fl
         for (size_t i = 0; i < n; i++) y[i] = gc_gelu_erf_f32(x[i]);
 }
 
-/* gelu_avx2.c: the same loop built with -mavx2 (call only where the CPU has AVX2). */
+/* dx[i] = g[i] * gelu'(x[i]) for i < n: the derivative's loop with the backward's product
+ * in it, the same bits as the derivative rounded to float and then multiplied. */
+static inline void gc_gelu_erf_grad_loop(const float *restrict x, const float *restrict g, float *restrict dx,
+                                         size_t n) {
+    for (size_t i = 0; i < n; i++) dx[i] = g[i] * gc_gelu_erf_grad_f32(x[i]);
+}
+
+/* gelu_avx2.c: the same loops built with -mavx2 (call only where the CPU has AVX2). */
 void gc_gelu_erf_loop_avx2(bool derivative, const float *x, float *y, size_t n);
+void gc_gelu_erf_grad_loop_avx2(const float *x, const float *g, float *dx, size_t n);
 
 #endif

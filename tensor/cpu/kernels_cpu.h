@@ -27,6 +27,10 @@ void gc_cpu_random(void *dst, size_t n, gc_dtype dtype, gc_random_kind kind, uin
  * (all give the same bits), on the calling thread: for tests. */
 void gc_cpu_gelu_erf_on(gc_cpu_isa isa, bool derivative, const float *x, float *y, size_t n);
 void gc_cpu_unary(gc_unary_op op, const void *x, void *y, size_t n, gc_dtype dtype);
+void gc_cpu_unary_grad(gc_unary_op derivative, const void *x, const void *g, void *dx, size_t n, gc_dtype dtype);
+/* g [n] times the f32 gelu (erf form)'s derivative at x [n], into dx, with the loop of
+ * `isa` (all give the same bits), on the calling thread: for tests. */
+void gc_cpu_gelu_erf_grad_on(gc_cpu_isa isa, const float *x, const float *g, float *dx, size_t n);
 void gc_cpu_binary(gc_binary_op op, const void *a, const void *b, void *out,
                    const gc_broadcast *bc, gc_dtype dtype);
 void gc_cpu_binary_scalar(gc_binary_op op, const void *a, double s, bool scalar_first, void *out,
