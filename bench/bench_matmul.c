@@ -5,7 +5,13 @@
  *
  * Each shape is the forward product of a linear layer y = x @ W (x [M, K], W [K, N])
  * and the two backward ones (dx = dy @ W^T, dW = x^T @ dy), each timed after one
- * warm-up call as the median of --reps runs; on the CPU the contenders take turns. */
+ * warm-up call as the median of --reps runs; on the CPU the contenders take turns.
+ *
+ * After a call OpenBLAS's worker threads spin for about 2^28 cycles (a tenth of a second)
+ * before they sleep: on a machine with as many cores as threads they would take a core from
+ * whichever contender runs next, which then measures at about half its speed. The program
+ * runs itself again with OPENBLAS_THREAD_TIMEOUT=4 (OpenBLAS reads it when it loads: its
+ * workers then sleep at once) unless that is set already. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,7 +224,21 @@ static void usage(FILE *out) {
                  "  --cuda-only  skip the CPU part (on a GPU machine, where only the GPU's figures matter)\n"
                  "  --reps N     timed runs per shape, after one warm-up (default 5)\n"
                  "GC_NUM_THREADS sets the CPU threads (OpenBLAS gets as many), GC_CPU_KERNELS the own kernel's\n"
-                 "instruction set (portable, avx2, avx512), GC_BLAS=0 the library's path to the own kernel.\n");
+                 "instruction set (portable, avx2, avx512), GC_BLAS=0 the library's path to the own kernel.\n"
+                 "OPENBLAS_THREAD_TIMEOUT is set to 4 (OpenBLAS's workers sleep right after a call) unless given.\n");
+}
+
+/* Runs the program again with OPENBLAS_THREAD_TIMEOUT=4 when it is not set (see the top);
+ * returns only when that is not needed or the new run cannot start. */
+static void rerun_with_sleeping_blas_workers(char **argv) {
+#ifdef OPENBLAS_VERSION
+    if (getenv("OPENBLAS_THREAD_TIMEOUT")) return;
+    if (setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1) != 0) return;
+    execv("/proc/self/exe", argv);
+    perror("bench_matmul: running again with OPENBLAS_THREAD_TIMEOUT=4");
+#else
+    (void)argv;
+#endif
 }
 
 int main(int argc, char **argv) {
@@ -243,6 +263,7 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
+    if (!cuda_only) rerun_with_sleeping_blas_workers(argv);
     if (cuda_only && gc_cuda_device_count() < 1) {
         fprintf(stderr, "bench_matmul: --cuda-only: no CUDA device\n");
         return 2;
