@@ -2,10 +2,10 @@
  * `blas`) and GC_BLAS is not 0. The library's own GEMM (matmul_cpu.c) stays the reference:
  * tests/test_gemm_variants.c checks this path against it.
  *
- * c is cut into fixed tiles, one BLAS call each, shared out between the library's own
- * threads (thread_pool.h), with OpenBLAS's own threads turned off: two pools of spinning
- * threads on the same cores slow each other down, and a cut fixed by the shape keeps the
- * results independent of the thread count. Products smaller than a few hundred
+ * c is cut into tiles, one BLAS call each, shared out between the library's own threads
+ * (thread_pool.h), with OpenBLAS's own threads turned off: two pools of spinning threads on
+ * the same cores slow each other down, and a cut that does not follow the thread count
+ * keeps the results independent of it. Products smaller than a few hundred
  * thousand multiply-adds (attention's, one per head) stay on the own kernel, which runs a
  * whole batch of them in one parallel call where each BLAS call would pay its overhead. */
 #include <cblas.h>
@@ -27,9 +27,7 @@
  * tile's packing is repeated by every other tile, so there are as few tiles as keep every
  * CPU busy: a tall product is cut into one tile of rows per CPU (of at least MIN_ROW_BLOCK
  * rows), and a product of fewer row blocks than CPUs (a weight gradient g^T x of a layer
- * with 128 outputs is one) by columns as well, into tiles of MIN_COLUMNS columns or more.
- * (The tiles were fixed by the shape alone, 8 of rows or 4 of columns: on 2 CPUs that
- * packed 2-4 times what one OpenBLAS call packs, 0.89-0.94 of its speed on some shapes.) */
+ * with 128 outputs is one) by columns as well, into tiles of MIN_COLUMNS columns or more. */
 #define MIN_ROW_BLOCK 128
 #define MIN_COLUMNS 64
 #define MAX_TILES 64
@@ -63,7 +61,7 @@ static int64_t tile_rows(int64_t m) {
 /* The columns of one tile: the full width, or for a product of fewer row blocks than
  * tiles_wanted a part of it (a multiple of 16, the width of the BLAS's kernels). */
 static int64_t tile_columns(int64_t m, int64_t n) {
-    int64_t row_blocks = (m + tile_rows(m) - 1) / tile_rows(m);
+    int64_t rows = tile_rows(m), row_blocks = (m + rows - 1) / rows;
     if (row_blocks >= tiles_wanted) return n;
     int64_t column_blocks = (tiles_wanted + row_blocks - 1) / row_blocks, most = n / MIN_COLUMNS;
     if (column_blocks > most) column_blocks = most;
