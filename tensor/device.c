@@ -34,9 +34,18 @@ bool gc_cuda_built(void) {
 #endif
 }
 
-#ifndef GC_HAVE_CUDA
-int gc_cuda_device_count(void) { return 0; }
+static atomic_bool cuda_asked;
+
+int gc_cuda_device_count(void) {
+    atomic_store(&cuda_asked, true);
+#ifdef GC_HAVE_CUDA
+    return gc_cuda_probe_device_count();
+#else
+    return 0;
 #endif
+}
+
+bool gc_cuda_asked(void) { return atomic_load(&cuda_asked); }
 
 gc_status gc_device_check_dtype(gc_device device, gc_dtype dtype) {
     if ((int)dtype < 0 || dtype >= GC_DTYPE_COUNT) gc_fatal("device_check_dtype: unknown dtype %d", (int)dtype);

@@ -71,36 +71,67 @@ static int gc_test_checks;
             gc_tensor_release(to_release_[i_]);                                                      \
     } while (0)
 
+/* GC_TEST_CASE(fn) runs the case fn() unless GC_TEST_ONLY, a comma-separated list of case
+ * names, leaves it out: the slow tools (compute-sanitizer, in bench/gpu_check.sh) run a small
+ * fixed subset. A name listed that no case of the program has fails the program, so that a
+ * misspelt subset cannot pass by running nothing. */
+static int gc_test_only_ran; /* cases run that GC_TEST_ONLY named */
+
+static inline bool gc_test_only_names(const char *list, const char *name) {
+    size_t length = strlen(name);
+    for (const char *item = list; item; item = strchr(item, ',') ? strchr(item, ',') + 1 : NULL)
+        if (strncmp(item, name, length) == 0 && (item[length] == ',' || item[length] == '\0')) return true;
+    return false;
+}
+
+static inline void gc_test_case(const char *name, void (*fn)(void)) {
+    const char *only = getenv("GC_TEST_ONLY");
+    if (only && !gc_test_only_names(only, name)) return;
+    gc_test_only_ran += only != NULL;
+    fn();
+}
+#define GC_TEST_CASE(fn) gc_test_case(#fn, fn)
+
 static inline int gc_test_result(void) {
+    const char *only = getenv("GC_TEST_ONLY");
+    if (only) {
+        int listed = 1;
+        for (const char *c = only; *c; c++) listed += *c == ',';
+        CHECK_MSG(gc_test_only_ran == listed, "GC_TEST_ONLY=%s names %d cases; %d of them are cases here", only,
+                  listed, gc_test_only_ran);
+    }
     fprintf(stderr, "%d checks, %d failed\n", gc_test_checks, gc_test_failures);
     return gc_test_failures ? GC_TEST_FAIL : GC_TEST_PASS;
 }
 
-/* For the cuda suite: exits 77 (skip) when no GPU is usable. */
-static inline void gc_test_require_cuda(void) {
-    if (gc_cuda_device_count() < 1) {
-        fprintf(stderr, "skip: %s\n", gc_cuda_built() ? "no CUDA device" : "built without CUDA");
-        exit(GC_TEST_SKIP);
-    }
+/* Exits 77 (skip), saying why, when `devices` (a CUDA device count) is 0. */
+static inline void gc_test_skip_without_gpu(int devices) {
+    if (devices > 0) return;
+    fprintf(stderr, "skip: %s\n", gc_cuda_built() ? "no CUDA device" : "built without CUDA");
+    exit(GC_TEST_SKIP);
 }
 
-/* The same for a cuda test that checks fatal errors with gc_test_expect_fatal: CUDA does
- * not survive fork(), so a child can use it only if the parent never initialised it (even
- * asking for the device count does). This learns from a child whether a GPU is there, so
- * that this process still has not touched CUDA; it must run its fatal-error checks (each
- * child does its own CUDA work) before it uses CUDA itself. */
-static inline void gc_test_require_cuda_untouched(void) {
+/* For the cuda suite: exits 77 (skip) when no GPU is usable. */
+static inline void gc_test_require_cuda(void) { gc_test_skip_without_gpu(gc_cuda_device_count()); }
+
+/* The same for a test whose child processes use CUDA (the fatal-error checks of
+ * gc_test_expect_fatal, the ranks of tests/dist_spawn.h): CUDA does not survive fork(), so
+ * a child can use it only if its parent never initialised it, and even asking for the
+ * device count does. This learns the count from a probe child, so that this process still
+ * has not touched CUDA (gc_cuda_asked() stays false), and returns it. Such a test runs
+ * its children before it uses CUDA itself, if it ever does. */
+static inline int gc_test_require_cuda_untouched(void) {
     fflush(NULL);
     pid_t probe = fork();
     REQUIRE(probe >= 0);
     if (probe == 0) {
-        gc_test_require_cuda(); /* exits 77, saying why, without a GPU */
-        _exit(GC_TEST_PASS);
+        int count = gc_cuda_device_count();
+        _exit(count < 100 ? count : 100);
     }
     int status = 0;
     REQUIRE(waitpid(probe, &status, 0) == probe && WIFEXITED(status));
-    if (WEXITSTATUS(status) == GC_TEST_SKIP) exit(GC_TEST_SKIP);
-    REQUIRE(WEXITSTATUS(status) == GC_TEST_PASS);
+    gc_test_skip_without_gpu(WEXITSTATUS(status));
+    return WEXITSTATUS(status);
 }
 
 /* Compares every element of `got` with `want` (any devices, any dtypes, one shape):

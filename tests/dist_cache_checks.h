@@ -201,8 +201,9 @@ static int dist_cache_body(int rank, int world, void *arg) {
     return gc_test_result();
 }
 
-/* Every scenario in a world of 2, and (worlds > 2) of 4, through `backend`. */
-static void dist_cache_run_all(gc_dist_backend backend, int worlds) {
+/* Every scenario in a world of 2, and (worlds > 2) of 4, through `backend`, each run given
+ * `seconds` in all. */
+static void dist_cache_run_all(gc_dist_backend backend, int worlds, double seconds) {
     const dist_scenario two[] = {
         {"f32, equal rows", GC_F32, {8, 8}, 0, 2, false, false, false, false, GC_DIST_TCP, false},
         {"f64, unequal rows, 1 hard negative", GC_F64, {5, 11}, 1, 3, false, false, false, false, GC_DIST_TCP, false},
@@ -224,12 +225,12 @@ static void dist_cache_run_all(gc_dist_backend backend, int worlds) {
     for (size_t i = 0; i < sizeof two / sizeof *two; i++) {
         dist_scenario s = two[i];
         s.backend = backend;
-        CHECK_MSG(dist_all_pass(2, dist_cache_body, &s, 120), "world 2: %s", s.name);
+        CHECK_MSG(dist_all_pass(2, dist_cache_body, &s, seconds), "world 2: %s", s.name);
     }
     for (size_t i = 0; worlds > 2 && i < sizeof four / sizeof *four; i++) {
         dist_scenario s = four[i];
         s.backend = backend;
-        CHECK_MSG(dist_all_pass(4, dist_cache_body, &s, 120), "world 4: %s", s.name);
+        CHECK_MSG(dist_all_pass(4, dist_cache_body, &s, seconds), "world 4: %s", s.name);
     }
 }
 

@@ -3,7 +3,13 @@
  * on a free loopback port), so that a multi-process test is one program. Each process's
  * exit status is the body's return value (or the harness's 99 on a setup error); the parent
  * gives every process `seconds` in all, then kills what is left: no test can hang and none
- * leaves a process behind. */
+ * leaves a process behind.
+ *
+ * The fork rule: CUDA does not survive fork(), so the test process itself never asks for
+ * CUDA devices (it counts them in a probe child: gc_test_require_cuda_untouched); only its
+ * ranks do. A test that breaks the rule fails, on any machine: dist_run refuses to fork,
+ * and a test that asked and then exits (to skip, say, where there is no GPU) has its exit
+ * status turned into a failure. */
 #ifndef GC_TESTS_DIST_SPAWN_H
 #define GC_TESTS_DIST_SPAWN_H
 
@@ -23,6 +29,22 @@
 #define DIST_SPAWN_MAX 16
 
 typedef int (*dist_body)(int rank, int world, void *arg);
+
+/* The fork rule (above), checked when the test process exits: its ranks are other
+ * processes, which may use CUDA. */
+static pid_t dist_test_process;
+
+static void dist_check_fork_rule(void) {
+    if (getpid() != dist_test_process || !gc_cuda_asked()) return;
+    fprintf(stderr, "fork rule broken: this multi-process test asked for CUDA devices in its own process (CUDA "
+                    "does not survive fork: count them in a probe child, gc_test_require_cuda_untouched)\n");
+    _exit(GC_TEST_FAIL);
+}
+
+__attribute__((constructor)) static void dist_register_fork_rule(void) {
+    dist_test_process = getpid();
+    atexit(dist_check_fork_rule);
+}
 
 /* A loopback port nothing listens on right now. */
 static inline int dist_free_port(void) {
@@ -57,6 +79,7 @@ static inline void dist_set_env(int rank, int world, int port) {
  * true when every process ended within `seconds` (the rest are killed and get 128 + 9). */
 static inline bool dist_run(int world, const int *ranks, int n_ranks, dist_body body, void *arg, double seconds,
                             int *status, double *elapsed) {
+    dist_check_fork_rule(); /* ranks forked after CUDA was asked for would fail at their first call */
     int port = dist_free_port();
     pid_t pids[DIST_SPAWN_MAX];
     int count = ranks ? n_ranks : world;

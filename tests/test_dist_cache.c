@@ -4,6 +4,6 @@
 #include "dist_cache_checks.h"
 
 int main(void) {
-    dist_cache_run_all(GC_DIST_TCP, 4);
+    dist_cache_run_all(GC_DIST_TCP, 4, 120); /* minutes under the sanitizers on a busy machine */
     return gc_test_result();
 }

@@ -34,6 +34,12 @@ static inline bool gc_device_equal(gc_device a, gc_device b) {
 bool gc_cuda_built(void);
 /* Number of usable CUDA devices: 0 without a GPU, a driver, or the CUDA backend. */
 int gc_cuda_device_count(void);
+/* True once this process has asked for CUDA devices (gc_cuda_device_count, which every use
+ * of a CUDA device goes through). CUDA does not survive fork(): a process that forks
+ * workers which use CUDA must not have asked, not even to count the devices, or the
+ * workers fail at their first CUDA call. Kept in every build, GPU or not, so that a
+ * program (or a test) can check that rule on a machine without a GPU. */
+bool gc_cuda_asked(void);
 /* GC_OK when the device computes in `dtype`, else GC_ERR_UNAVAILABLE with a message naming
  * the device and what it lacks. The CPU computes in every dtype (f16 and bf16 stored, with
  * f32 arithmetic); a CUDA device needs compute capability 5.3 for f16 (half arithmetic) and

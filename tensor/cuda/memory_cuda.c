@@ -17,7 +17,7 @@
 static const char *const found_at_wait =
     "found at the device's next synchronisation; GC_CUDA_SYNC=1 reports it at its launch";
 
-int gc_cuda_device_count(void) {
+int gc_cuda_probe_device_count(void) {
     static int count = -1; /* probed once: a process's devices do not change */
     if (count < 0) {
         int found = 0;
