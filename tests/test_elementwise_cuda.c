@@ -206,10 +206,10 @@ static void test_binary_scalar(void) {
 
 int main(void) {
     gc_test_require_cuda();
-    test_fill();
-    test_arange();
-    test_unary();
-    test_binary();
-    test_binary_scalar();
+    GC_TEST_CASE(test_fill);
+    GC_TEST_CASE(test_arange);
+    GC_TEST_CASE(test_unary);
+    GC_TEST_CASE(test_binary);
+    GC_TEST_CASE(test_binary_scalar);
     return gc_test_result();
 }

@@ -12,21 +12,56 @@ build=$2
 source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 dir=$work
 
-OUT=$dir/out GC_GPU_CHECK_BUILD=$build bash "$script" --dry-run all >"$dir/stdout" 2>&1 ||
-    fail "dry run of every part: $(grep -B1 'would not start' "$dir/out/gpu_check.log")"
-summary=$dir/out/gpu_check.md
+# Each part is one call of the device tool: its dry run starts every step, and its plan (the
+# sum of the steps' limits, the build's included) fits the call's budget.
+for part in check shipped train bench compare; do
+    OUT=$dir/$part GC_GPU_CHECK_BUILD=$build bash "$script" --dry-run "$part" >"$dir/$part.stdout" 2>&1 ||
+        fail "dry run of $part: $(grep -B1 'would not start' "$dir/$part/gpu_check.log"; tail -2 "$dir/$part.stdout")"
+    grep -q "plan for $part: the steps' limits add up to [0-9]*s of a 570s budget (fits one call: yes)" \
+        "$dir/$part.stdout" || fail "$part: no plan that fits: $(tail -3 "$dir/$part.stdout")"
+done
+summary=$dir/check/gpu_check.md
 [ -s "$summary" ] || fail "no summary written"
-for step in cuda_suite_synced cuda_suite memcheck dist_nccl verify_f32 train_gc bench_matmul bench_bandwidth \
-    bench_speed bench_speed_keep_last engine_4096 torch_4096 engine_large torch_large side_by_side; do
+for step in configure build synced/test_reduce_cuda synced/test_large_cuda synced/test_host_sync_cuda memcheck_reduce \
+    racecheck_norm; do
     grep -q "^| $step | dry run: would start |" "$summary" || fail "no row for step $step: $(cat "$summary")"
 done
+# every cuda test is a step of its own, with its own limit, and test_dist_nccl is not among them
+rows=$(grep -c '^| synced/' "$summary")
+[ "$rows" -ge 17 ] || fail "the check part has $rows steps of the cuda suite"
+grep -q '^| synced/test_large_cuda | dry run: would start | [0-9]* | 40 |' "$summary" ||
+    fail "test_large_cuda's step does not have its own limit: $(grep test_large_cuda "$summary")"
+grep -q '^| synced/test_dist_nccl' "$summary" && fail "test_dist_nccl runs in the suite's steps"
+grep -q '^| dist_nccl | dry run: would start | [0-9]* | 120 |' "$dir/shipped/gpu_check.md" ||
+    fail "test_dist_nccl's step does not have its own limit: $(cat "$dir/shipped/gpu_check.md")"
 grep -q '^- NCCL: ' "$summary" || fail "the summary does not say which NCCL"
-grep -q 'test_dist_nccl' "$summary" && ! grep -q '| cuda_suite .*test_dist_nccl' "$summary" ||
-    fail "test_dist_nccl runs in its own step, not in the cuda suite's"
+for step in verify_f32 train_gc; do grep -q "^| $step | dry run" "$dir/train/gpu_check.md" || fail "train: no $step"; done
+for step in bench_matmul bench_bandwidth bench_speed bench_speed_keep_last; do
+    grep -q "^| $step | dry run" "$dir/bench/gpu_check.md" || fail "bench: no $step"
+done
+for step in engine_4096 torch_4096 engine_large torch_large side_by_side; do
+    grep -q "^| $step | dry run" "$dir/compare/gpu_check.md" || fail "compare: no $step"
+done
+# all five parts are more than one call holds: the dry run says so and fails
+if OUT=$dir/all GC_GPU_CHECK_BUILD=$build bash "$script" --dry-run all >"$dir/all.stdout" 2>&1; then
+    fail "the plan of all five parts passed as one call"
+fi
+grep -q "(fits one call: no)" "$dir/all.stdout" || fail "all: the plan is not refused: $(tail -2 "$dir/all.stdout")"
 
-# a copy of the script with one flag misspelt: its dry run fails and names the flag
-sed 's/--keep-last-graph/--keep-last-graf/' "$script" >"$dir/gpu_check.sh"
-mkdir -p "$dir/bench" && cp "$dir/gpu_check.sh" "$dir/bench/gpu_check.sh"
+# GC_TEST_ONLY runs the cases named, and a case that does not exist fails the program
+GC_TEST_ONLY=test_last_1d,test_i32 "$build/tests/test_reduce" >"$dir/only.out" 2>&1 ||
+    fail "GC_TEST_ONLY of two cases: $(cat "$dir/only.out")"
+all_checks=$("$build/tests/test_reduce" 2>&1 | sed -n 's/^\([0-9]*\) checks.*/\1/p')
+only_checks=$(sed -n 's/^\([0-9]*\) checks.*/\1/p' "$dir/only.out")
+[ "$only_checks" -gt 0 ] && [ "$only_checks" -lt "$all_checks" ] ||
+    fail "GC_TEST_ONLY ran $only_checks checks of $all_checks"
+GC_TEST_ONLY=test_last_1d,test_no_such_case "$build/tests/test_reduce" >"$dir/only_bad.out" 2>&1 &&
+    fail "a misspelt GC_TEST_ONLY case passed"
+grep -q "names 2 cases; 1 of them are cases here" "$dir/only_bad.out" ||
+    fail "the misspelt case is not reported: $(cat "$dir/only_bad.out")"
+# a copy of the script with one flag and one case misspelt: its dry runs fail and name them
+mkdir -p "$dir/bench"
+sed 's/--keep-last-graph/--keep-last-graf/; s/test_longest_row/test_longest_rowz/' "$script" >"$dir/bench/gpu_check.sh"
 ln -s "$(cd "$(dirname "$script")/.." && pwd)/tests" "$dir/tests"
 cp "$(dirname "$script")/torch_gradcache.py" "$dir/bench/"
 if OUT=$dir/bad GC_GPU_CHECK_BUILD=$build bash "$dir/bench/gpu_check.sh" --dry-run bench >"$dir/bad.out" 2>&1; then
@@ -36,6 +71,12 @@ grep -q -- '--keep-last-graf is not among its documented flags' "$dir/bad/gpu_ch
     fail "the misspelt flag is not named: $(cat "$dir/bad/gpu_check.log")"
 grep -q '^| bench_speed_keep_last | DRY RUN: would not start |' "$dir/bad/gpu_check.md" ||
     fail "the summary does not mark the step: $(cat "$dir/bad/gpu_check.md")"
+if OUT=$dir/bad_case GC_GPU_CHECK_BUILD=$build bash "$dir/bench/gpu_check.sh" --dry-run check >"$dir/bad_case.out" 2>&1
+then
+    fail "a misspelt GC_TEST_ONLY case passed the dry run"
+fi
+grep -q 'tests/test_reduce_cuda.c has no case test_longest_rowz' "$dir/bad_case/gpu_check.log" ||
+    fail "the misspelt case is not named: $(grep -A3 memcheck_reduce "$dir/bad_case/gpu_check.log")"
 
 # the side-by-side table needs no PyTorch (import torch made to fail, whatever is installed)
 printf 'mode,batch,chunk,peak_bytes,step_ms,fits\nplain,8,8,2097152,2.0,1\ngc,8,4,1048576,3.0,1\n' >"$dir/engine.csv"

@@ -213,8 +213,8 @@ static void test_layernorm_random(void) {
 
 int main(void) {
     gc_test_require_cuda();
-    test_softmax_random();
-    test_softmax_nonfinite();
-    test_layernorm_random();
+    GC_TEST_CASE(test_softmax_random);
+    GC_TEST_CASE(test_softmax_nonfinite);
+    GC_TEST_CASE(test_layernorm_random);
     return gc_test_result();
 }

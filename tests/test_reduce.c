@@ -454,27 +454,27 @@ static void test_argmax_allocation_failure(void) {
 }
 
 int main(void) {
-    test_last_1d();
-    test_last_2d();
-    test_last_3d();
-    test_max_ties_inf_nan();
-    test_long_rows();
-    test_scalar_input();
-    test_empty();
-    test_i32();
-    test_all();
-    test_f32_accumulates_in_double();
-    test_half_types_round_once();
-    test_half_types();
-    test_softmax_values();
-    test_softmax_large_values();
-    test_softmax_inf_nan();
-    test_softmax_long_rows_3d();
-    test_softmax_scalar_and_empty();
-    test_softmax_half_types();
-    test_sum_to_shape_in_place();
-    test_fatal_errors();
-    test_null_chaining();
-    test_argmax_allocation_failure();
+    GC_TEST_CASE(test_last_1d);
+    GC_TEST_CASE(test_last_2d);
+    GC_TEST_CASE(test_last_3d);
+    GC_TEST_CASE(test_max_ties_inf_nan);
+    GC_TEST_CASE(test_long_rows);
+    GC_TEST_CASE(test_scalar_input);
+    GC_TEST_CASE(test_empty);
+    GC_TEST_CASE(test_i32);
+    GC_TEST_CASE(test_all);
+    GC_TEST_CASE(test_f32_accumulates_in_double);
+    GC_TEST_CASE(test_half_types_round_once);
+    GC_TEST_CASE(test_half_types);
+    GC_TEST_CASE(test_softmax_values);
+    GC_TEST_CASE(test_softmax_large_values);
+    GC_TEST_CASE(test_softmax_inf_nan);
+    GC_TEST_CASE(test_softmax_long_rows_3d);
+    GC_TEST_CASE(test_softmax_scalar_and_empty);
+    GC_TEST_CASE(test_softmax_half_types);
+    GC_TEST_CASE(test_sum_to_shape_in_place);
+    GC_TEST_CASE(test_fatal_errors);
+    GC_TEST_CASE(test_null_chaining);
+    GC_TEST_CASE(test_argmax_allocation_failure);
     return gc_test_result();
 }

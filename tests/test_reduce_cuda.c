@@ -291,11 +291,11 @@ static void test_longest_row(void) {
 
 int main(void) {
     gc_test_require_cuda();
-    test_random_rows();
-    test_max_ties();
-    test_max_sum_nonfinite();
-    test_empty_rows();
-    test_all_exact();
-    test_longest_row();
+    GC_TEST_CASE(test_random_rows);
+    GC_TEST_CASE(test_max_ties);
+    GC_TEST_CASE(test_max_sum_nonfinite);
+    GC_TEST_CASE(test_empty_rows);
+    GC_TEST_CASE(test_all_exact);
+    GC_TEST_CASE(test_longest_row);
     return gc_test_result();
 }
