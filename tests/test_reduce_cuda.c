@@ -2,6 +2,8 @@
  * against the CPU reference and against hand-computed values. Suite cuda: skipped where
  * there is no GPU. Tolerances: see reduce_parity.h. */
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 
 #include "check.h"
 #include "reduce_parity.h"
@@ -289,6 +291,55 @@ static void test_longest_row(void) {
     gc_tensor_release(x_gpu);
 }
 
+/* Host threads that reduce long rows at once on one device: each split writes its partials
+ * into the device's one scratch, so without the split lock (reduce_cuda.cu) a split queued
+ * between another's two launches would overwrite its partials. Half the threads sum, half
+ * take the max (other instantiations, the same scratch); every result must be the one the
+ * thread got alone, bit for bit (a split is deterministic). */
+enum { split_threads = 4, split_repeats = 40 };
+
+typedef struct split_job {
+    gc_tensor *x;   /* [2^20] f32 on cuda:0: 64 segments */
+    double alone;   /* its sum (even jobs) or max (odd ones), reduced before the threads start */
+    int wrong;      /* repeats that gave anything else */
+} split_job;
+
+static double reduce_job(const split_job *job, int index) {
+    gc_tensor *result = index % 2 ? gc_max_all(job->x) : gc_sum_all(job->x);
+    REQUIRE(result);
+    double value = gc_item(result);
+    gc_tensor_release(result);
+    return value;
+}
+
+static split_job split_jobs[split_threads];
+
+static void *reduce_repeatedly(void *arg) {
+    int index = (int)(intptr_t)arg;
+    split_job *job = &split_jobs[index];
+    for (int r = 0; r < split_repeats; r++) job->wrong += reduce_job(job, index) != job->alone;
+    return NULL;
+}
+
+static void test_splits_from_threads(void) {
+    const int64_t n = (int64_t)1 << 20;
+    pthread_t threads[split_threads];
+    for (int t = 0; t < split_threads; t++) {
+        gc_tensor *x = gc_test_random(1, &n, GC_F32, 900 + (uint64_t)t);
+        split_jobs[t] = (split_job){gc_test_to_cuda(x), 0, 0};
+        gc_tensor_release(x);
+        split_jobs[t].alone = reduce_job(&split_jobs[t], t);
+    }
+    for (int t = 0; t < split_threads; t++)
+        REQUIRE(pthread_create(&threads[t], NULL, reduce_repeatedly, (void *)(intptr_t)t) == 0);
+    for (int t = 0; t < split_threads; t++) {
+        REQUIRE(pthread_join(threads[t], NULL) == 0);
+        CHECK_MSG(split_jobs[t].wrong == 0, "thread %d: %d of %d %s differ from the one reduced alone", t,
+                  split_jobs[t].wrong, split_repeats, t % 2 ? "maxes" : "sums");
+        gc_tensor_release(split_jobs[t].x);
+    }
+}
+
 int main(void) {
     gc_test_require_cuda();
     GC_TEST_CASE(test_random_rows);
@@ -297,5 +348,6 @@ int main(void) {
     GC_TEST_CASE(test_empty_rows);
     GC_TEST_CASE(test_all_exact);
     GC_TEST_CASE(test_longest_row);
+    GC_TEST_CASE(test_splits_from_threads);
     return gc_test_result();
 }

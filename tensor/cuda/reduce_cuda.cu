@@ -6,7 +6,14 @@
  * each row into `splits` segments, one block per segment writing a partial result into the
  * workspace's scratch, then one block per row combining its partials in order. The split
  * (../launch_impl.h) depends on the sizes only, never on the GPU, so a result is the same on
- * every device and every run: deterministic. */
+ * every device and every run: deterministic.
+ *
+ * The scratch is one per device, and the two launches of a split run on the device's one
+ * (legacy default) stream, where they follow each other only if no other host thread puts a
+ * split of its own between them: the launches of a split are made under the device's lock,
+ * so that each split's partials are read before the next split writes them. */
+#include <mutex>
+
 #include "kernels_cuda.h"
 #include "reduce_common.cuh"
 #include "workspace_cuda.h"
@@ -111,6 +118,10 @@ __global__ void __launch_bounds__(GC_ROW_MAX_THREADS)
 
 } // namespace
 
+/* Held while a split's two launches are queued: one lock per device, shared by every dtype
+ * and reduction, as the scratch is. */
+static std::mutex split_locks[GC_MAX_CUDA_DEVICES];
+
 /* x [rows, cols] -> out [rows] (argmax [rows]) with one reduction, split or not. */
 template <typename T, typename Reduction>
 static void reduce(Reduction reduction, const T *x, T *out, int32_t *argmax, size_t rows, size_t cols) {
@@ -121,7 +132,9 @@ static void reduce(Reduction reduction, const T *x, T *out, int32_t *argmax, siz
         GC_ROW_LAUNCH(reduce_rows_kernel<T, Reduction>, rows, cols, reduction, x, out, argmax, rows, cols);
         return;
     }
-    V *partials = (V *)gc_cuda_workspace_of(gc_cuda_current_device())->reduce_scratch;
+    int device = gc_cuda_current_device();
+    std::lock_guard<std::mutex> hold(split_locks[device]);
+    V *partials = (V *)gc_cuda_workspace_of(device)->reduce_scratch;
     GC_CUDA_LAUNCH_THREADS(reduce_segments_kernel<T, Reduction>, (unsigned)(rows * splits), GC_ROW_MAX_THREADS,
                            reduction, x, partials, rows, cols, splits);
     GC_ROW_LAUNCH(reduce_partials_kernel<T, Reduction>, rows, splits, reduction, (const V *)partials, out, argmax,
