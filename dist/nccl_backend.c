@@ -7,8 +7,11 @@
  * group's timeout: a peer that died or hangs makes the communicator be aborted and the work
  * fail with GC_ERR_PEER, instead of a hang. The default stream is then made to wait for the
  * done event. Unequal rows per rank (which NCCL's collectives do not take) go through padded
- * buffers. The communicator is non-blocking (NCCL 2.14+), so that its set-up can time out
- * too. */
+ * buffers, which return to the allocator only once the communication stream is known to be
+ * done with them (after a failure, copies queued behind an aborted collective may still
+ * run). The communicator is non-blocking (NCCL 2.14+), so that its set-up can time out
+ * too. Every call that works on the group's device makes it current first: a process may
+ * use several GPUs. */
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <stdio.h>
@@ -36,6 +39,8 @@ typedef struct nccl_state {
     int device;
     bool broken;       /* aborted after a failure: every later work fails with `failure` */
     char failure[512];
+    gc_tensor **held;  /* [n_held]: padded buffers of failed works the stream may still write */
+    int n_held;
 } nccl_state;
 
 /* What a work holds while in flight. */
@@ -204,12 +209,41 @@ static bool enqueue(gc_process_group *group, gc_dist_work *work, nccl_work *nw, 
     return ok;
 }
 
-static void release_work(gc_dist_work *work) {
+/* Whether the communication stream has finished everything queued on it, asked until the
+ * deadline. */
+static bool stream_idle(nccl_state *state, double deadline) {
+    for (;;) {
+        cudaError_t query = cudaStreamQuery(state->stream);
+        if (query == cudaSuccess) return true;
+        if (query != cudaErrorNotReady) GC_CUDA_CHECK(query);
+        if (gc_ms_until(deadline) == 0) return false;
+        pause_briefly();
+    }
+}
+
+/* A padded buffer back to the allocator, once nothing queued on the communication stream can
+ * write it: at once after a work that succeeded (its done event came after its copies), else
+ * when the stream drains within the group's timeout, else it is held until the group is
+ * destroyed. */
+static void release_padded(gc_process_group *group, gc_dist_work *work, gc_tensor *padded) {
+    nccl_state *state = group->state;
+    if (!padded) return;
+    if (work->status == GC_OK || stream_idle(state, gc_deadline_after(group->timeout))) {
+        gc_tensor_release(padded);
+        return;
+    }
+    gc_tensor **held = realloc(state->held, (size_t)(state->n_held + 1) * sizeof *held);
+    if (!held) gc_fatal("%s: out of host memory", work->what);
+    held[state->n_held++] = padded;
+    state->held = held;
+}
+
+static void release_work(gc_process_group *group, gc_dist_work *work) {
     nccl_work *nw = work->backend_data;
     if (!nw) return;
     if (nw->done) GC_CUDA_CHECK(cudaEventDestroy(nw->done));
-    gc_tensor_release(nw->padded_in);
-    gc_tensor_release(nw->padded_out);
+    release_padded(group, work, nw->padded_in);
+    release_padded(group, work, nw->padded_out);
     free(nw);
     work->backend_data = NULL;
 }
@@ -233,7 +267,7 @@ static void nccl_start(gc_process_group *group, gc_dist_work *work) {
     char why[512];
     if (!enqueue(group, work, nw, why, sizeof why)) {
         gc_work_fail(work, GC_ERR_PEER, why);
-        release_work(work);
+        release_work(group, work);
         return;
     }
     GC_CUDA_CHECK(cudaEventCreateWithFlags(&nw->done, cudaEventDisableTiming));
@@ -244,6 +278,7 @@ static void nccl_wait(gc_process_group *group, gc_dist_work *work) {
     nccl_state *state = group->state;
     nccl_work *nw = work->backend_data;
     double deadline = gc_deadline_after(group->timeout);
+    gc_cuda_activate(state->device); /* the default stream that waits below is this device's */
     char why[512];
     for (;;) {
         cudaError_t query = cudaEventQuery(nw->done);
@@ -268,18 +303,24 @@ static void nccl_wait(gc_process_group *group, gc_dist_work *work) {
     /* later kernels on the compute stream come after the collective */
     if (work->status == GC_OK) GC_CUDA_CHECK(cudaStreamWaitEvent(0, nw->done, 0));
     work->done = true;
-    release_work(work);
+    release_work(group, work);
 }
 
 static void nccl_destroy(gc_process_group *group) {
     nccl_state *state = group->state;
     if (!state) return;
     char why[512];
+    gc_cuda_activate(state->device);
     /* a non-blocking communicator finalizes asynchronously; one that cannot is aborted */
     if (state->comm) GC_NCCL_CHECK(ncclCommFinalize(state->comm));
     if (state->comm && settle(state, gc_deadline_after(group->timeout), "NCCL finalize", why, sizeof why))
         GC_NCCL_CHECK(ncclCommDestroy(state->comm));
-    if (state->stream) GC_CUDA_CHECK(cudaStreamDestroy(state->stream));
+    /* held buffers are freed once the stream has drained; a stream that never does keeps them
+     * (a leak, which the memory statistics show, rather than memory written behind our back) */
+    if (state->n_held && stream_idle(state, gc_deadline_after(group->timeout)))
+        for (int i = 0; i < state->n_held; i++) gc_tensor_release(state->held[i]);
+    if (state->stream) GC_CUDA_CHECK(cudaStreamDestroy(state->stream)); /* its queued work still runs */
+    free(state->held);
     free(state);
     group->state = NULL;
 }
