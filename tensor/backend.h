@@ -212,10 +212,12 @@ typedef struct gc_backend {
     /* src [rows], index [rows] -> out [rows, cols]: out[r, index[r]] = src[r]. */
     void (*scatter_last)(const void *src, const int32_t *index, void *out, size_t rows, size_t cols,
                          gc_dtype dtype);
-    /* grad_out [n_ids, dim], ids [n_ids] -> grad_table [vocab, dim]: row ids[i] += row i.
-     * The forward checked the ids (check_index), but on CUDA that check is reported only at
-     * the next synchronisation, which may come after this backward was queued: an id outside
-     * [0, vocab) adds nothing (never a write out of bounds). */
+    /* grad_out [n_ids, dim] of `dtype`, ids [n_ids] -> grad_table [vocab, dim] of dtype's
+     * working dtype (f32 for f16 and bf16: a row shared by many ids is summed in f32, then
+     * rounded once by the caller): row ids[i] += row i. The forward checked the ids
+     * (check_index), but on CUDA that check is reported only at the next synchronisation,
+     * which may come after this backward was queued: an id outside [0, vocab) adds nothing
+     * (never a write out of bounds). */
     void (*embedding_backward)(const void *grad_out, const int32_t *ids, void *grad_table, size_t n_ids,
                                size_t vocab, size_t dim, gc_dtype dtype);
 

@@ -17,7 +17,8 @@ gc_tensor *gc_unary_grad(gc_unary_op derivative, const gc_tensor *x, const gc_te
 /* src [rows], index i32 [rows] -> [rows, cols]: out[r, index[r]] = src[r], zero elsewhere. */
 gc_tensor *gc_scatter_last(const gc_tensor *src, const gc_tensor *index, int64_t cols);
 /* grad_out [S..., D], ids i32 [S...] -> [vocab, D]: row v = sum of the grad_out rows whose id
- * is v (duplicate ids accumulate). */
+ * is v (duplicate ids accumulate), summed in the working dtype (f32 for f16 and bf16) and
+ * rounded once to grad_out's dtype. */
 gc_tensor *gc_embedding_backward(const gc_tensor *grad_out, const gc_tensor *ids, int64_t vocab);
 
 /* The backend's layernorm_backward (only where it has one): x, g [..., cols] of one working

@@ -27,10 +27,15 @@ gc_tensor *gc_embedding_backward(const gc_tensor *grad_out, const gc_tensor *ids
     if (ids->dtype != GC_I32 || gc_numel(ids) * dim != gc_numel(grad_out))
         gc_fatal("embedding_backward: grad %s does not match ids %s", gc_tensor_str(grad_out, tg, sizeof tg),
                  gc_tensor_str(ids, ti, sizeof ti));
-    gc_tensor *table = gc_zeros(GC_SHAPE(vocab, dim), grad_out->dtype, grad_out->device);
-    if (table)
-        gc_backend_for(table->device)->embedding_backward(gc_data(grad_out), gc_data(ids), gc_data(table),
-                                                          (size_t)gc_numel(ids), (size_t)vocab, (size_t)dim,
-                                                          grad_out->dtype);
-    return table;
+    /* summed in the working dtype, then rounded once: an f16 or bf16 row that many ids share
+     * (a padding token's, say) would otherwise round at every addition */
+    gc_tensor *table = gc_zeros(GC_SHAPE(vocab, dim), gc_working_dtype(grad_out->dtype), grad_out->device);
+    if (!table) return NULL;
+    gc_backend_for(table->device)->embedding_backward(gc_data(grad_out), gc_data(ids), gc_data(table),
+                                                      (size_t)gc_numel(ids), (size_t)vocab, (size_t)dim,
+                                                      grad_out->dtype);
+    if (table->dtype == grad_out->dtype) return table;
+    gc_tensor *rounded = gc_cast(table, grad_out->dtype);
+    gc_tensor_release(table);
+    return rounded;
 }

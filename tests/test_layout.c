@@ -101,6 +101,29 @@ static void test_embedding_backward(void) {
     RELEASE(grad, ids);
 }
 
+/* A 16-bit gradient is summed in f32 and rounded once: bitwise the f32 sum of the same
+ * values, cast. 300 ids over 3 rows put 100 additions into each, which rounded to f16 or bf16
+ * at every one would lose most of the small terms against the growing sum. */
+static void test_embedding_backward_16_bit(void) {
+    enum { n_ids = 300, dim = 8 };
+    int32_t id_values[n_ids];
+    for (int i = 0; i < n_ids; i++) id_values[i] = i % 3;
+    gc_tensor *ids = gc_from_host(id_values, GC_SHAPE(n_ids), GC_I32, gc_cpu());
+    const gc_dtype narrow[] = {GC_F16, GC_BF16};
+    for (int d = 0; d < 2; d++) {
+        gc_tensor *grad = gc_test_random(GC_SHAPE(n_ids, dim), narrow[d], 31);
+        gc_tensor *grad_f32 = gc_cast(grad, GC_F32), *sum_f32 = gc_embedding_backward(grad_f32, ids, 3);
+        gc_tensor *want = gc_cast(sum_f32, narrow[d]), *got = gc_embedding_backward(grad, ids, 3);
+        REQUIRE(ids && want && got);
+        CHECK(got->dtype == narrow[d]);
+        char what[64];
+        snprintf(what, sizeof what, "embedding_backward %s: the f32 sum rounded once", gc_dtype_name(narrow[d]));
+        gc_test_expect_close(want, got, 0, 0, what);
+        RELEASE(grad, grad_f32, sum_f32, want, got);
+    }
+    gc_tensor_release(ids);
+}
+
 /* --- permute and transpose --- */
 
 static void test_permute(void) {
@@ -285,6 +308,7 @@ int main(void) {
     test_embedding();
     test_embedding_errors();
     test_embedding_backward();
+    test_embedding_backward_16_bit();
     test_permute();
     test_transpose();
     test_permute_errors();

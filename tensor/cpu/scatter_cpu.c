@@ -9,9 +9,9 @@ void gc_cpu_scatter_last(const void *src, const int32_t *index, void *out, size_
 }
 
 typedef struct embedding_backward_job {
-    const char *grad_out;
-    const int32_t *ids;
-    char *grad_table;
+    const char *grad_out; /* [n_ids, dim] of dtype */
+    const int32_t *ids;   /* [n_ids] */
+    char *grad_table;     /* [vocab, dim] of dtype's working dtype (f32 for f16 and bf16) */
     size_t n_ids, vocab, dim;
     gc_dtype dtype;
 } embedding_backward_job;
@@ -21,6 +21,7 @@ typedef struct embedding_backward_job {
 static void accumulate_columns(void *arg, int64_t begin, int64_t end) {
     const embedding_backward_job *job = arg;
     size_t dim = job->dim;
+    gc_dtype table_dtype = gc_working_dtype(job->dtype);
     for (size_t i = 0; i < job->n_ids; i++) {
         if (job->ids[i] < 0 || (size_t)job->ids[i] >= job->vocab) continue; /* see backend.h */
         size_t row = (size_t)job->ids[i] * dim;
@@ -31,8 +32,8 @@ static void accumulate_columns(void *arg, int64_t begin, int64_t end) {
             continue;
         }
         for (int64_t j = begin; j < end; j++)
-            gc_store(job->grad_table, job->dtype, row + (size_t)j,
-                     gc_load(job->grad_table, job->dtype, row + (size_t)j) +
+            gc_store(job->grad_table, table_dtype, row + (size_t)j,
+                     gc_load(job->grad_table, table_dtype, row + (size_t)j) +
                          gc_load(job->grad_out, job->dtype, i * dim + (size_t)j));
     }
 }

@@ -14,18 +14,19 @@ __global__ void scatter_last_kernel(const T *src, const int32_t *index, T *out, 
     }
 }
 
-/* grad_out [n_ids, dim] added into grad_table rows ids[i]: one thread per element. Two
- * ids may be equal, so the additions are atomic (their order, and so the last bits of
- * an f32 sum of duplicates, may vary from run to run). An id outside [0, vocab) adds
- * nothing: its forward's check_index reports it at the next synchronisation, which may come
- * after this kernel was queued. */
+/* grad_out [n_ids, dim] added into grad_table [vocab, dim] rows ids[i], the table in T's
+ * working type (float for f16 and bf16, whose own atomic additions would round at each one):
+ * one thread per element. Two ids may be equal, so the additions are atomic (their order, and
+ * so the last bits of a sum of duplicates, may vary from run to run). An id outside
+ * [0, vocab) adds nothing: its forward's check_index reports it at the next synchronisation,
+ * which may come after this kernel was queued. */
 template <typename T>
-__global__ void embedding_backward_kernel(const T *grad_out, const int32_t *ids, T *grad_table, int64_t n_ids,
-                                          int64_t vocab, int64_t dim) {
+__global__ void embedding_backward_kernel(const T *grad_out, const int32_t *ids, typename gc_elem<T>::acc *grad_table,
+                                          int64_t n_ids, int64_t vocab, int64_t dim) {
     GC_CUDA_GRID_STRIDE(i, n_ids * dim) {
         int64_t row = i / dim, col = i % dim;
         int32_t id = ids[row];
-        if (id >= 0 && id < vocab) atomicAdd(&grad_table[(int64_t)id * dim + col], grad_out[i]);
+        if (id >= 0 && id < vocab) atomicAdd(&grad_table[(int64_t)id * dim + col], gc_elem<T>::to_acc(grad_out[i]));
     }
 }
 
@@ -44,7 +45,8 @@ extern "C" void gc_cuda_embedding_backward(const void *grad_out, const int32_t *
                                            size_t vocab, size_t dim, gc_dtype dtype) {
     gc_cuda_dispatch_float("embedding_backward", dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
+        using A = typename gc_elem<T>::acc;
         GC_CUDA_LAUNCH(embedding_backward_kernel<T>, gc_cuda_blocks((int64_t)(n_ids * dim)), (const T *)grad_out, ids,
-                       (T *)grad_table, (int64_t)n_ids, (int64_t)vocab, (int64_t)dim);
+                       (A *)grad_table, (int64_t)n_ids, (int64_t)vocab, (int64_t)dim);
     });
 }
