@@ -1,9 +1,11 @@
-/* CUDA against the CPU: fill, arange, and the unary, binary and binary-scalar ops, on
- * random inputs of every supported dtype, odd sizes, broadcast shapes that take the
- * kernel's fast and slow paths, 0-dim and 0-row tensors. */
+/* CUDA against the CPU: fill, arange, and the unary ops (with the derivatives of backward
+ * rules), binary and binary-scalar ops, on random inputs of every supported dtype, odd
+ * sizes, broadcast shapes that take the kernel's fast and slow paths, 0-dim and 0-row
+ * tensors. */
 #include <stdio.h>
 
 #include "check.h"
+#include "tensor/op_internal.h"
 
 #define COUNT(array) ((int)(sizeof(array) / sizeof((array)[0])))
 
@@ -122,6 +124,35 @@ static void test_unary(void) {
             }
 }
 
+/* The derivatives the backward rules of relu and the gelus take from x, alone (gc_unary_apply)
+ * and times g (gc_unary_grad: the CPU's fused kernel for f32 and f64, the derivative and a
+ * multiply elsewhere, as on CUDA). The same library functions as the ops above, so the same
+ * bounds; the product with g adds one rounding, inside gc_test_tolerance. */
+static void test_derivatives(void) {
+    const struct {
+        const char *name;
+        gc_unary_op op;
+    } derivatives[] = {
+        {"relu'", GC_UNARY_RELU_GRAD}, {"gelu_tanh'", GC_UNARY_GELU_TANH_GRAD}, {"gelu_erf'", GC_UNARY_GELU_ERF_GRAD}};
+    uint64_t seed = 3000;
+    for (int o = 0; o < COUNT(derivatives); o++)
+        for (int d = 0; d < COUNT(float_dtypes); d++)
+            for (int s = 0; s < COUNT(sizes); s++) {
+                gc_dtype dtype = float_dtypes[d];
+                gc_tensor *x = gc_test_random_in(sizes[s].ndim, sizes[s].dims, dtype, -4, 4, seed++);
+                gc_tensor *g = gc_test_random(sizes[s].ndim, sizes[s].dims, dtype, seed++);
+                gc_tensor *x_cuda = on_cuda(x), *g_cuda = on_cuda(g);
+                char what[128], text[64];
+                snprintf(what, sizeof what, "%s %s", derivatives[o].name, gc_tensor_str(x, text, sizeof text));
+                expect_parity(gc_unary_apply(derivatives[o].op, x), gc_unary_apply(derivatives[o].op, x_cuda),
+                              unary_atol(dtype), gc_test_tolerance(dtype), what);
+                snprintf(what, sizeof what, "g * %s %s", derivatives[o].name, gc_tensor_str(x, text, sizeof text));
+                expect_parity(gc_unary_grad(derivatives[o].op, x, g), gc_unary_grad(derivatives[o].op, x_cuda, g_cuda),
+                              unary_atol(dtype), gc_test_tolerance(dtype), what);
+                RELEASE(x, g, x_cuda, g_cuda);
+            }
+}
+
 /* --- binary ---
  * One correctly rounded IEEE operation on both backends (CUDA's float division is IEEE
  * unless built with -use_fast_math), so the results are expected equal; the float
@@ -175,8 +206,8 @@ static void test_binary(void) {
 }
 
 /* --- with a scalar ---
- * As for binary ops: one rounded operation, expected equal. (i32 is left out: ops.h
- * does not say that the scalar ops take it.) */
+ * As for binary ops: one rounded operation, expected equal; i32 (add, sub and mul with a
+ * whole scalar) exactly, wrapping modulo 2^32 past INT32_MAX on both. */
 static void test_binary_scalar(void) {
     const struct {
         const char *name;
@@ -202,6 +233,18 @@ static void test_binary_scalar(void) {
                 gc_tensor_release(a);
                 gc_tensor_release(a_cuda);
             }
+    /* i32: the first four ops (no division), with a small scalar and one that overflows */
+    const double int_scalars[] = {-7, 2147483647};
+    for (int o = 0; o < 4; o++)
+        for (int c = 0; c < COUNT(int_scalars); c++)
+            for (int s = 0; s < COUNT(sizes); s++) {
+                gc_tensor *a = gc_test_random_in(sizes[s].ndim, sizes[s].dims, GC_I32, -1000, 1000, seed++);
+                gc_tensor *a_cuda = on_cuda(a);
+                char what[128], text[64];
+                snprintf(what, sizeof what, "%s %g %s", ops[o].name, int_scalars[c], gc_tensor_str(a, text, sizeof text));
+                expect_parity(ops[o].fn(a, int_scalars[c]), ops[o].fn(a_cuda, int_scalars[c]), 0, 0, what);
+                RELEASE(a, a_cuda);
+            }
 }
 
 int main(void) {
@@ -209,6 +252,7 @@ int main(void) {
     GC_TEST_CASE(test_fill);
     GC_TEST_CASE(test_arange);
     GC_TEST_CASE(test_unary);
+    GC_TEST_CASE(test_derivatives);
     GC_TEST_CASE(test_binary);
     GC_TEST_CASE(test_binary_scalar);
     return gc_test_result();

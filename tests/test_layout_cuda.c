@@ -1,10 +1,13 @@
-/* CUDA against the CPU: cast, embedding, permute, transpose and cat0, and the fatal
- * error of a bad embedding id on CUDA. All of these move or convert values with the
- * same rules on both backends, so every comparison is exact. */
+/* CUDA against the CPU: cast, embedding, permute, transpose and cat0, the scatters of the
+ * backward rules, and the fatal error of a bad embedding id on CUDA. All but the embedding's
+ * backward move or convert values with the same rules on both backends, so those comparisons
+ * are exact; the backward's sums have the bound written at test_scatters. */
 #include <math.h>
 #include <stdio.h>
 
 #include "check.h"
+#include "reduce_parity.h"
+#include "tensor/op_internal.h"
 
 #define COUNT(array) ((int)(sizeof(array) / sizeof((array)[0])))
 
@@ -165,6 +168,41 @@ static void test_embedding(void) {
         }
 }
 
+/* --- the scatters of backward rules ---
+ * scatter_last moves values: exact. embedding_backward sums each id's rows, k = 200 of them
+ * here, in the working type (f32; f64 for f64) in another order on each backend (CUDA's
+ * atomics in any order, the CPU's in id order). Each sum of terms in [-1, 1) is within
+ * (k - 1) u k of the exact one (Higham, section 4.2), so the two are within 2 k^2 u, and then
+ * each rounds once to the stored type: one step of it (gc_test_step_rtol). */
+static void test_scatters(void) {
+    enum { rows = 300, cols = 9, vocab = 50, n_ids = 10000, dim = 7, per_id = n_ids / vocab };
+    static int32_t index_values[rows], id_values[n_ids];
+    for (int r = 0; r < rows; r++) index_values[r] = (r * 5) % cols;
+    for (int i = 0; i < n_ids; i++) id_values[i] = (int32_t)((i * 7919) % vocab); /* each id 200 times */
+    gc_tensor *index = gc_from_host(index_values, GC_SHAPE(rows), GC_I32, gc_cpu());
+    gc_tensor *ids = gc_from_host(id_values, GC_SHAPE(n_ids), GC_I32, gc_cpu());
+    REQUIRE(index && ids);
+    gc_tensor *index_cuda = on_cuda(index), *ids_cuda = on_cuda(ids);
+    uint64_t seed = 700;
+    for (int d = 0; d < COUNT(float_dtypes); d++) {
+        gc_dtype dtype = float_dtypes[d];
+        char what[96];
+        gc_tensor *src = gc_test_random(GC_SHAPE(rows), dtype, seed++), *src_cuda = on_cuda(src);
+        snprintf(what, sizeof what, "scatter_last [%d] -> [%d, %d] %s", rows, rows, cols, gc_dtype_name(dtype));
+        expect_same(gc_scatter_last(src, index, cols), gc_scatter_last(src_cuda, index_cuda, cols), what);
+        gc_tensor *grad = gc_test_random(GC_SHAPE(n_ids, dim), dtype, seed++), *grad_cuda = on_cuda(grad);
+        gc_tensor *want = gc_embedding_backward(grad, ids, vocab), *got = gc_embedding_backward(grad_cuda, ids_cuda, vocab);
+        REQUIRE(want && got);
+        CHECK(got->dtype == dtype && got->device.type == GC_DEVICE_CUDA);
+        snprintf(what, sizeof what, "embedding_backward of %d ids into [%d, %d] %s", n_ids, vocab, dim,
+                 gc_dtype_name(dtype));
+        double u = dtype == GC_F64 ? 0x1p-53 : 0x1p-24;
+        gc_test_expect_close(want, got, 2.0 * per_id * per_id * u, gc_test_step_rtol(dtype), what);
+        RELEASE(src, src_cuda, grad, grad_cuda, want, got);
+    }
+    RELEASE(index, ids, index_cuda, ids_cuda);
+}
+
 /* --- permute, transpose, cat0 --- */
 
 static void test_permute(void) {
@@ -225,6 +263,7 @@ int main(void) {
     test_cast_parity();
     test_cast_rounding();
     test_embedding();
+    test_scatters();
     test_permute();
     test_cat0();
     return gc_test_result();

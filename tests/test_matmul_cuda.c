@@ -23,6 +23,7 @@
  * factor 16 instead of 4 because tensor cores may align and truncate the addends of
  * their f32 accumulation. */
 #include "check.h"
+#include "tensor/op_internal.h"
 
 static const gc_dtype dtypes[] = {GC_F32, GC_F16, GC_BF16, GC_F64};
 
@@ -93,6 +94,29 @@ static void test_k_zero(void) {
     }
 }
 
+/* k = 0 with beta = 1 (c = c + an empty sum): gc_matmul_bias, whose c starts as the bias
+ * rows, and gc_matmul_into accumulating, which leaves c as it was. Both scale c by 1 on the
+ * device (the k = 0 path's multiply), and must leave it bitwise as the CPU does. */
+static void test_k_zero_accumulating(void) {
+    for (int d = 0; d < 4; d++) {
+        gc_dtype dtype = dtypes[d];
+        gc_tensor *a = gc_zeros(GC_SHAPE(5, 0), dtype, gc_cpu()), *b = gc_zeros(GC_SHAPE(0, 7), dtype, gc_cpu());
+        gc_tensor *bias = gc_test_random(GC_SHAPE(7), dtype, 40 + (uint64_t)d);
+        gc_tensor *c = gc_test_random(GC_SHAPE(5, 7), dtype, 50 + (uint64_t)d);
+        REQUIRE(a && b && bias && c);
+        gc_tensor *a_gpu = gc_to_device(a, gc_cuda(0)), *b_gpu = gc_to_device(b, gc_cuda(0));
+        gc_tensor *bias_gpu = gc_to_device(bias, gc_cuda(0)), *c_gpu = gc_to_device(c, gc_cuda(0));
+        REQUIRE(a_gpu && b_gpu && bias_gpu && c_gpu);
+        gc_tensor *want = gc_matmul_bias(a, b, bias, false, false), *got = gc_matmul_bias(a_gpu, b_gpu, bias_gpu, false, false);
+        REQUIRE(want && got);
+        gc_test_expect_close(want, got, 0, 0, "matmul_bias with k = 0: the bias rows");
+        gc_matmul_into(c, a, b, false, false, true);
+        gc_matmul_into(c_gpu, a_gpu, b_gpu, false, false, true);
+        gc_test_expect_close(c, c_gpu, 0, 0, "matmul_into accumulating with k = 0: c unchanged");
+        RELEASE(a, b, bias, c, a_gpu, b_gpu, bias_gpu, c_gpu, want, got);
+    }
+}
+
 /* m or n = 0: an empty result of the right shape. */
 static void test_empty_result(void) {
     gc_tensor *a = gc_zeros(GC_SHAPE(0, 3), GC_F32, gc_cuda(0)),
@@ -138,6 +162,7 @@ int main(void) {
                 compare(dtypes[d], shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], flags & 1,
                         flags & 2, seed += 2);
     test_k_zero();
+    test_k_zero_accumulating();
     test_empty_result();
     test_different_devices();
     return gc_test_result();

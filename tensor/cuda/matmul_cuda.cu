@@ -55,32 +55,28 @@ static int as_int(int64_t value, const char *what) {
     return (int)value;
 }
 
-/* k = 0: an empty sum, so c = beta * c; zeros without reading c when beta is 0. */
-static void scale_c(cublasHandle_t handle, const gc_matmul_args *g, cudaDataType type) {
-    int64_t count = g->batch * g->m * g->n;
+/* k = 0: an empty sum, so c = beta * c; zeros without reading c when beta is 0. The
+ * scaling is the library's own multiply by a scalar (elementwise_cuda.cu: every dtype, as on
+ * the CPU), not cuBLAS's scal, whose 16-bit type combinations vary between versions. */
+static void scale_c(const gc_matmul_args *g) {
+    size_t count = (size_t)(g->batch * g->m * g->n);
     if (g->beta == 0) {
-        GC_CUDA_CHECK(cudaMemsetAsync(g->c, 0, (size_t)count * gc_dtype_size(g->dtype), 0));
+        GC_CUDA_CHECK(cudaMemsetAsync(g->c, 0, count * gc_dtype_size(g->dtype), 0));
         GC_CUDA_AFTER_LAUNCH();
         return;
     }
-    double beta64 = g->beta;
-    float beta32 = g->beta;
-    bool f64 = g->dtype == GC_F64;
-    GC_CUBLAS_CHECK(cublasScalEx(handle, as_int(count, "batch * m * n"),
-                                 f64 ? (const void *)&beta64 : &beta32, f64 ? CUDA_R_64F : CUDA_R_32F, g->c,
-                                 type, 1, f64 ? CUDA_R_64F : CUDA_R_32F));
-    GC_CUDA_AFTER_LAUNCH();
+    gc_cuda_binary_scalar(GC_BINARY_MUL, g->c, g->beta, false, g->c, count, g->dtype);
 }
 
 extern "C" void gc_cuda_matmul(const gc_matmul_args *args) {
     const gc_matmul_args &g = *args;
     if (g.batch == 0 || g.m == 0 || g.n == 0) return; /* c is empty */
-    cublasHandle_t handle = handle_for_current_device();
-    cudaDataType type = data_type(g.dtype);
     if (g.k == 0) {
-        scale_c(handle, args, type);
+        scale_c(args);
         return;
     }
+    cublasHandle_t handle = handle_for_current_device();
+    cudaDataType type = data_type(g.dtype);
     int m = as_int(g.m, "m"), n = as_int(g.n, "n"), k = as_int(g.k, "k");
     /* Leading dims of the column-major views: the row length of each stored buffer. */
     int ldb = g.trans_b ? k : n, lda = g.trans_a ? m : k;
