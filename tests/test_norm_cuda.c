@@ -1,52 +1,20 @@
 /* The CUDA softmax, log-softmax and layernorm against the CPU reference and against
  * hand-computed values. Suite cuda: skipped where there is no GPU. The tolerances are
- * derived below from the bounds of reduce_parity.h. */
+ * derived in norm_parity.h from the bounds of reduce_parity.h. */
 #include <math.h>
 
 #include "check.h"
-#include "reduce_parity.h"
+#include "norm_parity.h"
 
 static const gc_dtype float_dtypes[] = {GC_F32, GC_F16, GC_BF16, GC_F64};
 static const int64_t col_sizes[] = {1, 7, 33, 1000, 4097};
 #define COUNT(array) (int)(sizeof(array) / sizeof((array)[0]))
-
-/* got within atol + rtol |want| */
-typedef struct tolerance {
-    double atol, rtol;
-} tolerance;
-
-/* A rounding by either backend: the CUDA kernels' (float, or double for f64) and the
- * CPU's (double). */
-static double roundoff(gc_dtype dtype) { return gc_test_accum_roundoff(dtype) + 0x1p-53; }
 
 /* x [2, 3, cols] uniform in [lo, hi) on the CPU. */
 static gc_tensor *uniform_rows(int64_t cols, gc_dtype dtype, double lo, double hi, uint64_t seed) {
     gc_tensor *x = gc_uniform(GC_SHAPE(2, 3, cols), dtype, gc_cpu(), lo, hi, seed, 0);
     REQUIRE(x);
     return x;
-}
-
-/* Softmax or log-softmax of rows of `cols` elements within `spread` of each other. With
- * d = x - max (so -spread <= d <= 0) and s the summation bound:
- *  - the kernel's x - max is off by u|d|, so exp(d) by u|d| relatively, and exp adds 2 ulps
- *    (4u): each term is within (spread + 4)u, so their positive sum within
- *    s + (spread + 4)u = e, relatively;
- *  - softmax: term / sum rounds once more: rtol (spread + 4)u + e + u;
- *  - log-softmax y = d - log(sum), where |y| = |d| + log(sum): the errors of d (u|d|), of
- *    log (1 ulp, 2u log(sum)) and of the subtraction (u|y|) stay within 3u|y|, and the
- *    sum's relative error e becomes an absolute one: atol e, rtol 3u.
- * The CPU's f32 softmax, the reference, takes x - max and exp in float too (exp within
- * 1 ulp, the sum in double, one rounding at the end): its terms are within (spread + 2)u,
- * its sum as well, and its result within (2 spread + 5)u, added to the bound.
- * Plus one step of the stored type, and the absolute errors below its normal range. */
-static tolerance softmax_tolerance(int64_t cols, gc_dtype dtype, double spread, bool log_softmax) {
-    double u = roundoff(dtype);
-    double e = gc_test_sum_error(cols, dtype) + (spread + 4) * u;
-    tolerance t = log_softmax ? (tolerance){e, 3 * u} : (tolerance){0, (spread + 5) * u + e};
-    if (dtype == GC_F32 && !log_softmax) t.rtol += (2 * spread + 5) * u;
-    t.atol += gc_test_tiny(dtype);
-    t.rtol += gc_test_step_rtol(dtype);
-    return t;
 }
 
 /* softmax and log_softmax of x (on the CPU, elements within `spread` of each other) on
@@ -59,7 +27,7 @@ static void check_softmax(const gc_tensor *x, double spread, const char *what) {
         gc_tensor *want = take_log ? gc_log_softmax(x) : gc_softmax(x);
         gc_tensor *got = take_log ? gc_log_softmax(x_gpu) : gc_softmax(x_gpu);
         REQUIRE(want && got);
-        tolerance t = softmax_tolerance(cols, x->dtype, spread, take_log);
+        gc_test_tolerance_pair t = gc_test_softmax_tolerance(cols, x->dtype, spread, take_log);
         snprintf(label, sizeof label, "%s %s", take_log ? "log_softmax" : "softmax", what);
         gc_test_expect_close(want, got, t.atol, t.rtol, label);
         gc_tensor_release(want);
@@ -107,7 +75,7 @@ static void test_softmax_nonfinite(void) {
             for (int i = 0; i < 10; i++)
                 CHECK_MSG(isnan(got[i]), "%s %s element %d: %g, want nan", op, gc_dtype_name(dtype), i,
                           got[i]);
-            tolerance t = softmax_tolerance(5, dtype, 4, take_log);
+            gc_test_tolerance_pair t = gc_test_softmax_tolerance(5, dtype, 4, take_log);
             for (int i = 1; i <= 5; i++) {
                 double want = take_log ? (i - 5.0) - log(sum) : exp(i - 5.0) / sum;
                 CHECK_MSG(fabs(got[9 + i] - want) <= t.atol + t.rtol * fabs(want),
@@ -120,38 +88,6 @@ static void test_softmax_nonfinite(void) {
         gc_tensor_release(x);
         gc_tensor_release(x_gpu);
     }
-}
-
-/* Layernorm of rows of `cols` elements, with s the summation bound, u a rounding, A the
- * largest mean |x| of a row, R the largest rstd, G = max |gamma| (1 without) and
- * B = max |beta| (0 without):
- *  - mean: the sum's error divided by cols, and the division: e = (s + u) A;
- *  - var: each squared deviation is within 3u (subtraction, square), all are positive,
- *    the sum adds s and the division u; the mean's error adds e^2 relatively to
- *    var + eps >= 1 / R^2: v = s + 4u + (e R)^2;
- *  - rstd = 1 / sqrt(var + eps): eps's rounding, the addition, sqrt and the division add
- *    4u (sqrt halves var's error; not counted on): r = v + 4u;
- *  - y = ((x - mean) rstd) gamma + beta: the mean's error gives e R G; the subtraction,
- *    rstd and the product with gamma give (r + 3u) |z gamma| <= (r + 3u)(|y| + B), z the
- *    normalised x; adding beta rounds by u|y|: atol e R G + (r + 3u) B, rtol r + 4u.
- * Plus one step of the stored type (f32 for mean and rstd) and the tiny absolute. */
-typedef struct layernorm_tolerance {
-    tolerance y, mean, rstd;
-} layernorm_tolerance;
-
-static layernorm_tolerance layernorm_tolerances(const gc_tensor *x, const gc_tensor *gamma,
-                                                const gc_tensor *beta, const gc_tensor *cpu_rstd) {
-    int64_t cols = x->shape[x->ndim - 1];
-    double u = roundoff(x->dtype), s = gc_test_sum_error(cols, x->dtype);
-    double a = gc_test_max_row_abs_sum(x) / (double)cols, big_r = gc_test_max_abs(cpu_rstd, 0);
-    double g = gc_test_max_abs(gamma, 1), b = gc_test_max_abs(beta, 0);
-    double e = (s + u) * a, v = s + 4 * u + (e * big_r) * (e * big_r), r = v + 4 * u;
-    double step = gc_test_step_rtol(x->dtype), tiny = gc_test_tiny(x->dtype);
-    return (layernorm_tolerance){
-        .y = {e * big_r * g + (r + 3 * u) * b + tiny, r + 4 * u + step},
-        .mean = {e + gc_test_tiny(GC_F32), 0x1p-23},
-        .rstd = {gc_test_tiny(GC_F32), r + 0x1p-23},
-    };
 }
 
 /* layernorm of x (on the CPU) with gamma and beta (or NULL) on both backends: y and the
@@ -169,7 +105,7 @@ static void check_layernorm(const gc_tensor *x, const gc_tensor *gamma, const gc
     gc_tensor *got_alone = gc_layernorm(x_gpu, gamma_gpu, beta_gpu, eps, NULL, NULL);
     REQUIRE(want && got && got_alone && want_mean && want_rstd && got_mean && got_rstd);
 
-    layernorm_tolerance t = layernorm_tolerances(x, gamma, beta, want_rstd);
+    gc_test_layernorm_tolerance t = gc_test_layernorm_tolerances(x, gamma, beta, want_rstd);
     snprintf(label, sizeof label, "layernorm %s", what);
     gc_test_expect_close(want, got, t.y.atol, t.y.rtol, label);
     gc_test_expect_close(want, got_alone, t.y.atol, t.y.rtol, label);
