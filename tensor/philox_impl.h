@@ -29,7 +29,7 @@
 #include "host_device.h"
 
 #define GC_PHILOX_ROUNDS 10
-/* The round multipliers and the key's Weyl increments (shared/reference/philox4x32-10.md),
+/* The round multipliers and the key's Weyl increments (docs/philox4x32-10.md),
  * named once for every implementation (this file's, cpu/philox_cpu.c, cpu/philox_avx2.c). */
 #define GC_PHILOX_M0 0xD2511F53u
 #define GC_PHILOX_M1 0xCD9E8D57u
@@ -41,7 +41,7 @@
  * Each round multiplies two counter words by fixed odd constants and mixes the high
  * halves of the 64-bit products with the other two words and the key; the key moves
  * on by a Weyl sequence between rounds. (Constants and known answers:
- * shared/reference/philox4x32-10.md.) */
+ * docs/philox4x32-10.md.) */
 static inline GC_HD void gc_philox_block(const uint32_t counter[4], const uint32_t key[2],
                                          int rounds, uint32_t out[4]) {
     const uint32_t m0 = GC_PHILOX_M0, m1 = GC_PHILOX_M1, w0 = GC_PHILOX_W0, w1 = GC_PHILOX_W1;

@@ -32,7 +32,7 @@ static const int thread_counts[] = {1, 2, 3, 8};
 static uint32_t threshold(void) { return (uint32_t)ceil(P * 16777216.0); }
 
 /* Words of batches against the stream's blocks, and the first block of seed 0 against the
- * known answer (shared/reference/philox4x32-10.md: counter 0, key 0). */
+ * known answer (docs/philox4x32-10.md: counter 0, key 0). */
 static void test_batches(gc_cpu_isa isa) {
     const uint32_t known[4] = {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8};
     const uint64_t firsts[] = {0, 7, (UINT64_C(1) << 32) - 2, (UINT64_C(1) << 32) - 1, GC_PHILOX_BLOCK_MASK - 2};

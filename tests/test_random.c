@@ -37,7 +37,7 @@ static double *draw_f64(gc_random_kind kind, int64_t n, double a, double b, uint
 }
 
 static void test_known_answers(void) {
-    /* shared/reference/philox4x32-10.md (Random123's kat_vectors) */
+    /* docs/philox4x32-10.md (Random123's kat_vectors) */
     static const struct {
         int rounds;
         uint32_t counter[4], key[2], out[4];
