@@ -1,11 +1,12 @@
-/* A BERT folder's configuration: config.json, and sentence-transformers' pooling and
- * normalisation (include/gradcache/pretrained.h). */
+/* A BERT folder's configuration: config.json, sentence-transformers' pooling and
+ * normalisation, checked against the header of model.safetensors before anything is built
+ * (include/gradcache/pretrained.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "gradcache/pretrained.h"
+#include "nn/bert_internal.h"
 #include "nn/json_file.h"
 
 /* Far beyond any BERT; bounds what a foreign file can make us allocate. */
@@ -155,6 +156,18 @@ gc_status gc_bert_parse_config(const char *text, size_t length, const char *name
     return status;
 }
 
+/* The header of the folder's model.safetensors against the configuration read from
+ * `config_path`: its tensor data is not read, and nothing is allocated for the model. */
+static gc_status check_weights(const char *dir, const char *config_path, const gc_text_encoder_config *config) {
+    char path[4096];
+    gc_safetensors *file;
+    gc_status status = gc_safetensors_open_header(join(path, sizeof path, dir, "model.safetensors"), &file);
+    if (status != GC_OK) return status;
+    status = gc_bert_check_weights(file, config, config_path);
+    gc_safetensors_close(file);
+    return status;
+}
+
 gc_status gc_bert_read_config(const char *dir, gc_text_encoder_config *config) {
     char path[4096];
     *config = (gc_text_encoder_config){.pooling = GC_POOL_MEAN, .dtype = GC_F32};
@@ -165,5 +178,6 @@ gc_status gc_bert_read_config(const char *dir, gc_text_encoder_config *config) {
     gc_json_free(document);
     if (status == GC_OK) status = read_pooling(dir, config);
     if (status == GC_OK) status = read_modules(dir, config);
+    if (status == GC_OK) status = check_weights(dir, path, config);
     return status;
 }
