@@ -24,9 +24,15 @@ static gc_status read_size(const char *path, const gc_json *config, const char *
                            int64_t *value) {
     const gc_json *field = gc_json_member(config, key);
     if (!field) return gc_json_file_error(path, "no \"%s\"", key);
-    if (field->type != GC_JSON_INTEGER || field->integer < min || field->integer > max)
-        return gc_json_file_error(path, "\"%s\" is not an integer in [%lld, %lld]", key, (long long)min,
-                                  (long long)max);
+    if (field->type == GC_JSON_NUMBER)
+        return gc_json_file_error(path, "\"%s\" is %g, not an integer in [%lld, %lld]", key, field->number,
+                                  (long long)min, (long long)max);
+    if (field->type != GC_JSON_INTEGER)
+        return gc_json_file_error(path, "\"%s\" is %s, not an integer in [%lld, %lld]", key,
+                                  gc_json_type_name(field->type), (long long)min, (long long)max);
+    if (field->integer < min || field->integer > max)
+        return gc_json_file_error(path, "\"%s\" is %lld, outside [%lld, %lld]", key, (long long)field->integer,
+                                  (long long)min, (long long)max);
     *value = field->integer;
     return GC_OK;
 }
@@ -37,9 +43,11 @@ static gc_status read_number(const char *path, const gc_json *config, const char
     const gc_json *field = gc_json_member(config, key);
     *value = otherwise;
     if (!field) return GC_OK;
-    bool number = field->type == GC_JSON_NUMBER || field->type == GC_JSON_INTEGER;
-    if (!number || !(field->number >= min && field->number < max))
-        return gc_json_file_error(path, "\"%s\" is not a number in [%g, %g)", key, min, max);
+    if (field->type != GC_JSON_NUMBER && field->type != GC_JSON_INTEGER)
+        return gc_json_file_error(path, "\"%s\" is %s, not a number in [%g, %g)", key,
+                                  gc_json_type_name(field->type), min, max);
+    if (!(field->number >= min && field->number < max))
+        return gc_json_file_error(path, "\"%s\" is %g, outside [%g, %g)", key, field->number, min, max);
     *value = field->number;
     return GC_OK;
 }
@@ -82,10 +90,11 @@ static gc_status read_bert(const char *path, const gc_json *config, gc_text_enco
     if (status == GC_OK) status = read_choice(path, config, "hidden_act", activations, 0, &activation);
     if (status == GC_OK) status = read_size(path, config, "vocab_size", 1, INT32_MAX, &c->vocab);
     if (status == GC_OK) status = read_size(path, config, "max_position_embeddings", 1, MAX_SIZE, &c->max_length);
-    if (status == GC_OK) status = read_size(path, config, "type_vocab_size", 0, MAX_SIZE, &c->type_vocab);
+    /* BertModel adds token type 0's vector to every token: a table of none cannot be */
+    if (status == GC_OK) status = read_size(path, config, "type_vocab_size", 1, MAX_SIZE, &c->type_vocab);
     if (status == GC_OK) status = read_size(path, config, "hidden_size", 1, MAX_SIZE, &c->dim);
     if (status == GC_OK) status = read_size(path, config, "num_attention_heads", 1, MAX_SIZE, &heads);
-    if (status == GC_OK) status = read_size(path, config, "num_hidden_layers", 0, 1000, &layers);
+    if (status == GC_OK) status = read_size(path, config, "num_hidden_layers", 1, 1000, &layers);
     if (status == GC_OK) status = read_size(path, config, "intermediate_size", 1, MAX_SIZE, &c->hidden);
     if (status == GC_OK) status = read_number(path, config, "layer_norm_eps", 1e-30, 1, 1e-12, &c->layernorm_eps);
     if (status == GC_OK) status = read_number(path, config, "hidden_dropout_prob", 0, 1, 0.1, &hidden_dropout);

@@ -182,6 +182,26 @@ static void test_refused(void) {
     remove_tiny(folder);
 }
 
+/* config.json's sizes that cannot describe a BERT are refused, naming the field and the value
+ * (no layer, no token type: BertModel adds type 0 to every token; heads that do not divide the
+ * width). */
+static void test_config_values(void) {
+    static const char *const edits[][3] = {
+        {"\"num_hidden_layers\": 2", "\"num_hidden_layers\": 0", "\"num_hidden_layers\" is 0, outside [1, 1000]"},
+        {"\"type_vocab_size\": 2", "\"type_vocab_size\": 0", "\"type_vocab_size\" is 0, outside [1, 1000000]"},
+        {"\"num_attention_heads\": 4", "\"num_attention_heads\": 5", "hidden_size 32 does not split into 5 heads"},
+        {"\"intermediate_size\": 64", "\"intermediate_size\": 6.5", "\"intermediate_size\" is 6.5, not an integer"},
+        {"\"vocab_size\": 64", "\"vocab_size\": -1", "\"vocab_size\" is -1, outside [1, 2147483647]"},
+        {"\"layer_norm_eps\": 1e-12", "\"layer_norm_eps\": 0", "\"layer_norm_eps\" is 0, outside [1e-30, 1)"},
+    };
+    for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
+        char folder[PATH_MAX];
+        gc_test_edited_folder(folder, TINY, edits[i][0], edits[i][1]);
+        expect_refused(folder, GC_ERR_FORMAT, "config.json", edits[i][2]);
+        gc_test_remove_edited_folder(folder);
+    }
+}
+
 /* A config.json that the file's weights do not fit is refused from the header of
  * model.safetensors, before the model is built: sizes that would make it huge (the weights
  * missing, or of another shape), and sizes that leave some of the file's encoder out, which
@@ -220,6 +240,7 @@ int main(void) {
     test_parity();
     test_save();
     test_refused();
+    test_config_values();
     test_config_against_weights();
     return gc_test_result();
 }

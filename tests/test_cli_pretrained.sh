@@ -6,7 +6,7 @@
 # sentence-transformers files copied), --resume continuing bitwise, eval of the result, and
 # bad input: a folder without config.json, another architecture, another tokenizer type, a
 # config.json the weights do not fit (a weight of another shape, layers too few or too many),
-# a checksum mismatch: one line naming the file, a non-zero exit.
+# an impossible size, a checksum mismatch: one line naming the file, a non-zero exit.
 # Run by meson with the gradcache program as $1 and the tiny model folder as $2.
 set -uo pipefail
 gradcache=${1:?usage: test_cli_pretrained.sh path/to/gradcache path/to/tiny_bert}
@@ -78,6 +78,9 @@ expect_error "$unused" "$gradcache" train --init "$bad" --data "$pairs" --batch-
 sed -i 's/"num_hidden_layers": 1/"num_hidden_layers": 1000/' "$bad/config.json"
 expect_error "$bad/model.safetensors: 15968 weights of the encoder $bad/config.json describes (num_hidden_layers 1000) are missing" \
     env GC_MEM_LIMIT=1M "$gradcache" eval --model "$bad" --data "$pairs"
+cp "$tiny/config.json" "$bad/config.json"
+sed -i 's/"type_vocab_size": 2/"type_vocab_size": 0/' "$bad/config.json"
+expect_error "$bad/config.json: \"type_vocab_size\" is 0, outside [1, 1000000]" "$gradcache" eval --model "$bad" --data "$pairs"
 cp "$tiny/config.json" "$bad/config.json"
 sed -i 's/"type": "WordPiece"/"type": "BPE"/g' "$bad/tokenizer.json"
 grep -q '"type": "BPE"' "$bad/tokenizer.json" || fail "the test could not rewrite the tokenizer's type"

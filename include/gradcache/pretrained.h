@@ -38,10 +38,10 @@ extern "C" {
 /* The encoder configuration of the folder `dir` (f32, dropout as config.json says), checked
  * against the header of the folder's model.safetensors (gc_bert_check_weights; its tensor
  * data is not read). GC_ERR_IO when config.json or model.safetensors cannot be read;
- * GC_ERR_FORMAT naming the file and the field when it is not a BERT configuration this
- * library implements (another model_type, relative positions, an unknown activation or
- * pooling, sizes out of range), or naming the weight and the fields when the file does not
- * fit it. */
+ * GC_ERR_FORMAT naming the file, the field and its value when it is not a BERT configuration
+ * this library implements (another model_type, relative positions, an unknown activation or
+ * pooling, a size out of range: no layer, no token type, a hidden_size that does not split
+ * into the heads), or naming the weight and the fields when the file does not fit it. */
 gc_status gc_bert_read_config(const char *dir, gc_text_encoder_config *config);
 /* The same from the `length` bytes of a config.json (`name` stands for the file in messages);
  * pooling and normalisation keep their defaults (mean, none); no weights are checked. */

@@ -28,9 +28,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         expect_error(status, GC_ERR_FORMAT, "config.json: ");
         return 0;
     }
-    /* what gc_text_encoder_init would otherwise stop the program for */
-    if (c.vocab < 1 || c.max_length < 1 || c.dim < 1 || c.heads < 1 || c.dim % c.heads || c.layers < 0 ||
-        c.hidden < 1 || c.type_vocab < 0 || !(c.dropout >= 0 && c.dropout < 1) || !(c.layernorm_eps > 0))
+    /* what gc_text_encoder_init would otherwise stop the program for, and what BERT cannot be */
+    if (c.vocab < 1 || c.max_length < 1 || c.dim < 1 || c.heads < 1 || c.dim % c.heads || c.layers < 1 ||
+        c.hidden < 1 || c.type_vocab < 1 || !(c.dropout >= 0 && c.dropout < 1) || !(c.layernorm_eps > 0))
         abort();
     if (!nul) return 0;
     gc_safetensors *file;
