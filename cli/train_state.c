@@ -83,23 +83,44 @@ gc_status gc_train_state_save(const char *path, const gc_dual_encoder *model, co
     return status;
 }
 
-/* GC_ERR_FORMAT naming the first setting whose value in the file is not the run's. */
-static gc_status check_settings(const gc_safetensors *file, const char *path, const gc_metadata *settings) {
-    for (int i = 0; i < settings->count; i += 2) {
-        const char *key = settings->entries[i], *wanted = settings->entries[i + 1];
+/* GC_ERR_FORMAT naming the first entry of `expected` whose value in the file is not the
+ * run's: a setting ("flag.<name>": resume with the flags of the run that wrote it), or an
+ * entry of the model's description ("format", "model.*"), compared with the model this run
+ * built from those flags. With the flags the same, a description that differs is an edited
+ * file, which loading the parameters into this run's model would otherwise ignore. */
+static gc_status check_values(const gc_safetensors *file, const char *path, const gc_metadata *expected) {
+    for (int i = 0; i < expected->count; i += 2) {
+        const char *key = expected->entries[i], *wanted = expected->entries[i + 1];
         const char *found = gc_safetensors_metadata(file, key);
-        const char *flag = strncmp(key, "flag.", 5) == 0 ? key + 5 : key;
+        bool setting = strncmp(key, "flag.", 5) == 0;
+        if (!found && setting) {
+            gc_set_error(GC_ERR_FORMAT, "%s has no setting for --%s (not a checkpoint of gradcache train)", path,
+                         key + 5);
+            return GC_ERR_FORMAT;
+        }
         if (!found) {
-            gc_set_error(GC_ERR_FORMAT, "%s has no setting for --%s (not a checkpoint of gradcache train)", path, flag);
+            gc_set_error(GC_ERR_FORMAT, "%s has no metadata '%s' (not a checkpoint of gradcache train)", path, key);
             return GC_ERR_FORMAT;
         }
-        if (strcmp(found, wanted) != 0) {
+        if (strcmp(found, wanted) == 0) continue;
+        if (setting)
             gc_set_error(GC_ERR_FORMAT, "%s was written with --%s %s, this run has --%s %s (resume with the flags of"
-                         " the run that wrote it)", path, flag, found, flag, wanted);
-            return GC_ERR_FORMAT;
-        }
+                         " the run that wrote it)", path, key + 5, found, key + 5, wanted);
+        else
+            gc_set_error(GC_ERR_FORMAT, "%s: metadata '%s' is '%.80s', but the model these flags build has '%s'", path,
+                         key, found, wanted);
+        return GC_ERR_FORMAT;
     }
     return GC_OK;
+}
+
+/* check_values for the description of `model`. */
+static gc_status check_description(const gc_safetensors *file, const char *path, const gc_dual_encoder *model) {
+    gc_metadata description = {0};
+    gc_model_describe(model, &description);
+    gc_status status = check_values(file, path, &description);
+    gc_metadata_free(&description);
+    return status;
 }
 
 /* GC_ERR_FORMAT unless the checkpoint was written by a run of `world` processes. */
@@ -274,7 +295,8 @@ gc_status gc_train_state_load_from(const gc_safetensors *file, const char *path,
     int64_t optimizer_step = 0;
     gc_param_list state = {0};
     static const char *const optimizer_entries[] = {OPTIMIZER_PREFIX ".", NULL};
-    status = check_settings(file, path, settings);
+    status = check_values(file, path, settings);
+    if (status == GC_OK) status = check_description(file, path, model);
     if (status == GC_OK) status = check_world(file, path, plan->world);
     if (status == GC_OK) status = read_counters(file, path, plan, progress, &optimizer_step);
     if (status == GC_OK && progress->scaled) status = read_scaler(file, path, progress);

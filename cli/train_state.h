@@ -57,8 +57,9 @@ gc_status gc_train_state_save(const char *path, const gc_dual_encoder *model, co
                               const gc_train_plan *plan, const gc_rng_context *ranks);
 /* Loads the checkpoint at `path` into `model`, `optimizer` (moments and step) and *progress
  * (with the random-number state of plan->rank), which holds on entry the state a fresh run
- * starts from. Before anything is loaded, the file must have been written with `settings`
- * and fit `plan`: dist.world_size the run's world, train.step at most the run's steps,
+ * starts from. Before anything is loaded, the file must have been written with `settings`,
+ * describe `model` (format and model.*, value for value: gc_model_describe) and fit `plan`:
+ * dist.world_size the run's world, train.step at most the run's steps,
  * train.epoch and train.position where that step falls, optimizer.step equal to train.step
  * less the steps the f16 loss scaler skipped (scaler.* in [0, FLT_MAX] and within the run),
  * chunk sizes present with --gc only and no larger than the fresh run's, the generators of

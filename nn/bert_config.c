@@ -1,11 +1,12 @@
-/* A BERT folder's configuration: config.json, and sentence-transformers' pooling and
- * normalisation (include/gradcache/pretrained.h). */
+/* A BERT folder's configuration: config.json, sentence-transformers' pooling and
+ * normalisation, checked against the header of model.safetensors before anything is built
+ * (include/gradcache/pretrained.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "gradcache/pretrained.h"
+#include "nn/bert_internal.h"
 #include "nn/json_file.h"
 
 /* Far beyond any BERT; bounds what a foreign file can make us allocate. */
@@ -23,9 +24,15 @@ static gc_status read_size(const char *path, const gc_json *config, const char *
                            int64_t *value) {
     const gc_json *field = gc_json_member(config, key);
     if (!field) return gc_json_file_error(path, "no \"%s\"", key);
-    if (field->type != GC_JSON_INTEGER || field->integer < min || field->integer > max)
-        return gc_json_file_error(path, "\"%s\" is not an integer in [%lld, %lld]", key, (long long)min,
-                                  (long long)max);
+    if (field->type == GC_JSON_NUMBER)
+        return gc_json_file_error(path, "\"%s\" is %g, not an integer in [%lld, %lld]", key, field->number,
+                                  (long long)min, (long long)max);
+    if (field->type != GC_JSON_INTEGER)
+        return gc_json_file_error(path, "\"%s\" is %s, not an integer in [%lld, %lld]", key,
+                                  gc_json_type_name(field->type), (long long)min, (long long)max);
+    if (field->integer < min || field->integer > max)
+        return gc_json_file_error(path, "\"%s\" is %lld, outside [%lld, %lld]", key, (long long)field->integer,
+                                  (long long)min, (long long)max);
     *value = field->integer;
     return GC_OK;
 }
@@ -36,9 +43,11 @@ static gc_status read_number(const char *path, const gc_json *config, const char
     const gc_json *field = gc_json_member(config, key);
     *value = otherwise;
     if (!field) return GC_OK;
-    bool number = field->type == GC_JSON_NUMBER || field->type == GC_JSON_INTEGER;
-    if (!number || !(field->number >= min && field->number < max))
-        return gc_json_file_error(path, "\"%s\" is not a number in [%g, %g)", key, min, max);
+    if (field->type != GC_JSON_NUMBER && field->type != GC_JSON_INTEGER)
+        return gc_json_file_error(path, "\"%s\" is %s, not a number in [%g, %g)", key,
+                                  gc_json_type_name(field->type), min, max);
+    if (!(field->number >= min && field->number < max))
+        return gc_json_file_error(path, "\"%s\" is %g, outside [%g, %g)", key, field->number, min, max);
     *value = field->number;
     return GC_OK;
 }
@@ -81,10 +90,11 @@ static gc_status read_bert(const char *path, const gc_json *config, gc_text_enco
     if (status == GC_OK) status = read_choice(path, config, "hidden_act", activations, 0, &activation);
     if (status == GC_OK) status = read_size(path, config, "vocab_size", 1, INT32_MAX, &c->vocab);
     if (status == GC_OK) status = read_size(path, config, "max_position_embeddings", 1, MAX_SIZE, &c->max_length);
-    if (status == GC_OK) status = read_size(path, config, "type_vocab_size", 0, MAX_SIZE, &c->type_vocab);
+    /* BertModel adds token type 0's vector to every token: a table of none cannot be */
+    if (status == GC_OK) status = read_size(path, config, "type_vocab_size", 1, MAX_SIZE, &c->type_vocab);
     if (status == GC_OK) status = read_size(path, config, "hidden_size", 1, MAX_SIZE, &c->dim);
     if (status == GC_OK) status = read_size(path, config, "num_attention_heads", 1, MAX_SIZE, &heads);
-    if (status == GC_OK) status = read_size(path, config, "num_hidden_layers", 0, 1000, &layers);
+    if (status == GC_OK) status = read_size(path, config, "num_hidden_layers", 1, 1000, &layers);
     if (status == GC_OK) status = read_size(path, config, "intermediate_size", 1, MAX_SIZE, &c->hidden);
     if (status == GC_OK) status = read_number(path, config, "layer_norm_eps", 1e-30, 1, 1e-12, &c->layernorm_eps);
     if (status == GC_OK) status = read_number(path, config, "hidden_dropout_prob", 0, 1, 0.1, &hidden_dropout);
@@ -155,6 +165,18 @@ gc_status gc_bert_parse_config(const char *text, size_t length, const char *name
     return status;
 }
 
+/* The header of the folder's model.safetensors against the configuration read from
+ * `config_path`: its tensor data is not read, and nothing is allocated for the model. */
+static gc_status check_weights(const char *dir, const char *config_path, const gc_text_encoder_config *config) {
+    char path[4096];
+    gc_safetensors *file;
+    gc_status status = gc_safetensors_open_header(join(path, sizeof path, dir, "model.safetensors"), &file);
+    if (status != GC_OK) return status;
+    status = gc_bert_check_weights(file, config, config_path);
+    gc_safetensors_close(file);
+    return status;
+}
+
 gc_status gc_bert_read_config(const char *dir, gc_text_encoder_config *config) {
     char path[4096];
     *config = (gc_text_encoder_config){.pooling = GC_POOL_MEAN, .dtype = GC_F32};
@@ -165,5 +187,6 @@ gc_status gc_bert_read_config(const char *dir, gc_text_encoder_config *config) {
     gc_json_free(document);
     if (status == GC_OK) status = read_pooling(dir, config);
     if (status == GC_OK) status = read_modules(dir, config);
+    if (status == GC_OK) status = check_weights(dir, path, config);
     return status;
 }

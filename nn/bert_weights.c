@@ -1,52 +1,10 @@
-/* A BERT encoder's weights under Hugging Face's names: the name map, loading with every
- * name, shape and dtype checked, and saving back (include/gradcache/pretrained.h). */
+/* A BERT encoder's weights under Hugging Face's names: loading with every name, shape and
+ * dtype checked (nn/bert_layout.c), saving back, and the whole folder (include/gradcache/pretrained.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gradcache/pretrained.h"
-#include "nn/safetensors_internal.h"
-
-/* gradcache's names -> Hugging Face's, as prefixes of "weight" or "bias": outside the layers,
- * and inside layer N ("layers.N." -> "encoder.layer.N."). */
-static const char *const embedding_names[][2] = {
-    {"embeddings.tokens.", "embeddings.word_embeddings."},
-    {"embeddings.positions.", "embeddings.position_embeddings."},
-    {"embeddings.token_types.", "embeddings.token_type_embeddings."},
-    {"embeddings.norm.", "embeddings.LayerNorm."},
-};
-static const char *const layer_names[][2] = {
-    {"attention.query.", "attention.self.query."},
-    {"attention.key.", "attention.self.key."},
-    {"attention.value.", "attention.self.value."},
-    {"attention.output.", "attention.output.dense."},
-    {"attention_norm.", "attention.output.LayerNorm."},
-    {"mlp.in.", "intermediate.dense."},
-    {"mlp.out.", "output.dense."},
-    {"mlp_norm.", "output.LayerNorm."},
-};
-
-/* Rewrites `name` by the first prefix of table[0..count) it starts with, when the rest is
- * "weight" or "bias": out = before + table's name + the rest. */
-static bool rename_with(const char *const (*table)[2], size_t count, const char *before, const char *name,
-                        char out[GC_PARAM_NAME_MAX]) {
-    for (size_t i = 0; i < count; i++) {
-        size_t length = strlen(table[i][0]);
-        const char *rest = name + length;
-        if (strncmp(name, table[i][0], length) == 0 && (!strcmp(rest, "weight") || !strcmp(rest, "bias")))
-            return snprintf(out, GC_PARAM_NAME_MAX, "%s%s%s", before, table[i][1], rest) < GC_PARAM_NAME_MAX;
-    }
-    return false;
-}
-
-bool gc_bert_weight_name(const char *name, char name_out[GC_PARAM_NAME_MAX]) {
-    if (rename_with(embedding_names, sizeof embedding_names / sizeof *embedding_names, "", name, name_out)) return true;
-    int layer, used = 0;
-    if (sscanf(name, "layers.%d.%n", &layer, &used) != 1 || used == 0 || layer < 0) return false;
-    char before[32];
-    snprintf(before, sizeof before, "encoder.layer.%d.", layer);
-    return rename_with(layer_names, sizeof layer_names / sizeof *layer_names, before, name + used, name_out);
-}
+#include "nn/bert_internal.h"
 
 void gc_bert_unused_free(gc_bert_unused *unused) {
     gc_param_list_free(&unused->kept);
@@ -68,34 +26,6 @@ static char (*file_names(const gc_param_list *params, const char *prefix))[GC_PA
     return names;
 }
 
-static bool floating(const char *dtype) {
-    return !strcmp(dtype, "F32") || !strcmp(dtype, "F16") || !strcmp(dtype, "BF16") || !strcmp(dtype, "F64");
-}
-
-/* GC_ERR_FORMAT listing every weight of `names` the file lacks, or naming the first that is
- * not floating point (shapes are checked as they load). */
-static gc_status check_present(const char *path, const gc_safetensors *file, char (*names)[GC_PARAM_NAME_MAX],
-                               int count) {
-    char list[600] = "";
-    int missing = 0;
-    for (int i = 0; i < count; i++) {
-        const gc_safetensors_entry *entry = gc_safetensors_find(file, names[i]);
-        if (entry && !floating(entry->dtype_name)) {
-            gc_set_error(GC_ERR_FORMAT, "%s: weight '%s' is %s, not a floating-point dtype", path, names[i],
-                         entry->dtype_name);
-            return GC_ERR_FORMAT;
-        }
-        if (entry) continue;
-        size_t used = strlen(list);
-        if (used < sizeof list - 100) snprintf(list + used, sizeof list - used, "%s%s", missing ? ", " : "", names[i]);
-        else if (!strstr(list, "...")) strcat(list, ", ...");
-        missing++;
-    }
-    if (!missing) return GC_OK;
-    gc_set_error(GC_ERR_FORMAT, "%s: %d weight%s missing: %s", path, missing, missing == 1 ? " is" : "s are", list);
-    return GC_ERR_FORMAT;
-}
-
 /* The file's entries none of `names` claims, into *unused. */
 static gc_status collect_unused(const gc_safetensors *file, char (*names)[GC_PARAM_NAME_MAX], int count,
                                 gc_bert_unused *unused) {
@@ -104,16 +34,11 @@ static gc_status collect_unused(const gc_safetensors *file, char (*names)[GC_PAR
         bool claimed = false;
         for (int i = 0; i < count && !claimed; i++) claimed = !strcmp(names[i], name);
         if (claimed) continue;
-        size_t used = strlen(unused->names);
-        if (used + strlen(name) + 8 < sizeof unused->names)
-            snprintf(unused->names + used, sizeof unused->names - used, "%s%s", unused->count ? ", " : "", name);
-        else if (!strstr(unused->names, "..."))
-            snprintf(unused->names + used, sizeof unused->names - used, ", ...");
-        unused->count++;
+        gc_bert_list_name(unused->names, sizeof unused->names, unused->count++, name);
         int ndim;
         int64_t shape[GC_MAX_DIMS];
         const char *dtype = gc_safetensors_dtype_of(file, e, &ndim, shape);
-        if (!floating(dtype)) continue; /* an integer buffer such as position_ids: transformers rebuilds it */
+        if (!gc_bert_floating(dtype)) continue; /* an integer buffer such as position_ids: transformers rebuilds it */
         gc_tensor *tensor = gc_safetensors_get(file, name, gc_cpu());
         if (!tensor) return gc_last_status();
         gc_param_list_add(&unused->kept, "", name, tensor, false);
@@ -129,14 +54,11 @@ gc_status gc_bert_load_weights(const char *path, const gc_text_encoder *encoder,
     if (status != GC_OK) return status;
     gc_param_list params = {0};
     gc_text_encoder_params(encoder, "", &params);
-    /* BertModel writes bare names; the task models (BertForMaskedLM, ...) put theirs under "bert." */
-    bool prefixed = !gc_safetensors_find(file, "embeddings.word_embeddings.weight") &&
-                    gc_safetensors_find(file, "bert.embeddings.word_embeddings.weight");
-    char(*names)[GC_PARAM_NAME_MAX] = file_names(&params, prefixed ? "bert." : "");
+    char(*names)[GC_PARAM_NAME_MAX] = file_names(&params, gc_bert_file_prefix(file));
     const char **name_list = malloc((size_t)(params.count ? params.count : 1) * sizeof *name_list);
     if (!name_list) gc_fatal("bert: out of host memory for %d names", params.count);
     for (int i = 0; i < params.count; i++) name_list[i] = names[i];
-    status = check_present(path, file, names, params.count);
+    status = gc_bert_check_weights(file, &encoder->config, "the encoder's configuration");
     if (status == GC_OK) status = gc_safetensors_load_named(file, &params, name_list);
     if (status == GC_OK && unused) status = collect_unused(file, names, params.count, unused);
     if (status != GC_OK && unused) gc_bert_unused_free(unused);

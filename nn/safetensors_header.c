@@ -199,7 +199,6 @@ gc_status gc_safetensors_parse_header(const char *name, const char *header, size
     gc_status status = GC_OK;
     if (!(opened->name = strdup(name))) status = no_memory(name, "the file name");
     if (status == GC_OK) status = read_header(opened, header, length);
-    if (status == GC_OK && !(opened->data = malloc(data_size ? data_size : 1))) status = no_memory(name, "the data");
     if (status != GC_OK) {
         gc_safetensors_close(opened);
         return status;

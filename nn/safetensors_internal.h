@@ -33,15 +33,21 @@ struct gc_safetensors {
     const gc_json **metadata;       /* [metadata_count] string values, sorted by key */
     int metadata_count;
     const char *checksum;           /* GC_SAFETENSORS_CHECKSUM_KEY's value (not among metadata), or NULL */
-    unsigned char *data;            /* [data_size] */
+    unsigned char *data;            /* [data_size]; NULL until read (never, for a header-only open) */
     uint64_t data_size;
 };
 
 /* Parses and checks `length` bytes of header for a data buffer of data_size bytes. On
- * success *file is a new file whose data buffer is allocated but not filled; otherwise
+ * success *file is a new file whose data buffer is not allocated yet; otherwise
  * GC_ERR_FORMAT (or an allocation error) is recorded and nothing is left allocated. */
 gc_status gc_safetensors_parse_header(const char *name, const char *header, size_t length, uint64_t data_size,
                                       gc_safetensors **file);
+
+/* gc_safetensors_open without reading the tensor data: the header parsed and checked against
+ * the file's size, so that what a file holds can be checked before anything is allocated
+ * for it. Its entries can be listed and looked up, not read (gc_safetensors_get stops the
+ * program), and its checksum is not verified: open the file whole to load it. */
+gc_status gc_safetensors_open_header(const char *path, gc_safetensors **file);
 
 /* Checks the data buffer, once filled, against the file's checksum if it has one:
  * GC_ERR_FORMAT naming the file when it does not match (or is not 16 hex digits). */

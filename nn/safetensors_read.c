@@ -64,6 +64,13 @@ gc_status gc_safetensors_verify_checksum(const gc_safetensors *file) {
     return GC_OK;
 }
 
+/* The data buffer, once the header has said how large it is (at most the file's size). */
+static gc_status allocate_data(gc_safetensors *file) {
+    if ((file->data = malloc(file->data_size ? file->data_size : 1))) return GC_OK;
+    gc_set_error(GC_ERR_OUT_OF_MEMORY, "safetensors: %s: out of host memory for the data", file->name);
+    return GC_ERR_OUT_OF_MEMORY;
+}
+
 gc_status gc_safetensors_open_memory(const void *data, size_t size, const char *name, gc_safetensors **file) {
     const unsigned char *bytes = data;
     uint64_t length = 0;
@@ -71,6 +78,7 @@ gc_status gc_safetensors_open_memory(const void *data, size_t size, const char *
     gc_status status = header_length(name, size, bytes, &length);
     if (status == GC_OK)
         status = gc_safetensors_parse_header(name, (const char *)bytes + 8, length, size - 8 - length, file);
+    if (status == GC_OK) status = allocate_data(*file);
     if (status == GC_OK && (*file)->data_size) memcpy((*file)->data, bytes + 8 + length, (*file)->data_size);
     if (status == GC_OK) status = gc_safetensors_verify_checksum(*file);
     if (status != GC_OK) {
@@ -95,7 +103,8 @@ static gc_status read_exact(int fd, const char *path, void *buffer, uint64_t siz
     return GC_OK;
 }
 
-gc_status gc_safetensors_open(const char *path, gc_safetensors **file) {
+/* Opens `path`; the tensor data is read (and its checksum verified) only when `with_data`. */
+static gc_status open_file(const char *path, bool with_data, gc_safetensors **file) {
     *file = NULL;
     /* O_NONBLOCK: opening a FIFO without a writer would wait forever; a regular file, the
      * only kind read (its size is what bounds the reading), ignores the flag. */
@@ -119,8 +128,9 @@ gc_status gc_safetensors_open(const char *path, gc_safetensors **file) {
     }
     if (status == GC_OK) status = read_exact(fd, path, header, length);
     if (status == GC_OK) status = gc_safetensors_parse_header(path, header, length, size - 8 - length, file);
-    if (status == GC_OK) status = read_exact(fd, path, (*file)->data, (*file)->data_size);
-    if (status == GC_OK) status = gc_safetensors_verify_checksum(*file);
+    if (status == GC_OK && with_data) status = allocate_data(*file);
+    if (status == GC_OK && with_data) status = read_exact(fd, path, (*file)->data, (*file)->data_size);
+    if (status == GC_OK && with_data) status = gc_safetensors_verify_checksum(*file);
     if (status != GC_OK) {
         gc_safetensors_close(*file);
         *file = NULL;
@@ -129,6 +139,10 @@ gc_status gc_safetensors_open(const char *path, gc_safetensors **file) {
     close(fd);
     return status;
 }
+
+gc_status gc_safetensors_open(const char *path, gc_safetensors **file) { return open_file(path, true, file); }
+
+gc_status gc_safetensors_open_header(const char *path, gc_safetensors **file) { return open_file(path, false, file); }
 
 int gc_safetensors_count(const gc_safetensors *file) { return file->count; }
 
@@ -158,6 +172,7 @@ const gc_safetensors_entry *gc_safetensors_find(const gc_safetensors *file, cons
 }
 
 gc_tensor *gc_safetensors_get(const gc_safetensors *file, const char *name, gc_device device) {
+    if (!file->data) gc_fatal("safetensors_get: %s was opened for its header only", file->name);
     const gc_safetensors_entry *entry = gc_safetensors_find(file, name);
     if (!entry) {
         gc_safetensors_format_error(file->name, "no tensor named '%s'", name);

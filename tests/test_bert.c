@@ -1,11 +1,13 @@
 /* The BERT loader on tests/fixtures/tiny_bert (a BERT-shaped random model in the Hugging Face
  * layout, tests/make_bert_fixture.py): the configuration; the weights under their names, the
  * unused ones reported and kept; embeddings and contrastive-loss gradients against PyTorch;
- * saving back under the same names; and bad folders refused with the file and the problem. */
+ * saving back under the same names; and bad folders refused with the file and the problem,
+ * before anything is built: a config.json of impossible sizes, or one that the weights do not
+ * fit (more layers or wider ones than the file holds, or fewer than it has). */
 #include <sys/stat.h>
 
 #include "bert_check.h"
-#include "checkpoint_files.h"
+#include "bert_folders.h"
 
 #define TINY GC_TEST_FIXTURES "/tiny_bert"
 
@@ -115,25 +117,11 @@ static void remove_tiny(const char *folder) {
     gc_test_remove_folder(folder);
 }
 
-/* Loading `folder` fails with `status`, one message naming `file` (inside the folder) and
- * containing `problem`, and nothing allocated. */
-static void expect_refused(const char *folder, gc_status want, const char *file, const char *problem) {
-    gc_text_encoder encoder;
-    gc_tokenizer *tokenizer;
-    gc_bert_unused unused;
-    size_t live = gc_memory_get_stats(gc_cpu()).live_bytes;
-    gc_status status = gc_bert_load(folder, gc_cpu(), &encoder, &tokenizer, &unused);
-    char path[PATH_MAX];
-    gc_test_path(path, folder, file);
-    CHECK_MSG(status == want && strstr(gc_last_error(), path) && strstr(gc_last_error(), problem) &&
-                  !strchr(gc_last_error(), '\n'),
-              "want %s and \"%s: ...%s\", got %s \"%s\"", gc_status_name(want), path, problem, gc_status_name(status),
-              gc_last_error());
-    CHECK(tokenizer == NULL && gc_memory_get_stats(gc_cpu()).live_bytes == live);
-    gc_clear_error();
-}
+/* Every refusal comes before anything is built (bert_folders.h). */
+#define expect_refused gc_test_expect_load_refused
 
-/* The tiny model's weights with `name` replaced by `tensor` (or dropped for NULL). */
+/* The tiny model's weights with `name` replaced by `tensor` (dropped for NULL, added when the
+ * file has no such weight). */
 static void write_weights(const char *folder, const char *name, gc_tensor *tensor) {
     gc_safetensors *file;
     REQUIRE(gc_safetensors_open(TINY "/model.safetensors", &file) == GC_OK);
@@ -146,6 +134,7 @@ static void write_weights(const char *folder, const char *name, gc_tensor *tenso
         gc_tensor_release(t);
         gc_clear_error();
     }
+    if (tensor && !gc_param_list_find(&list, name)) gc_param_list_add(&list, "", name, tensor, false);
     char path[PATH_MAX];
     REQUIRE(gc_safetensors_save(gc_test_path(path, folder, "model.safetensors"), &list, NULL) == GC_OK);
     gc_param_list_free(&list);
@@ -167,21 +156,82 @@ static void test_refused(void) {
     write_text(folder, "tokenizer.json", "{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}");
     expect_refused(folder, GC_ERR_FORMAT, "tokenizer.json", "model type \"Unigram\" is not WordPiece");
     copy_tiny(folder);
+    char config[PATH_MAX], problem[PATH_MAX + 200];
+    gc_test_path(config, folder, "config.json");
     gc_tensor *wrong = gc_zeros(GC_SHAPE(32, 31), GC_F32, gc_cpu());
     write_weights(folder, "encoder.layer.1.attention.self.key.weight", wrong);
-    expect_refused(folder, GC_ERR_FORMAT, "model.safetensors",
-                   "tensor 'encoder.layer.1.attention.self.key.weight' is [32, 31] in the file but [32, 32]");
+    snprintf(problem, sizeof problem, "weight 'encoder.layer.1.attention.self.key.weight' is [32, 31], but %s "
+             "(hidden_size 32) describes [32, 32]", config);
+    expect_refused(folder, GC_ERR_FORMAT, "model.safetensors", problem);
     gc_tensor *integers = gc_zeros(GC_SHAPE(32), GC_I32, gc_cpu());
     write_weights(folder, "embeddings.LayerNorm.bias", integers);
     expect_refused(folder, GC_ERR_FORMAT, "model.safetensors",
                    "weight 'embeddings.LayerNorm.bias' is I32, not a floating-point dtype");
     write_weights(folder, "encoder.layer.0.output.dense.bias", NULL);
-    expect_refused(folder, GC_ERR_FORMAT, "model.safetensors",
-                   "1 weight is missing: encoder.layer.0.output.dense.bias");
+    snprintf(problem, sizeof problem, "1 weight of the encoder %s describes (num_hidden_layers 2) is missing: "
+             "encoder.layer.0.output.dense.bias", config);
+    expect_refused(folder, GC_ERR_FORMAT, "model.safetensors", problem);
+    /* a weight of the encoder that no configuration has: a model this loader does not know */
+    write_weights(folder, "encoder.layer.0.attention.self.extra.weight", integers);
+    snprintf(problem, sizeof problem, "1 weight of the encoder is unused by %s (num_hidden_layers 2, type_vocab_size "
+             "2): encoder.layer.0.attention.self.extra.weight", config);
+    expect_refused(folder, GC_ERR_FORMAT, "model.safetensors", problem);
     write_text(folder, "model.safetensors", "not a safetensors file");
     expect_refused(folder, GC_ERR_FORMAT, "model.safetensors", "header of");
     RELEASE(wrong, integers);
     remove_tiny(folder);
+}
+
+/* config.json's sizes that cannot describe a BERT are refused, naming the field and the value
+ * (no layer, no token type: BertModel adds type 0 to every token; heads that do not divide the
+ * width). */
+static void test_config_values(void) {
+    static const char *const edits[][3] = {
+        {"\"num_hidden_layers\": 2", "\"num_hidden_layers\": 0", "\"num_hidden_layers\" is 0, outside [1, 1000]"},
+        {"\"type_vocab_size\": 2", "\"type_vocab_size\": 0", "\"type_vocab_size\" is 0, outside [1, 1000000]"},
+        {"\"num_attention_heads\": 4", "\"num_attention_heads\": 5", "hidden_size 32 does not split into 5 heads"},
+        {"\"intermediate_size\": 64", "\"intermediate_size\": 6.5", "\"intermediate_size\" is 6.5, not an integer"},
+        {"\"vocab_size\": 64", "\"vocab_size\": -1", "\"vocab_size\" is -1, outside [1, 2147483647]"},
+        {"\"layer_norm_eps\": 1e-12", "\"layer_norm_eps\": 0", "\"layer_norm_eps\" is 0, outside [1e-30, 1)"},
+    };
+    for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
+        char folder[PATH_MAX];
+        gc_test_edited_folder(folder, TINY, edits[i][0], edits[i][1]);
+        expect_refused(folder, GC_ERR_FORMAT, "config.json", edits[i][2]);
+        gc_test_remove_edited_folder(folder);
+    }
+}
+
+/* A config.json that the file's weights do not fit is refused from the header of
+ * model.safetensors, before the model is built: sizes that would make it huge (the weights
+ * missing, or of another shape), and sizes that leave some of the file's encoder out, which
+ * would silently run another model (the pooler and position_ids are no part of the encoder:
+ * test_parity). */
+static void test_config_against_weights(void) {
+    static const char *const edits[][3] = {
+        {"\"num_hidden_layers\": 2", "\"num_hidden_layers\": 1000",
+         "15968 weights of the encoder %s describes (num_hidden_layers 1000) are missing: "
+         "encoder.layer.2.attention.self.query.weight, encoder.layer.2.attention.self.query.bias, "},
+        {"\"intermediate_size\": 64", "\"intermediate_size\": 1000000",
+         "weight 'encoder.layer.0.intermediate.dense.weight' is [64, 32], but %s (intermediate_size 1000000, "
+         "hidden_size 32) describes [1000000, 32]"},
+        {"\"max_position_embeddings\": 24", "\"max_position_embeddings\": 1000000",
+         "weight 'embeddings.position_embeddings.weight' is [24, 32], but %s (max_position_embeddings 1000000, "
+         "hidden_size 32) describes [1000000, 32]"},
+        {"\"num_hidden_layers\": 2", "\"num_hidden_layers\": 1",
+         "16 weights of the encoder are unused by %s (num_hidden_layers 1, type_vocab_size 2): "
+         "encoder.layer.1.attention.output.LayerNorm.bias, "},
+        {"\"vocab_size\": 64", "\"vocab_size\": 65",
+         "weight 'embeddings.word_embeddings.weight' is [64, 32], but %s (vocab_size 65, hidden_size 32) describes "
+         "[65, 32]"},
+    };
+    for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
+        char folder[PATH_MAX], config[PATH_MAX], problem[PATH_MAX + 300];
+        gc_test_edited_folder(folder, TINY, edits[i][0], edits[i][1]);
+        snprintf(problem, sizeof problem, edits[i][2], gc_test_path(config, folder, "config.json"));
+        expect_refused(folder, GC_ERR_FORMAT, "model.safetensors", problem);
+        gc_test_remove_edited_folder(folder);
+    }
 }
 
 int main(void) {
@@ -190,5 +240,7 @@ int main(void) {
     test_parity();
     test_save();
     test_refused();
+    test_config_values();
+    test_config_against_weights();
     return gc_test_result();
 }

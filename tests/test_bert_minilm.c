@@ -2,12 +2,14 @@
  * puts it in models/minilm (or where GC_MINILM_DIR points). Its tokenizer gives the reference
  * ids for the fixture strings, its embeddings equal the PyTorch reference's within 1e-5 +
  * 1e-4 relative, and its contrastive-loss gradients within bert_check.h's tolerance
- * (tests/make_bert_fixture.py wrote the reference from the same weights). Without the model
+ * (tests/make_bert_fixture.py wrote the reference from the same weights), and copies whose
+ * config.json the weights do not fit are refused before anything is built. Without the model
  * the test is skipped (exit 77), saying so: the loading code itself is tested on a small
  * model in test_bert. */
 #include <sys/stat.h>
 
 #include "bert_check.h"
+#include "bert_folders.h"
 #include "nn/json_file.h"
 
 #define TEXTS 48
@@ -45,6 +47,32 @@ static void check_ids(const gc_tokenizer *tokenizer, const char *const *texts, i
     RELEASE(ids, mask);
 }
 
+/* config.json edited to sizes the weights do not fit is refused from the header alone, with
+ * nothing allocated (a loader that builds first spends minutes and gigabytes on these, and
+ * runs 5 layers of the 6 as if they were the model). */
+static void check_refusals(const char *model) {
+    static const char *const edits[][3] = {
+        {"\"num_hidden_layers\": 6", "\"num_hidden_layers\": 1000",
+         "15904 weights of the encoder %s describes (num_hidden_layers 1000) are missing: "
+         "encoder.layer.6.attention.self.query.weight, "},
+        {"\"intermediate_size\": 1536", "\"intermediate_size\": 1000000",
+         "weight 'encoder.layer.0.intermediate.dense.weight' is [1536, 384], but %s (intermediate_size 1000000, "
+         "hidden_size 384) describes [1000000, 384]"},
+        {"\"max_position_embeddings\": 512", "\"max_position_embeddings\": 1000000",
+         "weight 'embeddings.position_embeddings.weight' is [512, 384], but %s (max_position_embeddings 1000000, "
+         "hidden_size 384) describes [1000000, 384]"},
+        {"\"num_hidden_layers\": 6", "\"num_hidden_layers\": 5",
+         "16 weights of the encoder are unused by %s (num_hidden_layers 5, type_vocab_size 2): encoder.layer.5."},
+    };
+    for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
+        char folder[PATH_MAX], config[PATH_MAX], problem[PATH_MAX + 300];
+        gc_test_edited_folder(folder, model, edits[i][0], edits[i][1]);
+        snprintf(problem, sizeof problem, edits[i][2], gc_test_path(config, folder, "config.json"));
+        gc_test_expect_load_refused(folder, GC_ERR_FORMAT, "model.safetensors", problem);
+        gc_test_remove_edited_folder(folder);
+    }
+}
+
 int main(void) {
     char weights[4096];
     snprintf(weights, sizeof weights, "%s/model.safetensors", model_folder());
@@ -53,6 +81,7 @@ int main(void) {
         fprintf(stderr, "skip: no %s (fetch it with `gradcache model fetch minilm`)\n", weights);
         return GC_TEST_SKIP;
     }
+    check_refusals(model_folder());
     gc_text_encoder encoder;
     gc_tokenizer *tokenizer;
     gc_bert_unused unused;

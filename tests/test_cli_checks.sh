@@ -72,6 +72,17 @@ try_resume "$(edited "$checkpoint" c6b set rng.rank1.cpu.seed=1)" "unexpected me
     "${resume[@]}"
 try_resume "$(edited "$checkpoint" c6c set train.learning_rate=1)" "unexpected metadata 'train.learning_rate'" \
     "${resume[@]}"
+# the model's description, against the model the run's flags build: every entry, by value
+try_resume "$(edited "$checkpoint" c6d set format=gradcache-dual-encoder-2)" \
+    "metadata 'format' is 'gradcache-dual-encoder-2', but the model these flags build has 'gradcache-dual-encoder-1'" \
+    "${resume[@]}"
+try_resume "$(edited "$checkpoint" c6e set model.dim=128)" \
+    "metadata 'model.dim' is '128', but the model these flags build has '64'" "${resume[@]}"
+try_resume "$(edited "$checkpoint" c6f set model.dropout=0.5)" \
+    "metadata 'model.dropout' is '0.5', but the model these flags build has '0.1'" "${resume[@]}"
+try_resume "$(edited "$checkpoint" c6g set model.tied=1)" \
+    "metadata 'model.tied' is '1', but the model these flags build has '0'" "${resume[@]}"
+try_resume "$(edited "$checkpoint" c6h unset model.dtype)" "has no metadata 'model.dtype'" "${resume[@]}"
 
 # --- 3. eval refuses a small file describing a huge model before allocating it --------------
 # (under a 64 MB limit: building the model first would fail on memory, not on this check)

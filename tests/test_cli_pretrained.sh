@@ -5,7 +5,8 @@
 # run folder that is itself a model folder (Hugging Face names, the tokenizer and the
 # sentence-transformers files copied), --resume continuing bitwise, eval of the result, and
 # bad input: a folder without config.json, another architecture, another tokenizer type, a
-# weight of the wrong shape, a checksum mismatch: one line naming the file, a non-zero exit.
+# config.json the weights do not fit (a weight of another shape, layers too few or too many),
+# an impossible size, a checksum mismatch: one line naming the file, a non-zero exit.
 # Run by meson with the gradcache program as $1 and the tiny model folder as $2.
 set -uo pipefail
 gradcache=${1:?usage: test_cli_pretrained.sh path/to/gradcache path/to/tiny_bert}
@@ -63,8 +64,23 @@ expect_error "$bad/config.json: \"model_type\" is \"roberta\", not one of the su
     "$gradcache" eval --model "$bad" --data "$pairs"
 cp "$tiny/config.json" "$bad/config.json"
 sed -i 's/"intermediate_size": 64/"intermediate_size": 48/' "$bad/config.json"
-expect_error "$bad/model.safetensors: tensor 'encoder.layer.0.intermediate.dense.weight' is [64, 32] in the file but [48, 32]" \
+expect_error "$bad/model.safetensors: weight 'encoder.layer.0.intermediate.dense.weight' is [64, 32], but $bad/config.json (intermediate_size 48, hidden_size 32) describes [48, 32]" \
     "$gradcache" train --init "$bad" --data "$pairs" --batch-size 8 --max-length 16 --out "$work/x"
+# a config.json that leaves some of the file's encoder out would run another model: refused
+# by eval and train alike (the pooler and position_ids, no part of the encoder, stay a note)
+cp "$tiny/config.json" "$bad/config.json"
+sed -i 's/"num_hidden_layers": 2/"num_hidden_layers": 1/' "$bad/config.json"
+unused="$bad/model.safetensors: 16 weights of the encoder are unused by $bad/config.json (num_hidden_layers 1, type_vocab_size 2): encoder.layer.1."
+expect_error "$unused" "$gradcache" eval --model "$bad" --data "$pairs"
+expect_error "$unused" "$gradcache" train --init "$bad" --data "$pairs" --batch-size 8 --max-length 16 --out "$work/x"
+# one that describes more than the file holds is refused from the file's header, before the
+# model is built (under a 1 MB limit: building it first would fail on memory, not on this check)
+sed -i 's/"num_hidden_layers": 1/"num_hidden_layers": 1000/' "$bad/config.json"
+expect_error "$bad/model.safetensors: 15968 weights of the encoder $bad/config.json describes (num_hidden_layers 1000) are missing" \
+    env GC_MEM_LIMIT=1M "$gradcache" eval --model "$bad" --data "$pairs"
+cp "$tiny/config.json" "$bad/config.json"
+sed -i 's/"type_vocab_size": 2/"type_vocab_size": 0/' "$bad/config.json"
+expect_error "$bad/config.json: \"type_vocab_size\" is 0, outside [1, 1000000]" "$gradcache" eval --model "$bad" --data "$pairs"
 cp "$tiny/config.json" "$bad/config.json"
 sed -i 's/"type": "WordPiece"/"type": "BPE"/g' "$bad/tokenizer.json"
 grep -q '"type": "BPE"' "$bad/tokenizer.json" || fail "the test could not rewrite the tokenizer's type"

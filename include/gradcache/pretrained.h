@@ -13,10 +13,14 @@
  * Contriever once in safetensors.
  *
  * The model is a gc_text_encoder (post-norm layers, token types, no projection) whose
- * parameters map one to one onto the file's names; loading checks every name, shape and
- * dtype, names every missing weight, and reports the file's unused ones (BertModel's pooler,
- * the position_ids buffer), keeping those gradcache can hold so that a save writes them
- * back: the saved folder loads in sentence-transformers and transformers unchanged. */
+ * parameters map one to one onto the file's names. The configuration is checked against the
+ * header of model.safetensors before anything is built from it: every weight it implies must
+ * be there with its shape (a config.json claiming 1000 layers is refused at once, not after
+ * building them), and no weight of the file's encoder may be left out (a config.json of
+ * fewer layers would silently run another model). Loading names every missing weight and
+ * reports the file's entries outside the encoder (BertModel's pooler, the position_ids
+ * buffer), keeping those gradcache can hold so that a save writes them back: the saved
+ * folder loads in sentence-transformers and transformers unchanged. */
 #ifndef GRADCACHE_PRETRAINED_H
 #define GRADCACHE_PRETRAINED_H
 
@@ -31,16 +35,30 @@ extern "C" {
 /* The largest config.json (and sentence-transformers file) read: they are a few hundred bytes. */
 #define GC_BERT_MAX_CONFIG (1u << 20)
 
-/* The encoder configuration of the folder `dir` (f32, dropout as config.json says). GC_ERR_IO
- * when config.json cannot be read; GC_ERR_FORMAT naming the file and the field when it is not
- * a BERT configuration this library implements (another model_type, relative positions, an
- * unknown activation or pooling, sizes out of range). */
+/* The encoder configuration of the folder `dir` (f32, dropout as config.json says), checked
+ * against the header of the folder's model.safetensors (gc_bert_check_weights; its tensor
+ * data is not read). GC_ERR_IO when config.json or model.safetensors cannot be read;
+ * GC_ERR_FORMAT naming the file, the field and its value when it is not a BERT configuration
+ * this library implements (another model_type, relative positions, an unknown activation or
+ * pooling, a size out of range: no layer, no token type, a hidden_size that does not split
+ * into the heads), or naming the weight and the fields when the file does not fit it. */
 gc_status gc_bert_read_config(const char *dir, gc_text_encoder_config *config);
 /* The same from the `length` bytes of a config.json (`name` stands for the file in messages);
- * pooling and normalisation keep their defaults (mean, none). */
+ * pooling and normalisation keep their defaults (mean, none); no weights are checked. */
 gc_status gc_bert_parse_config(const char *text, size_t length, const char *name, gc_text_encoder_config *config);
 
-/* The file's entries that a loaded encoder does not use. */
+/* Checks an opened model.safetensors (only its header is read: gc_safetensors_get is never
+ * called) against `config`, a BERT-shaped configuration (post-norm, no projection), before an
+ * encoder is built from it: every weight the configuration implies is in the file, of a
+ * floating-point dtype and of the shape its sizes give, and every weight of the file's
+ * encoder ("embeddings.*" and "encoder.*", under the file's "bert." prefix if it has one;
+ * not the position_ids buffer) is one of them. GC_ERR_FORMAT naming the file, the weight and
+ * the fields of `config_name` (the configuration's file, in messages) with their values. */
+gc_status gc_bert_check_weights(const gc_safetensors *file, const gc_text_encoder_config *config,
+                                const char *config_name);
+
+/* The file's entries that a loaded encoder does not use: those outside the encoder (the
+ * encoder's own are all used, gc_bert_check_weights). */
 typedef struct gc_bert_unused {
     gc_param_list kept; /* those of a gradcache dtype (BERT's pooler), on the host: saved back */
     int count;          /* all of them, kept or not (an I64 position_ids buffer is not kept) */
@@ -54,10 +72,11 @@ void gc_bert_unused_free(gc_bert_unused *unused);
 bool gc_bert_weight_name(const char *name, char name_out[GC_PARAM_NAME_MAX]);
 
 /* Loads the safetensors file at `path` (a model.safetensors) into `encoder` (built from the
- * folder's configuration): GC_ERR_FORMAT naming the file and every missing weight, or the
- * first weight of another shape or of a non-floating dtype, with nothing loaded; floating
- * weights of another precision are converted. `unused` (or NULL) receives what the file holds
- * beyond the encoder's weights. */
+ * folder's configuration), checked as gc_bert_check_weights checks it against the encoder's
+ * configuration: GC_ERR_FORMAT naming the file and every missing weight, or the first weight
+ * of another shape or of a non-floating dtype, or the encoder's weights left unused, with
+ * nothing loaded; floating weights of another precision are converted. `unused` (or NULL)
+ * receives what the file holds beyond the encoder's weights. */
 gc_status gc_bert_load_weights(const char *path, const gc_text_encoder *encoder, gc_bert_unused *unused);
 
 /* Writes the encoder's weights under their Hugging Face names, and the `kept` tensors of
