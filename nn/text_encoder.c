@@ -59,7 +59,7 @@ int64_t gc_text_encoder_numel(const gc_text_encoder_config *config) {
     int64_t attention = 4 * (d * d + d);                    /* query, key, value, output: weight and bias */
     int64_t mlp = (d * hidden + hidden) + (hidden * d + d); /* in and out: weight and bias */
     int64_t norms = 2 * (2 * d);                            /* attention_norm and mlp_norm */
-    int64_t embeddings = (config->vocab + config->max_length) * d;
+    int64_t embeddings = (config->vocab + config->max_length + config->type_vocab) * d;
     int64_t projection = config->projection ? config->projection * d + config->projection : 0;
     /* one norm outside the layers: the embedding norm (post-norm) or the final norm (pre-norm) */
     return embeddings + 2 * d + config->layers * (attention + mlp + norms) + projection;

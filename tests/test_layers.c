@@ -240,6 +240,15 @@ static void test_text_encoder_params(void) {
     CHECK(gc_text_encoder_numel(&config) == gc_param_list_numel(&list));
     gc_param_list_free(&list);
     gc_text_encoder_free(&encoder);
+
+    /* token types (BERT's segments): their table counts too */
+    config.type_vocab = 2;
+    init_encoder(&encoder, &config, 5);
+    gc_text_encoder_params(&encoder, "encoder", &list);
+    CHECK(gc_param_list_find(&list, "encoder.embeddings.token_types.weight") != NULL);
+    CHECK(gc_text_encoder_numel(&config) == gc_param_list_numel(&list));
+    gc_param_list_free(&list);
+    gc_text_encoder_free(&encoder);
 }
 
 /* --- initialisation --- */
