@@ -142,54 +142,13 @@ static bool save_layernorm(gc_node *node, const gc_op_record *record) {
     return true;
 }
 
-static gc_tensor *normalised_input(const gc_tensor *x, double eps, gc_tensor **rstd_out) {
-    gc_tensor *mean = gc_mean_last(x, true);
-    gc_tensor *centred = gc_sub(x, mean);
-    gc_tensor *square = gc_mul(centred, centred);
-    gc_tensor *variance = gc_mean_last(square, true);
-    gc_tensor *shifted = gc_add_scalar(variance, eps);
-    gc_tensor *rstd = gc_rsqrt(shifted);
-    gc_tensor *xhat = gc_mul(centred, rstd);
-    gc_tensor *temporaries[] = {mean, centred, square, variance, shifted};
-    for (int i = 0; i < 5; i++) gc_tensor_release(temporaries[i]);
-    *rstd_out = rstd;
-    return xhat;
-}
-
-/* dx and g xhat (the terms of gamma's gradient), each when its pointer is not NULL, composed
- * of ops: for a backend without a fused layernorm_backward. */
-static void composed_grads(const gc_tensor *x, const gc_tensor *gamma, const gc_tensor *g, double eps,
-                           gc_tensor **dx, gc_tensor **g_xhat) {
-    gc_tensor *rstd = NULL, *xhat = normalised_input(x, eps, &rstd);
-    if (dx) {
-        gc_tensor *dxhat = gamma ? gc_mul(g, gamma) : gc_tensor_retain((gc_tensor *)g);
-        gc_tensor *mean_dxhat = gc_mean_last(dxhat, true);
-        gc_tensor *dxhat_xhat = gc_mul(dxhat, xhat);
-        gc_tensor *mean_dxhat_xhat = gc_mean_last(dxhat_xhat, true);
-        gc_tensor *projection = gc_mul(xhat, mean_dxhat_xhat);
-        gc_tensor *centred = gc_sub(dxhat, mean_dxhat);
-        gc_tensor *inner = gc_sub(centred, projection);
-        *dx = gc_mul(inner, rstd);
-        gc_tensor *temporaries[] = {dxhat, mean_dxhat, dxhat_xhat, mean_dxhat_xhat, projection, centred, inner};
-        for (int i = 0; i < 7; i++) gc_tensor_release(temporaries[i]);
-    }
-    if (g_xhat) *g_xhat = gc_mul(g, xhat);
-    gc_tensor_release(xhat);
-    gc_tensor_release(rstd);
-}
-
 static bool backward_layernorm(gc_node *node, gc_tensor *g_stored, gc_tensor **grad_inputs) {
     gc_tensor *x = gc_to_working(node->saved[0]), *gamma = gc_to_working(node->saved[1]);
     gc_tensor *g = gc_to_working(g_stored), *dx = NULL, *g_xhat = NULL;
     double eps = node->record.params.layernorm.eps;
     bool need_gamma = node->n_inputs > 1 && gc_rule_needs(node, 1);
     gc_tensor **dx_wanted = gc_rule_needs(node, 0) ? &dx : NULL, **g_xhat_wanted = need_gamma ? &g_xhat : NULL;
-    if (x && g && (!node->saved[1] || gamma)) {
-        if (gc_backend_for(x->device)->layernorm_backward)
-            gc_layernorm_backward(x, gamma, g, eps, dx_wanted, g_xhat_wanted);
-        else
-            composed_grads(x, gamma, g, eps, dx_wanted, g_xhat_wanted);
-    }
+    if (x && g && (!node->saved[1] || gamma)) gc_layernorm_backward(x, gamma, g, eps, dx_wanted, g_xhat_wanted);
     grad_inputs[0] = dx;
     if (need_gamma) grad_inputs[1] = gc_rule_to_input_shape(node, 1, g_xhat);
     if (node->n_inputs > 2 && gc_rule_needs(node, 2))

@@ -1,13 +1,13 @@
 /* AdamW (Loshchilov and Hutter, "Decoupled Weight Decay Regularization"), as PyTorch's
- * torch.optim.AdamW: one fused kernel per parameter (tensor/backend.h, adamw_update), which
- * updates an f16 or bf16 parameter's f32 master and writes the parameter back in the same
- * pass; and the moments and masters as named tensors for checkpoints. */
+ * torch.optim.AdamW: one fused update per parameter (gc_adamw_update_, tensor/op_internal.h),
+ * which updates an f16 or bf16 parameter's f32 master and writes the parameter back in the
+ * same pass; and the moments and masters as named tensors for checkpoints. */
 #include <math.h>
 #include <stdio.h>
 
 #include "gradcache/optim.h"
 #include "optimizer.h"
-#include "tensor/backend.h"
+#include "tensor/op_internal.h"
 
 gc_status gc_adamw_init(gc_adamw *opt, const gc_param_list *params, double lr, double beta1, double beta2, double eps,
                         double weight_decay) {
@@ -30,10 +30,7 @@ static void adamw_update(const void *ctx, const gc_param *param, const gc_tensor
     (void)fresh; /* zero moments are AdamW's start: nothing differs at a first step */
     gc_adamw_hyper hyper = *(const gc_adamw_hyper *)ctx;
     if (param->no_decay) hyper.weight_decay = 0;
-    const gc_tensor *p = param->tensor;
-    gc_backend_for(p->device)->adamw_update(gc_data(p), master ? gc_data(master) : NULL, gc_data(grad),
-                                            gc_data(state[0]), gc_data(state[1]), (size_t)gc_numel(p), p->dtype,
-                                            &hyper);
+    gc_adamw_update_(param->tensor, master, grad, state[0], state[1], &hyper);
 }
 
 gc_status gc_adamw_step_scaled(gc_adamw *opt, double grad_scale) {

@@ -1,9 +1,10 @@
 /* SGD with momentum and L2 weight decay, as PyTorch's torch.optim.SGD (no dampening, no
- * Nesterov): one fused kernel per parameter (tensor/backend.h, sgd_update), which updates an
- * f16 or bf16 parameter's f32 master and writes the parameter back in the same pass. */
+ * Nesterov): one fused update per parameter (gc_sgd_update_, tensor/op_internal.h), which
+ * updates an f16 or bf16 parameter's f32 master and writes the parameter back in the same
+ * pass. */
 #include "gradcache/optim.h"
 #include "optimizer.h"
-#include "tensor/backend.h"
+#include "tensor/op_internal.h"
 
 gc_status gc_sgd_init(gc_sgd *opt, const gc_param_list *params, double lr, double momentum, double weight_decay) {
     if (!(lr >= 0 && momentum >= 0 && weight_decay >= 0)) /* written so that nan fails too */
@@ -20,10 +21,7 @@ static void sgd_update(const void *ctx, const gc_param *param, const gc_tensor *
                        gc_tensor *master, bool fresh) {
     gc_sgd_hyper hyper = *(const gc_sgd_hyper *)ctx;
     hyper.first_step = fresh;
-    const gc_tensor *p = param->tensor;
-    float *buffer = hyper.momentum != 0 ? gc_data(state[0]) : NULL;
-    gc_backend_for(p->device)->sgd_update(gc_data(p), master ? gc_data(master) : NULL, gc_data(grad), buffer,
-                                          (size_t)gc_numel(p), p->dtype, &hyper);
+    gc_sgd_update_(param->tensor, master, grad, hyper.momentum != 0 ? state[0] : NULL, &hyper);
 }
 
 gc_status gc_sgd_step_scaled(gc_sgd *opt, double grad_scale) {

@@ -17,32 +17,11 @@
 #include "gradcache/device.h"
 #include "gradcache/dtype.h"
 #include "gradcache/tensor.h"
+#include "op_params.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum gc_unary_op {
-    GC_UNARY_NEG,
-    GC_UNARY_EXP,
-    GC_UNARY_LOG,
-    GC_UNARY_TANH,
-    GC_UNARY_RELU,
-    GC_UNARY_GELU_TANH,
-    GC_UNARY_GELU_ERF,
-    GC_UNARY_SQRT,
-    GC_UNARY_RSQRT,
-    /* derivatives, for backward rules: d relu/dx (1 where x > 0), d gelu/dx (both forms) */
-    GC_UNARY_RELU_GRAD,
-    GC_UNARY_GELU_TANH_GRAD,
-    GC_UNARY_GELU_ERF_GRAD
-} gc_unary_op;
-
-typedef enum gc_binary_op { GC_BINARY_ADD, GC_BINARY_SUB, GC_BINARY_MUL, GC_BINARY_DIV } gc_binary_op;
-
-typedef enum gc_reduce_op { GC_REDUCE_SUM, GC_REDUCE_MEAN, GC_REDUCE_MAX } gc_reduce_op;
-
-typedef enum gc_random_kind { GC_RANDOM_UNIFORM, GC_RANDOM_NORMAL } gc_random_kind;
 
 /* Index arithmetic of a broadcasting binary op, always over GC_BCAST_DIMS dims (shapes
  * right-aligned and padded with leading 1s). out[i0,i1,i2,i3] = a[...] op b[...], where
@@ -76,14 +55,6 @@ typedef struct gc_permute_args {
     int perm[GC_BCAST_DIMS];
 } gc_permute_args;
 
-/* Hyper-parameters of the fused optimizer updates (see gradcache/optim.h). grad_scale
- * multiplies every gradient before it is used: a loss scaler's 1 / scale and a clipping
- * coefficient folded into the update (1 for a plain step). */
-typedef struct gc_sgd_hyper {
-    float lr, momentum, weight_decay, grad_scale;
-    bool first_step; /* the momentum buffer starts as the first gradient (as in PyTorch) */
-} gc_sgd_hyper;
-
 /* Where indices are checked against their range (backend check_index), for the message
  * that names a bad one: "<op>: <what> 7 at position 1 of <what>s [3] i32 cpu is outside
  * [0, 4)". op and what are string literals (a CUDA backend reports later, from a copy). */
@@ -95,11 +66,6 @@ typedef struct gc_index_site {
     int64_t shape[GC_MAX_DIMS];
     gc_device device;
 } gc_index_site;
-
-typedef struct gc_adamw_hyper {
-    float lr, beta1, beta2, eps, weight_decay, grad_scale;
-    float bias_correction1, bias_correction2; /* 1 - beta^step */
-} gc_adamw_hyper;
 
 /* One array of a multi-tensor kernel: numel elements of dtype at data (device memory). */
 typedef struct gc_span {

@@ -2,6 +2,7 @@
  * same on every device and can be regenerated for the backward pass. */
 #include <math.h>
 
+#include "backend.h"
 #include "gradcache/ops.h"
 #include "op_util.h"
 #include "record.h"

@@ -4,7 +4,7 @@
 #ifndef GC_TENSOR_OP_INTERNAL_H
 #define GC_TENSOR_OP_INTERNAL_H
 
-#include "backend.h"
+#include "op_params.h"
 #include "gradcache/tensor.h"
 
 /* y = op(x) elementwise, including the derivative ops (GC_UNARY_*_GRAD). */
@@ -21,12 +21,22 @@ gc_tensor *gc_scatter_last(const gc_tensor *src, const gc_tensor *index, int64_t
  * rounded once to grad_out's dtype. */
 gc_tensor *gc_embedding_backward(const gc_tensor *grad_out, const gc_tensor *ids, int64_t vocab);
 
-/* The backend's layernorm_backward (only where it has one): x, g [..., cols] of one working
- * dtype (f32, f64) on one device, gamma [cols] or NULL. *dx gets the input gradient and
- * *g_xhat the terms of gamma's gradient, each of x's shape, for the pointers that are not
- * NULL. False when out of memory, with nothing kept and the error set. */
+/* The input gradient of layernorm: x, g [..., cols] of one working dtype (f32, f64) on one
+ * device, gamma [cols] or NULL. *dx gets the input gradient and *g_xhat the terms of gamma's
+ * gradient, each of x's shape, for the pointers that are not NULL: the backend's fused
+ * kernel where it has one, else composed of ops. False when out of memory, with nothing
+ * kept and the error set. */
 bool gc_layernorm_backward(const gc_tensor *x, const gc_tensor *gamma, const gc_tensor *g, double eps,
                            gc_tensor **dx, gc_tensor **g_xhat);
+
+/* One fused optimizer update of param in place (see backend.h's sgd_update and adamw_update
+ * for the arithmetic): master is param's f32 master copy (f16 and bf16 only) or NULL; the
+ * states are f32 of param's shape on its device (the momentum buffer may be NULL when the
+ * momentum is 0); grad is of param's shape, dtype and device. A mismatch stops the program. */
+void gc_sgd_update_(gc_tensor *param, gc_tensor *master, const gc_tensor *grad, gc_tensor *momentum_buffer,
+                    const gc_sgd_hyper *hyper);
+void gc_adamw_update_(gc_tensor *param, gc_tensor *master, const gc_tensor *grad, gc_tensor *exp_avg,
+                      gc_tensor *exp_avg_sq, const gc_adamw_hyper *hyper);
 
 /* x broadcast (NumPy rules) into the existing contiguous `target`: gc_expand's copy, also
  * the bias rows gc_matmul_bias starts from. False when out of memory. */

@@ -71,20 +71,3 @@ gc_tensor *gc_layernorm(const gc_tensor *x, const gc_tensor *gamma, const gc_ten
     if (rstd) *rstd = saved_rstd;
     return y;
 }
-
-bool gc_layernorm_backward(const gc_tensor *x, const gc_tensor *gamma, const gc_tensor *g, double eps,
-                           gc_tensor **dx, gc_tensor **g_xhat) {
-    gc_tensor *input_grad = dx ? gc_empty_like(x) : NULL, *products = g_xhat ? gc_empty_like(x) : NULL;
-    if ((dx && !input_grad) || (g_xhat && !products)) {
-        gc_tensor_release(input_grad);
-        gc_tensor_release(products);
-        return false;
-    }
-    gc_backend_for(x->device)->layernorm_backward(gc_data(x), gamma ? gc_data(gamma) : NULL, gc_data(g),
-                                                  input_grad ? gc_data(input_grad) : NULL,
-                                                  products ? gc_data(products) : NULL, (size_t)gc_leading_rows(x),
-                                                  (size_t)gc_last_dim(x), eps, x->dtype);
-    if (dx) *dx = input_grad;
-    if (g_xhat) *g_xhat = products;
-    return true;
-}

@@ -1,4 +1,5 @@
 /* The scatters backward rules use (op_internal.h): the transposes of a gather. */
+#include "backend.h"
 #include "gradcache/ops.h"
 #include "op_internal.h"
 #include "op_util.h"

@@ -1,6 +1,7 @@
 /* The tiled contrastive loss's tile ops (op_internal.h): the checks, then the backend's
  * kernels. Every tensor is the caller's (views of its vectors); nothing is allocated, so
  * nothing can fail but a programmer error. */
+#include "backend.h"
 #include "op_internal.h"
 #include "op_util.h"
 

@@ -20,7 +20,7 @@
 
 #include <math.h>
 
-#include "backend.h"
+#include "op_params.h"
 #include "host_device.h"
 
 /* FMA and SQRT are the functions of T (fmaf and sqrtf for float, fma and sqrt for double):

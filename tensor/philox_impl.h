@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "backend.h"
+#include "op_params.h"
 #include "host_device.h"
 
 #define GC_PHILOX_ROUNDS 10

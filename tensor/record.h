@@ -10,7 +10,7 @@
 
 #include <stdbool.h>
 
-#include "backend.h"
+#include "op_params.h"
 #include "gradcache/tensor.h"
 
 typedef enum gc_op_kind {
