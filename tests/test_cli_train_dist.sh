@@ -32,6 +32,15 @@ check [ "$(grep -c '^\[1\]' "$work/stdout" "$work/stderr" | awk -F: '{ s += $2 }
 check [ "$(wc -l <"$work/two/log.jsonl")" -eq 8 ] "the log has $(wc -l <"$work/two/log.jsonl") lines"
 check [ -s "$work/two/model.safetensors" ] "no model"
 check grep -q '"dist.world_size":"2"' "$work/two/checkpoint.safetensors" "the checkpoint does not say 2 processes"
+# the default memory limit, 2/3 of the available memory, is shared: a third for each process
+check awk -v line="$(grep -m1 '^\[0\] step .* peak .* of ' "$work/stderr")" \
+    -v available="$(awk '/^MemAvailable:/ { printf "%.0f", $2 * 1024 }' /proc/meminfo)" 'BEGIN {
+        if (!match(line, / of [0-9.]+ [KMGT]iB /)) exit 1
+        split(substr(line, RSTART + 4, RLENGTH - 5), limit, " ")
+        scale["KiB"] = 2 ^ 10; scale["MiB"] = 2 ^ 20; scale["GiB"] = 2 ^ 30; scale["TiB"] = 2 ^ 40
+        ratio = limit[1] * scale[limit[2]] / available
+        exit !(ratio > 0.29 && ratio < 0.38) }' \
+    "two processes: not a third of the available memory each: $(grep -m1 '^\[0\] step' "$work/stderr")"
 
 # a launched world of one is an unlaunched run
 expect_ok timeout 120 "$gradcache" launch -n 1 -- "${train[@]}" --out "$work/one_launched"
