@@ -5,6 +5,7 @@
 
 #include "bench_commands.h"
 #include "int_list.h"
+#include "mem_limit.h"
 #include "precision.h"
 
 /* One row; f32 is the same run in f32 (NULL when f32 was not measured, or is this one). */
@@ -18,43 +19,52 @@ static void print_speed_row(int precision, const char *mode, int64_t chunk, cons
     putchar('\n');
 }
 
-/* Measures one run; 0, or 1 after printing why it could not be measured. */
-static int measure(gc_bench_setup *setup, int64_t batch, int64_t chunk, int warmup, int reps, gc_bench_result *run) {
-    *run = gc_bench_measure(setup, batch, chunk, warmup, reps);
-    if (run->status == GC_OK) return 0;
-    fprintf(stderr, "gradcache bench speed: batch %lld, %s: %s\n", (long long)batch, chunk ? "GradCache" : "plain",
-            gc_last_error());
-    return 1;
-}
-
 /* What the command measures (its flags). */
 typedef struct speed_options {
     gc_bench_model_options model;
     gc_device device;
+    gc_mem_limit limit;
     int64_t batch, reps, warmup;
     gc_int_list chunks;
     int precisions[GC_PRECISION_COUNT], n_precisions;
     bool keep_last_graph; /* GradCache keeps each model's last chunk's graph (one forward fewer) */
 } speed_options;
 
+/* One line on stderr, "gradcache bench speed: WHAT: the last error", and where the memory
+ * limit came from when it was that; returns 1. */
+static int fail_measuring(const speed_options *o, const char *what) {
+    char hint[sizeof o->limit.source + 16];
+    fprintf(stderr, "gradcache bench speed: %s: %s%s\n", what, gc_last_error(),
+            gc_mem_limit_hint(&o->limit, gc_last_status(), hint, sizeof hint));
+    return 1;
+}
+
+/* Measures one run; 0, or 1 after printing why it could not be measured. */
+static int measure(const speed_options *o, gc_bench_setup *setup, int64_t chunk, gc_bench_result *run) {
+    *run = gc_bench_measure(setup, o->batch, chunk, (int)o->warmup, (int)o->reps);
+    if (run->status == GC_OK) return 0;
+    char what[64];
+    snprintf(what, sizeof what, "batch %lld, %s", (long long)o->batch, chunk ? "GradCache" : "plain");
+    return fail_measuring(o, what);
+}
+
 /* The plain step and each chunk size in one precision: runs[0] plain, runs[1 + c] chunk c.
  * f32_runs: the same in f32 when measured before (NULL otherwise). 0, or 1 after a line. */
 static int speed_in(int precision, const speed_options *o, gc_bench_result *runs, const gc_bench_result *f32_runs) {
-    const gc_bench_model_options *model = &o->model;
     const gc_int_list *chunks = &o->chunks;
     int64_t batch = o->batch;
-    int warmup = (int)o->warmup, reps = (int)o->reps;
     gc_bench_setup setup;
-    if (gc_bench_setup_init(&setup, model, gc_precision_dtype(precision), o->device) != GC_OK) {
-        fprintf(stderr, "gradcache bench speed: the model in %s: %s\n", gc_precision_names[precision], gc_last_error());
-        return 1;
+    if (gc_bench_setup_init(&setup, &o->model, gc_precision_dtype(precision), o->device) != GC_OK) {
+        char what[32];
+        snprintf(what, sizeof what, "the model in %s", gc_precision_names[precision]);
+        return fail_measuring(o, what);
     }
     setup.keep_last_graph = o->keep_last_graph;
-    int status = measure(&setup, batch, 0, warmup, reps, &runs[0]);
+    int status = measure(o, &setup, 0, &runs[0]);
     if (status == 0) print_speed_row(precision, "plain", batch, &runs[0], &runs[0], f32_runs);
     for (int c = 0; c < chunks->count && status == 0; c++) {
         if (chunks->values[c] > batch) continue;
-        status = measure(&setup, batch, chunks->values[c], warmup, reps, &runs[1 + c]);
+        status = measure(o, &setup, chunks->values[c], &runs[1 + c]);
         if (status == 0)
             print_speed_row(precision, "gc", chunks->values[c], &runs[1 + c], &runs[0], f32_runs ? &f32_runs[1 + c] : NULL);
         fflush(stdout);
@@ -64,11 +74,12 @@ static int speed_in(int precision, const speed_options *o, gc_bench_result *runs
 }
 
 static int speed(const speed_options *o) {
-    char model_text[200], device_text[16];
+    char model_text[200], device_text[16], limit_text[sizeof o->limit.source + 64];
     printf("gradcache bench speed: %s, batch %lld, %s, median of %lld steps after %lld warm-up%s\n",
            gc_bench_model_describe(&o->model, model_text, sizeof model_text), (long long)o->batch,
            gc_device_str(o->device, device_text, sizeof device_text), (long long)o->reps, (long long)o->warmup,
            o->keep_last_graph ? ", keeping the last chunk's graph" : "");
+    printf("memory limit: %s\n", gc_mem_limit_describe(&o->limit, o->device, limit_text, sizeof limit_text));
     printf("  %-5s %-6s %7s %10s %11s %9s %11s %16s\n", "prec", "mode", "chunk", "step ms", "time/plain", "time/f32",
            "forward ms", "1+forward/plain");
     gc_bench_result runs[GC_PRECISION_COUNT][1 + GC_INT_LIST_MAX];
@@ -101,7 +112,8 @@ int gc_command_bench_speed(int argc, char **argv) {
         {"precision", GC_FLAG_STRING, &precision_text, 0, 0, NULL,
          "the model's dtypes, comma-separated, each measured in turn: f32, f16, bf16"},
         {"mem-limit", GC_FLAG_SIZE, &mem_limit, 0, 0, NULL,
-         "a byte limit on the device's memory, e.g. 512M (default: GC_MEM_LIMIT's, else none)"},
+         "a byte limit on the device's memory, e.g. 512M (default: GC_MEM_LIMIT's, else on the CPU 2/3 of the "
+         "memory available at the start)"},
         {"keep-last-graph", GC_FLAG_BOOL, &o.keep_last_graph, 0, 0, NULL,
          "GradCache keeps each model's last chunk's graph from the first pass (one forward fewer)"},
         GC_BENCH_MODEL_FLAGS(o.model),
@@ -118,6 +130,6 @@ int gc_command_bench_speed(int argc, char **argv) {
     for (int p = 0; p < o.n_precisions && !usage; p++)
         usage = gc_precision_check_device("bench speed", o.precisions[p], o.device);
     if (usage) return usage;
-    if (mem_limit) gc_memory_set_limit(o.device, mem_limit);
+    o.limit = gc_mem_limit_apply(o.device, mem_limit, 1);
     return speed(&o);
 }

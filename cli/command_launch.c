@@ -12,8 +12,8 @@
     "Runs PROGRAM in N processes with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and\n"       \
     "MASTER_PORT set, as torchrun does, e.g. gradcache launch -n 2 -- gradcache train --gc ...; their output\n" \
     "lines are prefixed with [RANK]. When one process fails, the others are stopped (SIGTERM, then SIGKILL\n"   \
-    "after --grace seconds) and the launcher exits with its status; SIGINT, SIGTERM, SIGHUP and SIGQUIT\n"      \
-    "are passed on.\n"                                                                                          \
+    "after --grace seconds), a last line names the first to fail (its rank, pid, exit status or signal)\n"     \
+    "and the launcher exits with its status; SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on.\n"              \
     "usage: gradcache launch -n N [flags] -- PROGRAM [ARGS...]"
 
 int gc_command_launch(int argc, char **argv) {

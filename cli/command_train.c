@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "device_flag.h"
 #include "errors.h"
+#include "mem_limit.h"
 #include "metadata.h"
 #include "model.h"
 #include "model_file.h"
@@ -43,6 +44,7 @@
 typedef struct trainer {
     gc_train_flags flags;
     gc_device device;
+    gc_mem_limit limit;     /* on the device: --mem-limit, GC_MEM_LIMIT's or the default */
     gc_train_dist dist;     /* data-parallel: this rank's part of a launched run */
     char *data_path, *checkpoint_path, *model_path;
     gc_pairs pairs;
@@ -79,7 +81,7 @@ static int load_data(trainer *t) {
     if (!status) status = gc_train_dist_begin(&t->dist, f->batch_size, &t->device);
     if (!status) status = gc_precision_check_device("train", f->precision, t->device);
     if (status) return status;
-    if (f->mem_limit) gc_memory_set_limit(t->device, f->mem_limit);
+    t->limit = gc_mem_limit_apply(t->device, f->mem_limit, t->dist.env.local_world_size);
     t->data_path = gc_data_path(f->data, "train");
     if (gc_pairs_read(t->data_path, &t->pairs) != GC_OK) return fail(1, "--data: %s", gc_last_error());
     if (f->hard_negatives > t->pairs.negatives)
@@ -121,9 +123,11 @@ static int build_model(trainer *t) {
     } else {
         gc_text_encoder_config config = gc_model_preset(f->model_size, f->max_length);
         config.dtype = gc_precision_dtype(f->precision);
+        char hint[sizeof t->limit.source + 16];
         if (gc_dual_encoder_init(&t->model, &config, f->tied, t->device,
                                  stream_seed((uint64_t)f->seed, STREAM_INIT)) != GC_OK)
-            return fail(1, "cannot build the model: %s", gc_last_error());
+            return fail(1, "cannot build the model: %s%s", gc_last_error(),
+                        gc_mem_limit_hint(&t->limit, gc_last_status(), hint, sizeof hint));
     }
     if (gc_adamw_init(&t->optimizer, &t->model.params, f->lr, 0.9, 0.999, 1e-8, WEIGHT_DECAY) != GC_OK)
         return fail(1, "cannot build the optimizer: %s", gc_last_error());
@@ -292,7 +296,9 @@ static int step_failed(trainer *t, int64_t step, const char *doing) {
     gc_progress_end(&t->bar);
     gc_status status = gc_last_status();
     bool memory = status == GC_ERR_OUT_OF_MEMORY || status == GC_ERR_MEM_LIMIT;
-    return fail(1, "step %lld: %s: %s%s", (long long)step, doing, gc_last_error(),
+    char hint[sizeof t->limit.source + 16];
+    return fail(1, "step %lld: %s: %s%s%s", (long long)step, doing, gc_last_error(),
+                gc_mem_limit_hint(&t->limit, status, hint, sizeof hint),
                 memory && !t->flags.gc ? " (a plain step holds the whole batch's activations: try --gc)" : "");
 }
 
@@ -308,7 +314,7 @@ static int train(trainer *t) {
     if (t->model.unused.count && gc_train_dist_rank(&t->dist) == 0)
         fprintf(stderr, "gradcache train: note: %s/model.safetensors: %d weight%s unused by the encoder (%s)\n",
                 t->flags.init, t->model.unused.count, t->model.unused.count == 1 ? "" : "s", t->model.unused.names);
-    gc_progress_begin(&t->bar, stderr, first, t->plan.total_steps, t->flags.log_every);
+    gc_progress_begin(&t->bar, stderr, first, t->plan.total_steps, t->flags.log_every, t->limit.bytes);
     double first_loss = NAN, last_loss = NAN, seconds = 0;
     while (t->progress.step < t->stop_step) {
         gc_step_record record;

@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "gradcache/config.h"
+#include "gradcache/device.h"
 
 static void usage(FILE *out) {
     fprintf(out, "usage: gradcache <command> [flags]   (gradcache <command> --help for its flags)\n\n"
@@ -34,8 +35,12 @@ int main(int argc, char **argv) {
     } commands[] = {{"data", gc_command_data},     {"train", gc_command_train}, {"eval", gc_command_eval},
                     {"verify", gc_command_verify}, {"bench", gc_command_bench},
                     {"model", gc_command_model}, {"launch", gc_command_launch}};
-    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc, argv);
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+        if (strcmp(argv[1], commands[i].name) != 0) continue;
+        int status = commands[i].run(argc, argv);
+        gc_shutdown(); /* the CPU kernels' threads joined: nothing of the library outlives main */
+        return status;
+    }
     fprintf(stderr, "gradcache: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;

@@ -16,6 +16,13 @@ char *gc_path_join(const char *dir, const char *name) {
     return path;
 }
 
+char *gc_path_parent(const char *path) {
+    const char *slash = strrchr(path, '/');
+    char *parent = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!parent) gc_fatal("path_parent: out of host memory");
+    return parent;
+}
+
 static bool is_directory(const char *path) {
     struct stat info;
     return stat(path, &info) == 0 && S_ISDIR(info.st_mode);

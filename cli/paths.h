@@ -6,6 +6,9 @@
 
 /* dir + "/" + name, in a new string (free it). */
 char *gc_path_join(const char *dir, const char *name);
+/* The folder holding `path` ("." for a bare name, "/" for one at the root), in a new string:
+ * what creating `path` there needs, and where its siblings are. */
+char *gc_path_parent(const char *path);
 /* A dataset argument: a folder means its file `split`.tsv ("train", "dev"); anything else
  * is the pair file itself. A new string. */
 char *gc_data_path(const char *path, const char *split);

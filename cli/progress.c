@@ -1,4 +1,5 @@
 /* Training progress (see progress.h). */
+#include <string.h>
 #include <unistd.h>
 
 #include "bytes.h"
@@ -6,11 +7,13 @@
 
 enum { BAR_WIDTH = 20 };
 
-void gc_progress_begin(gc_progress *progress, FILE *out, int64_t first_step, int64_t total_steps, int64_t log_every) {
+void gc_progress_begin(gc_progress *progress, FILE *out, int64_t first_step, int64_t total_steps, int64_t log_every,
+                       size_t limit_bytes) {
     *progress = (gc_progress){.out = out,
                               .terminal = isatty(fileno(out)),
                               .total_steps = total_steps,
                               .log_every = log_every,
+                              .limit_bytes = limit_bytes,
                               .first_step = first_step};
 }
 
@@ -36,8 +39,11 @@ static void draw_bar(gc_progress *progress, const gc_step_record *r, const char 
 
 void gc_progress_step(gc_progress *progress, const gc_step_record *r) {
     progress->seconds += r->seconds;
-    char peak[32];
+    char peak[80], limit[32];
     gc_format_bytes((double)r->peak_bytes, peak, sizeof peak);
+    if (progress->limit_bytes)
+        snprintf(peak + strlen(peak), sizeof peak - strlen(peak), " of %s",
+                 gc_format_bytes((double)progress->limit_bytes, limit, sizeof limit));
     if (progress->terminal) {
         draw_bar(progress, r, peak);
     } else if (r->step % progress->log_every == 0 || r->step == progress->total_steps) {

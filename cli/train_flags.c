@@ -63,7 +63,8 @@ int gc_train_flags_parse(int argc, char **argv, gc_train_flags *f) {
          "data-parallel f16/bf16: average gradients in their own dtype (half the traffic) instead of f32"},
         {"device", GC_FLAG_CHOICE, &f->device, 0, 0, gc_device_flag_choices, "where to train (cuda: the first GPU)"},
         {"mem-limit", GC_FLAG_SIZE, &f->mem_limit, 0, 0, NULL,
-         "a byte limit on the device's memory, e.g. 512M (default: GC_MEM_LIMIT's, else none)"},
+         "a byte limit on the device's memory, e.g. 512M (default: GC_MEM_LIMIT's, else on the CPU 2/3 of the "
+         "memory available at the start, shared by the processes of a launched run on this machine)"},
         {"steps", GC_FLAG_INT, &f->steps, 0, 1e12, NULL, "steps to train (0: as --epochs says)"},
         {"epochs", GC_FLAG_INT, &f->epochs, 0, 1e6, NULL,
          "epochs to train, each skipping the examples the batch size leaves over (0: one, unless --steps)"},

@@ -27,6 +27,7 @@
 #include "gradcache/launch.h"
 #include "gradcache/error.h"
 #include "launch_relay.h"
+#include "launch_report.h"
 #include "socket.h"
 
 /* After every process has exited, how long their pipes may stay open (a grandchild holding
@@ -44,6 +45,7 @@ typedef struct launcher {
     process *processes;
     int count, running;
     int first_failure;  /* the first failing process's status; 0: none yet */
+    gc_launch_failure failure; /* that process, reported when the run is over */
     int interrupted;    /* a signal the launcher got (SIGINT, SIGTERM); 0: none */
     double kill_at;     /* stopping: when SIGKILL follows SIGTERM; 0: not stopping */
 } launcher;
@@ -232,13 +234,15 @@ static void reap(launcher *l) {
     for (int i = 0; i < l->count; i++) {
         process *p = &l->processes[i];
         int raw;
-        if (p->pid <= 0 || waitpid(p->pid, &raw, WNOHANG) != p->pid) continue;
+        pid_t pid = p->pid;
+        if (pid <= 0 || waitpid(pid, &raw, WNOHANG) != pid) continue;
         p->status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-        kill(-p->pid, SIGKILL); /* whatever it started and left behind */
+        kill(-pid, SIGKILL); /* whatever it started and left behind */
         p->pid = 0;
         l->running--;
         if (p->status != 0 && l->first_failure == 0 && !l->interrupted) {
             l->first_failure = p->status;
+            l->failure = (gc_launch_failure){l->options->node_rank * l->options->nproc + i, pid, raw, l->running};
             stop_all(l, SIGTERM);
         }
     }
@@ -392,5 +396,7 @@ int gc_launch(const gc_launch_options *options, char *const argv[]) {
     free(l.processes);
     free(polls);
     if (!started) return -1;
+    /* after every process's own last lines: the summary ends the output, as torchrun's does */
+    if (l.first_failure) gc_launch_report_failure(stderr, &l.failure);
     return l.interrupted ? 128 + l.interrupted : l.first_failure;
 }

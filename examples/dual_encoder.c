@@ -90,5 +90,6 @@ int main(int argc, char **argv) {
     gc_adamw_free(&optimizer);
     gc_param_list_free(&params);
     for (int t = 0; t < 2; t++) gc_text_encoder_free(&towers[t]);
+    gc_shutdown(); /* the CPU kernels' threads joined: nothing of the library outlives main */
     return last < first / 2 ? 0 : 1;
 }

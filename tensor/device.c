@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "backend.h"
+#include "cpu/thread_pool.h"
 #include "gradcache/config.h"
 #include "gradcache/device.h"
 #include "gradcache/error.h"
@@ -102,3 +103,5 @@ const char *gc_device_str(gc_device device, char *buf, int size) {
     else snprintf(buf, (size_t)size, "cuda:%d", device.index);
     return buf;
 }
+
+void gc_shutdown(void) { gc_thread_pool_stop(); }

@@ -32,6 +32,15 @@ check [ "$(grep -c '^\[1\]' "$work/stdout" "$work/stderr" | awk -F: '{ s += $2 }
 check [ "$(wc -l <"$work/two/log.jsonl")" -eq 8 ] "the log has $(wc -l <"$work/two/log.jsonl") lines"
 check [ -s "$work/two/model.safetensors" ] "no model"
 check grep -q '"dist.world_size":"2"' "$work/two/checkpoint.safetensors" "the checkpoint does not say 2 processes"
+# the default memory limit, 2/3 of the available memory, is shared: a third for each process
+check awk -v line="$(grep -m1 '^\[0\] step .* peak .* of ' "$work/stderr")" \
+    -v available="$(awk '/^MemAvailable:/ { printf "%.0f", $2 * 1024 }' /proc/meminfo)" 'BEGIN {
+        if (!match(line, / of [0-9.]+ [KMGT]iB /)) exit 1
+        split(substr(line, RSTART + 4, RLENGTH - 5), limit, " ")
+        scale["KiB"] = 2 ^ 10; scale["MiB"] = 2 ^ 20; scale["GiB"] = 2 ^ 30; scale["TiB"] = 2 ^ 40
+        ratio = limit[1] * scale[limit[2]] / available
+        exit !(ratio > 0.29 && ratio < 0.38) }' \
+    "two processes: not a third of the available memory each: $(grep -m1 '^\[0\] step' "$work/stderr")"
 
 # a launched world of one is an unlaunched run
 expect_ok timeout 120 "$gradcache" launch -n 1 -- "${train[@]}" --out "$work/one_launched"
@@ -77,8 +86,12 @@ try_edited() {
     checks=$((checks + 1))
     timeout 120 "$gradcache" launch -n 2 -- "${train[@]}" --out "$work/edited" --resume >"$work/stdout" \
         2>"$work/stderr" || status=$?
-    [ "$status" -eq 1 ] && [ -s "$work/stderr" ] && [ "$(grep -cvF "$want" "$work/stderr")" -eq 0 ] ||
-        fail "$*: exit status $status, wanted 1 and every line with '$want': $(cat "$work/stderr")"
+    # the processes' lines, then the launcher's own naming the first to fail
+    [ "$status" -eq 1 ] && [ "$(grep -c '^\[[01]\] ' "$work/stderr")" -ge 1 ] &&
+        [ "$(grep '^\[[01]\] ' "$work/stderr" | grep -cvF "$want")" -eq 0 ] &&
+        [ "$(grep -v '^\[[01]\] ' "$work/stderr" | grep -c '^gradcache launch: rank [01] .* exited with status 1, ')" -eq 1 ] &&
+        [ "$(grep -cv '^\[[01]\] ' "$work/stderr")" -eq 1 ] ||
+        fail "$*: exit status $status, wanted 1, every process's line with '$want' and the launcher's: $(cat "$work/stderr")"
     check [ ! -s "$work/edited/log.jsonl" ] "$*: a process trained from the edited checkpoint"
 }
 try_edited "metadata 'rng.rank1.cpu.offset' is 18446744073709551615, past the largest offset" \
@@ -144,6 +157,8 @@ CHECKPOINT=$work/interrupted/checkpoint.safetensors timeout 120 "$gradcache" lau
     exec "$@"' sh "${train[@]}" --steps 60 --save-every 3 --out "$work/interrupted" >"$work/stdout" 2>"$work/stderr" ||
     status=$?
 [ "$status" -eq 137 ] || fail "launch with a process killed: exit status $status, wanted 137: $(tail -3 "$work/stderr")"
+check [ "$(grep -c '^gradcache launch: rank 1 (pid [0-9]*) was killed by SIGKILL (Killed), the first process to fail' \
+    "$work/stderr")" -eq 1 ] "launch with a process killed: no line naming it: $(tail -3 "$work/stderr")"
 check [ -s "$work/interrupted/checkpoint.safetensors" ] "no checkpoint was left by the interrupted run"
 check [ -z "$(pgrep -f "$work/interrupted")" ] "processes of the interrupted run are left: $(pgrep -af "$work/interrupted")"
 expect_ok timeout 300 "$gradcache" launch -n 2 -- "${train[@]}" --steps 60 --save-every 3 --out "$work/interrupted" --resume
@@ -157,6 +172,7 @@ expect_error "--batch-size 1: every one of the 2 processes needs at least one ex
 checks=$((checks + 1))
 timeout 60 "$gradcache" launch -n 2 -- "${train[@]}" --batch-size 1 --out "$work/bad" >/dev/null 2>"$work/stderr" &&
     fail "--batch-size 1 with 2 processes was accepted"
-[ "$(sed 's/^\[[01]\] //' "$work/stderr" | sort -u | wc -l)" -eq 1 ] || fail "under the launcher: $(cat "$work/stderr")"
+[ "$(grep '^\[[01]\] ' "$work/stderr" | sed 's/^\[[01]\] //' | sort -u | wc -l)" -eq 1 ] &&
+    [ "$(grep -cv '^\[[01]\] ' "$work/stderr")" -eq 1 ] || fail "under the launcher: $(cat "$work/stderr")"
 check [ ! -e "$work/bad" ] "a refused run left $work/bad behind"
 cli_summary

@@ -94,13 +94,44 @@ expect_status 0 20 "$gradcache" launch -n 1 -- "$child" --sigpipe
 checks=$((checks + 1))
 [ "$(cat "$work/stdout")" = "[0] sigpipe default" ] || fail "the processes' SIGPIPE: $(cat "$work/stdout")"
 
+# expect_failure_line PATTERN: the launcher's stderr holds exactly one line of its own (the
+# processes' lines are prefixed with their rank), matching PATTERN (grep -E)
+expect_failure_line() {
+    checks=$((checks + 1))
+    local own
+    own=$(grep -v '^\[[0-9]*\] ' "$work/stderr")
+    [ "$(grep -c '' <<<"$own")" -eq 1 ] && grep -qE "^$1$" <<<"$own" ||
+        fail "the launcher's line: wanted one matching '$1', got: ${own:-nothing}"
+}
+
 # one process fails: the launcher exits with its status, the others (and what they started)
-# are stopped well before their sleep ends
+# are stopped well before their sleep ends, and one line of the launcher's names it
 expect_status 3 10 "$gradcache" launch -n 3 -- "$child" --pids "$work/pids" --grandchild "$work/pids" \
     --only 1 --exit 3 --only -1 --sleep 30
+expect_failure_line "gradcache launch: rank 1 \(pid $(cat "$work/pids/pid.1")\) exited with status 3, the first process to fail; the launcher stopped the 2 others"
 expect_none_left "a process exiting 3"
 expect_status 137 10 "$gradcache" launch -n 3 -- "$child" --pids "$work/pids" --only 2 --kill-self --only -1 --sleep 30
+expect_failure_line "gradcache launch: rank 2 \(pid $(cat "$work/pids/pid.2")\) was killed by SIGKILL \(Killed\), the first process to fail; the launcher stopped the 2 others"
 expect_none_left "a process killed by SIGKILL"
+# a program failing without a word: still the line, naming the first of them
+expect_status 1 10 "$gradcache" launch -n 2 -- false
+expect_failure_line "gradcache launch: rank [01] \(pid [0-9]+\) exited with status 1, the first process to fail; (the launcher stopped the 1 other|no other process was running)"
+
+# kill -9 of rank 1 from outside, as the kernel's OOM killer does, while rank 0 runs on: the
+# line every time (the processes' own output may or may not come first), no process left
+for trial in 1 2 3 4 5 6; do
+    checks=$((checks + 1))
+    status=0
+    timeout 60 "$gradcache" launch -n 2 -- "$child" --pids "$work/pids" --sleep 30 >"$work/stdout" 2>"$work/stderr" &
+    launcher=$!
+    for _ in $(seq 200); do [ -s "$work/pids/pid.1" ] && [ -s "$work/pids/pid.0" ] && break; sleep 0.05; done
+    victim=$(cat "$work/pids/pid.1")
+    kill -9 "$victim"
+    wait "$launcher" || status=$?
+    [ "$status" -eq 137 ] || fail "kill -9 of rank 1, trial $trial: exit status $status, wanted 137"
+    expect_failure_line "gradcache launch: rank 1 \(pid $victim\) was killed by SIGKILL \(Killed\), the first process to fail; the launcher stopped the 1 other"
+    expect_none_left "kill -9 of rank 1, trial $trial"
+done
 
 # signals sent to the launcher reach every process
 for signal in TERM INT HUP QUIT; do
@@ -128,11 +159,12 @@ checks=$((checks + 1))
 [ "$(cat "$work/logs/rank_1.out")" = "$(printf 'rank 1 line 0\nrank 1 line 1\nrank 1 line 2')" ] &&
     [ "$(cat "$work/logs/rank_0.err")" = "xxxxx" ] || fail "--log-dir: $(ls "$work/logs")"
 
-# a program that cannot run: 127, one line naming it
+# a program that cannot run: 127, one line naming it (then the launcher's own)
 expect_status 127 10 "$gradcache" launch -n 1 -- "$work/no-such-program"
 checks=$((checks + 1))
-[ "$(wc -l <"$work/stderr")" -eq 1 ] && grep -q "cannot run '$work/no-such-program'" "$work/stderr" ||
+[ "$(grep -c '^\[0\] ' "$work/stderr")" -eq 1 ] && grep -q "^\[0\] .*cannot run '$work/no-such-program'" "$work/stderr" ||
     fail "a missing program: $(cat "$work/stderr")"
+expect_failure_line "gradcache launch: rank 0 \(pid [0-9]+\) exited with status 127, the first process to fail; no other process was running"
 
 # bad usage: one line, exit 2
 expect_error "-n is required" "$gradcache" launch -- "$child"

@@ -187,6 +187,25 @@ static void test_block_cache(void) {
     gc_alloc_set_caching(cpu, false);
 }
 
+/* The CPU's available memory is Linux's MemAvailable (the page cache counted as available),
+ * not the free pages alone: what a default memory limit is taken from. */
+static void test_cpu_memory_info(void) {
+    size_t free_bytes = 0, total_bytes = 0;
+    gc_memory_device_info(gc_cpu(), &free_bytes, &total_bytes);
+    CHECK_MSG(free_bytes > 0 && free_bytes <= total_bytes, "cpu: %zu bytes available of %zu", free_bytes, total_bytes);
+    FILE *meminfo = fopen("/proc/meminfo", "r");
+    if (!meminfo) return; /* not Linux: the free pages */
+    char line[128];
+    unsigned long long kib = 0;
+    while (fgets(line, sizeof line, meminfo) && sscanf(line, "MemAvailable: %llu kB", &kib) != 1) {
+    }
+    fclose(meminfo);
+    /* read a moment apart on a machine others use: within 1/8 of each other */
+    double ratio = (double)free_bytes / ((double)kib * 1024);
+    CHECK_MSG(kib > 0 && ratio > 0.875 && ratio < 1.125, "cpu: %zu bytes available, MemAvailable %llu kB", free_bytes,
+              kib);
+}
+
 static void switch_caching_while_live(void *unused) {
     (void)unused;
     gc_tensor *t = gc_zeros(GC_SHAPE(4), GC_F32, gc_cpu());
@@ -237,6 +256,7 @@ int main(int argc, char **argv) {
     test_limit_spec();
     test_size_classes();
     test_block_cache();
+    test_cpu_memory_info();
     gc_test_expect_fatal(switch_caching_while_live, NULL, "caching can only be switched while no memory is live");
 
     int status = run_self_with_limit(argv[0], "cpu=4K", "env-child");

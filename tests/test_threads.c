@@ -3,7 +3,11 @@
  * the determinism the project guarantees whatever GC_NUM_THREADS is. The inputs are large
  * enough (and of odd sizes) for each kernel to be split into 8 uneven ranges; a whole
  * training step of a text encoder (forward, backward, clipping, AdamW) checks the kernels
- * together, as the trainer runs them. Also: GC_NUM_THREADS is honoured and checked. */
+ * together, as the trainer runs them. Also: GC_NUM_THREADS is honoured and checked, and
+ * gc_shutdown joins the workers without ending the pool. */
+#include <dirent.h>
+#include <time.h>
+
 #include "check.h"
 #include "tensor/cpu/kernels_cpu.h"
 #include "tensor/op_internal.h"
@@ -268,9 +272,56 @@ static void test_fork_after_workers(void) {
     RELEASE(x, want);
 }
 
+/* The threads of this process (/proc/self/task). */
+static int process_threads(void) {
+    DIR *tasks = opendir("/proc/self/task");
+    if (!tasks) return -1;
+    int count = 0;
+    for (struct dirent *entry; (entry = readdir(tasks));) count += entry->d_name[0] != '.';
+    closedir(tasks);
+    return count;
+}
+
+/* Whether the process has `want` threads, waiting up to 2 s: a joined thread's task may
+ * linger in /proc for a moment after pthread_join returns (the kernel wakes the joiner
+ * before it has removed the task). Says what it found when not. */
+static bool has_threads(int want, const char *when) {
+    int count = process_threads();
+    for (int wait = 0; count != want && wait < 200; wait++) {
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+        count = process_threads();
+    }
+    if (count != want) fprintf(stderr, "%s: %d threads, wanted %d\n", when, count, want);
+    return count == want;
+}
+
+/* In a child of fork(), which has one thread (its caller's: no workers, no OpenBLAS thread):
+ * gc_shutdown joins the workers, and the library goes on, the next threaded kernel starting
+ * them again and computing the same. */
+static bool shutdown_joins(void *arg) {
+    gc_tensor *x = arg;
+    bool ok = has_threads(1, "a forked child");
+    gc_set_cpu_threads(3);
+    gc_tensor *want = gc_exp(x);
+    ok &= has_threads(3, "3 threads") && (gc_shutdown(), has_threads(1, "after gc_shutdown"));
+    gc_shutdown(); /* again: nothing to join */
+    gc_tensor *again = gc_exp(x);
+    ok &= has_threads(3, "the workers started again") && again &&
+          memcmp(gc_data(again), gc_data(want), gc_nbytes(want)) == 0;
+    RELEASE(want, again);
+    return ok;
+}
+
+static void test_shutdown(void) {
+    gc_tensor *x = normal(1, (int64_t[]){N}, GC_F32, 31);
+    CHECK_MSG(gc_test_true_in_child(shutdown_joins, x), "gc_shutdown: see above");
+    RELEASE(x);
+}
+
 int main(void) {
     test_environment(); /* first: before this process reads its thread count */
     test_independence();
     test_fork_after_workers();
+    test_shutdown();
     return gc_test_result();
 }

@@ -53,6 +53,13 @@ void gc_device_synchronize(gc_device device);
  * the kernels that start afterwards. */
 int gc_cpu_threads(void);
 void gc_set_cpu_threads(int threads);
+/* Releases what the library keeps for the whole process between calls: today the CPU
+ * kernels' worker threads, which are joined (they start again on the next parallel kernel,
+ * so the library stays usable). A program calls it when it is done with the library, e.g.
+ * last thing in main(): nothing breaks without it (the threads end with the process), but a
+ * leak checker sees their stacks as possibly lost. Waits for a parallel kernel running in
+ * another thread to finish; called from inside a kernel's range, it does nothing. */
+void gc_shutdown(void);
 /* How often the library has made the host wait for a device: copies from the device to
  * host memory (gc_item, gc_copy_to_host, gc_to_device to the CPU...; each waits for the work
  * queued before it) and explicit synchronisations. Counted on the CPU too, so that a test on

@@ -11,7 +11,11 @@
  * Failure handling: when one process exits with a non-zero status or is killed by a signal,
  * the launcher sends SIGTERM to every other one (to its whole process group, so that what
  * it started goes too), then SIGKILL after grace_seconds, waits for all of them, and
- * returns the first failure's status. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to the
+ * returns the first failure's status. Once every process is gone it writes one line of its
+ * own on stderr, after all of theirs, naming that first failure, as torchrun's error summary
+ * does: "gradcache launch: rank 1 (pid 4242) was killed by SIGKILL (Killed), the first process
+ * to fail; the launcher stopped the 2 others" (or "exited with status 3"), so that a process
+ * that died without a word (the kernel's OOM killer, `false`) is still named. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to the
  * launcher are forwarded to every process the same way. Each process also gets SIGKILL if the
  * launcher itself dies (Linux's parent-death signal), so that no process of the run outlives it.
  *

@@ -54,7 +54,7 @@ void gc_memory_set_limit(gc_device device, size_t limit_bytes);
 /* Returns every cached (free) block to the driver (CPU: to malloc). */
 void gc_memory_empty_cache(gc_device device);
 /* The device's free and total memory as its driver sees them (cudaMemGetInfo; for the CPU,
- * the available and installed RAM): what reserved_bytes can be checked against, since the
+ * the available RAM, Linux's MemAvailable, and the installed RAM): what reserved_bytes can be checked against, since the
  * driver also counts the CUDA context and the libraries' own allocations. */
 void gc_memory_device_info(gc_device device, size_t *free_bytes, size_t *total_bytes);
 

@@ -1,5 +1,6 @@
 /* Host memory for the CPU backend: 64-byte aligned (a cache line, and enough for any
  * vector load), so that kernels may use aligned vector code. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,11 +19,27 @@ void gc_cpu_raw_free(int device_index, void *ptr, size_t nbytes) {
     free(ptr);
 }
 
-/* Host memory the operating system could hand out now (available pages), and in all. */
+/* Linux's estimate of the memory a program can have without swapping, MemAvailable of
+ * /proc/meminfo: the free pages and the caches the kernel would give up. 0 when unknown. */
+static size_t linux_available_bytes(void) {
+    FILE *meminfo = fopen("/proc/meminfo", "r");
+    if (!meminfo) return 0;
+    char line[128];
+    unsigned long long kib = 0;
+    while (fgets(line, sizeof line, meminfo) && sscanf(line, "MemAvailable: %llu kB", &kib) != 1) {
+    }
+    fclose(meminfo);
+    return (size_t)kib * 1024;
+}
+
+/* Host memory the operating system could hand out now, and in all. Free pages alone
+ * (_SC_AVPHYS_PAGES) leave out the page cache, most of a busy machine's memory, so they are
+ * only the fallback where MemAvailable is unknown. */
 void gc_cpu_memory_info(int device_index, size_t *free_bytes, size_t *total_bytes) {
     (void)device_index;
     long page = sysconf(_SC_PAGESIZE), available = sysconf(_SC_AVPHYS_PAGES), total = sysconf(_SC_PHYS_PAGES);
-    *free_bytes = page > 0 && available > 0 ? (size_t)available * (size_t)page : 0;
+    *free_bytes = linux_available_bytes();
+    if (*free_bytes == 0) *free_bytes = page > 0 && available > 0 ? (size_t)available * (size_t)page : 0;
     *total_bytes = page > 0 && total > 0 ? (size_t)total * (size_t)page : 0;
 }
 

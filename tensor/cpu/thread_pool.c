@@ -25,7 +25,7 @@
 typedef struct worker_slot {
     pthread_t thread;
     atomic_uint posted; /* bumped by the caller for each range posted to this worker */
-    gc_parallel_fn fn;
+    gc_parallel_fn fn;  /* NULL posted: the worker ends (gc_thread_pool_stop) */
     void *ctx;
     int64_t begin, end;
 } worker_slot;
@@ -86,6 +86,7 @@ static void *worker_main(void *arg) {
     inside_range = true; /* everything a worker runs is inside a range */
     for (;;) {
         seen = wait_for_change(&slot->posted, seen);
+        if (!slot->fn) return NULL;
         slot->fn(slot->ctx, slot->begin, slot->end);
         if (atomic_fetch_sub_explicit(&pool.unfinished, 1, memory_order_acq_rel) == 1) {
             pthread_mutex_lock(&pool.sleep_lock); /* the caller may be asleep on `done` */
@@ -105,6 +106,30 @@ static void forget_workers_after_fork(void) {
     for (int i = 1; i <= pool.started; i++) atomic_store(&pool.slots[i].posted, 0);
     pool.started = 0;
     atomic_store(&pool.unfinished, 0);
+}
+
+/* Wakes the sleeping workers after posts: they re-check their flags under the lock, so none
+ * misses its post. */
+static void wake_workers(void) {
+    pthread_mutex_lock(&pool.sleep_lock);
+    pthread_cond_broadcast(&pool.wake);
+    pthread_mutex_unlock(&pool.sleep_lock);
+}
+
+void gc_thread_pool_stop(void) {
+    if (inside_range) return; /* the caller's own parallel call holds the pool */
+    pthread_mutex_lock(&pool.busy);
+    for (int i = 1; i <= pool.started; i++) {
+        pool.slots[i].fn = NULL;
+        atomic_fetch_add_explicit(&pool.slots[i].posted, 1, memory_order_release);
+    }
+    wake_workers();
+    for (int i = 1; i <= pool.started; i++) {
+        pthread_join(pool.slots[i].thread, NULL);
+        atomic_store(&pool.slots[i].posted, 0); /* a new worker starts from 0 */
+    }
+    pool.started = 0;
+    pthread_mutex_unlock(&pool.busy);
 }
 
 /* Starts workers up to `wanted` - 1 (called holding `busy`); returns how many run. A thread
@@ -168,10 +193,7 @@ void gc_parallel_for(int64_t n, int64_t grain, gc_parallel_fn fn, void *ctx) {
         slot->end = n * (part + 1) / parts;
         atomic_fetch_add_explicit(&slot->posted, 1, memory_order_release);
     }
-    /* Sleeping workers re-check their flags under the lock, so none misses its post. */
-    pthread_mutex_lock(&pool.sleep_lock);
-    pthread_cond_broadcast(&pool.wake);
-    pthread_mutex_unlock(&pool.sleep_lock);
+    wake_workers();
 
     inside_range = true;
     fn(ctx, 0, n / parts);

@@ -11,7 +11,8 @@
  *
  * A call from inside a range (a nested parallel kernel), or while another thread of the
  * program holds the pool, runs serially in the calling thread. A child process made by
- * fork() starts without workers and starts its own on first use. */
+ * fork() starts without workers and starts its own on first use; so does the program after
+ * gc_thread_pool_stop(). */
 #ifndef GC_TENSOR_THREAD_POOL_H
 #define GC_TENSOR_THREAD_POOL_H
 
@@ -27,5 +28,9 @@ void gc_parallel_for(int64_t n, int64_t grain, gc_parallel_fn fn, void *ctx);
 
 /* The number of ranges gc_parallel_for(n, grain, ...) would make now: at least 1. */
 int gc_parallel_parts(int64_t n, int64_t grain);
+
+/* Joins the workers (gc_shutdown); the next parallel call starts them again. Waits for a
+ * call running in another thread; does nothing inside a range. */
+void gc_thread_pool_stop(void);
 
 #endif
