@@ -1,5 +1,8 @@
 /* Devices, the dispatch from a device to its backend, and the count of host waits. */
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 #include <stdio.h>
 
 #include "backend.h"
@@ -12,8 +15,21 @@
 #include "cuda/runtime_cuda.h"
 #endif
 
+/* The CPU's table: the whole one, or with GC_COMPOSED_OPS=1 (read once) the one without the
+ * fused kernels CUDA lacks, so that a test run on the CPU takes the paths a GPU takes. */
+static const gc_backend *cpu_table;
+static pthread_once_t cpu_table_once = PTHREAD_ONCE_INIT;
+
+static void choose_cpu_table(void) {
+    const char *composed = getenv("GC_COMPOSED_OPS");
+    cpu_table = composed && strcmp(composed, "1") == 0 ? &gc_cpu_composed_backend : &gc_cpu_backend;
+}
+
 const gc_backend *gc_backend_for(gc_device device) {
-    if (device.type == GC_DEVICE_CPU) return &gc_cpu_backend;
+    if (device.type == GC_DEVICE_CPU) {
+        pthread_once(&cpu_table_once, choose_cpu_table);
+        return cpu_table;
+    }
     if (device.type != GC_DEVICE_CUDA) gc_fatal("device: unknown device type %d", (int)device.type);
 #ifdef GC_HAVE_CUDA
     int count = gc_cuda_device_count();

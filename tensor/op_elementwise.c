@@ -160,14 +160,17 @@ gc_tensor *gc_unary_grad(gc_unary_op derivative, const gc_tensor *x, const gc_te
         gc_fatal("unary_grad: x %s and g %s differ in shape", gc_tensor_str(x, tx, sizeof tx),
                  gc_tensor_str(g, tg, sizeof tg));
     }
-    const gc_backend *backend = gc_backend_for(x->device);
-    if (!backend->unary_grad || (x->dtype != GC_F32 && x->dtype != GC_F64)) {
+    /* fused in f32 and f64 only: in f16 and bf16 the composition rounds the derivative to the
+     * dtype before the multiply, and the backward rules are held to its bits */
+    if (x->dtype != GC_F32 && x->dtype != GC_F64) {
         gc_tensor *slope = gc_unary_apply(derivative, x), *dx = gc_mul(g, slope);
         gc_tensor_release(slope);
         return dx;
     }
     gc_tensor *dx = gc_empty_like(x);
-    if (dx) backend->unary_grad(derivative, gc_data(x), gc_data(g), gc_data(dx), (size_t)gc_numel(x), x->dtype);
+    if (dx)
+        gc_backend_for(x->device)->unary_grad(derivative, gc_data(x), gc_data(g), gc_data(dx), (size_t)gc_numel(x),
+                                              x->dtype);
     return dx;
 }
 

@@ -11,8 +11,8 @@
 gc_tensor *gc_unary_apply(gc_unary_op op, const gc_tensor *x);
 /* g * derivative(x) elementwise, derivative being GC_UNARY_RELU_GRAD, GELU_TANH_GRAD or
  * GELU_ERF_GRAD (a unary op's backward, from its input x): the backend's fused unary_grad
- * for f32 and f64 where it has one, else the derivative and then a multiply (the same
- * bits). x and g of one shape, dtype and device. */
+ * for f32 and f64, else the derivative and then a multiply (the same bits in f32 and f64).
+ * x and g of one shape, dtype and device. */
 gc_tensor *gc_unary_grad(gc_unary_op derivative, const gc_tensor *x, const gc_tensor *g);
 /* src [rows], index i32 [rows] -> [rows, cols]: out[r, index[r]] = src[r], zero elsewhere. */
 gc_tensor *gc_scatter_last(const gc_tensor *src, const gc_tensor *index, int64_t cols);

@@ -134,6 +134,14 @@ static inline int gc_test_require_cuda_untouched(void) {
     return WEXITSTATUS(status);
 }
 
+/* True when this run takes the paths a GPU takes (GC_COMPOSED_OPS=1: the CPU without its
+ * fused kernels, tensor/backend_kernels.h); a case about a fused kernel itself checks then
+ * that it did not run. */
+static inline bool gc_test_composed_ops(void) {
+    const char *value = getenv("GC_COMPOSED_OPS");
+    return value && strcmp(value, "1") == 0;
+}
+
 /* Compares every element of `got` with `want` (any devices, any dtypes, one shape):
  * |got - want| <= atol + rtol |want|, nan only where want is nan. Reports the first few
  * offending elements under `what`. Returns the number of mismatches. */

@@ -1,38 +1,22 @@
-/* The CPU backend's table of kernels. */
+/* The CPU backend's tables of kernels: the whole one, and the one without the fused kernels
+ * that CUDA lacks (GC_COMPOSED_OPS=1: the paths a GPU takes, run on the CPU). */
 #include "kernels_cpu.h"
+
+#define GC_CPU_ENTRY(name, params) .name = gc_cpu_##name,
+#define GC_CPU_MEMORY                                                                                               \
+    .raw_alloc = gc_cpu_raw_alloc, .raw_free = gc_cpu_raw_free, .memory_info = gc_cpu_memory_info,                 \
+    .memcpy_to_host = gc_cpu_memcpy, .memcpy_from_host = gc_cpu_memcpy, .memcpy_same_device = gc_cpu_memcpy,        \
+    .synchronize = gc_cpu_synchronize
 
 const gc_backend gc_cpu_backend = {
     .name = "cpu",
-    .raw_alloc = gc_cpu_raw_alloc,
-    .raw_free = gc_cpu_raw_free,
-    .memory_info = gc_cpu_memory_info,
-    .memcpy_to_host = gc_cpu_memcpy,
-    .memcpy_from_host = gc_cpu_memcpy,
-    .memcpy_same_device = gc_cpu_memcpy,
-    .synchronize = gc_cpu_synchronize,
-    .fill = gc_cpu_fill,
-    .arange = gc_cpu_arange,
-    .random = gc_cpu_random,
-    .cast = gc_cpu_cast,
-    .unary = gc_cpu_unary,
-    .unary_grad = gc_cpu_unary_grad,
-    .binary = gc_cpu_binary,
-    .binary_scalar = gc_cpu_binary_scalar,
-    .matmul = gc_cpu_matmul,
-    .reduce_last = gc_cpu_reduce_last,
-    .sum_middle = gc_cpu_sum_middle,
-    .softmax_last = gc_cpu_softmax_last,
-    .layernorm = gc_cpu_layernorm,
-    .layernorm_backward = gc_cpu_layernorm_backward,
-    .check_index = gc_cpu_check_index,
-    .embedding = gc_cpu_embedding,
-    .permute = gc_cpu_permute,
-    .scatter_last = gc_cpu_scatter_last,
-    .embedding_backward = gc_cpu_embedding_backward,
-    .dropout = gc_cpu_dropout,
-    .score_tile_lse = gc_cpu_score_tile_lse,
-    .score_tile_grad = gc_cpu_score_tile_grad,
-    .sgd_update = gc_cpu_sgd_update,
-    .adamw_update = gc_cpu_adamw_update,
-    .nonfinite_check = gc_cpu_nonfinite_check,
+    GC_CPU_MEMORY,
+    GC_KERNELS(GC_CPU_ENTRY)
+    GC_FUSED_KERNELS(GC_CPU_ENTRY)
+};
+
+const gc_backend gc_cpu_composed_backend = {
+    .name = "cpu",
+    GC_CPU_MEMORY,
+    GC_KERNELS(GC_CPU_ENTRY)
 };

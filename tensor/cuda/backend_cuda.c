@@ -1,7 +1,9 @@
-/* The CUDA backend's table of kernels. */
-#include "index_check_cuda.h"
+/* The CUDA backend's table of kernels: every kernel of tensor/backend_kernels.h but the
+ * fused ones, which the ops compose. */
 #include "kernels_cuda.h"
 #include "workspace_cuda.h"
+
+#define GC_CUDA_ENTRY(name, params) .name = gc_cuda_##name,
 
 const gc_backend gc_cuda_backend = {
     .name = "cuda",
@@ -14,26 +16,5 @@ const gc_backend gc_cuda_backend = {
     .memcpy_from_host = gc_cuda_memcpy_from_host,
     .memcpy_same_device = gc_cuda_memcpy_same_device,
     .synchronize = gc_cuda_synchronize,
-    .fill = gc_cuda_fill,
-    .arange = gc_cuda_arange,
-    .random = gc_cuda_random,
-    .cast = gc_cuda_cast,
-    .unary = gc_cuda_unary,
-    .binary = gc_cuda_binary,
-    .binary_scalar = gc_cuda_binary_scalar,
-    .matmul = gc_cuda_matmul,
-    .reduce_last = gc_cuda_reduce_last,
-    .softmax_last = gc_cuda_softmax_last,
-    .layernorm = gc_cuda_layernorm,
-    .check_index = gc_cuda_check_index,
-    .embedding = gc_cuda_embedding,
-    .permute = gc_cuda_permute,
-    .scatter_last = gc_cuda_scatter_last,
-    .embedding_backward = gc_cuda_embedding_backward,
-    .dropout = gc_cuda_dropout,
-    .score_tile_lse = gc_cuda_score_tile_lse,
-    .score_tile_grad = gc_cuda_score_tile_grad,
-    .sgd_update = gc_cuda_sgd_update,
-    .adamw_update = gc_cuda_adamw_update,
-    .nonfinite_check = gc_cuda_nonfinite_check,
+    GC_KERNELS(GC_CUDA_ENTRY)
 };

@@ -83,6 +83,15 @@ template <typename F> void with_unary_op(gc_unary_op op, F &&f) {
     gc_fatal("unary: unknown op %d", (int)op);
 }
 
+/* dx [n] = g [n] * derivative(x [n]): the derivative's functor and one multiply in the
+ * working type, as the derivative stored and then multiplied by g would give for f32 and f64
+ * (the dtypes the op fuses). */
+template <typename T, typename Op>
+__global__ void unary_grad_kernel(Op derivative, const T *x, const T *g, T *dx, int64_t n) {
+    using E = gc_elem<T>;
+    GC_CUDA_GRID_STRIDE(i, n) dx[i] = E::from_acc(E::to_acc(g[i]) * derivative(E::to_acc(x[i])));
+}
+
 /* --- binary ops (A: float, double or int32_t) ---
  * i32 wraps modulo 2^32 as on the CPU: the arithmetic is done on uint32_t, where
  * overflow is defined, instead of int32_t, where it is undefined behaviour. */
@@ -178,6 +187,17 @@ extern "C" void gc_cuda_unary(gc_unary_op op, const void *x, void *y, size_t n, 
         with_unary_op(op, [&](auto functor) {
             GC_CUDA_LAUNCH(unary_kernel<T, decltype(functor)>, gc_cuda_blocks((int64_t)n), functor,
                            (const T *)x, (T *)y, (int64_t)n);
+        });
+    });
+}
+
+extern "C" void gc_cuda_unary_grad(gc_unary_op derivative, const void *x, const void *g, void *dx, size_t n,
+                                   gc_dtype dtype) {
+    gc_cuda_dispatch_float("unary_grad", dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        with_unary_op(derivative, [&](auto functor) {
+            GC_CUDA_LAUNCH(unary_grad_kernel<T, decltype(functor)>, gc_cuda_blocks((int64_t)n), functor,
+                           (const T *)x, (const T *)g, (T *)dx, (int64_t)n);
         });
     });
 }

@@ -14,6 +14,7 @@
 #include "../index_key_impl.h"
 #include "dtype_cuda.cuh"
 #include "index_check_cuda.h"
+#include "kernels_cuda.h"
 #include "workspace_cuda.h"
 
 namespace {

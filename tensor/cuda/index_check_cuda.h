@@ -22,8 +22,6 @@ void gc_cuda_index_checks_adopt(int device_index, unsigned long long *slots);
  * index, with `note` in the message; the device must have finished the checks (the caller
  * has just waited for it). Without pending checks it costs nothing. */
 void gc_cuda_report_index_checks(const char *note);
-/* backend check_index (see backend.h). */
-void gc_cuda_check_index(const int32_t *index, size_t n, const gc_index_site *site);
 
 #ifdef __cplusplus
 }
