@@ -16,8 +16,8 @@
 #include "commands.h"
 #include "errors.h"
 #include "flags.h"
+#include "gradcache/sha256.h"
 #include "paths.h"
-#include "sha256.h"
 
 extern char **environ;
 
