@@ -1,9 +1,11 @@
-/* The store's client (include/gradcache/dist.h): one connection, one request at a time,
- * each reply awaited until the store's timeout. Rank 0 also owns the server. */
+/* The store's client (include/gradcache/dist.h): one connection, authenticated both ways
+ * (auth.h), one request at a time, each reply awaited until the store's timeout. Rank 0 also
+ * owns the server. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "gradcache/dist.h"
 #include "group_internal.h"
 #include "socket.h"
@@ -19,27 +21,42 @@ struct gc_store {
     gc_store_server *server; /* rank 0 only */
 };
 
-gc_store *gc_store_new(const char *host, int port, bool serve, double timeout_seconds) {
+gc_store *gc_store_new(const gc_store_options *options) {
+    const gc_dist_secret *secret = options->secret;
+    if (!secret || secret->size < GC_DIST_SECRET_MIN)
+        gc_fatal("store: a secret of %zu bytes (at least %d are needed)", secret ? secret->size : 0, GC_DIST_SECRET_MIN);
+    const char *target = options->host && *options->host ? options->host : "127.0.0.1";
+    int port = options->port;
     gc_store_server *server = NULL;
-    if (serve) {
-        server = gc_store_server_start(port);
+    if (options->serve) {
+        gc_store_server_options serving = {.bind = options->bind ? options->bind : target, .port = port,
+                                           .world_size = options->world_size, .secret = secret};
+        server = gc_store_server_start(&serving);
         if (!server) {
-            gc_set_error(gc_last_status(), "the store: %s (is another run using port %d?)", gc_last_error(), port);
+            gc_set_error(gc_last_status(), "the store: %s (is another run using port %d? is %s an address of this "
+                         "machine? GC_DIST_BIND names the interface to listen on)", gc_last_error(), port, serving.bind);
             return NULL;
         }
         port = gc_store_server_port(server);
     }
-    const char *target = host && *host ? host : "127.0.0.1";
-    int fd = gc_socket_connect(target, port, gc_deadline_after(timeout_seconds));
-    if (fd < 0) {
-        gc_set_error(gc_last_status(), "the store (rank 0): %s", gc_last_error());
+    gc_store *store = calloc(1, sizeof *store);
+    if (!store) {
+        gc_set_error(GC_ERR_OUT_OF_MEMORY, "store: out of host memory");
         if (server) gc_store_server_stop(server, 0);
         return NULL;
     }
-    gc_store *store = calloc(1, sizeof *store);
-    if (!store) gc_fatal("store: out of host memory");
-    *store = (gc_store){.fd = fd, .port = port, .timeout = timeout_seconds, .server = server};
+    *store = (gc_store){.fd = -1, .port = port, .timeout = options->timeout_seconds, .server = server};
     snprintf(store->endpoint, sizeof store->endpoint, "%s:%d", target, port);
+    double deadline = gc_deadline_after(options->timeout_seconds);
+    store->fd = gc_socket_connect(target, port, deadline);
+    gc_auth_identity me = {GC_AUTH_STORE, (uint32_t)options->rank}, server_identity = {GC_AUTH_STORE, 0};
+    if (store->fd < 0 || gc_auth_connect(store->fd, secret, me, server_identity, deadline, store->endpoint) != GC_OK) {
+        gc_set_error(gc_last_status(), "the store (rank 0): %s", gc_last_error());
+        gc_socket_close(store->fd);
+        if (server) gc_store_server_stop(server, 0);
+        free(store);
+        return NULL;
+    }
     return store;
 }
 
@@ -81,13 +98,30 @@ static gc_store_request request_for(gc_store_op op, const char *key) {
     return (gc_store_request){.op = op, .key = key, .key_size = key_size};
 }
 
+/* A SET's or ADD's refusal as an error. */
+static gc_status refusal(const gc_store *store, const char *key, gc_store_op op, uint8_t status) {
+    if (status == GC_STORE_REFUSED_SET && op == GC_STORE_SET)
+        gc_set_error(GC_ERR_FORMAT, "store at %s: key '%s' is set already (keys are written once)", store->endpoint, key);
+    else if (status == GC_STORE_REFUSED_SET)
+        gc_set_error(GC_ERR_FORMAT, "store at %s: key '%s' does not hold a counter (it was set)", store->endpoint, key);
+    else if (status == GC_STORE_REFUSED_FULL)
+        gc_set_error(GC_ERR_FORMAT, "store at %s: no room for key '%s' (the store holds at most %u bytes per process)",
+                     store->endpoint, key, GC_STORE_BYTES_PER_CONNECTION);
+    else
+        gc_set_error(GC_ERR_PEER, "store at %s: a reply %u for '%s' is not from a gradcache store", store->endpoint,
+                     status, key);
+    return gc_last_status();
+}
+
 gc_status gc_store_set(gc_store *store, const char *key, const void *value, size_t size) {
     if (size > GC_STORE_VALUE_MAX) gc_fatal("store: value of %zu bytes for '%s' (at most %u)", size, key, GC_STORE_VALUE_MAX);
     gc_store_request request = request_for(GC_STORE_SET, key);
     request.value = value;
     request.value_size = size;
     uint8_t status;
-    return exchange(store, &request, &status, gc_deadline_after(store->timeout));
+    gc_status outcome = exchange(store, &request, &status, gc_deadline_after(store->timeout));
+    if (outcome == GC_OK && status != GC_STORE_DONE) return refusal(store, key, GC_STORE_SET, status);
+    return outcome;
 }
 
 gc_status gc_store_get(gc_store *store, const char *key, void **value, size_t *size) {
@@ -128,10 +162,7 @@ gc_status gc_store_add(gc_store *store, const char *key, int64_t delta, int64_t 
     uint8_t status, sum[8];
     gc_status outcome = exchange(store, &request, &status, deadline);
     if (outcome != GC_OK) return outcome;
-    if (status != 0) {
-        gc_set_error(GC_ERR_FORMAT, "store at %s: key '%s' does not hold a counter", store->endpoint, key);
-        return GC_ERR_FORMAT;
-    }
+    if (status != GC_STORE_DONE) return refusal(store, key, GC_STORE_ADD, status);
     outcome = gc_socket_recv_all(store->fd, sum, sizeof sum, deadline, key);
     if (outcome != GC_OK) {
         store->broken = true;
