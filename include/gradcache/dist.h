@@ -160,12 +160,14 @@ typedef struct gc_dist_options {
 
 typedef struct gc_process_group gc_process_group;
 
-/* Forms the group of env->world_size processes: rank 0 serves the store, every rank
- * connects to it, the ranks exchange what the backend needs and check that they agree on
- * the world size and backend. Every rank must call it. NULL with GC_ERR_PEER (a peer never
- * arrived within the timeout, the master is unreachable), GC_ERR_IO (the master port is in
- * use), GC_ERR_UNAVAILABLE (NCCL not built or no GPU) and a message naming the rank. A
- * world of one process needs no network at all. */
+/* Forms the group of env->world_size processes: rank 0 serves the store (on env->bind_addr,
+ * else MASTER_ADDR's interface), every rank connects to it, the ranks exchange what the
+ * backend needs and check that they agree on the world size and backend; every connection is
+ * authenticated with env->secret. Every rank must call it. NULL with GC_ERR_PEER (a peer
+ * never arrived within the timeout, the master is unreachable, a peer does not know the
+ * secret), GC_ERR_IO (the master port is in use, MASTER_ADDR is not rank 0's), GC_ERR_FORMAT
+ * (no secret of GC_DIST_SECRET_MIN bytes), GC_ERR_UNAVAILABLE (NCCL not built or no GPU) and
+ * a message naming the rank. A world of one process needs no network at all. */
 gc_process_group *gc_process_group_new(const gc_dist_env *env, const gc_dist_options *options);
 /* gc_dist_env_read + gc_process_group_new, for a program started by a launcher. */
 gc_process_group *gc_process_group_from_env(const gc_dist_options *options);
