@@ -1,6 +1,7 @@
 /* The ring's connections are authenticated: a stranger who found rank 0's ring listener (its
- * address is in the store: here the stranger may read the store, the worst case) connects
- * first, claims to be rank 1 and sends a proof made with another secret. Rank 0 refuses it
+ * address is in the store: here the stranger may read the store, the worst case) cannot reach
+ * it through another interface than the one advertised (127.0.0.1); it connects first, claims
+ * to be rank 1 and sends a proof made with another secret. Rank 0 refuses it
  * with one line naming its address and the reason, never sends it a verdict, and forms the
  * ring with the real rank 1, whose all-reduce then gives the right sum. Three processes:
  * ranks 0 and 1 of a world of 2, and the stranger. */
@@ -10,6 +11,7 @@
 #include "dist/auth.h"
 #include "dist/socket.h"
 #include "dist_spawn.h"
+#include "outside_address.h"
 
 #define TIMEOUT 20.0
 #define STRANGER 2 /* the third process's "rank": it never joins */
@@ -38,6 +40,12 @@ static int stranger(void) {
     char *colon = strrchr(address, ':');
     REQUIRE(colon);
     *colon = '\0';
+    char outside[64];
+    if (outside_address(outside, sizeof outside)) { /* the listener is bound to the address advertised */
+        int elsewhere = gc_socket_connect(outside, atoi(colon + 1), gc_deadline_after(0.3));
+        CHECK_MSG(elsewhere < 0, "rank 0's ring listener (%s:%s) answered at %s", address, colon + 1, outside);
+        gc_socket_close(elsewhere);
+    }
     int fd = gc_socket_connect(address, atoi(colon + 1), gc_deadline_after(5));
     free(address);
     REQUIRE(fd >= 0);

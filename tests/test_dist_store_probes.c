@@ -6,9 +6,6 @@
  * limit and does not delay the server's stop; the server listens only on the interface it
  * was asked for. Every refusal is one line on stderr naming the address and the reason.
  * The server runs in this process (a short handshake limit); clients are raw sockets. */
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <netinet/in.h>
 #include <time.h>
 
 #include "check.h"
@@ -16,6 +13,7 @@
 #include "dist/socket.h"
 #include "dist/store_protocol.h"
 #include "dist/store_server.h"
+#include "outside_address.h"
 
 #define HANDSHAKE_LIMIT 1.0 /* seconds: the server's limit in these probes */
 #define WORLD 2
@@ -222,21 +220,6 @@ static void probe_idle(gc_store_server *server, gc_store *rank0) {
     CHECK_MSG(stop < 0.5, "the stop took %.2f s with an idle stranger connected", stop);
     printf("idle connection: closed after %.2f s; stop with one held open: %.3f s\n", closed_after, stop);
     gc_socket_close(idle);
-}
-
-/* An IPv4 address of this machine other than loopback, or false. */
-static bool outside_address(char *text, size_t size) {
-    struct ifaddrs *list = NULL;
-    bool found = false;
-    if (getifaddrs(&list) != 0) return false;
-    for (struct ifaddrs *a = list; a && !found; a = a->ifa_next) {
-        if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET) continue;
-        struct in_addr address = ((struct sockaddr_in *)a->ifa_addr)->sin_addr;
-        if ((ntohl(address.s_addr) >> 24) == 127) continue;
-        found = inet_ntop(AF_INET, &address, text, (socklen_t)size) != NULL;
-    }
-    freeifaddrs(list);
-    return found;
 }
 
 /* Served for MASTER_ADDR 127.0.0.1, the store cannot be reached through another interface;
