@@ -143,12 +143,13 @@ static size_t flood(int fd, size_t total) {
 }
 
 /* Half-sent oversized SETs, from a client of the run and from a stranger: the server drops
- * them at the length and does not grow. */
+ * them at the length and does not grow (measured while the connection is still open: a
+ * server holding the bytes would free them only when the client goes). */
 static void probe_oversized(int port, const gc_dist_secret *secret) {
     size_t announced = 60u << 20, sent_at_most = 32u << 20;
     uint8_t header[1 + 4 + 4 + 8] = {GC_STORE_SET, 4, 0, 0, 0, 'b', 'i', 'g', '!'};
     gc_store_put_u64(header + 9, announced);
-    long before = resident_bytes();
+    long before = resident_bytes(), grown = 0;
     for (int authenticated = 0; authenticated < 2; authenticated++) {
         int fd = raw_connect("127.0.0.1", port, 2);
         REQUIRE(fd >= 0);
@@ -159,9 +160,10 @@ static void probe_oversized(int port, const gc_dist_secret *secret) {
         size_t sent = flood(fd, sent_at_most);
         CHECK_MSG(sent < sent_at_most, "the server took %zu bytes of a value announced as %zu", sent, announced);
         CHECK(hung_up(fd, 2));
+        long now = resident_bytes() - before;
+        grown = now > grown ? now : grown;
         gc_socket_close(fd);
     }
-    long grown = resident_bytes() - before;
     CHECK_MSG(grown < (4 << 20), "the server grew by %ld bytes", grown);
     printf("oversized SETs: resident memory %+ld KiB\n", grown >> 10);
 }
