@@ -137,9 +137,11 @@ gc_status gc_auth_send_hello(int fd, gc_auth *auth, const gc_dist_secret *secret
     return send_message(fd, hello, sizeof hello, deadline, peer, "hello");
 }
 
-gc_status gc_auth_answer(int fd, gc_auth *auth, gc_auth_identity expected, double deadline, const char *peer) {
+gc_status gc_auth_answer(int fd, gc_auth *auth, gc_auth_identity expected, double deadline, const char *peer,
+                         bool *turned_away) {
     uint8_t challenge[GC_AUTH_CHALLENGE_SIZE], proof[GC_AUTH_PROOF_SIZE];
     gc_status status = receive(fd, challenge, sizeof challenge, deadline, peer, "its challenge");
+    if (turned_away) *turned_away = status != GC_OK && !strstr(gc_last_error(), "timed out");
     if (status != GC_OK) return status;
     const char *problem;
     if (!gc_auth_prove(auth, challenge, expected, proof, &problem)) return refused(peer, problem);
@@ -156,10 +158,11 @@ gc_status gc_auth_await_verdict(int fd, double deadline, const char *peer) {
 }
 
 gc_status gc_auth_connect(int fd, const gc_dist_secret *secret, gc_auth_identity me, gc_auth_identity expected,
-                          double deadline, const char *peer) {
+                          double deadline, const char *peer, bool *turned_away) {
     gc_auth auth;
+    if (turned_away) *turned_away = false;
     gc_status status = gc_auth_send_hello(fd, &auth, secret, me, deadline, peer);
-    if (status == GC_OK) status = gc_auth_answer(fd, &auth, expected, deadline, peer);
+    if (status == GC_OK) status = gc_auth_answer(fd, &auth, expected, deadline, peer, turned_away);
     if (status == GC_OK) status = gc_auth_await_verdict(fd, deadline, peer);
     return status;
 }

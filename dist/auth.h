@@ -69,13 +69,16 @@ bool gc_auth_verify(const gc_auth *auth, const uint8_t proof[GC_AUTH_PROOF_SIZE]
 /* Client: sends the hello. */
 gc_status gc_auth_send_hello(int fd, gc_auth *auth, const gc_dist_secret *secret, gc_auth_identity me, double deadline,
                              const char *peer);
-/* Client: reads the challenge, checks it (the server must be `expected`), sends the proof. */
-gc_status gc_auth_answer(int fd, gc_auth *auth, gc_auth_identity expected, double deadline, const char *peer);
+/* Client: reads the challenge, checks it (the server must be `expected`), sends the proof.
+ * When turned_away is not NULL, it tells whether the server hung up before its challenge (it
+ * had no place for this connection: worth trying again). */
+gc_status gc_auth_answer(int fd, gc_auth *auth, gc_auth_identity expected, double deadline, const char *peer,
+                         bool *turned_away);
 /* Client: reads the verdict (the server hangs up on a client it refuses). */
 gc_status gc_auth_await_verdict(int fd, double deadline, const char *peer);
-/* Client: the three steps above in a row. */
+/* Client: the three steps above in a row (turned_away as for gc_auth_answer). */
 gc_status gc_auth_connect(int fd, const gc_dist_secret *secret, gc_auth_identity me, gc_auth_identity expected,
-                          double deadline, const char *peer);
+                          double deadline, const char *peer, bool *turned_away);
 /* Server: reads the hello (it must claim `expected`), sends the challenge. */
 gc_status gc_auth_send_challenge(int fd, gc_auth *auth, const gc_dist_secret *secret, gc_auth_identity me,
                                  gc_auth_identity expected, double deadline, const char *peer);

@@ -112,7 +112,7 @@ gc_status gc_ring_connect(gc_process_group *group, gc_ring *ring) {
     if (status == GC_OK && ring->next_fd >= 0)
         ring->prev_fd = accept_prev(group, listen_fd, &as_server, false, deadline);
     if (status == GC_OK && (ring->next_fd < 0 || ring->prev_fd < 0)) status = gc_last_status();
-    if (status == GC_OK) status = gc_auth_answer(ring->next_fd, &as_client, as_rank(next), deadline, next_peer);
+    if (status == GC_OK) status = gc_auth_answer(ring->next_fd, &as_client, as_rank(next), deadline, next_peer, NULL);
     if (status == GC_OK) {
         ring->prev_fd = check_prev(group, listen_fd, ring->prev_fd, &as_server, deadline);
         if (ring->prev_fd < 0) status = gc_last_status();

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "auth.h"
 #include "gradcache/dist.h"
@@ -48,9 +49,20 @@ gc_store *gc_store_new(const gc_store_options *options) {
     *store = (gc_store){.fd = -1, .port = port, .timeout = options->timeout_seconds, .server = server};
     snprintf(store->endpoint, sizeof store->endpoint, "%s:%d", target, port);
     double deadline = gc_deadline_after(options->timeout_seconds);
-    store->fd = gc_socket_connect(target, port, deadline);
     gc_auth_identity me = {GC_AUTH_STORE, (uint32_t)options->rank}, server_identity = {GC_AUTH_STORE, 0};
-    if (store->fd < 0 || gc_auth_connect(store->fd, secret, me, server_identity, deadline, store->endpoint) != GC_OK) {
+    gc_status status = GC_ERR_PEER;
+    /* a server crowded by strangers may turn this connection away before the handshake (it
+     * closes the oldest of them to make room): try again, until the timeout */
+    bool turned_away = false;
+    do {
+        gc_socket_close(store->fd);
+        store->fd = gc_socket_connect(target, port, deadline);
+        if (store->fd < 0) break;
+        status = gc_auth_connect(store->fd, secret, me, server_identity, deadline, store->endpoint, &turned_away);
+        struct timespec pause = {0, 50 * 1000 * 1000};
+        if (status != GC_OK && turned_away) nanosleep(&pause, NULL);
+    } while (status != GC_OK && turned_away && gc_ms_until(deadline) > 0);
+    if (store->fd < 0 || status != GC_OK) {
         gc_set_error(gc_last_status(), "the store (rank 0): %s", gc_last_error());
         gc_socket_close(store->fd);
         if (server) gc_store_server_stop(server, 0);

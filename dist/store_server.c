@@ -329,13 +329,33 @@ static bool make_room(gc_store_server *server) {
     return true;
 }
 
+/* Closes the connection that has waited longest without finishing the handshake, to make
+ * room for a new one: strangers holding every place cannot lock the run's processes out
+ * (theirs finish the handshake at once, and try again when turned away). False when every
+ * place is held by a client past the handshake. */
+static bool displace_oldest_stranger(gc_store_server *server) {
+    client *oldest = NULL;
+    for (size_t i = 0; i < server->n_clients; i++) {
+        client *c = &server->clients[i];
+        if (c->fd >= 0 && c->phase != SERVING && (!oldest || c->handshake_deadline < oldest->handshake_deadline))
+            oldest = c;
+    }
+    if (!oldest) return false;
+    drop(oldest, "displaced by newer connections before finishing the handshake");
+    drop_closed_clients(server);
+    return true;
+}
+
 static void accept_clients(gc_store_server *server) {
-    for (;;) {
+    /* at most half the places not held by the run per round: a connection accepted now keeps
+     * its place until its hello has been read, however fast strangers arrive */
+    size_t open_places = server->max_clients - server->authenticated;
+    for (size_t accepted = 0; accepted < (open_places > 1 ? open_places / 2 : 1); accepted++) {
         int fd = gc_socket_accept(server->listen_fd, 0);
         if (fd < 0) return;
         client c = {.fd = fd, .handshake_deadline = gc_deadline_after(server->handshake_seconds)};
         gc_socket_peer(fd, c.peer, sizeof c.peer);
-        if (server->n_clients >= server->max_clients) {
+        if (server->n_clients >= server->max_clients && !displace_oldest_stranger(server)) {
             char reason[96];
             snprintf(reason, sizeof reason, "too many connections (at most %zu)", server->max_clients);
             drop(&c, reason);

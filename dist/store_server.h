@@ -2,7 +2,8 @@
  * once the client has passed the handshake (auth.h). Private to dist/.
  *
  * What an outsider can make it hold is bounded: connections (world_size +
- * GC_STORE_CONNECTION_MARGIN; more are closed at once), the bytes of a request (a length past
+ * GC_STORE_CONNECTION_MARGIN; past that, the oldest connection still in its handshake is
+ * closed to make room, so strangers cannot lock the run out), the bytes of a request (a length past
  * the protocol's bound is refused before anything is read), the time a connection may take
  * to finish the handshake, and the bytes of keys and values stored. A refused connection is
  * logged in one line (its address and why) and the server goes on. */

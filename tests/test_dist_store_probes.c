@@ -2,7 +2,8 @@
  * prove the run's secret gets nothing -- no key read, no SET taken -- and is dropped; so is
  * one with a wrong secret; a key a rank published cannot be set again; a SET announcing a
  * 60 MiB value is refused at its length, before the server holds any of it; connections past
- * the bound are closed at once; one that never finishes the handshake is closed after the
+ * the bound displace the oldest strangers, and a process of the run still gets in; one that
+ * never finishes the handshake is closed after the
  * limit and does not delay the server's stop; the server listens only on the interface it
  * was asked for. Every refusal is one line on stderr naming the address and the reason.
  * The server runs in this process (a short handshake limit); clients are raw sockets. */
@@ -155,7 +156,7 @@ static void probe_oversized(int port, const gc_dist_secret *secret) {
         REQUIRE(fd >= 0);
         if (authenticated)
             REQUIRE(gc_auth_connect(fd, secret, (gc_auth_identity){GC_AUTH_STORE, 1},
-                                    (gc_auth_identity){GC_AUTH_STORE, 0}, gc_deadline_after(2), "probe") == GC_OK);
+                                    (gc_auth_identity){GC_AUTH_STORE, 0}, gc_deadline_after(2), "probe", NULL) == GC_OK);
         CHECK(gc_socket_send_all(fd, header, sizeof header, gc_deadline_after(2), "probe") == GC_OK);
         size_t sent = flood(fd, sent_at_most);
         CHECK_MSG(sent < sent_at_most, "the server took %zu bytes of a value announced as %zu", sent, announced);
@@ -169,8 +170,9 @@ static void probe_oversized(int port, const gc_dist_secret *secret) {
 }
 
 /* More connections than world + margin (to a server of its own, with the usual handshake
- * limit): the ones past the bound are closed at once, the others are still open a moment
- * later; and they do not delay the stop. */
+ * limit): the server keeps the bound, closing the oldest strangers at once; a process of the
+ * run arriving when strangers hold every place still gets in; and they do not delay the
+ * stop. */
 static void probe_connection_bound(const gc_dist_secret *secret) {
     gc_store_server *server = start_server(secret, 0);
     int port = gc_store_server_port(server);
@@ -192,6 +194,10 @@ static void probe_connection_bound(const gc_dist_secret *secret) {
     CHECK_MSG(kept <= places - 1 && kept >= places - 3, "%d of %d connections were kept (%d places)", kept, TRIES,
               places);
     CHECK(gc_store_set(rank0, "still/served", "yes", 3) == GC_OK); /* the run goes on */
+    gc_store *late = client_of(port, secret);
+    CHECK_MSG(late != NULL, "a process of the run was locked out: %s", gc_last_error());
+    CHECK(late && gc_store_set(late, "late/joined", "yes", 3) == GC_OK);
+    gc_store_free(late);
     gc_store_free(rank0);
     double start = gc_now_seconds();
     gc_store_server_stop(server, gc_deadline_after(10));
@@ -253,7 +259,7 @@ static void check_log(const char *path) {
     REQUIRE(file);
     char line[512];
     int refused = 0, bad = 0;
-    const char *reasons[] = {"not a gradcache handshake", "wrong secret", "too many connections",
+    const char *reasons[] = {"not a gradcache handshake", "wrong secret", "displaced by newer connections",
                              "value length out of range", "no handshake within 1 s"};
     bool seen[5] = {false};
     while (fgets(line, sizeof line, file)) {

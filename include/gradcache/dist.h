@@ -116,10 +116,12 @@ typedef struct gc_store_options {
  * and port. A secret shorter than GC_DIST_SECRET_MIN is a programmer error.
  *
  * The server refuses, with one line on stderr naming the address and the reason, a client
- * that fails the handshake or does not finish it within GC_DIST_HANDSHAKE_SECONDS,
- * connections past world_size + GC_STORE_CONNECTION_MARGIN, and a request longer than the
- * protocol allows, before reading it; it holds at most GC_STORE_BYTES_PER_CONNECTION times
- * that many connections of keys and values. */
+ * that fails the handshake or does not finish it within GC_DIST_HANDSHAKE_SECONDS, and a
+ * request longer than the protocol allows, before reading it. It holds world_size +
+ * GC_STORE_CONNECTION_MARGIN connections: past that, the oldest one still in its handshake is
+ * closed to make room (a client turned away that way tries again until its timeout), so
+ * strangers cannot lock the run out; and at most GC_STORE_BYTES_PER_CONNECTION bytes of keys
+ * and values per connection it may hold. */
 #define GC_STORE_CONNECTION_MARGIN 16
 #define GC_STORE_BYTES_PER_CONNECTION (64u << 10)
 gc_store *gc_store_new(const gc_store_options *options);
