@@ -93,21 +93,16 @@ static gc_status exchange(gc_store *store, const gc_store_request *request, uint
         gc_set_error(GC_ERR_PEER, "%s: an earlier request timed out, the connection is unusable", what);
         return GC_ERR_PEER;
     }
-    uint8_t *bytes;
-    size_t size = gc_store_encode_request(request, &bytes);
-    if (!bytes) gc_fatal("store: out of host memory for a request of %zu bytes", request->value_size);
+    uint8_t bytes[GC_STORE_REQUEST_MAX];
+    size_t size = gc_store_encode_request(request, bytes);
     gc_status result = gc_socket_send_all(store->fd, bytes, size, deadline, what);
-    free(bytes);
     if (result == GC_OK) result = gc_socket_recv_all(store->fd, status, 1, deadline, what);
     if (result != GC_OK) store->broken = true;
     return result;
 }
 
 static gc_store_request request_for(gc_store_op op, const char *key) {
-    size_t key_size = strlen(key);
-    if (key_size < 1 || key_size > GC_STORE_KEY_MAX)
-        gc_fatal("store: key of %zu bytes (1 to %d are allowed)", key_size, GC_STORE_KEY_MAX);
-    return (gc_store_request){.op = op, .key = key, .key_size = key_size};
+    return (gc_store_request){.op = op, .key = key, .key_size = strlen(key)};
 }
 
 /* A SET's or ADD's refusal as an error. */
@@ -126,7 +121,6 @@ static gc_status refusal(const gc_store *store, const char *key, gc_store_op op,
 }
 
 gc_status gc_store_set(gc_store *store, const char *key, const void *value, size_t size) {
-    if (size > GC_STORE_VALUE_MAX) gc_fatal("store: value of %zu bytes for '%s' (at most %u)", size, key, GC_STORE_VALUE_MAX);
     gc_store_request request = request_for(GC_STORE_SET, key);
     request.value = value;
     request.value_size = size;
@@ -150,17 +144,22 @@ gc_status gc_store_get(gc_store *store, const char *key, void **value, size_t *s
                      store->endpoint, (unsigned long long)length, key);
         result = GC_ERR_PEER;
     }
-    char *bytes = result == GC_OK ? malloc((size_t)length + 1) : NULL;
-    if (result == GC_OK && !bytes) gc_fatal("store: out of host memory for %llu bytes", (unsigned long long)length);
-    if (result == GC_OK) result = gc_socket_recv_all(store->fd, bytes, (size_t)length, deadline, key);
+    uint8_t received[GC_STORE_VALUE_MAX];
+    if (result == GC_OK) result = gc_socket_recv_all(store->fd, received, (size_t)length, deadline, key);
     if (result != GC_OK) {
         store->broken = true;
-        free(bytes);
         if (strstr(gc_last_error(), "timed out"))
             gc_set_error(GC_ERR_PEER, "store at %s: key '%s' was not set within %g s (a peer never arrived?)",
                          store->endpoint, key, store->timeout);
         return GC_ERR_PEER;
     }
+    char *bytes = malloc((size_t)length + 1); /* the reply is read whole: the connection stays usable */
+    if (!bytes) {
+        gc_set_error(GC_ERR_OUT_OF_MEMORY, "store: out of host memory for the %llu bytes of '%s'",
+                     (unsigned long long)length, key);
+        return GC_ERR_OUT_OF_MEMORY;
+    }
+    if (length) memcpy(bytes, received, (size_t)length);
     bytes[length] = '\0';
     *value = bytes;
     *size = (size_t)length;

@@ -42,9 +42,9 @@ typedef struct gc_store_request {
  * says why). */
 long gc_store_parse_request(const uint8_t *data, size_t size, gc_store_request *request, const char **problem);
 
-/* The bytes of a request: its size, written into a malloc'ed *out (NULL when host memory
- * runs out: 0 is returned). */
-size_t gc_store_encode_request(const gc_store_request *request, uint8_t **out);
+/* The bytes of a request, written into out; returns their number. A key or value past the
+ * bounds is a programmer error. */
+size_t gc_store_encode_request(const gc_store_request *request, uint8_t out[GC_STORE_REQUEST_MAX]);
 
 /* Little-endian integers. */
 void gc_store_put_u64(uint8_t *out, uint64_t value);

@@ -1,7 +1,8 @@
 /* The store as an outsider on the network meets it (issue 23): a client that does not
  * prove the run's secret gets nothing -- no key read, no SET taken -- and is dropped; so is
  * one with a wrong secret; a key a rank published cannot be set again; a SET announcing a
- * 60 MiB value is refused at its length, before the server holds any of it; connections past
+ * 60 MiB value is refused at its length, before the server holds any of it; what even a
+ * process of the run may store is bounded (world + margin places of 64 KiB); connections past
  * the bound displace the oldest strangers, and a process of the run still gets in; one that
  * never finishes the handshake is closed after the
  * limit and does not delay the server's stop; the server listens only on the interface it
@@ -53,11 +54,9 @@ static bool hung_up(int fd, double seconds) {
 static bool send_request(int fd, gc_store_op op, const char *key, const char *value) {
     gc_store_request request = {.op = op, .key = key, .key_size = strlen(key), .value = (const uint8_t *)value,
                                 .value_size = value ? strlen(value) : 0};
-    uint8_t *bytes;
-    size_t size = gc_store_encode_request(&request, &bytes);
-    REQUIRE(bytes);
+    uint8_t bytes[GC_STORE_REQUEST_MAX];
+    size_t size = gc_store_encode_request(&request, bytes);
     gc_status status = gc_socket_send_all(fd, bytes, size, gc_deadline_after(2), "probe");
-    free(bytes);
     return status == GC_OK;
 }
 
@@ -167,6 +166,32 @@ static void probe_oversized(int port, const gc_dist_secret *secret) {
     }
     CHECK_MSG(grown < (4 << 20), "the server grew by %ld bytes", grown);
     printf("oversized SETs: resident memory %+ld KiB\n", grown >> 10);
+}
+
+/* A process of the run storing keys of the longest value until the store is full: refused
+ * (and told so) at the bound, then still served. */
+static void probe_stored_bytes(int port, const gc_dist_secret *secret) {
+    gc_store *store = client_of(port, secret);
+    REQUIRE(store);
+    static char value[GC_STORE_VALUE_MAX];
+    memset(value, 'v', sizeof value);
+    size_t bound = (WORLD + GC_STORE_CONNECTION_MARGIN) * (size_t)GC_STORE_BYTES_PER_CONNECTION, stored = 0;
+    gc_status status = GC_OK;
+    long before = resident_bytes();
+    for (int i = 0; i < 4096 && status == GC_OK; i++) { /* 16 MiB, were nothing refused */
+        char key[32];
+        snprintf(key, sizeof key, "filler/%d", i);
+        status = gc_store_set(store, key, value, sizeof value);
+        if (status == GC_OK) stored += sizeof value;
+    }
+    CHECK_MSG(status == GC_ERR_FORMAT && strstr(gc_last_error(), "no room for key"), "after %zu bytes: %s", stored,
+              gc_last_error());
+    CHECK_MSG(stored <= bound && stored > bound / 2, "%zu bytes of values stored, the bound is %zu", stored, bound);
+    bool exists;
+    CHECK(gc_store_check(store, "filler/0", &exists) == GC_OK && exists);
+    printf("stored bytes: %zu of values before the store was full (bound %zu), resident memory %+ld KiB\n", stored,
+           bound, (resident_bytes() - before) >> 10);
+    gc_store_free(store);
 }
 
 /* More connections than world + margin (to a server of its own, with the usual handshake
@@ -291,6 +316,7 @@ int main(void) {
     probe_wrong_secret(port, rank0);
     probe_write_once(port, rank0, &secret);
     probe_oversized(port, &secret);
+    probe_stored_bytes(port, &secret);
     CHECK(gc_store_set(rank0, "still/served", "yes", 3) == GC_OK); /* the run goes on */
     probe_idle(server, rank0);
     probe_connection_bound(&secret);
