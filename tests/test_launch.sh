@@ -64,6 +64,7 @@ grep -q "^\[5\] env RANK=5 WORLD_SIZE=6 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 GROUP_RA
 # the run's secret: a fresh one per run on one machine, the same for all its processes; none
 # passed on where GC_DIST_SECRET_FILE names one (every process reads the file), which is
 # checked first and needed for several machines
+# shellcheck disable=SC2016 # expanded by each process's shell
 print_secret=(sh -c 'echo "secret ${GC_DIST_SECRET:-none}"')
 expect_status 0 20 "$gradcache" launch -n 2 -- "${print_secret[@]}"
 first=$(sed -n 's/^\[0\] secret //p' "$work/stdout")
