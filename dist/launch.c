@@ -110,16 +110,19 @@ static int free_port(void) {
 static bool run_secret(const gc_launch_options *o, char text[GC_DIST_SECRET_TEXT_SIZE]) {
     text[0] = '\0';
     const char *file = getenv("GC_DIST_SECRET_FILE");
-    gc_dist_secret secret;
-    if (file && *file && gc_dist_secret_from_env(&secret) != GC_OK)
+    if (file && *file) {
+        gc_dist_secret secret;
+        if (gc_dist_secret_from_env(&secret) == GC_OK) return true;
         gc_set_error(gc_last_status(), "launch: %s", gc_last_error());
-    else if (!(file && *file) && o->nnodes > 1)
+        return false;
+    }
+    if (o->nnodes > 1) {
         gc_set_error(GC_ERR_FORMAT, "launch: %d nodes need GC_DIST_SECRET_FILE, naming the same secret on every node "
                      "(head -c 32 /dev/urandom >FILE; chmod 600 FILE)", o->nnodes);
-    else if (!(file && *file) && gc_dist_secret_make_text(text) != GC_OK)
-        gc_set_error(GC_ERR_IO, "launch: %s", gc_last_error());
-    else
-        return true;
+        return false;
+    }
+    if (gc_dist_secret_make_text(text) == GC_OK) return true;
+    gc_set_error(GC_ERR_IO, "launch: %s", gc_last_error());
     return false;
 }
 
