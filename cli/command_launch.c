@@ -14,6 +14,10 @@
     "lines are prefixed with [RANK]. When one process fails, the others are stopped (SIGTERM, then SIGKILL\n"   \
     "after --grace seconds), a last line names the first to fail (its rank, pid, exit status or signal)\n"     \
     "and the launcher exits with its status; SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on.\n"              \
+    "Every connection of the run proves it knows the run's secret: on one machine the launcher makes a\n"       \
+    "fresh one (passed on as GC_DIST_SECRET); several machines need GC_DIST_SECRET_FILE naming the same\n"      \
+    "file on each (32 or more random bytes, chmod 600: head -c 32 /dev/urandom >FILE). Rank 0's store\n"        \
+    "listens on --master-addr's interface only; GC_DIST_BIND=ADDR names another (0.0.0.0: every one).\n"        \
     "usage: gradcache launch -n N [flags] -- PROGRAM [ARGS...]"
 
 int gc_command_launch(int argc, char **argv) {

@@ -21,8 +21,8 @@
 #include "errors.h"
 #include "fetch_scratch.h"
 #include "flags.h"
+#include "gradcache/sha256.h"
 #include "paths.h"
-#include "sha256.h"
 
 typedef struct model_file {
     const char *name, *sha256;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gradcache/dist.h"
+#include "secret.h"
 
 /* `text` for a one-line message: at most 40 bytes, a control byte as \xNN. */
 static const char *shown(const char *text, char *buf, size_t size) {
@@ -15,6 +16,18 @@ static const char *shown(const char *text, char *buf, size_t size) {
         used += (size_t)snprintf(buf + used, size - used, *c < 0x20 || *c == 0x7f ? "\\x%02X" : "%c", *c);
     buf[used] = '\0';
     return buf;
+}
+
+/* The address in variable `name` (unset: left as it is) into addr[GC_DIST_ADDR_MAX]. */
+static gc_status read_addr(const char *name, char *addr) {
+    const char *text = getenv(name);
+    if (!text || !*text) return GC_OK;
+    if (strlen(text) >= GC_DIST_ADDR_MAX) {
+        gc_set_error(GC_ERR_FORMAT, "%s is %zu characters long (at most %d)", name, strlen(text), GC_DIST_ADDR_MAX - 1);
+        return GC_ERR_FORMAT;
+    }
+    snprintf(addr, GC_DIST_ADDR_MAX, "%s", text);
+    return GC_OK;
 }
 
 /* The integer in variable `name` within [low, high]; *value = fallback when unset. */
@@ -61,15 +74,12 @@ gc_status gc_dist_env_read(gc_dist_env *env) {
                      env->world_size);
         return GC_ERR_FORMAT;
     }
-    if (addr && *addr) {
-        if (strlen(addr) >= sizeof env->master_addr) {
-            gc_set_error(GC_ERR_FORMAT, "MASTER_ADDR is %zu characters long (at most %zu)", strlen(addr),
-                         sizeof env->master_addr - 1);
-            return GC_ERR_FORMAT;
-        }
-        snprintf(env->master_addr, sizeof env->master_addr, "%s", addr);
-    }
-    return read_int("MASTER_PORT", 1, 65535, 29500, &env->master_port);
+    status = read_addr("MASTER_ADDR", env->master_addr);
+    if (status == GC_OK) status = read_addr("GC_DIST_BIND", env->bind_addr);
+    if (status == GC_OK) status = read_int("MASTER_PORT", 1, 65535, 29500, &env->master_port);
+    /* a world of one connects to nothing: it needs no secret */
+    if (status == GC_OK && env->world_size > 1) status = gc_dist_secret_from_env(&env->secret);
+    return status;
 }
 
 double gc_dist_default_timeout(void) {

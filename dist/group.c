@@ -62,10 +62,18 @@ gc_process_group *gc_process_group_new(const gc_dist_env *env, const gc_dist_opt
     if (timeout < 0) return NULL;
     gc_process_group *group = calloc(1, sizeof *group);
     if (!group) gc_fatal("process_group: out of host memory");
-    *group = (gc_process_group){.rank = env->rank, .world = env->world_size, .timeout = timeout};
+    *group = (gc_process_group){.rank = env->rank, .world = env->world_size, .timeout = timeout, .secret = env->secret};
     gc_status status = GC_OK;
-    if (group->world > 1) {
-        group->store = gc_store_new(env->master_addr, env->master_port, group->rank == 0, timeout);
+    if (group->world > 1 && env->secret.size < GC_DIST_SECRET_MIN) {
+        gc_set_error(GC_ERR_FORMAT, "a group of %d processes needs the run's secret (%zu bytes given, at least %d: "
+                     "GC_DIST_SECRET_FILE)", group->world, env->secret.size, GC_DIST_SECRET_MIN);
+        status = GC_ERR_FORMAT;
+    }
+    if (status == GC_OK && group->world > 1) {
+        gc_store_options store = {.host = env->master_addr, .port = env->master_port, .serve = group->rank == 0,
+                                  .bind = env->bind_addr[0] ? env->bind_addr : NULL, .rank = group->rank,
+                                  .world_size = group->world, .secret = &group->secret, .timeout_seconds = timeout};
+        group->store = gc_store_new(&store);
         if (!group->store) status = gc_last_status();
         char text[32];
         snprintf(text, sizeof text, "%d", group->world);

@@ -47,6 +47,7 @@ struct gc_process_group {
     int rank, world;
     double timeout;
     gc_store *store;          /* NULL in a world of one */
+    gc_dist_secret secret;    /* the run's: the ring's connections are authenticated with it too */
     gc_device native_device;  /* where the backend's tensors live */
     const gc_dist_backend_impl *impl;
     void *state;              /* the backend's */

@@ -28,6 +28,7 @@
 #include "gradcache/error.h"
 #include "launch_relay.h"
 #include "launch_report.h"
+#include "secret.h"
 #include "socket.h"
 
 /* After every process has exited, how long their pipes may stay open (a grandchild holding
@@ -103,6 +104,30 @@ static int free_port(void) {
     return port;
 }
 
+/* The run's secret, with which its processes prove to each other that they belong to it
+ * (dist/auth.h): the file GC_DIST_SECRET_FILE names, which every process reads itself (it is
+ * checked here, so that a bad one is one line from the launcher), or, for a run on this
+ * machine alone, a fresh one in `text`, passed on as GC_DIST_SECRET. False (error recorded)
+ * without one. */
+static bool run_secret(const gc_launch_options *o, char text[GC_DIST_SECRET_TEXT_SIZE]) {
+    text[0] = '\0';
+    const char *file = getenv("GC_DIST_SECRET_FILE");
+    if (file && *file) {
+        gc_dist_secret secret;
+        if (gc_dist_secret_from_env(&secret) == GC_OK) return true;
+        gc_set_error(gc_last_status(), "launch: %s", gc_last_error());
+        return false;
+    }
+    if (o->nnodes > 1) {
+        gc_set_error(GC_ERR_FORMAT, "launch: %d nodes need GC_DIST_SECRET_FILE, naming the same secret on every node "
+                     "(head -c 32 /dev/urandom >FILE; chmod 600 FILE)", o->nnodes);
+        return false;
+    }
+    if (gc_dist_secret_make_text(text) == GC_OK) return true;
+    gc_set_error(GC_ERR_IO, "launch: %s", gc_last_error());
+    return false;
+}
+
 /* The variables a process gets, each "NAME=value" (NULL name: the end). */
 typedef struct child_variable {
     const char *name;
@@ -112,7 +137,8 @@ typedef struct child_variable {
 /* The environment of process `local_rank`: the launcher's own, with torchrun's variables set
  * (replacing any the launcher had). NULL (error recorded) without memory. Free with free():
  * one block holds the array and the new strings. */
-static char **child_environment(const gc_launch_options *o, int local_rank, const char *addr, int port) {
+static char **child_environment(const gc_launch_options *o, int local_rank, const char *addr, int port,
+                                const char *secret) {
     int nnodes = o->nnodes > 1 ? o->nnodes : 1;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     child_variable set[] = {
@@ -120,13 +146,16 @@ static char **child_environment(const gc_launch_options *o, int local_rank, cons
         {"MASTER_ADDR", ""}, {"MASTER_PORT", ""},
         /* as torchrun does for OMP_NUM_THREADS: the machine's cores shared, not multiplied */
         {getenv("GC_NUM_THREADS") ? NULL : "GC_NUM_THREADS", ""},
+        {*secret ? "GC_DIST_SECRET" : NULL, ""}, /* none: every process reads GC_DIST_SECRET_FILE */
     };
     long values[] = {(long)o->node_rank * o->nproc + local_rank, (long)nnodes * o->nproc, local_rank, o->nproc,
-                     o->node_rank, 0, port, cores / o->nproc > 1 ? cores / o->nproc : 1};
+                     o->node_rank, 0, port, cores / o->nproc > 1 ? cores / o->nproc : 1, 0};
     int count = (int)(sizeof set / sizeof set[0]);
     for (int i = 0; i < count; i++) {
         if (!set[i].name) continue;
         if (strcmp(set[i].name, "MASTER_ADDR") == 0) snprintf(set[i].text, sizeof set[i].text, "%s=%s", set[i].name, addr);
+        else if (strcmp(set[i].name, "GC_DIST_SECRET") == 0)
+            snprintf(set[i].text, sizeof set[i].text, "%s=%s", set[i].name, secret);
         else snprintf(set[i].text, sizeof set[i].text, "%s=%ld", set[i].name, values[i]);
     }
     size_t inherited = 0;
@@ -305,13 +334,14 @@ static bool valid(const gc_launch_options *o, char *const argv[]) {
 
 /* Starts process `i`: its output, its environment, fork and exec. False (error recorded)
  * when it could not be started. */
-static bool start_process(launcher *l, int i, const char *addr, int port, pid_t self, char *const argv[]) {
+static bool start_process(launcher *l, int i, const char *addr, int port, const char *secret, pid_t self,
+                          char *const argv[]) {
     const gc_launch_options *o = l->options;
     int rank = o->node_rank * o->nproc + i;
     int out_read = -1, err_read = -1;
     int out_fd = open_output(l, i, "out", &out_read);
     int err_fd = out_fd < 0 ? -1 : open_output(l, i, "err", &err_read);
-    char **env = err_fd < 0 ? NULL : child_environment(o, i, addr, port);
+    char **env = err_fd < 0 ? NULL : child_environment(o, i, addr, port, secret);
     bool ready = env && gc_relay_init(&l->processes[i].out, out_read, stdout, rank) == GC_OK &&
                  gc_relay_init(&l->processes[i].err, err_read, stderr, rank) == GC_OK;
     pid_t pid = -1;
@@ -345,6 +375,8 @@ static bool start_process(launcher *l, int i, const char *addr, int port, pid_t 
 int gc_launch(const gc_launch_options *options, char *const argv[]) {
     if (!valid(options, argv)) return -1;
     launcher l = {.options = options, .count = options->nproc};
+    char secret[GC_DIST_SECRET_TEXT_SIZE];
+    if (!run_secret(options, secret)) return -1;
     const char *addr = options->master_addr ? options->master_addr : "127.0.0.1";
     int port = options->master_port ? options->master_port : free_port();
     if (port < 0) {
@@ -378,7 +410,7 @@ int gc_launch(const gc_launch_options *options, char *const argv[]) {
     fflush(NULL);
     pid_t self = getpid();
     bool started = true;
-    for (int i = 0; i < l.count && started; i++) started = start_process(&l, i, addr, port, self, argv);
+    for (int i = 0; i < l.count && started; i++) started = start_process(&l, i, addr, port, secret, self, argv);
     if (!started) {
         char message[512];
         snprintf(message, sizeof message, "%s", gc_last_error());

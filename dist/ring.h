@@ -46,6 +46,11 @@ enum { GC_RING_REDUCE_SCATTER = 1, GC_RING_ALL_GATHER = 2, GC_RING_ALL_REDUCE = 
  * when a neighbour hangs up or stalls past the timeout. */
 gc_status gc_ring_run(gc_ring *ring, const gc_ring_buffer *buffer, int phases, gc_dist_op op, const char *what);
 
+/* Forms the ring of the group's ranks (ring_connect.c): ring->next_fd and prev_fd, connected
+ * and authenticated, or an error (GC_ERR_PEER naming the rank that did not arrive or failed
+ * the handshake) with what was opened left in the fds for the caller to close. */
+gc_status gc_ring_connect(gc_process_group *group, gc_ring *ring);
+
 /* data[0, size) of rank `root` is copied to every rank, forwarded along the ring. */
 gc_status gc_ring_broadcast(gc_ring *ring, void *data, size_t size, int root, const char *what);
 

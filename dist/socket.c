@@ -103,6 +103,16 @@ void gc_socket_address(int fd, char *text, size_t size) {
         snprintf(text, size, "127.0.0.1");
 }
 
+void gc_socket_peer(int fd, char *text, size_t size) {
+    struct sockaddr_in addr;
+    socklen_t length = sizeof addr;
+    char ip[INET_ADDRSTRLEN];
+    if (getpeername(fd, (struct sockaddr *)&addr, &length) != 0 || !inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof ip))
+        snprintf(text, size, "?");
+    else
+        snprintf(text, size, "%s:%d", ip, ntohs(addr.sin_port));
+}
+
 /* Waits for `events` on fd until the deadline: 1 ready, 0 timed out. */
 static int wait_for(int fd, short events, double deadline) {
     for (;;) {

@@ -21,6 +21,8 @@ int gc_socket_listen(const char *host, int port, int backlog);
 /* The local port (and, when addr is not NULL, the dotted address) of a socket. */
 int gc_socket_port(int fd);
 void gc_socket_address(int fd, char *addr, size_t size);
+/* "address:port" of the peer of a connected socket ("?" when it has none), for logs. */
+void gc_socket_peer(int fd, char *text, size_t size);
 /* Connects to host:port, retrying a refused or unreachable connection every 50 ms until the
  * deadline; the socket is non-blocking, with TCP_NODELAY. -1 with GC_ERR_PEER or
  * GC_ERR_FORMAT (host does not resolve). */

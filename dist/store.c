@@ -1,9 +1,12 @@
-/* The store's client (include/gradcache/dist.h): one connection, one request at a time,
- * each reply awaited until the store's timeout. Rank 0 also owns the server. */
+/* The store's client (include/gradcache/dist.h): one connection, authenticated both ways
+ * (auth.h), one request at a time, each reply awaited until the store's timeout. Rank 0 also
+ * owns the server. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "auth.h"
 #include "gradcache/dist.h"
 #include "group_internal.h"
 #include "socket.h"
@@ -19,27 +22,53 @@ struct gc_store {
     gc_store_server *server; /* rank 0 only */
 };
 
-gc_store *gc_store_new(const char *host, int port, bool serve, double timeout_seconds) {
+gc_store *gc_store_new(const gc_store_options *options) {
+    const gc_dist_secret *secret = options->secret;
+    if (!secret || secret->size < GC_DIST_SECRET_MIN)
+        gc_fatal("store: a secret of %zu bytes (at least %d are needed)", secret ? secret->size : 0, GC_DIST_SECRET_MIN);
+    const char *target = options->host && *options->host ? options->host : "127.0.0.1";
+    int port = options->port;
     gc_store_server *server = NULL;
-    if (serve) {
-        server = gc_store_server_start(port);
+    if (options->serve) {
+        gc_store_server_options serving = {.bind = options->bind ? options->bind : target, .port = port,
+                                           .world_size = options->world_size, .secret = secret};
+        server = gc_store_server_start(&serving);
         if (!server) {
-            gc_set_error(gc_last_status(), "the store: %s (is another run using port %d?)", gc_last_error(), port);
+            gc_set_error(gc_last_status(), "the store: %s (is another run using port %d? is %s an address of this "
+                         "machine? GC_DIST_BIND names the interface to listen on)", gc_last_error(), port, serving.bind);
             return NULL;
         }
         port = gc_store_server_port(server);
     }
-    const char *target = host && *host ? host : "127.0.0.1";
-    int fd = gc_socket_connect(target, port, gc_deadline_after(timeout_seconds));
-    if (fd < 0) {
-        gc_set_error(gc_last_status(), "the store (rank 0): %s", gc_last_error());
+    gc_store *store = calloc(1, sizeof *store);
+    if (!store) {
+        gc_set_error(GC_ERR_OUT_OF_MEMORY, "store: out of host memory");
         if (server) gc_store_server_stop(server, 0);
         return NULL;
     }
-    gc_store *store = calloc(1, sizeof *store);
-    if (!store) gc_fatal("store: out of host memory");
-    *store = (gc_store){.fd = fd, .port = port, .timeout = timeout_seconds, .server = server};
+    *store = (gc_store){.fd = -1, .port = port, .timeout = options->timeout_seconds, .server = server};
     snprintf(store->endpoint, sizeof store->endpoint, "%s:%d", target, port);
+    double deadline = gc_deadline_after(options->timeout_seconds);
+    gc_auth_identity me = {GC_AUTH_STORE, (uint32_t)options->rank}, server_identity = {GC_AUTH_STORE, 0};
+    gc_status status = GC_ERR_PEER;
+    /* a server crowded by strangers may turn this connection away before the handshake (it
+     * closes the oldest of them to make room): try again, until the timeout */
+    bool turned_away = false;
+    do {
+        gc_socket_close(store->fd);
+        store->fd = gc_socket_connect(target, port, deadline);
+        if (store->fd < 0) break;
+        status = gc_auth_connect(store->fd, secret, me, server_identity, deadline, store->endpoint, &turned_away);
+        struct timespec pause = {0, 50 * 1000 * 1000};
+        if (status != GC_OK && turned_away) nanosleep(&pause, NULL);
+    } while (status != GC_OK && turned_away && gc_ms_until(deadline) > 0);
+    if (store->fd < 0 || status != GC_OK) {
+        gc_set_error(gc_last_status(), "the store (rank 0): %s", gc_last_error());
+        gc_socket_close(store->fd);
+        if (server) gc_store_server_stop(server, 0);
+        free(store);
+        return NULL;
+    }
     return store;
 }
 
@@ -64,30 +93,41 @@ static gc_status exchange(gc_store *store, const gc_store_request *request, uint
         gc_set_error(GC_ERR_PEER, "%s: an earlier request timed out, the connection is unusable", what);
         return GC_ERR_PEER;
     }
-    uint8_t *bytes;
-    size_t size = gc_store_encode_request(request, &bytes);
-    if (!bytes) gc_fatal("store: out of host memory for a request of %zu bytes", request->value_size);
+    uint8_t bytes[GC_STORE_REQUEST_MAX];
+    size_t size = gc_store_encode_request(request, bytes);
     gc_status result = gc_socket_send_all(store->fd, bytes, size, deadline, what);
-    free(bytes);
     if (result == GC_OK) result = gc_socket_recv_all(store->fd, status, 1, deadline, what);
     if (result != GC_OK) store->broken = true;
     return result;
 }
 
 static gc_store_request request_for(gc_store_op op, const char *key) {
-    size_t key_size = strlen(key);
-    if (key_size < 1 || key_size > GC_STORE_KEY_MAX)
-        gc_fatal("store: key of %zu bytes (1 to %d are allowed)", key_size, GC_STORE_KEY_MAX);
-    return (gc_store_request){.op = op, .key = key, .key_size = key_size};
+    return (gc_store_request){.op = op, .key = key, .key_size = strlen(key)};
+}
+
+/* A SET's or ADD's refusal as an error. */
+static gc_status refusal(const gc_store *store, const char *key, gc_store_op op, uint8_t status) {
+    if (status == GC_STORE_REFUSED_SET && op == GC_STORE_SET)
+        gc_set_error(GC_ERR_FORMAT, "store at %s: key '%s' is set already (keys are written once)", store->endpoint, key);
+    else if (status == GC_STORE_REFUSED_SET)
+        gc_set_error(GC_ERR_FORMAT, "store at %s: key '%s' does not hold a counter (it was set)", store->endpoint, key);
+    else if (status == GC_STORE_REFUSED_FULL)
+        gc_set_error(GC_ERR_FORMAT, "store at %s: no room for key '%s' (the store holds at most %u bytes per process)",
+                     store->endpoint, key, GC_STORE_BYTES_PER_CONNECTION);
+    else
+        gc_set_error(GC_ERR_PEER, "store at %s: a reply %u for '%s' is not from a gradcache store", store->endpoint,
+                     status, key);
+    return gc_last_status();
 }
 
 gc_status gc_store_set(gc_store *store, const char *key, const void *value, size_t size) {
-    if (size > GC_STORE_VALUE_MAX) gc_fatal("store: value of %zu bytes for '%s' (at most %u)", size, key, GC_STORE_VALUE_MAX);
     gc_store_request request = request_for(GC_STORE_SET, key);
     request.value = value;
     request.value_size = size;
     uint8_t status;
-    return exchange(store, &request, &status, gc_deadline_after(store->timeout));
+    gc_status outcome = exchange(store, &request, &status, gc_deadline_after(store->timeout));
+    if (outcome == GC_OK && status != GC_STORE_DONE) return refusal(store, key, GC_STORE_SET, status);
+    return outcome;
 }
 
 gc_status gc_store_get(gc_store *store, const char *key, void **value, size_t *size) {
@@ -104,17 +144,22 @@ gc_status gc_store_get(gc_store *store, const char *key, void **value, size_t *s
                      store->endpoint, (unsigned long long)length, key);
         result = GC_ERR_PEER;
     }
-    char *bytes = result == GC_OK ? malloc((size_t)length + 1) : NULL;
-    if (result == GC_OK && !bytes) gc_fatal("store: out of host memory for %llu bytes", (unsigned long long)length);
-    if (result == GC_OK) result = gc_socket_recv_all(store->fd, bytes, (size_t)length, deadline, key);
+    uint8_t received[GC_STORE_VALUE_MAX];
+    if (result == GC_OK) result = gc_socket_recv_all(store->fd, received, (size_t)length, deadline, key);
     if (result != GC_OK) {
         store->broken = true;
-        free(bytes);
         if (strstr(gc_last_error(), "timed out"))
             gc_set_error(GC_ERR_PEER, "store at %s: key '%s' was not set within %g s (a peer never arrived?)",
                          store->endpoint, key, store->timeout);
         return GC_ERR_PEER;
     }
+    char *bytes = malloc((size_t)length + 1); /* the reply is read whole: the connection stays usable */
+    if (!bytes) {
+        gc_set_error(GC_ERR_OUT_OF_MEMORY, "store: out of host memory for the %llu bytes of '%s'",
+                     (unsigned long long)length, key);
+        return GC_ERR_OUT_OF_MEMORY;
+    }
+    if (length) memcpy(bytes, received, (size_t)length);
     bytes[length] = '\0';
     *value = bytes;
     *size = (size_t)length;
@@ -128,10 +173,7 @@ gc_status gc_store_add(gc_store *store, const char *key, int64_t delta, int64_t 
     uint8_t status, sum[8];
     gc_status outcome = exchange(store, &request, &status, deadline);
     if (outcome != GC_OK) return outcome;
-    if (status != 0) {
-        gc_set_error(GC_ERR_FORMAT, "store at %s: key '%s' does not hold a counter", store->endpoint, key);
-        return GC_ERR_FORMAT;
-    }
+    if (status != GC_STORE_DONE) return refusal(store, key, GC_STORE_ADD, status);
     outcome = gc_socket_recv_all(store->fd, sum, sizeof sum, deadline, key);
     if (outcome != GC_OK) {
         store->broken = true;

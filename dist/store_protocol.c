@@ -1,7 +1,6 @@
 /* The store's wire format (see store_protocol.h). */
 #include "store_protocol.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "gradcache/dist.h"
@@ -66,13 +65,13 @@ long gc_store_parse_request(const uint8_t *data, size_t size, gc_store_request *
     return (long)(used + value_size);
 }
 
-size_t gc_store_encode_request(const gc_store_request *request, uint8_t **out) {
+size_t gc_store_encode_request(const gc_store_request *request, uint8_t bytes[GC_STORE_REQUEST_MAX]) {
+    if (request->key_size < 1 || request->key_size > GC_STORE_KEY_MAX || request->value_size > GC_STORE_VALUE_MAX)
+        gc_fatal("store: a request with a key of %zu bytes (1 to %d) and a value of %zu (at most %u)",
+                 request->key_size, GC_STORE_KEY_MAX, request->value_size, GC_STORE_VALUE_MAX);
     size_t size = 5 + request->key_size;
     if (request->op == GC_STORE_ADD) size += 8;
     if (request->op == GC_STORE_SET) size += 8 + request->value_size;
-    uint8_t *bytes = malloc(size);
-    *out = bytes;
-    if (!bytes) return 0;
     bytes[0] = (uint8_t)request->op;
     put_u32(bytes + 1, (uint32_t)request->key_size);
     memcpy(bytes + 5, request->key, request->key_size);

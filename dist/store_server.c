@@ -1,7 +1,12 @@
 /* The store's server (see store_server.h): one thread, poll() over the listening socket, a
- * wake-up pipe and the clients. A client's GET of a key not set yet is parked until a SET
- * of that key arrives; its later requests wait behind it, so every client sees its replies
- * in order. */
+ * wake-up pipe and the clients. A client's bytes are its hello, its proof, then requests;
+ * each client has fixed buffers for them (the longest request; two of the longest replies),
+ * so what a client sends never grows the server. A request is taken only when the longest
+ * reply fits, and nothing is read while a request waits to be taken: a client that does not
+ * read its replies stops being served, not the server. A client's GET of a key not set yet
+ * is parked until a SET of that key arrives; its later requests wait behind it, so every
+ * client sees its replies in order. Running out of host memory costs the connection that
+ * needed it, never the server. */
 #include "store_server.h"
 
 #include <errno.h>
@@ -14,166 +19,285 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gradcache/dist.h"
+#include "auth.h"
 #include "socket.h"
 #include "store_protocol.h"
 
+#define OUT_CAPACITY (2 * GC_STORE_REPLY_MAX)
+/* bytes an entry is counted for beyond its key and value: the table's slot and malloc's own */
+#define ENTRY_OVERHEAD 64
+#define COUNTER_TEXT 24 /* an i64 in decimal and a NUL */
+#define WHERE "store (rank 0)"
+
 typedef struct entry {
-    char *key;
-    uint8_t *value;
+    char *key;       /* NUL-terminated (keys hold no NUL) */
+    size_t key_size;
+    uint8_t *value;  /* NUL-terminated one past size */
     size_t size;
+    bool counter;    /* made by ADD: value is count in decimal */
+    int64_t count;
 } entry;
 
-/* Bytes waiting to be handled (input) or sent (output). */
-typedef struct buffer {
-    uint8_t *data;
-    size_t size, capacity;
-} buffer;
+typedef enum phase { AWAIT_HELLO, AWAIT_PROOF, SERVING } phase;
 
 typedef struct client {
-    int fd;
-    buffer in, out;
-    char *waiting_key; /* a parked GET */
+    int fd;                    /* -1 once closed */
+    phase phase;
+    double handshake_deadline; /* until SERVING */
+    gc_auth auth;
+    char peer[64];             /* "address:port", for the log */
+    uint8_t *in, *out;         /* [GC_STORE_REQUEST_MAX], [OUT_CAPACITY] */
+    size_t in_size, out_size;
+    char *waiting;             /* [GC_STORE_KEY_MAX + 1]: the key of a parked GET */
+    bool parked;
 } client;
 
 struct gc_store_server {
     int listen_fd, wake[2];
     pthread_t thread;
+    gc_dist_secret secret;
+    size_t max_clients, max_bytes, stored_bytes;
+    double handshake_seconds;
+    size_t authenticated;      /* clients past the handshake: the run's processes */
     bool stopping;
     double stop_deadline;
-    pthread_mutex_t lock; /* guards stopping and stop_deadline */
+    pthread_mutex_t lock;      /* guards stopping and stop_deadline */
     entry *entries;
     size_t n_entries, entries_capacity;
     client *clients;
+    struct pollfd *polls;      /* [2 + clients_capacity] */
     size_t n_clients, clients_capacity;
 };
 
-static void *grow(void *items, size_t *capacity, size_t needed, size_t item_size) {
-    if (needed <= *capacity) return items;
-    size_t capacity_new = *capacity ? *capacity : 8;
-    while (capacity_new < needed) capacity_new *= 2;
-    void *grown = realloc(items, capacity_new * item_size);
-    if (!grown) gc_fatal("store server: out of host memory (%zu items)", capacity_new);
-    *capacity = capacity_new;
-    return grown;
+/* --- clients --- */
+
+static void drop(client *c, const char *reason) {
+    if (reason) gc_auth_log_refusal(WHERE, c->peer, reason);
+    gc_socket_close(c->fd);
+    c->fd = -1;
 }
 
-static void buffer_append(buffer *b, const void *data, size_t size) {
-    b->data = grow(b->data, &b->capacity, b->size + size, 1);
-    memcpy(b->data + b->size, data, size);
-    b->size += size;
+static void append(client *c, const void *data, size_t size) {
+    memcpy(c->out + c->out_size, data, size);
+    c->out_size += size;
 }
 
-static void buffer_consume(buffer *b, size_t size) {
-    memmove(b->data, b->data + size, b->size - size);
-    b->size -= size;
+static void consume(client *c, size_t size) {
+    memmove(c->in, c->in + size, c->in_size - size);
+    c->in_size -= size;
 }
+
+/* --- the table --- */
 
 static entry *find(gc_store_server *server, const char *key, size_t key_size) {
     for (size_t i = 0; i < server->n_entries; i++)
-        if (strlen(server->entries[i].key) == key_size && memcmp(server->entries[i].key, key, key_size) == 0)
+        if (server->entries[i].key_size == key_size && memcmp(server->entries[i].key, key, key_size) == 0)
             return &server->entries[i];
     return NULL;
 }
 
-static char *copy_text(const void *data, size_t size) {
-    char *text = malloc(size + 1);
-    if (!text) gc_fatal("store server: out of host memory (%zu bytes)", size);
-    memcpy(text, data, size);
-    text[size] = '\0';
-    return text;
-}
-
-static void put(gc_store_server *server, const char *key, size_t key_size, const void *value, size_t size) {
-    entry *e = find(server, key, key_size);
-    if (!e) {
-        server->entries = grow(server->entries, &server->entries_capacity, server->n_entries + 1, sizeof *e);
-        e = &server->entries[server->n_entries++];
-        e->key = copy_text(key, key_size);
-    } else {
-        free(e->value);
+/* A new entry holding a copy of the value (value_capacity bytes reserved, at least size + 1);
+ * NULL when the store is full (*full) or host memory is out. */
+static entry *insert(gc_store_server *server, const gc_store_request *r, size_t value_capacity, bool *full) {
+    size_t cost = r->key_size + value_capacity + ENTRY_OVERHEAD;
+    *full = server->stored_bytes + cost > server->max_bytes;
+    if (*full) return NULL;
+    if (server->n_entries == server->entries_capacity) {
+        size_t capacity = server->entries_capacity ? 2 * server->entries_capacity : 16;
+        entry *grown = realloc(server->entries, capacity * sizeof *grown);
+        if (!grown) return NULL;
+        server->entries = grown;
+        server->entries_capacity = capacity;
     }
-    e->value = (uint8_t *)copy_text(value, size);
-    e->size = size;
+    char *key = malloc(r->key_size + 1);
+    uint8_t *value = malloc(value_capacity);
+    if (!key || !value) {
+        free(key);
+        free(value);
+        return NULL;
+    }
+    memcpy(key, r->key, r->key_size);
+    key[r->key_size] = '\0';
+    if (r->value_size) memcpy(value, r->value, r->value_size);
+    value[r->value_size] = '\0';
+    entry *e = &server->entries[server->n_entries++];
+    *e = (entry){.key = key, .key_size = r->key_size, .value = value, .size = r->value_size};
+    server->stored_bytes += cost;
+    return e;
 }
 
 static void reply_value(client *c, const entry *e) {
-    uint8_t header[9] = {0};
+    uint8_t header[9] = {GC_STORE_DONE};
     gc_store_put_u64(header + 1, e->size);
-    buffer_append(&c->out, header, sizeof header);
-    buffer_append(&c->out, e->value, e->size);
+    append(c, header, sizeof header);
+    append(c, e->value, e->size);
 }
 
-/* ADD: the counter's new value, or false when the key holds something else. */
-static bool add(gc_store_server *server, const gc_store_request *r, int64_t *sum) {
-    entry *e = find(server, r->key, r->key_size);
-    int64_t value = 0;
-    if (e) {
-        char *end;
-        errno = 0;
-        long long parsed = strtoll((const char *)e->value, &end, 10);
-        if (errno || end == (const char *)e->value || *end) return false;
-        value = parsed;
+/* A key just set: the GETs parked on it are answered (their clients' later requests are
+ * taken on the next pass of handle_all). */
+static void release_waiters(gc_store_server *server, const entry *e) {
+    for (size_t i = 0; i < server->n_clients; i++) {
+        client *c = &server->clients[i];
+        if (c->fd >= 0 && c->parked && strcmp(c->waiting, e->key) == 0) {
+            reply_value(c, e);
+            c->parked = false;
+        }
     }
-    *sum = (int64_t)((uint64_t)value + (uint64_t)r->delta); /* wraps instead of overflowing */
-    char text[32];
-    int length = snprintf(text, sizeof text, "%" PRId64, *sum);
-    put(server, r->key, r->key_size, text, (size_t)length);
+}
+
+static void set(gc_store_server *server, client *c, const gc_store_request *r) {
+    uint8_t reply = GC_STORE_REFUSED_SET; /* keys are written once */
+    entry *e = NULL;
+    if (!find(server, r->key, r->key_size)) {
+        bool full;
+        e = insert(server, r, r->value_size + 1, &full);
+        if (!e && !full) {
+            drop(c, "out of host memory for its SET");
+            return;
+        }
+        reply = e ? GC_STORE_DONE : GC_STORE_REFUSED_FULL;
+    }
+    append(c, &reply, 1);
+    if (e) release_waiters(server, e);
+}
+
+static void add(gc_store_server *server, client *c, const gc_store_request *r) {
+    entry *e = find(server, r->key, r->key_size);
+    uint8_t reply[9] = {GC_STORE_REFUSED_SET};
+    if (!e) {
+        bool full;
+        gc_store_request empty = *r;
+        empty.value_size = 0;
+        e = insert(server, &empty, COUNTER_TEXT, &full);
+        if (!e && !full) {
+            drop(c, "out of host memory for its ADD");
+            return;
+        }
+        if (!e) reply[0] = GC_STORE_REFUSED_FULL;
+        else e->counter = true;
+    }
+    if (!e || !e->counter) {
+        append(c, reply, 1);
+        return;
+    }
+    e->count = (int64_t)((uint64_t)e->count + (uint64_t)r->delta); /* wraps instead of overflowing */
+    e->size = (size_t)snprintf((char *)e->value, COUNTER_TEXT, "%" PRId64, e->count);
+    reply[0] = GC_STORE_DONE;
+    gc_store_put_u64(reply + 1, (uint64_t)e->count);
+    append(c, reply, sizeof reply);
+    release_waiters(server, e);
+}
+
+static void execute(gc_store_server *server, client *c, const gc_store_request *r) {
+    entry *e = r->op == GC_STORE_SET || r->op == GC_STORE_ADD ? NULL : find(server, r->key, r->key_size);
+    uint8_t present = e != NULL;
+    if (r->op == GC_STORE_SET) {
+        set(server, c, r);
+    } else if (r->op == GC_STORE_ADD) {
+        add(server, c, r);
+    } else if (r->op == GC_STORE_CHECK) {
+        append(c, &present, 1);
+    } else if (e) {
+        reply_value(c, e);
+    } else {
+        memcpy(c->waiting, r->key, r->key_size);
+        c->waiting[r->key_size] = '\0';
+        c->parked = true;
+    }
+}
+
+/* --- a client's input --- */
+
+static bool take_hello(gc_store_server *server, client *c) {
+    if (!gc_auth_hello_plausible(c->in, c->in_size)) {
+        drop(c, "not a gradcache handshake");
+        return false;
+    }
+    if (c->in_size < GC_AUTH_HELLO_SIZE) return false;
+    uint8_t challenge[GC_AUTH_CHALLENGE_SIZE];
+    gc_auth_identity claimed, me = {GC_AUTH_STORE, 0};
+    const char *problem;
+    if (!gc_auth_challenge(&c->auth, &server->secret, c->in, me, &claimed, challenge, &problem)) {
+        drop(c, problem);
+        return false;
+    }
+    append(c, challenge, sizeof challenge);
+    consume(c, GC_AUTH_HELLO_SIZE);
+    c->phase = AWAIT_PROOF;
     return true;
 }
 
-static void handle_input(gc_store_server *server, client *c);
+static bool take_proof(gc_store_server *server, client *c) {
+    if (c->in_size < GC_AUTH_PROOF_SIZE) return false;
+    const char *problem;
+    if (!gc_auth_verify(&c->auth, c->in, &problem)) {
+        drop(c, problem);
+        return false;
+    }
+    uint8_t accepted = 0;
+    append(c, &accepted, 1);
+    consume(c, GC_AUTH_PROOF_SIZE);
+    c->phase = SERVING;
+    server->authenticated++;
+    return true;
+}
 
-/* A SET of `key` releases the GETs parked on it (and whatever those clients sent after). */
-static void release_waiters(gc_store_server *server, const char *key) {
-    for (size_t i = 0; i < server->n_clients; i++) {
-        client *c = &server->clients[i];
-        if (c->waiting_key && strcmp(c->waiting_key, key) == 0) {
-            reply_value(c, find(server, key, strlen(key)));
-            free(c->waiting_key);
-            c->waiting_key = NULL;
-            handle_input(server, c);
-        }
+/* Takes the next step of c's input, if it can: true when it did. */
+static bool handle_input(gc_store_server *server, client *c) {
+    if (c->fd < 0) return false;
+    if (c->phase == AWAIT_HELLO) return take_hello(server, c);
+    if (c->phase == AWAIT_PROOF) return take_proof(server, c);
+    if (c->parked || c->in_size == 0 || OUT_CAPACITY - c->out_size < GC_STORE_REPLY_MAX) return false;
+    gc_store_request r;
+    const char *problem = NULL;
+    long used = gc_store_parse_request(c->in, c->in_size, &r, &problem);
+    if (used < 0) drop(c, problem); /* not our protocol: drop it, keep serving the others */
+    if (used <= 0) return false;
+    execute(server, c, &r);
+    if (c->fd >= 0) consume(c, (size_t)used);
+    return true;
+}
+
+/* Takes every client's input until no client can go on (a SET may release another's GET). */
+static void handle_all(gc_store_server *server) {
+    for (bool progress = true; progress;) {
+        progress = false;
+        for (size_t i = 0; i < server->n_clients; i++)
+            while (handle_input(server, &server->clients[i])) progress = true;
     }
 }
 
-/* Handles the complete requests in c's input until a GET parks. A client that sends
- * something that is not a request is disconnected. */
-static void handle_input(gc_store_server *server, client *c) {
-    while (!c->waiting_key && c->fd >= 0) {
-        gc_store_request r;
-        const char *problem = NULL;
-        long used = gc_store_parse_request(c->in.data, c->in.size, &r, &problem);
-        if (used == 0) return;
-        if (used < 0) { /* not our protocol: drop the connection, keep serving the others */
-            gc_socket_close(c->fd);
-            c->fd = -1;
-            return;
+/* Moves bytes between a client's socket and its buffers. */
+static void transfer(client *c, short revents) {
+    bool closed = false;
+    if ((revents & (POLLIN | POLLHUP | POLLERR)) && c->in_size < GC_STORE_REQUEST_MAX) {
+        long got = gc_socket_recv_some(c->fd, c->in + c->in_size, GC_STORE_REQUEST_MAX - c->in_size, &closed);
+        if (got > 0) c->in_size += (size_t)got;
+    }
+    if (!closed && c->out_size) {
+        long sent = gc_socket_send_some(c->fd, c->out, c->out_size, &closed);
+        if (sent > 0) {
+            memmove(c->out, c->out + sent, c->out_size - (size_t)sent);
+            c->out_size -= (size_t)sent;
         }
-        uint8_t ok = 0;
-        char *key = copy_text(r.key, r.key_size);
-        if (r.op == GC_STORE_SET) {
-            put(server, r.key, r.key_size, r.value, r.value_size);
-            buffer_append(&c->out, &ok, 1);
-        } else if (r.op == GC_STORE_GET) {
-            entry *e = find(server, r.key, r.key_size);
-            if (e) reply_value(c, e);
-            else c->waiting_key = copy_text(r.key, r.key_size);
-        } else if (r.op == GC_STORE_ADD) {
-            int64_t sum;
-            uint8_t reply[9] = {1};
-            if (add(server, &r, &sum)) {
-                reply[0] = 0;
-                gc_store_put_u64(reply + 1, (uint64_t)sum);
-            }
-            buffer_append(&c->out, reply, reply[0] ? 1 : 9);
-        } else { /* CHECK */
-            uint8_t present = find(server, r.key, r.key_size) != NULL;
-            buffer_append(&c->out, &present, 1);
+    }
+    if (closed) drop(c, c->phase == SERVING ? NULL : "it hung up during the handshake");
+}
+
+static void flush_replies(gc_store_server *server) {
+    for (size_t i = 0; i < server->n_clients; i++)
+        if (server->clients[i].fd >= 0 && server->clients[i].out_size) transfer(&server->clients[i], 0);
+}
+
+static void expire_handshakes(gc_store_server *server) {
+    double now = gc_now_seconds();
+    for (size_t i = 0; i < server->n_clients; i++) {
+        client *c = &server->clients[i];
+        if (c->fd >= 0 && c->phase != SERVING && now >= c->handshake_deadline) {
+            char reason[96];
+            snprintf(reason, sizeof reason, "no handshake within %g s", server->handshake_seconds);
+            drop(c, reason);
         }
-        buffer_consume(&c->in, (size_t)used);
-        if (r.op == GC_STORE_SET || r.op == GC_STORE_ADD) release_waiters(server, key);
-        free(key);
     }
 }
 
@@ -185,87 +309,139 @@ static void drop_closed_clients(gc_store_server *server) {
             server->clients[kept++] = *c;
             continue;
         }
-        free(c->in.data);
-        free(c->out.data);
-        free(c->waiting_key);
+        if (c->phase == SERVING) server->authenticated--;
+        free(c->in); /* one block: in, out and waiting */
     }
     server->n_clients = kept;
 }
 
-static void accept_clients(gc_store_server *server) {
-    for (;;) {
-        int fd = gc_socket_accept(server->listen_fd, 0);
-        if (fd < 0) return;
-        server->clients = grow(server->clients, &server->clients_capacity, server->n_clients + 1, sizeof(client));
-        server->clients[server->n_clients++] = (client){.fd = fd};
-    }
+/* Room for one more client (and its poll slot); false without memory. */
+static bool make_room(gc_store_server *server) {
+    if (server->n_clients < server->clients_capacity) return true;
+    size_t capacity = server->clients_capacity ? 2 * server->clients_capacity : 8;
+    if (capacity > server->max_clients) capacity = server->max_clients;
+    client *clients = realloc(server->clients, capacity * sizeof *clients);
+    if (clients) server->clients = clients;
+    struct pollfd *polls = clients ? realloc(server->polls, (2 + capacity) * sizeof *polls) : NULL;
+    if (polls) server->polls = polls;
+    if (!polls) return false;
+    server->clients_capacity = capacity;
+    return true;
 }
 
-/* Moves bytes between a client's socket and its buffers. */
-static void serve_client(gc_store_server *server, client *c, short revents) {
-    bool closed = false;
-    if (revents & (POLLIN | POLLHUP | POLLERR)) {
-        uint8_t chunk[65536];
-        long got = gc_socket_recv_some(c->fd, chunk, sizeof chunk, &closed);
-        if (got > 0) {
-            buffer_append(&c->in, chunk, (size_t)got);
-            handle_input(server, c);
+/* Closes the connection that has waited longest without finishing the handshake, to make
+ * room for a new one: strangers holding every place cannot lock the run's processes out
+ * (theirs finish the handshake at once, and try again when turned away). False when every
+ * place is held by a client past the handshake. */
+static bool displace_oldest_stranger(gc_store_server *server) {
+    client *oldest = NULL;
+    for (size_t i = 0; i < server->n_clients; i++) {
+        client *c = &server->clients[i];
+        if (c->fd >= 0 && c->phase != SERVING && (!oldest || c->handshake_deadline < oldest->handshake_deadline))
+            oldest = c;
+    }
+    if (!oldest) return false;
+    drop(oldest, "displaced by newer connections before finishing the handshake");
+    drop_closed_clients(server);
+    return true;
+}
+
+static void accept_clients(gc_store_server *server) {
+    /* at most half the places not held by the run per round: a connection accepted now keeps
+     * its place until its hello has been read, however fast strangers arrive */
+    size_t open_places = server->max_clients - server->authenticated;
+    for (size_t accepted = 0; accepted < (open_places > 1 ? open_places / 2 : 1); accepted++) {
+        int fd = gc_socket_accept(server->listen_fd, 0);
+        if (fd < 0) return;
+        client c = {.fd = fd, .handshake_deadline = gc_deadline_after(server->handshake_seconds)};
+        gc_socket_peer(fd, c.peer, sizeof c.peer);
+        if (server->n_clients >= server->max_clients && !displace_oldest_stranger(server)) {
+            char reason[96];
+            snprintf(reason, sizeof reason, "too many connections (at most %zu)", server->max_clients);
+            drop(&c, reason);
+            continue;
         }
-    }
-    if (!closed && c->fd >= 0 && c->out.size) {
-        long sent = gc_socket_send_some(c->fd, c->out.data, c->out.size, &closed);
-        if (sent > 0) buffer_consume(&c->out, (size_t)sent);
-    }
-    if (closed && c->fd >= 0) {
-        gc_socket_close(c->fd);
-        c->fd = -1;
+        c.in = malloc(GC_STORE_REQUEST_MAX + OUT_CAPACITY + GC_STORE_KEY_MAX + 1);
+        if (!c.in || !make_room(server)) {
+            free(c.in);
+            drop(&c, "out of host memory for one more connection");
+            continue;
+        }
+        c.out = c.in + GC_STORE_REQUEST_MAX;
+        c.waiting = (char *)c.out + OUT_CAPACITY;
+        server->clients[server->n_clients++] = c;
     }
 }
 
 static bool should_stop(gc_store_server *server) {
     pthread_mutex_lock(&server->lock);
-    bool stop = server->stopping && (server->n_clients == 0 || gc_ms_until(server->stop_deadline) == 0);
+    bool stop = server->stopping && (server->authenticated == 0 || gc_ms_until(server->stop_deadline) == 0);
     pthread_mutex_unlock(&server->lock);
     return stop;
 }
 
 static void *serve(void *arg) {
     gc_store_server *server = arg;
-    struct pollfd *polls = NULL;
-    size_t polls_capacity = 0;
     while (!should_stop(server)) {
-        polls = grow(polls, &polls_capacity, server->n_clients + 2, sizeof *polls);
+        struct pollfd *polls = server->polls;
         polls[0] = (struct pollfd){.fd = server->listen_fd, .events = POLLIN};
         polls[1] = (struct pollfd){.fd = server->wake[0], .events = POLLIN};
-        for (size_t i = 0; i < server->n_clients; i++)
-            polls[i + 2] = (struct pollfd){.fd = server->clients[i].fd,
-                                           .events = (short)(POLLIN | (server->clients[i].out.size ? POLLOUT : 0))};
-        /* wakes at least every 100 ms, to notice the stop deadline */
+        for (size_t i = 0; i < server->n_clients; i++) {
+            client *c = &server->clients[i];
+            short events = (short)((c->in_size < GC_STORE_REQUEST_MAX ? POLLIN : 0) | (c->out_size ? POLLOUT : 0));
+            polls[i + 2] = (struct pollfd){.fd = c->fd, .events = events};
+        }
+        /* wakes at least every 100 ms, to notice the stop deadline and expired handshakes */
         if (poll(polls, server->n_clients + 2, 100) < 0 && errno != EINTR) break;
         if (polls[1].revents) {
             char drain[16];
             if (read(server->wake[0], drain, sizeof drain) < 0) { /* nothing to do: poll again */
             }
         }
-        size_t n = server->n_clients; /* clients accepted below are polled next round */
-        for (size_t i = 0; i < n; i++)
-            if (polls[i + 2].revents) serve_client(server, &server->clients[i], polls[i + 2].revents);
+        for (size_t i = 0; i < server->n_clients; i++)
+            if (polls[i + 2].revents) transfer(&server->clients[i], polls[i + 2].revents);
+        handle_all(server);
+        flush_replies(server);
+        expire_handshakes(server);
         drop_closed_clients(server);
         if (polls[0].revents) accept_clients(server);
     }
-    free(polls);
     return NULL;
 }
 
-gc_store_server *gc_store_server_start(int port) {
-    int fd = gc_socket_listen(NULL, port, 1024);
+gc_store_server *gc_store_server_start(const gc_store_server_options *options) {
+    if (!options->secret || options->secret->size < GC_DIST_SECRET_MIN || options->world_size < 1)
+        gc_fatal("store server: a secret of %zu bytes (at least %d) and a world of %d",
+                 options->secret ? options->secret->size : 0, GC_DIST_SECRET_MIN, options->world_size);
+    size_t max_clients = (size_t)options->world_size + GC_STORE_CONNECTION_MARGIN;
+    int fd = gc_socket_listen(options->bind, options->port, (int)max_clients);
     if (fd < 0) return NULL;
     gc_store_server *server = calloc(1, sizeof *server);
-    if (!server) gc_fatal("store server: out of host memory");
-    server->listen_fd = fd;
-    if (pipe(server->wake) != 0) gc_fatal("store server: cannot create a pipe");
-    pthread_mutex_init(&server->lock, NULL);
-    if (pthread_create(&server->thread, NULL, serve, server) != 0) gc_fatal("store server: cannot start its thread");
+    struct pollfd *polls = calloc(2, sizeof *polls);
+    bool ready = server && polls && pipe(server->wake) == 0;
+    if (ready) {
+        server->listen_fd = fd;
+        server->secret = *options->secret;
+        server->max_clients = max_clients;
+        server->max_bytes = max_clients * GC_STORE_BYTES_PER_CONNECTION;
+        server->handshake_seconds = options->handshake_seconds > 0 ? options->handshake_seconds
+                                                                   : GC_DIST_HANDSHAKE_SECONDS;
+        server->polls = polls;
+        pthread_mutex_init(&server->lock, NULL);
+        ready = pthread_create(&server->thread, NULL, serve, server) == 0;
+        if (!ready) {
+            pthread_mutex_destroy(&server->lock);
+            close(server->wake[0]);
+            close(server->wake[1]);
+        }
+    }
+    if (!ready) {
+        gc_set_error(GC_ERR_IO, "store server: cannot start (no memory, pipe or thread): %s", strerror(errno));
+        free(server);
+        free(polls);
+        close(fd);
+        return NULL;
+    }
     return server;
 }
 
@@ -279,10 +455,7 @@ void gc_store_server_stop(gc_store_server *server, double deadline) {
     if (write(server->wake[1], "", 1) < 0) { /* the thread notices within 100 ms anyway */
     }
     pthread_join(server->thread, NULL);
-    for (size_t i = 0; i < server->n_clients; i++) {
-        gc_socket_close(server->clients[i].fd);
-        server->clients[i].fd = -1;
-    }
+    for (size_t i = 0; i < server->n_clients; i++) drop(&server->clients[i], NULL);
     drop_closed_clients(server);
     for (size_t i = 0; i < server->n_entries; i++) {
         free(server->entries[i].key);
@@ -290,6 +463,7 @@ void gc_store_server_stop(gc_store_server *server, double deadline) {
     }
     free(server->entries);
     free(server->clients);
+    free(server->polls);
     gc_socket_close(server->listen_fd);
     close(server->wake[0]);
     close(server->wake[1]);

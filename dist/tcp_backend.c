@@ -6,15 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "group_internal.h"
 #include "ring.h"
 #include "socket.h"
 
 #define SEGMENT_BYTES (256u << 10)
-#define HANDSHAKE_MAGIC 0x31474e4952434755ull /* "UGCRING1" */
 
 typedef struct tcp_state {
     gc_ring ring;
@@ -159,79 +156,6 @@ static void tcp_destroy(gc_process_group *group) {
 
 static const gc_dist_backend_impl tcp_impl = {"tcp", GC_DEVICE_CPU, tcp_start, tcp_wait, tcp_destroy};
 
-/* --- forming the ring --- */
-
-typedef struct handshake {
-    uint64_t magic, token;
-    uint32_t rank, world;
-} handshake;
-
-/* A number naming this group's formation, so that a stray connection is refused. */
-static uint64_t fresh_token(void) {
-    uint64_t token = 0;
-    FILE *random = fopen("/dev/urandom", "rb");
-    if (!random || fread(&token, sizeof token, 1, random) != 1) token = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-    if (random) fclose(random);
-    return token;
-}
-
-static gc_status exchange_token(gc_process_group *group, uint64_t *token) {
-    char text[32];
-    if (group->rank == 0) {
-        *token = fresh_token();
-        snprintf(text, sizeof text, "%llu", (unsigned long long)*token);
-        return gc_store_set(group->store, "gc/ring/token", text, strlen(text));
-    }
-    void *value;
-    size_t size;
-    gc_status status = gc_store_get(group->store, "gc/ring/token", &value, &size);
-    if (status != GC_OK) return status;
-    *token = strtoull(value, NULL, 10);
-    free(value);
-    return GC_OK;
-}
-
-/* Connects to the next rank, whose address it finds in the store. */
-static int connect_next(gc_process_group *group, const handshake *hello, double deadline) {
-    int next = (group->rank + 1) % group->world;
-    char key[64];
-    snprintf(key, sizeof key, "gc/ring/address/%d", next);
-    void *value = NULL;
-    size_t size;
-    int fd = -1;
-    if (gc_store_get(group->store, key, &value, &size) == GC_OK) {
-        char *colon = strrchr(value, ':');
-        int port = colon ? atoi(colon + 1) : 0;
-        if (colon) *colon = '\0';
-        fd = gc_socket_connect(value, port, deadline);
-    }
-    free(value);
-    if (fd >= 0 && gc_socket_send_all(fd, hello, sizeof *hello, deadline, "ring handshake") != GC_OK) {
-        gc_socket_close(fd);
-        fd = -1;
-    }
-    if (fd < 0) gc_set_error(GC_ERR_PEER, "cannot reach rank %d: %s", next, gc_last_error());
-    return fd;
-}
-
-/* Accepts the previous rank's connection, refusing any other (`ours` is this rank's own
- * handshake: the token and world must match, the rank must be the previous one). */
-static int accept_prev(gc_process_group *group, int listen_fd, const handshake *ours, double deadline) {
-    int prev = (group->rank + group->world - 1) % group->world;
-    while (gc_ms_until(deadline) > 0) {
-        int fd = gc_socket_accept(listen_fd, deadline);
-        if (fd < 0) break;
-        handshake theirs;
-        if (gc_socket_recv_all(fd, &theirs, sizeof theirs, deadline, "ring handshake") == GC_OK &&
-            theirs.magic == ours->magic && theirs.token == ours->token && theirs.world == ours->world &&
-            theirs.rank == (uint32_t)prev)
-            return fd;
-        gc_socket_close(fd); /* not our neighbour: keep waiting for it */
-    }
-    gc_set_error(GC_ERR_PEER, "rank %d did not connect within %g s (did it start?)", prev, group->timeout);
-    return -1;
-}
-
 gc_status gc_tcp_backend_init(gc_process_group *group) {
     tcp_state *state = calloc(1, sizeof *state);
     if (!state) gc_fatal("tcp group: out of host memory");
@@ -247,25 +171,7 @@ gc_status gc_tcp_backend_init(gc_process_group *group) {
     pthread_mutex_init(&state->lock, NULL);
     pthread_cond_init(&state->changed, NULL);
     gc_status status = GC_OK;
-    if (group->world > 1) {
-        double deadline = gc_deadline_after(group->timeout);
-        handshake hello = {HANDSHAKE_MAGIC, 0, (uint32_t)group->rank, (uint32_t)group->world};
-        status = exchange_token(group, &hello.token);
-        int listen_fd = status == GC_OK ? gc_socket_listen(NULL, 0, group->world) : -1;
-        if (status == GC_OK && listen_fd < 0) status = gc_last_status();
-        if (status == GC_OK) {
-            char address[GC_DIST_ADDR_MAX], key[64], value[GC_DIST_ADDR_MAX + 16];
-            gc_store_local_address(group->store, address, sizeof address);
-            snprintf(key, sizeof key, "gc/ring/address/%d", group->rank);
-            snprintf(value, sizeof value, "%s:%d", address, gc_socket_port(listen_fd));
-            status = gc_store_set(group->store, key, value, strlen(value));
-        }
-        if (status == GC_OK) state->ring.next_fd = connect_next(group, &hello, deadline);
-        if (status == GC_OK && state->ring.next_fd >= 0)
-            state->ring.prev_fd = accept_prev(group, listen_fd, &hello, deadline);
-        if (status == GC_OK && (state->ring.next_fd < 0 || state->ring.prev_fd < 0)) status = gc_last_status();
-        if (listen_fd >= 0) close(listen_fd);
-    }
+    if (group->world > 1) status = gc_ring_connect(group, &state->ring);
     if (status == GC_OK && pthread_create(&state->thread, NULL, communicate, state) != 0)
         gc_fatal("tcp group: cannot start the communication thread");
     if (status != GC_OK) {

@@ -1,6 +1,7 @@
 /* Runs a test body in `world` processes forked from the test, with the environment a
  * launcher gives (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT
- * on a free loopback port), so that a multi-process test is one program. Each process's
+ * on a free loopback port, and the run's secret DIST_TEST_SECRET in GC_DIST_SECRET), so that
+ * a multi-process test is one program. Each process's
  * exit status is the body's return value (or the harness's 99 on a setup error); the parent
  * gives every process `seconds` in all, then kills what is left: no test can hang and none
  * leaves a process behind.
@@ -27,6 +28,8 @@
 #include "check.h"
 
 #define DIST_SPAWN_MAX 16
+/* the run's secret in the tests' runs (gradcache launch makes a random one) */
+#define DIST_TEST_SECRET "a secret of the tests' runs, 32 bytes or more"
 
 typedef int (*dist_body)(int rank, int world, void *arg);
 
@@ -71,6 +74,7 @@ static inline void dist_set_env(int rank, int world, int port) {
     setenv("MASTER_ADDR", "127.0.0.1", 1);
     snprintf(text, sizeof text, "%d", port);
     setenv("MASTER_PORT", text, 1);
+    setenv("GC_DIST_SECRET", DIST_TEST_SECRET, 1);
 }
 
 /* Forks `world` processes running body(rank, world, arg) (ranks listed in `ranks` when not

@@ -17,6 +17,9 @@ tiny=${3:?$usage}
 # shellcheck source=tests/cli_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 export GC_DIST_TIMEOUT=20
+# the run's secret for the processes started here without the launcher (it makes its own)
+secret=$work/secret
+head -c 32 /dev/urandom >"$secret" && chmod 600 "$secret"
 same_file() { [ "$(sha256sum <"$1")" = "$(sha256sum <"$2")" ]; }
 
 pairs=$work/pairs.tsv
@@ -127,12 +130,12 @@ check same_file "$work/tuned_resumed/model.safetensors" "$work/tuned/model.safet
 long=("$gradcache" train --data "$pairs" --model-size tiny --max-length 24 --batch-size 16 --gc --steps 100000
       --save-every 2 --out "$work/killed")
 port=$((20000 + RANDOM % 20000))
-env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "${long[@]}" >/dev/null 2>&1 & # env execs it
+env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port GC_DIST_SECRET_FILE="$secret" "${long[@]}" >/dev/null 2>&1 & # env execs it
 victim=$!
 checks=$((checks + 1))
 start=$SECONDS
 status=0
-env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout 120 "${long[@]}" >"$work/stdout" \
+env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port GC_DIST_SECRET_FILE="$secret" timeout 120 "${long[@]}" >"$work/stdout" \
     2>"$work/stderr" &
 survivor=$!
 for _ in $(seq 200); do [ -s "$work/killed/checkpoint.safetensors" ] && break; sleep 0.05; done
@@ -166,9 +169,12 @@ expect_ok timeout 300 "$gradcache" launch -n 2 -- "${train[@]}" --steps 60 --sav
 check same_file "$work/interrupted/model.safetensors" "$work/uninterrupted/model.safetensors" \
     "resumed after a kill: another model than the uninterrupted run's"
 
-# bad input: one line from a process (under the launcher, the same line from each)
+# bad input: one line from a process (under the launcher, the same line from each); a
+# process of several started without the launcher and without a secret file is refused
+expect_error "no secret for the run: GC_DIST_SECRET_FILE must name a file" \
+    env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1 "${train[@]}" --out "$work/bad"
 expect_error "--batch-size 1: every one of the 2 processes needs at least one example" \
-    env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1 "${train[@]}" --batch-size 1 --out "$work/bad"
+    env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1 GC_DIST_SECRET_FILE="$secret" "${train[@]}" --batch-size 1 --out "$work/bad"
 checks=$((checks + 1))
 timeout 60 "$gradcache" launch -n 2 -- "${train[@]}" --batch-size 1 --out "$work/bad" >/dev/null 2>"$work/stderr" &&
     fail "--batch-size 1 with 2 processes was accepted"

@@ -12,7 +12,6 @@
 #include "cli/metadata.h"
 #include "cli/numbers.h"
 #include "cli/retrieval.h"
-#include "cli/sha256.h"
 
 static void test_distinct_texts(void) {
     const char *texts[] = {"b", "a", "b", "c", "a"};
@@ -239,38 +238,7 @@ static void test_metadata(void) {
     gc_metadata_free(&m);
 }
 
-/* FIPS 180-4's examples, and a message that crosses a block in pieces (model fetch hashes files
- * 64 KiB at a time). */
-static void test_sha256(void) {
-    static const struct {
-        const char *message, *digest;
-    } cases[] = {
-        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
-        {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
-        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
-         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        gc_sha256 hash;
-        char hex[65];
-        gc_sha256_init(&hash);
-        size_t length = strlen(cases[i].message), half = length / 2;
-        gc_sha256_update(&hash, cases[i].message, half);
-        gc_sha256_update(&hash, cases[i].message + half, length - half);
-        gc_sha256_hex(&hash, hex);
-        CHECK_MSG(strcmp(hex, cases[i].digest) == 0, "sha256(\"%s\") = %s", cases[i].message, hex);
-    }
-    gc_sha256 hash; /* a million 'a's: many blocks */
-    char hex[65], block[1000];
-    memset(block, 'a', sizeof block);
-    gc_sha256_init(&hash);
-    for (int i = 0; i < 1000; i++) gc_sha256_update(&hash, block, sizeof block);
-    gc_sha256_hex(&hash, hex);
-    CHECK(strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0") == 0);
-}
-
 int main(void) {
-    test_sha256();
     test_distinct_texts();
     test_retrieval_metrics();
     test_retrieval_ties();

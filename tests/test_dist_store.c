@@ -1,12 +1,26 @@
-/* The rendezvous store: set/get/add/check between clients of one server, a get that waits
- * for another client's set, a get that times out, empty and large values, the longest key,
- * counters, a client that sends garbage (dropped, the others still served), and a client
- * whose server is gone. Clients run in threads of this process. */
+/* The rendezvous store: set/get/add/check between clients of one server, keys written once,
+ * a get that waits for another client's set, a get that times out, empty and the longest
+ * values, the longest key, counters, a client that sends garbage (dropped, the others still
+ * served), and a client whose server is gone. Clients run in threads of this process. (What
+ * the store refuses of outsiders: test_dist_store_probes.c.) */
 #include <pthread.h>
 #include <time.h>
 
 #include "check.h"
 #include "dist/socket.h"
+
+static const gc_dist_secret *test_secret(void) {
+    static gc_dist_secret secret = {.size = 40};
+    memset(secret.bytes, 's', secret.size);
+    return &secret;
+}
+
+/* A client of the store at port (serve: its server too, on port 0), in a world of 8. */
+static gc_store *store_at(int port, bool serve, double timeout) {
+    gc_store_options options = {.host = "127.0.0.1", .port = port, .serve = serve, .world_size = 8,
+                                .secret = test_secret(), .timeout_seconds = timeout};
+    return gc_store_new(&options);
+}
 
 typedef struct setter {
     int port;
@@ -16,7 +30,7 @@ typedef struct setter {
 
 static void *set_later(void *arg) {
     setter *s = arg;
-    gc_store *store = gc_store_new("127.0.0.1", s->port, false, 10);
+    gc_store *store = store_at(s->port, false, 10);
     struct timespec pause = {0, (long)(s->delay * 1e9)};
     nanosleep(&pause, NULL);
     if (store) gc_store_set(store, s->key, s->value, strlen(s->value));
@@ -25,7 +39,7 @@ static void *set_later(void *arg) {
 }
 
 static void *count_up(void *arg) {
-    gc_store *store = gc_store_new("127.0.0.1", *(int *)arg, false, 10);
+    gc_store *store = store_at(*(int *)arg, false, 10);
     int64_t value;
     for (int i = 0; store && i < 100; i++) gc_store_add(store, "counter", 1, &value);
     gc_store_free(store);
@@ -41,27 +55,28 @@ static bool get_text(gc_store *store, const char *key, const char *want) {
 }
 
 int main(void) {
-    gc_store *server = gc_store_new("127.0.0.1", 0, true, 1.0);
+    gc_store *server = store_at(0, true, 1.0);
     REQUIRE(server);
     int port = gc_store_port(server);
-    gc_store *client = gc_store_new("127.0.0.1", port, false, 1.0);
+    gc_store *client = store_at(port, false, 1.0);
     REQUIRE(client);
 
-    /* set, get, overwrite, check */
+    /* set, get, a second set refused (by any client), check */
     CHECK(gc_store_set(server, "a", "one", 3) == GC_OK);
     CHECK(get_text(client, "a", "one"));
-    CHECK(gc_store_set(client, "a", "two!", 4) == GC_OK);
-    CHECK(get_text(server, "a", "two!"));
+    CHECK(gc_store_set(client, "a", "two!", 4) == GC_ERR_FORMAT && strstr(gc_last_error(), "'a' is set already"));
+    CHECK(gc_store_set(server, "a", "one", 3) == GC_ERR_FORMAT);
+    CHECK(get_text(server, "a", "one"));
     bool exists = false;
     CHECK(gc_store_check(client, "a", &exists) == GC_OK && exists);
     CHECK(gc_store_check(client, "absent", &exists) == GC_OK && !exists);
     CHECK(gc_store_set(client, "empty", "", 0) == GC_OK && get_text(server, "empty", ""));
 
-    /* the longest key, and a 1 MiB value */
+    /* the longest key, and the longest value */
     char key[GC_STORE_KEY_MAX + 1];
     memset(key, 'k', GC_STORE_KEY_MAX);
     key[GC_STORE_KEY_MAX] = '\0';
-    size_t big = 1u << 20;
+    size_t big = GC_STORE_VALUE_MAX;
     char *value = malloc(big);
     REQUIRE(value);
     for (size_t i = 0; i < big; i++) value[i] = (char)(i * 31);
@@ -87,6 +102,7 @@ int main(void) {
     CHECK(gc_store_add(client, "counter", 0, &total) == GC_OK && total == 400);
     CHECK(get_text(client, "counter", "400"));
     CHECK(gc_store_add(client, "a", 1, &total) == GC_ERR_FORMAT && strstr(gc_last_error(), "not hold a counter"));
+    CHECK(gc_store_set(client, "counter", "1", 1) == GC_ERR_FORMAT && get_text(client, "counter", "400"));
 
     /* garbage from a raw connection: that client is dropped, the others are still served */
     int raw = gc_socket_connect("127.0.0.1", port, gc_deadline_after(1));
@@ -97,7 +113,7 @@ int main(void) {
     CHECK(gc_socket_recv_all(raw, &byte, 1, gc_deadline_after(1), "reply") == GC_ERR_PEER);
     CHECK(strstr(gc_last_error(), "closed") != NULL);
     gc_socket_close(raw);
-    CHECK(get_text(client, "a", "two!"));
+    CHECK(get_text(client, "a", "one"));
 
     /* a get that is never answered times out, and leaves that connection unusable */
     double start = gc_now_seconds();
@@ -108,7 +124,7 @@ int main(void) {
     gc_store_free(client);
 
     /* the server gone: a client learns it at its next request */
-    gc_store *orphan = gc_store_new("127.0.0.1", port, false, 1.0);
+    gc_store *orphan = store_at(port, false, 1.0);
     REQUIRE(orphan);
     gc_store_free(server);
     CHECK(gc_store_set(orphan, "x", "y", 1) == GC_ERR_PEER);

@@ -53,10 +53,38 @@ for rank in 0 1 2 3; do
     grep -qE "^\[$rank\] env RANK=$rank WORLD_SIZE=4 LOCAL_RANK=$rank LOCAL_WORLD_SIZE=4 GROUP_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=[0-9]+$" \
         "$work/stdout" || fail "rank $rank's environment: $(grep "^\[$rank\]" "$work/stdout")"
 done
-expect_status 0 20 "$gradcache" launch -n 2 --nnodes 3 --node-rank 2 --master-addr 127.0.0.1 --master-port 29999 -- "$child" --env
+secret=$work/secret
+head -c 32 /dev/urandom >"$secret" && chmod 600 "$secret"
+expect_status 0 20 env GC_DIST_SECRET_FILE="$secret" \
+    "$gradcache" launch -n 2 --nnodes 3 --node-rank 2 --master-addr 127.0.0.1 --master-port 29999 -- "$child" --env
 checks=$((checks + 1))
 grep -q "^\[5\] env RANK=5 WORLD_SIZE=6 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 GROUP_RANK=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29999$" \
     "$work/stdout" || fail "node 2 of 3: $(cat "$work/stdout")"
+
+# the run's secret: a fresh one per run on one machine, the same for all its processes; none
+# passed on where GC_DIST_SECRET_FILE names one (every process reads the file), which is
+# checked first and needed for several machines
+# shellcheck disable=SC2016 # expanded by each process's shell
+print_secret=(sh -c 'echo "secret ${GC_DIST_SECRET:-none}"')
+expect_status 0 20 "$gradcache" launch -n 2 -- "${print_secret[@]}"
+first=$(sed -n 's/^\[0\] secret //p' "$work/stdout")
+checks=$((checks + 1))
+[[ $first =~ ^[0-9a-f]{64}$ ]] && grep -qx "\[1\] secret $first" "$work/stdout" ||
+    fail "the secret of a run: $(cat "$work/stdout")"
+expect_status 0 20 "$gradcache" launch -n 1 -- "${print_secret[@]}"
+checks=$((checks + 1))
+grep -q "^\[0\] secret [0-9a-f]\{64\}$" "$work/stdout" && ! grep -q "$first" "$work/stdout" ||
+    fail "the next run's secret: $(cat "$work/stdout"), the first run's $first"
+expect_status 0 20 env GC_DIST_SECRET_FILE="$secret" "$gradcache" launch -n 1 -- "${print_secret[@]}"
+check [ "$(cat "$work/stdout")" = "[0] secret none" ] "with GC_DIST_SECRET_FILE: $(cat "$work/stdout")"
+expect_error "2 nodes need GC_DIST_SECRET_FILE" \
+    "$gradcache" launch -n 1 --nnodes 2 --master-addr 127.0.0.1 --master-port 29999 -- "$child" --env
+chmod 644 "$secret"
+expect_error "can be read or written by other users (chmod 600 it)" \
+    env GC_DIST_SECRET_FILE="$secret" "$gradcache" launch -n 1 -- "$child" --env
+chmod 600 "$secret"
+head -c 31 /dev/urandom >"$work/short_secret" && chmod 600 "$work/short_secret"
+expect_error "holds a secret of 31 bytes" env GC_DIST_SECRET_FILE="$work/short_secret" "$gradcache" launch -n 1 -- "$child"
 
 # 4 x 2000 interleaved lines arrive whole; a 100,000-byte line is cut at 65,536; an
 # unfinished last line is passed on

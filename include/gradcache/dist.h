@@ -7,6 +7,13 @@
  * MASTER_ADDR:MASTER_PORT (gc_store); through it the processes exchange what they need to
  * connect (addresses, NCCL's unique id) and then form a process group.
  *
+ * Every connection of a run -- to the store, between the ranks -- opens with a handshake in
+ * which both sides prove that they know the run's secret (an HMAC-SHA256 of fresh nonces; the
+ * secret itself never crosses the network), so that nobody else can join, read the store or
+ * pose as a rank. The secret is GC_DIST_SECRET_FILE's content or GC_DIST_SECRET (which
+ * `gradcache launch` sets); the bytes exchanged after the handshake are neither encrypted nor
+ * authenticated (docs/DESIGN.md, "Security").
+ *
  * A process group runs collectives on tensors. Every rank must call the same collectives in
  * the same order with tensors of the same shape and dtype (all_gather excepted: dim 0 may
  * differ per rank); this is checked where it is cheap and is otherwise a programmer error
@@ -44,6 +51,17 @@ extern "C" {
 /* --- the environment of a distributed run --- */
 
 #define GC_DIST_ADDR_MAX 256
+#define GC_DIST_SECRET_MIN 32   /* bytes: 256 bits when they are random */
+#define GC_DIST_SECRET_MAX 1024
+/* A connection (to the store, or to a rank) that has not finished the handshake within this
+ * many seconds is closed. */
+#define GC_DIST_HANDSHAKE_SECONDS 10.0
+
+/* The run's secret: the key of the handshake's HMAC. */
+typedef struct gc_dist_secret {
+    size_t size;                        /* 0: none */
+    uint8_t bytes[GC_DIST_SECRET_MAX];
+} gc_dist_secret;
 
 typedef struct gc_dist_env {
     bool launched;        /* WORLD_SIZE was set: this process is one of a distributed run */
@@ -53,13 +71,20 @@ typedef struct gc_dist_env {
     int local_world_size; /* LOCAL_WORLD_SIZE: processes on its machine */
     char master_addr[GC_DIST_ADDR_MAX]; /* MASTER_ADDR: where rank 0 serves the store */
     int master_port;      /* MASTER_PORT */
+    char bind_addr[GC_DIST_ADDR_MAX];   /* GC_DIST_BIND: the interface rank 0's store listens on
+                                           (empty: MASTER_ADDR's; 0.0.0.0: every interface) */
+    gc_dist_secret secret; /* GC_DIST_SECRET_FILE's bytes or GC_DIST_SECRET (world > 1 only) */
 } gc_dist_env;
 
 /* Reads the variables above. Without WORLD_SIZE: a single process (launched false, rank 0
  * of 1) and GC_OK. GC_ERR_FORMAT naming the variable when one is malformed or out of range
  * (WORLD_SIZE < 1, RANK outside [0, WORLD_SIZE), a port outside 1..65535, MASTER_ADDR or
  * MASTER_PORT missing in a run of several processes). LOCAL_RANK and LOCAL_WORLD_SIZE
- * default to RANK and WORLD_SIZE. */
+ * default to RANK and WORLD_SIZE. A run of several processes needs its secret: the file
+ * named by GC_DIST_SECRET_FILE (a regular file no other user may read, of GC_DIST_SECRET_MIN
+ * to GC_DIST_SECRET_MAX bytes, the same on every machine), else GC_DIST_SECRET's text;
+ * without one, or with a bad one, GC_ERR_FORMAT (GC_ERR_IO: the file cannot be read). A
+ * process of a world of one needs none. */
 gc_status gc_dist_env_read(gc_dist_env *env);
 
 /* The timeout of collectives and rendezvous in seconds: GC_DIST_TIMEOUT when set (a
@@ -70,29 +95,58 @@ double gc_dist_default_timeout(void);
 
 typedef struct gc_store gc_store;
 
-/* serve: listen on host:port (port 0: any free port; see gc_store_port) and serve the
- * store from a thread of this process, then connect to it like every client. Otherwise:
- * connect to host:port, retrying until the timeout (the server may not be up yet).
- * NULL with GC_ERR_PEER (unreachable, timed out), GC_ERR_IO (the port is in use) or
- * GC_ERR_FORMAT (a bad address) and a message naming host and port. */
-gc_store *gc_store_new(const char *host, int port, bool serve, double timeout_seconds);
+typedef struct gc_store_options {
+    const char *host;        /* the server's address (MASTER_ADDR) */
+    int port;                /* its port (serving with 0: any free one, see gc_store_port) */
+    bool serve;              /* also serve the store, from a thread of this process (rank 0) */
+    const char *bind;        /* serving: the interface to listen on; NULL: host's (0.0.0.0: all) */
+    int rank;                /* this process's rank, claimed in the handshake */
+    int world_size;          /* serving: the run's processes; connections and stored bytes are
+                                bounded by it (GC_STORE_CONNECTION_MARGIN more connections) */
+    const gc_dist_secret *secret; /* the run's, at least GC_DIST_SECRET_MIN bytes */
+    double timeout_seconds;  /* connecting, the handshake, and each request's reply */
+} gc_store_options;
+
+/* serve: listen on bind:port and serve the store from a thread of this process, then connect
+ * to it like every client. Otherwise: connect to host:port, retrying until the timeout (the
+ * server may not be up yet). Either way the connection is authenticated both ways with the
+ * secret before anything else crosses it. NULL with GC_ERR_PEER (unreachable, timed out,
+ * the server does not know the secret or refused ours), GC_ERR_IO (the port is in use or the
+ * address is not this machine's) or GC_ERR_FORMAT (a bad address) and a message naming host
+ * and port. A secret shorter than GC_DIST_SECRET_MIN is a programmer error.
+ *
+ * The server refuses, with one line on stderr naming the address and the reason, a client
+ * that fails the handshake or does not finish it within GC_DIST_HANDSHAKE_SECONDS, and a
+ * request longer than the protocol allows, before reading it. It holds world_size +
+ * GC_STORE_CONNECTION_MARGIN connections: past that, the oldest one still in its handshake is
+ * closed to make room (a client turned away that way tries again until its timeout), so
+ * strangers cannot lock the run out; and at most GC_STORE_BYTES_PER_CONNECTION bytes of keys
+ * and values per connection it may hold. */
+#define GC_STORE_CONNECTION_MARGIN 16
+#define GC_STORE_BYTES_PER_CONNECTION (64u << 10)
+gc_store *gc_store_new(const gc_store_options *options);
 /* The port the store listens on (useful after port 0). */
 int gc_store_port(const gc_store *store);
 /* Sets key (a NUL-terminated string, at most GC_STORE_KEY_MAX bytes) to a copy of the
- * value (at most GC_STORE_VALUE_MAX bytes). */
+ * value (at most GC_STORE_VALUE_MAX bytes: addresses and ids, not data). A key is written
+ * once: setting a key that is set already is refused (GC_ERR_FORMAT), so that no process can
+ * change what another published (its address, say); so is a key past the store's bound on
+ * bytes. */
 #define GC_STORE_KEY_MAX 1024
-#define GC_STORE_VALUE_MAX (64u << 20)
+#define GC_STORE_VALUE_MAX 4096u
 gc_status gc_store_set(gc_store *store, const char *key, const void *value, size_t size);
 /* Waits until key is set (up to the store's timeout), then returns a malloc'ed copy of its
  * value in *value (NUL-terminated one byte past *size, for text) and its size. */
 gc_status gc_store_get(gc_store *store, const char *key, void **value, size_t *size);
 /* Adds delta to the integer stored at key (absent: 0) and returns the new value: a counter
- * for barriers and for handing out unique numbers. */
+ * for barriers and for handing out unique numbers. GC_ERR_FORMAT when the key was set with
+ * gc_store_set (it is not a counter) or the store is full. */
 gc_status gc_store_add(gc_store *store, const char *key, int64_t delta, int64_t *result);
 /* Whether key is set, without waiting. */
 gc_status gc_store_check(gc_store *store, const char *key, bool *exists);
-/* Closes the connection; the server (on rank 0) stops after its clients have gone or at
- * once if free is called while clients are still connected (they then see GC_ERR_PEER). */
+/* Closes the connection. The server (on rank 0) first waits for its authenticated clients --
+ * the run's processes -- to disconnect, at most the timeout (those still connected then see
+ * GC_ERR_PEER); a connection that never finished the handshake does not delay it. */
 void gc_store_free(gc_store *store);
 
 /* --- process groups and collectives --- */
@@ -108,12 +162,14 @@ typedef struct gc_dist_options {
 
 typedef struct gc_process_group gc_process_group;
 
-/* Forms the group of env->world_size processes: rank 0 serves the store, every rank
- * connects to it, the ranks exchange what the backend needs and check that they agree on
- * the world size and backend. Every rank must call it. NULL with GC_ERR_PEER (a peer never
- * arrived within the timeout, the master is unreachable), GC_ERR_IO (the master port is in
- * use), GC_ERR_UNAVAILABLE (NCCL not built or no GPU) and a message naming the rank. A
- * world of one process needs no network at all. */
+/* Forms the group of env->world_size processes: rank 0 serves the store (on env->bind_addr,
+ * else MASTER_ADDR's interface), every rank connects to it, the ranks exchange what the
+ * backend needs and check that they agree on the world size and backend; every connection is
+ * authenticated with env->secret. Every rank must call it. NULL with GC_ERR_PEER (a peer
+ * never arrived within the timeout, the master is unreachable, a peer does not know the
+ * secret), GC_ERR_IO (the master port is in use, MASTER_ADDR is not rank 0's), GC_ERR_FORMAT
+ * (no secret of GC_DIST_SECRET_MIN bytes), GC_ERR_UNAVAILABLE (NCCL not built or no GPU) and
+ * a message naming the rank. A world of one process needs no network at all. */
 gc_process_group *gc_process_group_new(const gc_dist_env *env, const gc_dist_options *options);
 /* gc_dist_env_read + gc_process_group_new, for a program started by a launcher. */
 gc_process_group *gc_process_group_from_env(const gc_dist_options *options);

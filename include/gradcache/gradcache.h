@@ -21,6 +21,7 @@
 #include "gradcache/pretrained.h"
 #include "gradcache/random.h"
 #include "gradcache/rng.h"
+#include "gradcache/sha256.h"
 #include "gradcache/tensor.h"
 #include "gradcache/tokenizer.h"
 

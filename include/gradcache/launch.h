@@ -4,7 +4,10 @@
  *
  * Every process gets RANK (node_rank * nproc + local rank), WORLD_SIZE (nnodes * nproc),
  * LOCAL_RANK, LOCAL_WORLD_SIZE (nproc), GROUP_RANK (node_rank), MASTER_ADDR and MASTER_PORT,
- * on top of the launcher's own environment. Their standard output and error pass through the
+ * on top of the launcher's own environment; and the run's secret (include/gradcache/dist.h):
+ * with GC_DIST_SECRET_FILE set, every process reads that file (checked by the launcher
+ * first); otherwise, on one node, a fresh random one in GC_DIST_SECRET. Several nodes need
+ * GC_DIST_SECRET_FILE, the same secret on each. Their standard output and error pass through the
  * launcher line by line, each line prefixed with "[RANK] " (or, with log_dir, written to
  * LOG_DIR/rank_RANK.out and .err instead).
  *
@@ -49,7 +52,8 @@ typedef struct gc_launch_options {
  * launcher was interrupted (after stopping every process). A program that cannot be
  * executed makes its processes exit with 127 (one line on stderr naming it), as a shell
  * does. Returns -1 with an error recorded (gc_last_error) when the run could not start (bad
- * options, no free port, fork failing): then no process is left running. */
+ * options, no free port, no secret or a bad secret file, fork failing): then no process is
+ * left running. */
 int gc_launch(const gc_launch_options *options, char *const argv[]);
 
 #ifdef __cplusplus

@@ -1,7 +1,9 @@
 /* libFuzzer target for the reader of a distributed run's environment (dist/env.c): what a
  * launcher, or a user, sets in WORLD_SIZE, RANK, LOCAL_WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
- * MASTER_PORT and GC_DIST_TIMEOUT. The input is split at NUL bytes into those values, in that
- * order (a missing one is unset). Every value must be refused with GC_ERR_FORMAT and one line
+ * MASTER_PORT, GC_DIST_TIMEOUT, GC_DIST_BIND and GC_DIST_SECRET (GC_DIST_SECRET_FILE is
+ * unset: a file is not fuzzed). The input is split at NUL bytes into those values, in that
+ * order (a missing one is unset). A world of several read without error holds a secret of
+ * GC_DIST_SECRET_MIN to GC_DIST_SECRET_MAX bytes, equal to GC_DIST_SECRET. Every value must be refused with GC_ERR_FORMAT and one line
  * naming the variable (a control character in the value shown escaped), or be read as a consistent world: 0 <= rank < world size, 0 <=
  * local rank < local world size <= world size, a port in [1, 65535], and every integer
  * accepted written in plain decimal digits (no white space, no '+'). */
@@ -14,8 +16,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *const NAMES[] = {"WORLD_SIZE", "RANK", "LOCAL_WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
-                                    "MASTER_PORT", "GC_DIST_TIMEOUT"};
+static const char *const NAMES[] = {"WORLD_SIZE", "RANK",        "LOCAL_WORLD_SIZE", "LOCAL_RANK",    "MASTER_ADDR",
+                                    "MASTER_PORT", "GC_DIST_TIMEOUT", "GC_DIST_BIND",    "GC_DIST_SECRET"};
+/* the variables that hold integers */
+static const char *const INTEGERS[] = {"WORLD_SIZE", "RANK", "LOCAL_WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT"};
 enum { COUNT = sizeof NAMES / sizeof *NAMES };
 
 /* True when the variable is unset or holds decimal digits alone (after an optional '-'). */
@@ -48,6 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         setenv(NAMES[i], value, 1);
         value += strlen(value) + 1;
     }
+    unsetenv("GC_DIST_SECRET_FILE");
     gc_dist_env env;
     gc_status status = gc_dist_env_read(&env);
     if (status == GC_OK) {
@@ -55,10 +60,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             env.local_world_size > env.world_size || env.local_rank < 0 || env.local_rank >= env.local_world_size ||
             env.master_port < 1 || env.master_port > 65535)
             abort();
-        for (int i = 0; env.launched && i < COUNT; i++)
-            if (strcmp(NAMES[i], "MASTER_ADDR") != 0 && strcmp(NAMES[i], "GC_DIST_TIMEOUT") != 0 &&
-                !plain_decimal(NAMES[i]))
-                abort();
+        for (size_t i = 0; env.launched && i < sizeof INTEGERS / sizeof *INTEGERS; i++)
+            if (!plain_decimal(INTEGERS[i])) abort();
+        const char *secret = getenv("GC_DIST_SECRET");
+        if (env.world_size > 1 && (!secret || env.secret.size != strlen(secret) || env.secret.size < GC_DIST_SECRET_MIN ||
+                                   env.secret.size > GC_DIST_SECRET_MAX ||
+                                   memcmp(env.secret.bytes, secret, env.secret.size) != 0))
+            abort();
     } else {
         if (status != GC_ERR_FORMAT || !names_a_variable(gc_last_error())) abort();
         gc_clear_error();

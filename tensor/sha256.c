@@ -1,10 +1,12 @@
-/* SHA-256 (see sha256.h), as FIPS 180-4 section 6.2 specifies it. */
+/* SHA-256 as FIPS 180-4 section 6.2 specifies it, and HMAC-SHA256 as RFC 2104 does (see
+ * include/gradcache/sha256.h). It lives in tensor/, the bottom layer, because dist/ (the
+ * handshake) and the program (download checks) both need it and neither may import the other
+ * or nn/. */
 #include <errno.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "sha256.h"
+#include "gradcache/sha256.h"
 
 /* The first 32 bits of the fractional parts of the cube roots of the first 64 primes. */
 static const uint32_t round_constants[64] = {
@@ -58,7 +60,7 @@ void gc_sha256_update(gc_sha256 *hash, const void *data, size_t size) {
     }
 }
 
-void gc_sha256_hex(gc_sha256 *hash, char hex[65]) {
+void gc_sha256_final(gc_sha256 *hash, uint8_t digest[GC_SHA256_SIZE]) {
     uint64_t bits = hash->length * 8;
     /* padding: a 1 bit, zeros up to 56 bytes mod 64, then the length in bits, big-endian */
     unsigned char pad = 0x80;
@@ -68,7 +70,13 @@ void gc_sha256_hex(gc_sha256 *hash, char hex[65]) {
     unsigned char length[8];
     for (int i = 0; i < 8; i++) length[i] = (unsigned char)(bits >> (56 - 8 * i));
     gc_sha256_update(hash, length, 8);
-    for (int i = 0; i < 8; i++) snprintf(hex + 8 * i, 9, "%08x", hash->state[i]);
+    for (int i = 0; i < 32; i++) digest[i] = (uint8_t)(hash->state[i / 4] >> (24 - 8 * (i % 4)));
+}
+
+void gc_sha256_hex(gc_sha256 *hash, char hex[65]) {
+    uint8_t digest[GC_SHA256_SIZE];
+    gc_sha256_final(hash, digest);
+    for (int i = 0; i < GC_SHA256_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", digest[i]);
 }
 
 gc_status gc_sha256_file(const char *path, char hex[65]) {
@@ -89,4 +97,42 @@ gc_status gc_sha256_file(const char *path, char hex[65]) {
     }
     gc_sha256_hex(&hash, hex);
     return GC_OK;
+}
+
+void gc_hmac_sha256_init(gc_hmac_sha256 *mac, const void *key, size_t key_size) {
+    uint8_t block[GC_SHA256_BLOCK] = {0};
+    if (key_size > GC_SHA256_BLOCK) {
+        gc_sha256 hashed;
+        gc_sha256_init(&hashed);
+        gc_sha256_update(&hashed, key, key_size);
+        gc_sha256_final(&hashed, block);
+    } else if (key_size) {
+        memcpy(block, key, key_size);
+    }
+    uint8_t pad[GC_SHA256_BLOCK];
+    for (int i = 0; i < GC_SHA256_BLOCK; i++) pad[i] = block[i] ^ 0x36;
+    gc_sha256_init(&mac->inner);
+    gc_sha256_update(&mac->inner, pad, sizeof pad);
+    for (int i = 0; i < GC_SHA256_BLOCK; i++) pad[i] = block[i] ^ 0x5c;
+    gc_sha256_init(&mac->outer);
+    gc_sha256_update(&mac->outer, pad, sizeof pad);
+}
+
+void gc_hmac_sha256_update(gc_hmac_sha256 *mac, const void *data, size_t size) {
+    gc_sha256_update(&mac->inner, data, size);
+}
+
+void gc_hmac_sha256_final(gc_hmac_sha256 *mac, uint8_t out[GC_SHA256_SIZE]) {
+    uint8_t inner[GC_SHA256_SIZE];
+    gc_sha256_final(&mac->inner, inner);
+    gc_sha256_update(&mac->outer, inner, sizeof inner);
+    gc_sha256_final(&mac->outer, out);
+}
+
+bool gc_equal_constant_time(const void *a, const void *b, size_t size) {
+    /* volatile: the compiler may not turn the loop into one that stops at the first difference */
+    const volatile unsigned char *x = a, *y = b;
+    unsigned char difference = 0;
+    for (size_t i = 0; i < size; i++) difference |= (unsigned char)(x[i] ^ y[i]);
+    return difference == 0;
 }

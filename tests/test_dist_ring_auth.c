@@ -1,0 +1,129 @@
+/* The ring's connections are authenticated: a stranger who found rank 0's ring listener (its
+ * address is in the store: here the stranger may read the store, the worst case) cannot reach
+ * it through another interface than the one advertised (127.0.0.1); it connects first, claims
+ * to be rank 1 and sends a proof made with another secret. Rank 0 refuses it
+ * with one line naming its address and the reason, never sends it a verdict, and forms the
+ * ring with the real rank 1, whose all-reduce then gives the right sum. Three processes:
+ * ranks 0 and 1 of a world of 2, and the stranger. */
+#include <fcntl.h>
+
+#include "check.h"
+#include "dist/auth.h"
+#include "dist/socket.h"
+#include "dist_spawn.h"
+#include "outside_address.h"
+
+#define TIMEOUT 20.0
+#define STRANGER 2 /* the third process's "rank": it never joins */
+
+static gc_store *store_client(int rank) {
+    gc_dist_secret secret = {.size = strlen(DIST_TEST_SECRET)};
+    memcpy(secret.bytes, DIST_TEST_SECRET, secret.size);
+    gc_store_options options = {.host = "127.0.0.1", .port = atoi(getenv("MASTER_PORT")), .rank = rank,
+                                .world_size = 2, .secret = &secret, .timeout_seconds = TIMEOUT};
+    gc_store *store = gc_store_new(&options);
+    REQUIRE(store);
+    return store;
+}
+
+static bool wait_for_key(gc_store *store, const char *key, char **value) {
+    size_t size;
+    return gc_store_get(store, key, (void **)value, &size) == GC_OK;
+}
+
+/* Connects to rank 0's ring listener as "rank 1", with another secret; sends the hello, lets
+ * rank 1 go on, then the proof: the connection must be closed without a verdict. */
+static int stranger(void) {
+    gc_store *store = store_client(1);
+    char *address = NULL;
+    REQUIRE(wait_for_key(store, "gc/ring/address/0", &address));
+    char *colon = strrchr(address, ':');
+    REQUIRE(colon);
+    *colon = '\0';
+    char outside[64];
+    if (outside_address(outside, sizeof outside)) { /* the listener is bound to the address advertised */
+        int elsewhere = gc_socket_connect(outside, atoi(colon + 1), gc_deadline_after(0.3));
+        CHECK_MSG(elsewhere < 0, "rank 0's ring listener (%s:%s) answered at %s", address, colon + 1, outside);
+        gc_socket_close(elsewhere);
+    }
+    int fd = gc_socket_connect(address, atoi(colon + 1), gc_deadline_after(5));
+    free(address);
+    REQUIRE(fd >= 0);
+    gc_dist_secret wrong = {.size = 40};
+    memset(wrong.bytes, 'w', wrong.size);
+    gc_auth auth;
+    uint8_t hello[GC_AUTH_HELLO_SIZE], challenge[GC_AUTH_CHALLENGE_SIZE], proof[GC_AUTH_PROOF_SIZE];
+    const char *problem;
+    REQUIRE(gc_auth_hello(&auth, &wrong, (gc_auth_identity){GC_AUTH_RING, 1}, hello, &problem));
+    CHECK(gc_socket_send_all(fd, hello, sizeof hello, gc_deadline_after(5), "hello") == GC_OK);
+    CHECK(gc_store_set(store, "probe/stranger_waits", "1", 1) == GC_OK);
+    CHECK(gc_socket_recv_all(fd, challenge, sizeof challenge, gc_deadline_after(TIMEOUT), "challenge") == GC_OK);
+    gc_hmac_sha256 mac; /* what a process with this secret would prove */
+    gc_hmac_sha256_init(&mac, wrong.bytes, wrong.size);
+    gc_hmac_sha256_update(&mac, "gradcache client", 17);
+    gc_hmac_sha256_update(&mac, hello, sizeof hello);
+    gc_hmac_sha256_update(&mac, challenge, GC_AUTH_HELLO_SIZE);
+    gc_hmac_sha256_final(&mac, proof);
+    CHECK(gc_socket_send_all(fd, proof, sizeof proof, gc_deadline_after(5), "proof") == GC_OK);
+    uint8_t verdict;
+    CHECK_MSG(gc_socket_recv_all(fd, &verdict, 1, gc_deadline_after(TIMEOUT), "verdict") != GC_OK,
+              "the stranger got a verdict %u", verdict);
+    gc_socket_close(fd);
+    gc_store_free(store);
+    return gc_test_result();
+}
+
+static int body(int rank, int world, void *arg) {
+    (void)world;
+    if (rank == STRANGER) return stranger();
+    if (rank == 1) { /* joins once the stranger is at rank 0's door */
+        gc_store *store = store_client(1);
+        char *value = NULL;
+        REQUIRE(wait_for_key(store, "probe/stranger_waits", &value));
+        free(value);
+        gc_store_free(store);
+    }
+    int log_fd = -1, saved = -1;
+    if (rank == 0) { /* rank 0's stderr into the file, to be read back */
+        log_fd = open((const char *)arg, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        saved = dup(STDERR_FILENO);
+        REQUIRE(log_fd >= 0 && saved >= 0 && dup2(log_fd, STDERR_FILENO) >= 0);
+    }
+    gc_process_group *group = dist_test_group(TIMEOUT);
+    gc_tensor *t = gc_full(GC_SHAPE(1000), GC_F32, gc_cpu(), rank + 1);
+    REQUIRE(t);
+    CHECK(gc_dist_all_reduce(group, t, GC_DIST_SUM) == GC_OK);
+    const float *sum = gc_data(t);
+    CHECK(sum[0] == 3.0f && sum[999] == 3.0f);
+    gc_tensor_release(t);
+    gc_process_group_free(group);
+    if (rank == 0) {
+        fflush(stderr);
+        dup2(saved, STDERR_FILENO);
+        close(log_fd);
+    }
+    return gc_test_result();
+}
+
+int main(void) {
+    char log_path[] = "/tmp/gc_ring_auth_XXXXXX";
+    int fd = mkstemp(log_path);
+    REQUIRE(fd >= 0);
+    close(fd);
+    int ranks[] = {0, 1, STRANGER}, status[3];
+    double elapsed;
+    CHECK(dist_run(2, ranks, 3, body, log_path, 60, status, &elapsed));
+    for (int i = 0; i < 3; i++) CHECK_MSG(status[i] == 0, "process %d (rank %d) exited with %d", i, ranks[i], status[i]);
+    FILE *log = fopen(log_path, "r");
+    REQUIRE(log);
+    char line[512];
+    int refusals = 0;
+    while (fgets(line, sizeof line, log)) {
+        fputs(line, stdout);
+        refusals += strncmp(line, "gradcache: rank 0, ring: refused 127.0.0.1:", 43) == 0 && strstr(line, "wrong secret");
+    }
+    fclose(log);
+    unlink(log_path);
+    CHECK_MSG(refusals == 1, "rank 0 logged %d refusals of the stranger", refusals);
+    return gc_test_result();
+}
