@@ -2,13 +2,13 @@
 """The engine's benchmark model in PyTorch, trained with Gradient Cache and without it, for a
 side-by-side comparison with `gradcache bench memory` on the same device.
 
-The model is the one `gradcache bench` builds (cli/bench_model.c, nn/text_encoder.c): a dual
+The model is the one `gradcache bench` builds (cli/bench_model.c, nn/layers/text_encoder.c): a dual
 encoder over the byte vocabulary of cli/tokenizer.h, each tower token + position embeddings,
 LayerNorm (eps 1e-12) and dropout, then post-norm BERT layers (self-attention with the padding
 bias (mask - 1) * 10000 and dropout on the probabilities, an MLP with GELU (erf) and no inner
 dropout, dropout on each block's output before the residual add), mean pooling over the mask,
 and an optional projection. The loss is in-batch InfoNCE with cosine similarity at temperature
-0.05 (nn/contrastive.c), query i's positive passage i. Parameters are drawn from normal(0,
+0.05 (nn/losses/contrastive.c), query i's positive passage i. Parameters are drawn from normal(0,
 0.02), biases 0, as the engine draws them.
 
 Gradient Cache is written here from the paper's algorithm (Gao et al. 2021, as luyug/GradCache
@@ -45,8 +45,8 @@ except ImportError:  # --help and --compare need no PyTorch; the rest exits 77 (
 
 VOCAB = 258  # cli/tokenizer.h: [PAD] 0, [CLS] 1, byte b as b + 2
 PAD, CLS = 0, 1
-LAYERNORM_EPS = 1e-12  # BERT's, nn/layer_util.h
-COSINE_EPS = 1e-12  # nn/contrastive.c
+LAYERNORM_EPS = 1e-12  # BERT's, nn/layers/layer_util.h
+COSINE_EPS = 1e-12  # nn/losses/contrastive.c
 TEMPERATURE = 0.05  # cli/bench_step.c
 
 
@@ -60,7 +60,7 @@ def normal_parameters(module):
 
 
 class SelfAttention(nn.Module):
-    """softmax(Q K^T / sqrt(Dh) + (mask - 1) 10000) V per head (nn/attention.c)."""
+    """softmax(Q K^T / sqrt(Dh) + (mask - 1) 10000) V per head (nn/layers/attention.c)."""
 
     def __init__(self, dim, heads, dropout, use_sdpa):
         super().__init__()
@@ -125,7 +125,7 @@ class TextEncoder(nn.Module):
 
 
 def contrastive_loss(queries, passages, temperature=TEMPERATURE):
-    """Cosine InfoNCE, query i's positive passage i * (Np / Nq) (nn/contrastive.c)."""
+    """Cosine InfoNCE, query i's positive passage i * (Np / Nq) (nn/losses/contrastive.c)."""
     def unit(x):
         return x * torch.rsqrt((x * x).sum(dim=1, keepdim=True) + COSINE_EPS * COSINE_EPS)
 

@@ -1,8 +1,8 @@
 """The trainer's model and training step in PyTorch, for bench/compare_torch.py.
 
 The same architecture as cli/model.c (a BERT-style post-norm text encoder per tower,
-nn/text_encoder.c and the layers under it), the same loss (cosine InfoNCE at temperature
-0.05, nn/contrastive.c), the same step (the plain step, or Gradient Cache with the last
+nn/layers/text_encoder.c and the layers under it), the same loss (cosine InfoNCE at temperature
+0.05, nn/losses/contrastive.c), the same step (the plain step, or Gradient Cache with the last
 chunk's graph kept, gradcache/cache.c), then clipping to norm 1 and AdamW with weight decay
 0.01 except on biases and LayerNorm parameters (cli/command_train.c). PyTorch as a user
 would write it: its own modules and optimizer at their defaults.
@@ -21,8 +21,8 @@ PRESETS = {
 }
 VOCAB = 258
 DROPOUT = 0.1
-LAYERNORM_EPS = 1e-12  # nn/layer_util.h
-COSINE_EPS = 1e-12  # nn/contrastive.c
+LAYERNORM_EPS = 1e-12  # nn/layers/layer_util.h
+COSINE_EPS = 1e-12  # nn/losses/contrastive.c
 TEMPERATURE = 0.05
 MAX_GRAD_NORM = 1.0
 WEIGHT_DECAY = 0.01
@@ -30,7 +30,7 @@ LEARNING_RATE = 1e-4
 
 
 class Attention(nn.Module):
-    """softmax(Q K^T / sqrt(Dh) + (mask - 1) 10000) V per head (nn/attention.c)."""
+    """softmax(Q K^T / sqrt(Dh) + (mask - 1) 10000) V per head (nn/layers/attention.c)."""
 
     def __init__(self, dim, heads):
         super().__init__()

@@ -74,7 +74,7 @@ typedef struct gc_span {
     int64_t numel;
     gc_dtype dtype;
 } gc_span;
-/* One tile of the tiled contrastive loss (nn/contrastive_tiled.c): a block of queries
+/* One tile of the tiled contrastive loss (nn/losses/contrastive_tiled.c): a block of queries
  * (rows) against a block of candidates (columns). `scores` holds the block's dot products
  * q_i . p_j, and the score of element (i, j) is s_ij = scores[i, j] row_scale[i] col_scale[j]
  * (the temperature and cosine's inverse norms are folded into the scales). Every vector points

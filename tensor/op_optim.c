@@ -1,6 +1,6 @@
 /* The fused optimizer updates as ops (op_internal.h): the checks, then the backend's
  * sgd_update or adamw_update, which change the parameter, its master copy and its state in
- * place in one pass. The optimizers (nn/sgd.c, nn/adamw.c) keep the state and the step
+ * place in one pass. The optimizers (nn/optim/sgd.c, nn/optim/adamw.c) keep the state and the step
  * count; these only move the numbers. */
 #include "backend.h"
 #include "op_internal.h"

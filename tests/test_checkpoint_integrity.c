@@ -7,7 +7,7 @@
 #include <sys/resource.h>
 
 #include "checkpoint_files.h"
-#include "nn/checksum.h"
+#include "nn/io/checksum.h"
 #include "values.h"
 
 static uint64_t xxh64_in_pieces(const unsigned char *bytes, size_t size, size_t piece) {

@@ -21,7 +21,7 @@
  *    Truncation to `max_length` cuts the text's tokens, never the template's: [SEP] stays.
  *    Invalid UTF-8 in a text counts as U+FFFD (which clean_text removes).
  *
- * The character classes come from the reference itself (nn/unicode_tables.c); the test
+ * The character classes come from the reference itself (nn/text/unicode_tables.c); the test
  * tests/test_wordpiece.c checks the ids against the reference's on a fixed set of strings. */
 #ifndef GRADCACHE_TOKENIZER_H
 #define GRADCACHE_TOKENIZER_H

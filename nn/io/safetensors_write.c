@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "nn/checksum.h"
-#include "nn/safetensors_internal.h"
+#include "nn/io/checksum.h"
+#include "nn/io/safetensors_internal.h"
 
 /* A name (of a tensor or a metadata key) and where it came from. */
 typedef struct named {

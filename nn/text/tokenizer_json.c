@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/json_file.h"
-#include "nn/tokenizer_internal.h"
+#include "nn/io/json_file.h"
+#include "nn/text/tokenizer_internal.h"
 
 /* Reading context: the file's name for messages, and the tokenizer being filled. */
 typedef struct reader {

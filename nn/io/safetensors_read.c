@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "nn/checksum.h"
-#include "nn/safetensors_internal.h"
+#include "nn/io/checksum.h"
+#include "nn/io/safetensors_internal.h"
 
 static gc_status io_error(const char *path, const char *what) {
     gc_set_error(GC_ERR_IO, "safetensors: %s: %s: %s", path, what, strerror(errno));

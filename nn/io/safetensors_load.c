@@ -1,7 +1,7 @@
 /* Loading a checkpoint into existing tensors (a model's parameters), all or nothing: every
  * tensor is checked before the first is copied. */
 #include "gradcache/ops.h"
-#include "nn/safetensors_internal.h"
+#include "nn/io/safetensors_internal.h"
 
 /* True when `name` starts with one of `prefixes` (NULL-terminated, or NULL for none). */
 static bool claimed_by_caller(const char *name, const char *const *prefixes) {

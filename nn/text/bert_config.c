@@ -6,8 +6,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "nn/bert_internal.h"
-#include "nn/json_file.h"
+#include "nn/text/bert_internal.h"
+#include "nn/io/json_file.h"
 
 /* Far beyond any BERT; bounds what a foreign file can make us allocate. */
 #define MAX_SIZE 1000000

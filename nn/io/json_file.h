@@ -6,7 +6,7 @@
 #include <stdarg.h>
 
 #include "gradcache/error.h"
-#include "nn/json.h"
+#include "nn/io/json.h"
 
 /* Objects and arrays nest at most this deep in the files read here (tokenizer.json: 5). */
 #define GC_JSON_FILE_MAX_DEPTH 32

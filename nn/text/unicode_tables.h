@@ -1,5 +1,5 @@
 /* The character classes and mappings of the BERT normaliser and pre-tokeniser, generated from
- * the reference implementation by tests/make_unicode_tables.py into nn/unicode_tables.c. */
+ * the reference implementation by tests/make_unicode_tables.py into nn/text/unicode_tables.c. */
 #ifndef GC_NN_UNICODE_TABLES_H
 #define GC_NN_UNICODE_TABLES_H
 

@@ -1,4 +1,4 @@
-/* What the optimizers (nn/sgd.c, nn/adamw.c) share: their own copy of the parameter list,
+/* What the optimizers (nn/optim/sgd.c, nn/optim/adamw.c) share: their own copy of the parameter list,
  * per-parameter f32 state allocated at the parameter's first step, f32 master copies of the
  * f16 and bf16 parameters, and the frame of a step (checked gradients, everything allocated
  * before anything is updated, no-grad mode). */

@@ -1,10 +1,10 @@
 /* A BERT encoder's weights under Hugging Face's names: loading with every name, shape and
- * dtype checked (nn/bert_layout.c), saving back, and the whole folder (include/gradcache/pretrained.h). */
+ * dtype checked (nn/text/bert_layout.c), saving back, and the whole folder (include/gradcache/pretrained.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/bert_internal.h"
+#include "nn/text/bert_internal.h"
 
 void gc_bert_unused_free(gc_bert_unused *unused) {
     gc_param_list_free(&unused->kept);

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "nn/bert_internal.h"
+#include "nn/text/bert_internal.h"
 
 /* config.json's sizes, of which a weight's dimensions are made. */
 typedef enum size_field { NO_SIZE, VOCAB, POSITIONS, TYPES, HIDDEN, INTERMEDIATE } size_field;

@@ -13,7 +13,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "nn/safetensors_internal.h"
+#include "nn/io/safetensors_internal.h"
 
 char *gc_safetensors_folder_of(const char *path, const char **name) {
     const char *slash = strrchr(path, '/');

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "nn/json_file.h"
-#include "nn/safetensors_internal.h"
+#include "nn/io/json_file.h"
+#include "nn/io/safetensors_internal.h"
 
 /* Objects nest only three deep in a valid header (file, entry, shape); a little slack
  * lets a deeper structure reach the clearer "is not ..." messages below. */

@@ -1,9 +1,9 @@
-/* What the BERT loader's files share (nn/bert_layout.c, nn/bert_weights.c). */
+/* What the BERT loader's files share (nn/text/bert_layout.c, nn/text/bert_weights.c). */
 #ifndef GC_NN_BERT_INTERNAL_H
 #define GC_NN_BERT_INTERNAL_H
 
 #include "gradcache/pretrained.h"
-#include "nn/safetensors_internal.h"
+#include "nn/io/safetensors_internal.h"
 
 /* The prefix of the encoder's weights in `file`: "" (BertModel's bare names) or "bert." (the
  * task models', BertForMaskedLM and the like). */
