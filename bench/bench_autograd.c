@@ -27,19 +27,19 @@ static double tiny_chain(bool grad, double *backward_seconds) {
     if (!x) fail("tiny input");
     gc_set_requires_grad(x, true);
     bool previous = gc_set_grad_enabled(grad);
-    double start = bench_now();
+    double start = gc_seconds();
     gc_tensor *h = gc_tensor_retain(x);
     for (int i = 0; i < CHAIN; i++) {
         gc_tensor *next = gc_mul_scalar(h, 1.0001);
         gc_tensor_release(h);
         h = next;
     }
-    double forward = bench_now() - start;
+    double forward = gc_seconds() - start;
     gc_set_grad_enabled(previous);
     if (backward_seconds) {
-        start = bench_now();
+        start = gc_seconds();
         if (gc_backward(&h, NULL, 1) != GC_OK) fail("backward");
-        *backward_seconds = bench_now() - start;
+        *backward_seconds = gc_seconds() - start;
     }
     gc_tensor_release(h);
     gc_tensor_release(x);
@@ -105,18 +105,18 @@ static void mlp_step_times(int64_t batch, int64_t width, gc_device device, int r
     for (int r = 0; r < reps + 1; r++) { /* the first repetition warms up caches and cuBLAS */
         bool previous = gc_set_grad_enabled(false);
         gc_device_synchronize(device);
-        double start = bench_now();
+        double start = gc_seconds();
         gc_tensor *loss = mlp_loss(&model, x);
         gc_device_synchronize(device);
-        double forward_time = bench_now() - start;
+        double forward_time = gc_seconds() - start;
         gc_tensor_release(loss);
         gc_set_grad_enabled(previous);
 
-        start = bench_now();
+        start = gc_seconds();
         loss = mlp_loss(&model, x);
         if (gc_backward(&loss, NULL, 1) != GC_OK) fail("backward");
         gc_device_synchronize(device);
-        double step_time = bench_now() - start;
+        double step_time = gc_seconds() - start;
         gc_tensor_release(loss);
         for (int i = 0; i < LAYERS; i++) {
             gc_zero_grad(model.weight[i]);

@@ -78,10 +78,10 @@ static const kernel kernels[] = {
 static double seconds_per_run(workload *w, kernel_run run) {
     gc_tensor_release(run(w)); /* warm-up: the allocator's cache, the first launch */
     gc_device_synchronize(w->device);
-    double start = bench_now();
+    double start = gc_seconds();
     for (int r = 0; r < w->reps; r++) gc_tensor_release(run(w));
     gc_device_synchronize(w->device);
-    return (bench_now() - start) / w->reps;
+    return (gc_seconds() - start) / w->reps;
 }
 
 int main(int argc, char **argv) {

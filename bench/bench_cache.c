@@ -31,11 +31,11 @@ static measurement measure(gc_cache *cache, const gc_batch *inputs, tower *tower
         gc_param_list_zero_grad(&towers[1].params);
         gc_device_synchronize(device);
         gc_memory_reset_peak(device);
-        double start = bench_now(), loss;
+        double start = gc_seconds(), loss;
         gc_status status = plain ? gc_cache_full_batch_step(cache, inputs, &loss) : gc_cache_step(cache, inputs, &loss, NULL);
         if (status != GC_OK) fail("step");
         gc_device_synchronize(device);
-        if (r > 0) times[r - 1] = bench_now() - start;
+        if (r > 0) times[r - 1] = gc_seconds() - start;
         size_t p = gc_memory_get_stats(device).peak_bytes;
         if (p > peak) peak = p;
     }

@@ -22,13 +22,13 @@ typedef gc_status (*save_fn)(const char *, const gc_param_list *, const char *co
  * is synced first, so that the save's fsync writes only its own file. */
 static void time_one(save_fn save, const char *path, const gc_param_list *list, double *saving, double *opening) {
     sync();
-    double start = bench_now();
+    double start = gc_seconds();
     if (save(path, list, NULL) != GC_OK) gc_fatal("bench_checkpoint: %s", gc_last_error());
-    *saving = bench_now() - start;
+    *saving = gc_seconds() - start;
     gc_safetensors *file;
-    start = bench_now();
+    start = gc_seconds();
     if (gc_safetensors_open(path, &file) != GC_OK) gc_fatal("bench_checkpoint: %s", gc_last_error());
-    *opening = bench_now() - start;
+    *opening = gc_seconds() - start;
     gc_safetensors_close(file);
     unlink(path);
 }

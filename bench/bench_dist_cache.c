@@ -31,10 +31,10 @@ static measurement measure(gc_cache *cache, const gc_batch *inputs, gc_ddp *ddp,
         gc_ddp_zero_grad(ddp);
         gc_device_synchronize(device);
         if (r == 0) before = gc_ddp_get_stats(ddp);
-        double start = bench_now(), loss;
+        double start = gc_seconds(), loss;
         if (gc_cache_step(cache, inputs, &loss, NULL) != GC_OK) fail("step");
         gc_device_synchronize(device);
-        if (r >= 0) times[r] = bench_now() - start;
+        if (r >= 0) times[r] = gc_seconds() - start;
     }
     gc_ddp_stats after = gc_ddp_get_stats(ddp);
     measurement m = {bench_median(times, reps), (after.all_reduces - before.all_reduces) / reps,

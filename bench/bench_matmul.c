@@ -106,9 +106,9 @@ static void bench_cpu(int reps) {
             for (int w = 0; w < contenders; w++) cpu_product(w, p, a, b, c); /* warm-up */
             for (int r = 0; r < reps; r++)
                 for (int w = 0; w < contenders; w++) {
-                    double start = bench_now();
+                    double start = gc_seconds();
                     cpu_product(w, p, a, b, c);
-                    seconds[w * reps + r] = bench_now() - start;
+                    seconds[w * reps + r] = gc_seconds() - start;
                 }
             double gflops[CONTENDERS];
             for (int w = 0; w < contenders; w++) gflops[w] = flops(p) / bench_median(seconds + w * reps, reps) * 1e-9;
@@ -164,9 +164,9 @@ static double time_calls(const gc_tensor *a, const gc_tensor *b, const product *
         return 1e-3 * ms / calls;
     }
 #endif
-    double start = bench_now();
+    double start = gc_seconds();
     for (int i = 0; i < calls; i++) gc_tensor_release(checked(gc_matmul(a, b, p->trans_a, p->trans_b)));
-    return (bench_now() - start) / calls;
+    return (gc_seconds() - start) / calls;
 }
 
 static timing time_product(const product *p, gc_dtype dtype, gc_device device, int reps) {

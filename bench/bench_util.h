@@ -1,16 +1,10 @@
-/* Timing helpers shared by the benchmarks. */
+/* Timing helpers shared by the benchmarks (times come from the library's clock, gc_seconds). */
 #ifndef GC_BENCH_UTIL_H
 #define GC_BENCH_UTIL_H
 
 #include <stdlib.h>
-#include <time.h>
 
-/* Seconds on a monotonic clock. */
-static inline double bench_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "gradcache/clock.h"
 
 static inline int bench_compare_doubles(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

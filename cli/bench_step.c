@@ -65,11 +65,11 @@ gc_bench_result gc_bench_measure(gc_bench_setup *setup, int64_t batch, int64_t c
         gc_device_synchronize(setup->device);
         gc_memory_reset_peak(setup->device);
         gc_cache_report report = {0};
-        double loss, start = bench_now();
+        double loss, start = gc_seconds();
         result.status = chunk_size ? gc_cache_step(cache, data.inputs, &loss, &report)
                                    : gc_cache_full_batch_step(cache, data.inputs, &loss);
         gc_device_synchronize(setup->device);
-        double seconds = bench_now() - start;
+        double seconds = gc_seconds() - start;
         /* The report resets the peak at each phase, so the step's peak is the largest of the
          * phases' (for the plain step, which has no report, the counter's). */
         size_t peak = largest(gc_memory_get_stats(setup->device).peak_bytes,

@@ -7,7 +7,7 @@
 #include "bench_commands.h"
 #include "bytes.h"
 #include "int_list.h"
-#include "output_file.h"
+#include "gradcache/files.h"
 #include "precision.h"
 
 /* --loss: which contrastive loss GradCache's loss phase runs */
@@ -75,12 +75,12 @@ static void print_row(const gc_memory_row *row, const gc_memory_row *plain) {
 /* Writes one output through a temporary file; 0, or 1 after printing why. */
 static int write_output(const char *path, const gc_memory_row *rows, int count, const char *const titles[2],
                         size_t limit, bool svg) {
-    gc_output_file out;
-    gc_status status = gc_output_open(&out, path);
+    gc_file_writer out;
+    gc_status status = gc_file_begin(&out, path);
     if (status == GC_OK) {
         if (svg) gc_memory_rows_write_svg(out.file, rows, count, titles[0], titles[1], limit);
         else gc_memory_rows_write_csv(out.file, rows, count);
-        status = gc_output_commit(&out);
+        status = gc_file_commit(&out);
     }
     if (status == GC_OK) return 0;
     fprintf(stderr, "gradcache bench memory: %s\n", gc_last_error());
@@ -89,13 +89,13 @@ static int write_output(const char *path, const gc_memory_row *rows, int count, 
 
 /* Fails early, before any measurement, when an output cannot be created where asked. */
 static int check_output(const char *flag, const char *path) {
-    gc_output_file out;
+    gc_file_writer out;
     if (!path) return 0;
-    if (gc_output_open(&out, path) != GC_OK) {
+    if (gc_file_begin(&out, path) != GC_OK) {
         fprintf(stderr, "gradcache bench memory: --%s: %s\n", flag, gc_last_error());
         return 2;
     }
-    gc_output_abort(&out);
+    gc_file_abort(&out);
     return 0;
 }
 

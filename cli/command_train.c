@@ -161,8 +161,8 @@ static int set_up(trainer *t) {
     if (gc_train_dist_rank(&t->dist) == 0) { /* rank 0 alone writes */
         if (gc_make_directories(t->flags.out) != GC_OK) return fail(1, "--out: %s", gc_last_error());
         /* what a run killed while saving left behind (gc_safetensors_save's hidden temporaries) */
-        if (gc_safetensors_remove_stale_temporaries(t->checkpoint_path, NULL) != GC_OK ||
-            gc_safetensors_remove_stale_temporaries(t->model_path, NULL) != GC_OK)
+        if (gc_remove_stale_temporaries(t->checkpoint_path, NULL) != GC_OK ||
+            gc_remove_stale_temporaries(t->model_path, NULL) != GC_OK)
             return fail(1, "--out: %s", gc_last_error());
         char *log_path = gc_path_join(t->flags.out, "log.jsonl");
         gc_status opened = gc_run_log_open(&t->log, log_path, t->progress.step);
@@ -226,7 +226,7 @@ static gc_status run_step(trainer *t, gc_step_record *record) {
         gc_epoch_order(t->data_seed, epoch, t->pairs.count, t->order);
         t->order_epoch = epoch;
     }
-    double start = bench_now();
+    double start = gc_seconds();
     int64_t share_start, share;
     gc_train_dist_share(&t->dist, f->batch_size, &share_start, &share); /* this rank's examples */
     gc_training_batch batch;
@@ -251,7 +251,7 @@ static gc_status run_step(trainer *t, gc_step_record *record) {
     gc_train_dist_zero_grad(&t->dist, &t->model.params);
     if (status != GC_OK) return status;
     gc_device_synchronize(t->device);
-    double seconds = bench_now() - start;
+    double seconds = gc_seconds() - start;
     if (f->gc) memcpy(t->progress.chunk_sizes, report.chunk_sizes, sizeof t->progress.chunk_sizes);
     /* a cached step measures its phases itself, resetting the peak at each: the step's peak
      * is the largest of theirs and of what followed the last reset */

@@ -7,7 +7,7 @@
 
 #include "model_file.h"
 #include "model_folder.h"
-#include "output_file.h"
+#include "gradcache/files.h"
 #include "paths.h"
 
 /* What a model folder tokenizes to when not told (or its positions, if fewer): the length
@@ -75,8 +75,8 @@ static gc_status copy_file(const char *from, const char *to) {
         gc_set_error(GC_ERR_IO, "%s: cannot open: %s", from, strerror(errno));
         return GC_ERR_IO;
     }
-    gc_output_file out;
-    gc_status status = gc_output_open(&out, to);
+    gc_file_writer out;
+    gc_status status = gc_file_begin(&out, to);
     char buffer[1 << 16];
     for (size_t got; status == GC_OK && (got = fread(buffer, 1, sizeof buffer, in)) > 0;)
         if (fwrite(buffer, 1, got, out.file) != got) {
@@ -88,8 +88,8 @@ static gc_status copy_file(const char *from, const char *to) {
         status = GC_ERR_IO;
     }
     fclose(in);
-    if (status == GC_OK) return gc_output_commit(&out);
-    gc_output_abort(&out);
+    if (status == GC_OK) return gc_file_commit(&out);
+    gc_file_abort(&out);
     return status;
 }
 

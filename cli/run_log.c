@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "numbers.h"
-#include "output_file.h"
+#include "gradcache/files.h"
 #include "run_log.h"
 
 static gc_status io_error(const char *path, const char *doing) {
@@ -33,15 +33,15 @@ gc_status gc_run_log_open(gc_run_log *log, const char *path, int64_t kept_steps)
     *log = (gc_run_log){0};
     /* The kept lines go to a new file that replaces the log whole: a crash while cutting
      * it leaves the old log, never half of one. */
-    gc_output_file out;
-    gc_status status = gc_output_open(&out, path);
+    gc_file_writer out;
+    gc_status status = gc_file_begin(&out, path);
     if (status != GC_OK) return status;
     FILE *old = kept_steps > 0 ? fopen(path, "r") : NULL;
     if (old) {
         copy_kept_lines(old, out.file, kept_steps);
         fclose(old);
     }
-    status = gc_output_commit(&out);
+    status = gc_file_commit(&out);
     if (status != GC_OK) return status;
     log->file = fopen(path, "a");
     if (!log->file) return io_error(path, "open for appending");

@@ -200,7 +200,7 @@ static long log_suppressed;
 
 void gc_auth_log_refusal(const char *where, const char *peer, const char *reason) {
     pthread_mutex_lock(&log_lock);
-    double now = gc_now_seconds();
+    double now = gc_seconds();
     if (now - log_window_start >= LOG_WINDOW_SECONDS) {
         if (log_suppressed)
             fprintf(stderr, "gradcache: %s: %ld more connections refused (not logged one by one)\n", where,

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "gradcache/dist.h"
-#include "gradcache/sha256.h"
+#include "gradcache/hash.h"
 
 #define GC_AUTH_NONCE_SIZE 32
 #define GC_AUTH_HELLO_SIZE (8 + 4 + 4 + GC_AUTH_NONCE_SIZE)

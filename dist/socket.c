@@ -14,16 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
-double gc_now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-double gc_deadline_after(double seconds) { return gc_now_seconds() + seconds; }
+double gc_deadline_after(double seconds) { return gc_seconds() + seconds; }
 
 int gc_ms_until(double deadline) {
-    double left = deadline - gc_now_seconds();
+    double left = deadline - gc_seconds();
     if (left <= 0) return 0;
     return left > 1e6 ? 1000000000 : (int)(left * 1000.0) + 1;
 }

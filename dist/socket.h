@@ -7,10 +7,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "gradcache/clock.h"
 #include "gradcache/error.h"
 
-/* Monotonic seconds, and the deadline `seconds` from now. */
-double gc_now_seconds(void);
+/* The deadline `seconds` from now, on the library's clock (gc_seconds). */
 double gc_deadline_after(double seconds);
 /* Milliseconds left until the deadline, for poll() (0 when it has passed). */
 int gc_ms_until(double deadline);

@@ -290,7 +290,7 @@ static void flush_replies(gc_store_server *server) {
 }
 
 static void expire_handshakes(gc_store_server *server) {
-    double now = gc_now_seconds();
+    double now = gc_seconds();
     for (size_t i = 0; i < server->n_clients; i++) {
         client *c = &server->clients[i];
         if (c->fd >= 0 && c->phase != SERVING && now >= c->handshake_deadline) {

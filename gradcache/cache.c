@@ -1,10 +1,10 @@
 /* The cached-gradient step (see gradcache/cache.h for the algorithm). */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cache_internal.h"
 #include "gradcache/autograd.h"
+#include "gradcache/clock.h"
 #include "gradcache/memory.h"
 #include "gradcache/ops.h"
 #include "split.h"
@@ -139,12 +139,6 @@ static void release_pass(model_pass *pass) {
     *pass = (model_pass){0};
 }
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Phase bookkeeping for the report: time and peak bytes on `device`. */
 typedef struct phase {
     double start;
@@ -154,11 +148,11 @@ typedef struct phase {
 
 static phase phase_begin(bool measure_memory, gc_device device) {
     if (measure_memory) gc_memory_reset_peak(device);
-    return (phase){now_seconds(), measure_memory, device};
+    return (phase){gc_seconds(), measure_memory, device};
 }
 
 static void phase_end(const phase *p, double *seconds, size_t *peak) {
-    *seconds = now_seconds() - p->start;
+    *seconds = gc_seconds() - p->start;
     if (p->measure_memory) *peak = gc_memory_get_stats(p->device).peak_bytes;
 }
 

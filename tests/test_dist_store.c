@@ -116,10 +116,10 @@ int main(void) {
     CHECK(get_text(client, "a", "one"));
 
     /* a get that is never answered times out, and leaves that connection unusable */
-    double start = gc_now_seconds();
+    double start = gc_seconds();
     CHECK(gc_store_get(client, "never", &got, &size) == GC_ERR_PEER);
     CHECK(strstr(gc_last_error(), "'never' was not set within 1 s") != NULL);
-    CHECK(gc_now_seconds() - start < 2.0);
+    CHECK(gc_seconds() - start < 2.0);
     CHECK(gc_store_set(client, "b", "x", 1) == GC_ERR_PEER && strstr(gc_last_error(), "unusable"));
     gc_store_free(client);
 

@@ -3,7 +3,7 @@
  * RFC 4231 (keys shorter than, as long as and longer than a block; case 5 truncated to 128
  * bits); the constant-time comparison. */
 #include "check.h"
-#include "gradcache/sha256.h"
+#include "gradcache/hash.h"
 
 static void hex_of(const uint8_t *bytes, size_t size, char *hex) {
     for (size_t i = 0; i < size; i++) snprintf(hex + 2 * i, 3, "%02x", bytes[i]);

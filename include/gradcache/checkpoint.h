@@ -5,9 +5,9 @@
  * Hugging Face tools read what this writes, and this reads what they write (for the dtypes
  * above).
  *
- * Writing is atomic: a hidden temporary file in the same folder (".<name>.tmp.<pid>"),
- * fsync, rename; a crash leaves the old file or the new one, never half of one, and
- * gc_safetensors_remove_stale_temporaries clears what a killed writer left. Files are
+ * Writing is atomic (gradcache/files.h): a hidden temporary file in the same folder, fsync,
+ * rename; a crash leaves the old file or the new one, never half of one, and
+ * gc_remove_stale_temporaries clears what a killed writer left. Files are
  * deterministic: the tensors are laid out as the reference writer lays them out (by dtype,
  * widest first: F64, F32, I32, BF16, F16; then by name), which also aligns every tensor to
  * its element size, and metadata keys are sorted; for the same content (and at most one
@@ -58,14 +58,6 @@ gc_status gc_safetensors_save(const char *path, const gc_param_list *tensors, co
 /* The same without the checksum: exactly the given content, as the reference writer writes
  * it (for files compared byte for byte with another tool's). */
 gc_status gc_safetensors_save_plain(const char *path, const gc_param_list *tensors, const char *const *metadata);
-
-/* Removes the temporary files that a writer of `path` killed during a save left next to it
- * (".<name>.tmp.<pid>", and the visible "<name>.tmp.<pid>" of earlier versions) whose
- * process no longer exists; a save in progress, by a live process, is left alone. The count
- * goes to *removed (if not NULL). GC_OK also when the folder does not exist; GC_ERR_IO
- * naming the file or folder when one cannot be listed or removed. A process on another
- * machine (a shared folder) cannot be seen: do not run two writers of one path there. */
-gc_status gc_safetensors_remove_stale_temporaries(const char *path, int *removed);
 
 /* An opened file: the header parsed and checked, the data read. */
 typedef struct gc_safetensors gc_safetensors;

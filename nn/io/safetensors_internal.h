@@ -53,12 +53,6 @@ gc_status gc_safetensors_open_header(const char *path, gc_safetensors **file);
  * GC_ERR_FORMAT naming the file when it does not match (or is not 16 hex digits). */
 gc_status gc_safetensors_verify_checksum(const gc_safetensors *file);
 
-/* A new string holding path's folder ("." for none), with *name (if not NULL) pointing at
- * path's last component; NULL when out of memory. */
-char *gc_safetensors_folder_of(const char *path, const char **name);
-/* A new string: the hidden temporary name a save to `path` by this process writes to, or
- * NULL when out of memory (see safetensors_temporary.c). */
-char *gc_safetensors_temporary_path(const char *path);
 
 /* The entry named `name`, or NULL. */
 const gc_safetensors_entry *gc_safetensors_find(const gc_safetensors *file, const char *name);

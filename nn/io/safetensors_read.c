@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "nn/io/checksum.h"
+#include "gradcache/hash.h"
 #include "nn/io/safetensors_internal.h"
 
 static gc_status io_error(const char *path, const char *what) {

@@ -1,15 +1,16 @@
 /* Writing a safetensors file: a deterministic layout (the reference writer's), the checksum
- * of the tensor data in the metadata, and an atomic replacement of the destination (hidden
- * temporary file, fsync, rename, fsync of the folder), so that a crash or an error leaves
- * the previous file as it was. */
+ * of the tensor data in the metadata, and an atomic replacement of the destination
+ * (gradcache/files.h), so that a crash or an error leaves the previous file as it was. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
-#include "nn/io/checksum.h"
+#include "gradcache/files.h"
+#include "gradcache/hash.h"
 #include "nn/io/safetensors_internal.h"
 
 /* A name (of a tensor or a metadata key) and where it came from. */
@@ -121,8 +122,7 @@ static bool write_all(FILE *out, const void *bytes, size_t size) {
 }
 
 /* The whole file into `out`, the checksum of the data written over its placeholder (at
- * header offset checksum_at, when not 0), flushed to the disk; false with errno set on
- * failure. */
+ * header offset checksum_at, when not 0); false with errno set on failure. */
 static bool write_file(FILE *out, const gc_json_text *header, size_t checksum_at, const gc_param_list *tensors,
                        const named *order, void *staging) {
     unsigned char prefix[8];
@@ -142,45 +142,20 @@ static bool write_file(FILE *out, const gc_json_text *header, size_t checksum_at
         if (fseek(out, (long)(8 + checksum_at), SEEK_SET) != 0 || !write_all(out, digits, sizeof digits - 1))
             return false;
     }
-    return fflush(out) == 0 && fsync(fileno(out)) == 0;
-}
-
-/* Makes the rename durable: the folder's entry is what a crash would otherwise lose. */
-static bool sync_folder(const char *path) {
-    char *folder = gc_safetensors_folder_of(path, NULL);
-    if (!folder) return false;
-    int fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    free(folder);
-    if (fd < 0) return false;
-    bool synced = fsync(fd) == 0;
-    int error = errno;
-    close(fd);
-    errno = error;
-    return synced;
+    return true;
 }
 
 static gc_status write_atomically(const char *path, const gc_json_text *header, size_t checksum_at,
                                   const gc_param_list *tensors, const named *order, void *staging) {
-    char *temporary = gc_safetensors_temporary_path(path);
-    if (!temporary) {
-        gc_set_error(GC_ERR_OUT_OF_MEMORY, "safetensors: %s: out of host memory for the temporary name", path);
-        return GC_ERR_OUT_OF_MEMORY;
+    gc_file_writer writer;
+    gc_status status = gc_file_begin(&writer, path);
+    if (status != GC_OK) return status;
+    if (!write_file(writer.file, header, checksum_at, tensors, order, staging)) {
+        gc_set_error(GC_ERR_IO, "safetensors: %s: cannot write it: %s", path, strerror(errno));
+        gc_file_abort(&writer);
+        return GC_ERR_IO;
     }
-    const char *failure = NULL;
-    int error = 0;
-    FILE *out = fopen(temporary, "wb");
-    if (!out) {
-        failure = "cannot create", error = errno;
-    } else {
-        if (!write_file(out, header, checksum_at, tensors, order, staging)) failure = "cannot write", error = errno;
-        if (fclose(out) != 0 && !failure) failure = "cannot write", error = errno;
-        if (!failure && rename(temporary, path) != 0) failure = "cannot rename into place", error = errno;
-        if (failure) unlink(temporary);
-    }
-    if (!failure && !sync_folder(path)) failure = "replaced the file but cannot sync the folder of", error = errno;
-    if (failure) gc_set_error(GC_ERR_IO, "safetensors: %s: %s %s: %s", path, failure, temporary, strerror(error));
-    free(temporary);
-    return failure ? GC_ERR_IO : GC_OK;
+    return gc_file_commit(&writer);
 }
 
 /* Fills order[i] for every tensor (stopping the program on a malformed entry); returns the

@@ -1,7 +1,7 @@
-/* XXH64 with seed 0 (see checksum.h), written from the specification. */
+/* XXH64 with seed 0 (see include/gradcache/hash.h), written from the specification. */
 #include <string.h>
 
-#include "nn/io/checksum.h"
+#include "gradcache/hash.h"
 
 static const uint64_t PRIME1 = 0x9E3779B185EBCA87u, PRIME2 = 0xC2B2AE3D27D4EB4Fu, PRIME3 = 0x165667B19E3779F9u,
                       PRIME4 = 0x85EBCA77C2B2AE63u, PRIME5 = 0x27D4EB2F165667C5u;

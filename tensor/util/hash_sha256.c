@@ -1,12 +1,10 @@
 /* SHA-256 as FIPS 180-4 section 6.2 specifies it, and HMAC-SHA256 as RFC 2104 does (see
- * include/gradcache/sha256.h). It lives in tensor/, the bottom layer, because dist/ (the
- * handshake) and the program (download checks) both need it and neither may import the other
- * or nn/. */
+ * include/gradcache/hash.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "gradcache/sha256.h"
+#include "gradcache/hash.h"
 
 /* The first 32 bits of the fractional parts of the cube roots of the first 64 primes. */
 static const uint32_t round_constants[64] = {
