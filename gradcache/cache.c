@@ -1,4 +1,9 @@
-/* The cached-gradient step (see gradcache/cache.h for the algorithm). */
+/* The cached-gradient step (gradcache/cache.h has the algorithm), read top to bottom: the
+ * set-up, the helpers each step uses, step 3 (the loss and the cache), then steps 1-2
+ * (forward_without_graph), 4-5 (forward_backward), and attempt() and gc_cache_step(), which
+ * run them in order and retry with smaller chunks when asked to. What a process group adds
+ * (the global batch, one reduction per step) is distributed.c's; verify.c has the plain
+ * full-batch step to compare with. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,7 +59,8 @@ double gc_cache_loss_scale(const gc_cache *cache) {
     return scaler->scale;
 }
 
-gc_status gc_cache_loss_backward(const gc_cache *cache, gc_tensor *value) {
+/* The backward of the loss `value`, seeded with the loss scale when there is a scaler. */
+static gc_status loss_backward(const gc_cache *cache, gc_tensor *value) {
     const gc_cache_config *config = &cache->config;
     /* The one place the loss scale enters: the seed, a tensor like the loss (so an f32 loss
      * carries any scale up to FLT_MAX exactly, where an f16 one would overflow past 65504). */
@@ -67,7 +73,10 @@ gc_status gc_cache_loss_backward(const gc_cache *cache, gc_tensor *value) {
     return status;
 }
 
-gc_status gc_cache_loss_and_cache(const gc_cache *cache, gc_tensor *const *leaves, double *loss, gc_tensor **grads) {
+/* The loss over `leaves` and d loss / d leaf (times the loss scale) into grads[m], new
+ * references: the loss's own value_and_grad when it has one (the tiled loss), else its forward
+ * and a backward seeded with the loss scale. */
+static gc_status loss_gradients(const gc_cache *cache, gc_tensor *const *leaves, double *loss, gc_tensor **grads) {
     const gc_cache_config *config = &cache->config;
     if (config->loss.value_and_grad)
         return config->loss.value_and_grad(leaves, config->n_models, config->loss.args, gc_cache_loss_scale(cache),
@@ -75,12 +84,27 @@ gc_status gc_cache_loss_and_cache(const gc_cache *cache, gc_tensor *const *leave
     gc_tensor *value = config->loss.forward(leaves, config->n_models, config->loss.args);
     if (!value) return gc_last_status();
     *loss = gc_item(value);
-    gc_status status = gc_cache_loss_backward(cache, value);
+    gc_status status = loss_backward(cache, value);
     gc_tensor_release(value);
     for (int m = 0; m < config->n_models; m++) {
         grads[m] = gc_grad(leaves[m]) ? gc_tensor_retain(gc_grad(leaves[m])) : NULL;
         if (status == GC_OK && !grads[m])
             gc_fatal("cache: the loss does not depend on the representations of model %d", m);
+    }
+    return status;
+}
+
+gc_status gc_cache_loss(const gc_cache *cache, gc_tensor *const *leaves, double *loss, gc_tensor **grads) {
+    int n = cache->config.n_models;
+    gc_tensor *global[GC_CACHE_MAX_MODELS] = {0}, *global_grads[GC_CACHE_MAX_MODELS] = {0};
+    int64_t own_start[GC_CACHE_MAX_MODELS];
+    /* across processes the loss sees the global batch, and each rank keeps its rows' gradient */
+    gc_status status = gc_cache_gather_leaves(cache, leaves, global, own_start);
+    if (status == GC_OK) status = loss_gradients(cache, global, loss, global_grads);
+    if (status == GC_OK) status = gc_cache_own_rows(cache, global_grads, own_start, leaves, grads);
+    for (int m = 0; m < n; m++) {
+        gc_tensor_release(global[m]);
+        gc_tensor_release(global_grads[m]);
     }
     return status;
 }
@@ -237,6 +261,7 @@ static gc_status forward_backward(const gc_cache *cache, int m, model_pass *pass
     return GC_OK;
 }
 
+/* One attempt at a step with fixed chunk sizes: the algorithm of cache.h, in order. */
 static gc_status attempt(gc_cache *cache, const gc_batch *inputs, double *loss, gc_cache_report *report) {
     const gc_cache_config *config = &cache->config;
     int n = config->n_models;
@@ -246,10 +271,14 @@ static gc_status attempt(gc_cache *cache, const gc_batch *inputs, double *loss, 
     bool measure = report != NULL;
     gc_status status = GC_OK;
 
+    /* 1-2: every chunk's representation without a graph, each chunk's RNG state captured; a
+     * model's representations concatenated into a leaf */
     phase p = phase_begin(measure, device);
     for (int m = 0; m < n && status == GC_OK; m++) status = forward_without_graph(cache, m, &inputs[m], &passes[m]);
     phase_end(&p, &local.forward_seconds, &local.forward_peak_bytes);
 
+    /* 3: the loss over the leaves (the global batch across processes) and the cache,
+     * d loss / d leaf; the leaves themselves are not needed after it */
     if (status == GC_OK) {
         p = phase_begin(measure, device);
         gc_tensor *leaves[GC_CACHE_MAX_MODELS], *grads[GC_CACHE_MAX_MODELS] = {0};
@@ -258,20 +287,23 @@ static gc_status attempt(gc_cache *cache, const gc_batch *inputs, double *loss, 
         for (int m = 0; m < n; m++) {
             passes[m].cache = grads[m];
             local.cache_bytes += 2 * gc_nbytes(passes[m].leaf);
-            gc_tensor_release(passes[m].leaf); /* only its gradient is needed from here on */
+            gc_tensor_release(passes[m].leaf);
             passes[m].leaf = NULL;
         }
         phase_end(&p, &local.loss_seconds, &local.loss_peak_bytes);
     }
 
+    /* 4-5: every chunk again with a graph, its RNG state replayed, and back-propagated from its
+     * slice of the cache; with a bucketer only the step's last backward reduces (the last model
+     * with a chunk does it) */
     if (status == GC_OK) {
         p = phase_begin(measure, device);
-        int last_model = n - 1; /* the last model with a chunk does the step's last backward */
+        int last_model = n - 1;
         while (last_model > 0 && passes[last_model].n_chunks == 0) last_model--;
-        gc_cache_sync sync = gc_cache_sync_begin(cache);
         int64_t backwards = 0;
         for (int m = 0; m < n; m++) backwards += passes[m].n_chunks;
-        status = gc_cache_sync_check(&sync, config->group, backwards);
+        gc_cache_sync sync;
+        status = gc_cache_sync_begin(cache, backwards, &sync);
         for (int m = 0; m < n && status == GC_OK; m++)
             status = forward_backward(cache, m, &passes[m], &sync, m == last_model);
         gc_cache_sync_end(&sync);

@@ -18,31 +18,39 @@ gc_tensor *gc_cache_forward_with_graph(const gc_cache *cache, int m, const gc_ba
 gc_status gc_cache_backward(gc_backward_fn backward, gc_tensor *output, gc_tensor *seed, void *user);
 /* The scale a step's gradients carry: the scaler's, or 1 without one. */
 double gc_cache_loss_scale(const gc_cache *cache);
-/* The backward of the loss `value`, seeded with the loss scale when there is a scaler. */
-gc_status gc_cache_loss_backward(const gc_cache *cache, gc_tensor *value);
-/* The loss over the leaves, and (scaled) d loss / d leaf into grads[i] (new references). */
-gc_status gc_cache_loss_and_cache(const gc_cache *cache, gc_tensor *const *leaves, double *loss, gc_tensor **grads);
-
-/* --- across processes (distributed.c) --- */
-/* gc_cache_loss_and_cache over this rank's leaves, or with a group over every rank's:
- * grads[i] is then d global loss / d this rank's rows, times the world size. */
+/* Step 3 (cache.c): the loss over the leaves, this rank's or, with a process group, every
+ * rank's (gathered), and the cache: grads[i] (a new reference) is d loss / d this rank's rows
+ * of leaves[i], times the loss scale, and times the world size across processes. */
 gc_status gc_cache_loss(const gc_cache *cache, gc_tensor *const *leaves, double *loss, gc_tensor **grads);
 
-/* The bucketer's sync over the backwards of one step. */
+/* --- across processes (distributed.c): what the steps of cache.c and verify.c ask of the
+ * process group; each is the identity (or nothing) without one --- */
+
+/* The global batch of each model: every rank's leaves[m] gathered in rank order into
+ * global[m] (a new reference, requiring a gradient), this rank's rows starting at
+ * own_start[m]. Without a group, global[m] is leaves[m] itself (retained), own_start 0. */
+gc_status gc_cache_gather_leaves(const gc_cache *cache, gc_tensor *const *leaves, gc_tensor **global,
+                                 int64_t *own_start);
+/* This rank's rows of each global gradient: grads[m] = global_grads[m] rows [own_start[m],
+ * + rows of leaves[m]) times the world size (the bucketer averages over the ranks). Without a
+ * group, global_grads[m] itself (retained). */
+gc_status gc_cache_own_rows(const gc_cache *cache, gc_tensor *const *global_grads, const int64_t *own_start,
+                            gc_tensor *const *leaves, gc_tensor **grads);
+
+/* The bucketer's sync over the `backwards` backwards of one step: only the step's last one
+ * reduces (every one with sync_every_backward, whose count must then match on every rank).
+ * Without a bucketer every call does nothing. */
 typedef struct gc_cache_sync {
     gc_ddp *ddp;  /* NULL: nothing to do */
     bool outer;   /* the caller's setting before the step, restored after it */
     bool every;   /* sync_every_backward */
 } gc_cache_sync;
-gc_cache_sync gc_cache_sync_begin(const gc_cache *cache);
+gc_status gc_cache_sync_begin(const gc_cache *cache, int64_t backwards, gc_cache_sync *sync);
 /* Sets the sync of the next backward (the step's last one when `last`); returns whether it
  * is synced. */
 bool gc_cache_sync_before(const gc_cache_sync *sync, bool last);
 /* After that backward, given its status: a synced backward's reduction is waited for. */
 gc_status gc_cache_sync_after(const gc_cache_sync *sync, bool synced, bool last, gc_status status);
-/* With sync_every_backward: checks that every rank runs `backwards` backwards in this step
- * (a mismatch is a programmer error). */
-gc_status gc_cache_sync_check(const gc_cache_sync *sync, gc_process_group *group, int64_t backwards);
 void gc_cache_sync_end(const gc_cache_sync *sync);
 
 #endif
