@@ -1,11 +1,14 @@
-/* The one dispatch point between the ops and the kernels.
+/* The one dispatch point between the ops and the kernels, seen only by the tensor layer.
  *
  * An op (tensor/op_*.c) checks shapes, dtypes and devices, allocates its output, and
- * calls the kernel of the backend that owns the device: gc_backend_for(device)->kernel.
- * Kernels see raw, contiguous arrays and sizes only; they never allocate tensors, never
- * check shapes and never fail (allocation, the only recoverable failure, has already
- * happened). The CPU backend (tensor/cpu/) is the readable reference; the CUDA backend
- * (tensor/cuda/) has the same semantics. */
+ * calls the kernel of the backend that owns the device: gc_backend_for(device)->kernel
+ * (the kernels are listed in backend_kernels.h). Kernels see raw, contiguous arrays and
+ * sizes only; they never allocate tensors and never check shapes. The one memory a kernel
+ * takes itself is the CPU's per-thread scratch (packing buffers, kept between calls:
+ * cpu/scratch_cpu.c), host memory outside the tensor accounting whose exhaustion stops the
+ * program; CUDA kernels use the device's workspace, reserved with its first allocation. The
+ * CPU backend (tensor/cpu/) is the readable reference; the CUDA backend (tensor/cuda/) has
+ * the same semantics. */
 #ifndef GC_TENSOR_BACKEND_H
 #define GC_TENSOR_BACKEND_H
 

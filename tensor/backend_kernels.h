@@ -11,8 +11,9 @@
  * CPU suite runs the paths a GPU takes (tensor/device.c).
  *
  * n is a number of elements; arrays are raw device memory, contiguous, of `dtype` unless said
- * otherwise. Kernels see no tensors, check no shapes and never fail: the op front-end
- * (tensor/op_*.c) checked everything and made every allocation first. */
+ * otherwise. Kernels see no tensors and check no shapes: the op front-end (tensor/op_*.c)
+ * checked everything and allocated every output first (backend.h says what memory a kernel
+ * takes itself). */
 #ifndef GC_TENSOR_BACKEND_KERNELS_H
 #define GC_TENSOR_BACKEND_KERNELS_H
 
