@@ -17,6 +17,7 @@
 #define GRADCACHE_AUTOGRAD_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "gradcache/tensor.h"
 
@@ -68,6 +69,41 @@ void gc_remove_post_accumulate_hook(gc_tensor *leaf, gc_grad_hook hook, void *us
  * after releasing the whole graph (leaf gradients may then hold a partial sum: zero them
  * before retrying). */
 gc_status gc_backward(gc_tensor *const *outputs, gc_tensor *const *seeds, int count);
+
+/* --- gradient checking: backward against central differences ---
+ * For f (a function of leaves it reads from `context`) and a fixed random weight w of its
+ * output's shape, L = sum(f() * w) has dL/dleaf = the vector-Jacobian product of f with w:
+ * what gc_backward(f(), seed = w) computes. Each element x of each leaf is then nudged by
+ * +-step and (L(x + step) - L(x - step)) / (2 step) compared with it. Leaves are f64 CPU
+ * leaves that require a gradient (in f64 with step 1e-6 the truncation error is O(step^2),
+ * the rounding error ~ 1e-16 |L| / step: agreement within 1e-7 + 1e-6 |analytic| catches any
+ * wrong rule, which errs by O(1), and never fails a right one). f must be smooth at the
+ * inputs (keep clear of relu's kink and of ties in a max), and deterministic (dropout with a
+ * fixed seed and offset). A leaf f does not depend on has gradient 0 both ways. */
+typedef gc_tensor *(*gc_gradcheck_fn)(void *context);
+
+typedef struct gc_gradcheck_options {
+    double step;     /* 0: 1e-6 */
+    double atol;     /* an element passes when |analytic - numeric| <= atol + rtol |analytic|; */
+    double rtol;     /* both 0: 1e-7 and 1e-6 */
+    int64_t stride;  /* check every stride-th element of each leaf; 0: every one */
+    uint64_t seed;   /* of w, uniform in [-1, 1) */
+} gc_gradcheck_options;
+
+typedef struct gc_gradcheck_report {
+    int64_t checked, failed;  /* elements */
+    /* the element furthest outside its tolerance (or, when all pass, closest to it) */
+    int worst_leaf;           /* an index into leaves */
+    int64_t worst_index;      /* its flat index */
+    double worst_analytic, worst_numeric;
+} gc_gradcheck_report;
+
+/* Runs the check over leaves[0..count) (their gradients are replaced); options NULL for the
+ * defaults. GC_OK with the report filled (report->failed == 0 when backward agrees), or an
+ * allocation error from f or backward. A leaf that is not an f64 CPU leaf requiring a
+ * gradient, or an f that returns NULL without an error, stops the program. */
+gc_status gc_gradcheck(gc_gradcheck_fn f, void *context, gc_tensor *const *leaves, int count,
+                       const gc_gradcheck_options *options, gc_gradcheck_report *report);
 
 #ifdef __cplusplus
 }
