@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "gradcache/tensor.h"
 
@@ -69,6 +70,16 @@ void gc_remove_post_accumulate_hook(gc_tensor *leaf, gc_grad_hook hook, void *us
  * after releasing the whole graph (leaf gradients may then hold a partial sum: zero them
  * before retrying). */
 gc_status gc_backward(gc_tensor *const *outputs, gc_tensor *const *seeds, int count);
+
+/* --- the graph as a picture ---
+ * Writes the graph reachable from outputs[0..count) as Graphviz DOT (`dot -Tsvg FILE`): a box
+ * per recorded op (its name, its place in execution order, and the bytes it saved for
+ * backward, or that they were released when a backward has run through it), an ellipse per
+ * leaf that requires a gradient (shape, dtype, device, and its gradient when it has one),
+ * the outputs, and an arrow per input that carries a gradient, labelled with the input's
+ * shape, dtype and device. Nothing of the graph changes. GC_OK, or GC_ERR_IO when a write
+ * fails. */
+gc_status gc_autograd_write_dot(FILE *out, gc_tensor *const *outputs, int count);
 
 /* --- gradient checking: backward against central differences ---
  * For f (a function of leaves it reads from `context`) and a fixed random weight w of its
