@@ -233,6 +233,10 @@ int64_t gc_text_encoder_numel(const gc_text_encoder_config *config);
  * normalisation. */
 gc_tensor *gc_text_encoder_forward(const gc_text_encoder *encoder, const gc_tensor *ids, const gc_tensor *mask,
                                    bool training);
+/* The forward up to the pooling: every token's vector [B, T, dim] after the last layer (and the
+ * final norm of a pre-norm encoder), as transformers' last_hidden_state. */
+gc_tensor *gc_text_encoder_hidden(const gc_text_encoder *encoder, const gc_tensor *ids, const gc_tensor *mask,
+                                  bool training);
 void gc_text_encoder_params(const gc_text_encoder *encoder, const char *prefix, gc_param_list *list);
 void gc_text_encoder_free(gc_text_encoder *encoder);
 

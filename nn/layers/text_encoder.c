@@ -106,8 +106,8 @@ static gc_tensor *embed(const gc_text_encoder *encoder, const gc_tensor *ids) {
     return sum;
 }
 
-gc_tensor *gc_text_encoder_forward(const gc_text_encoder *encoder, const gc_tensor *ids /* i32 [B, T] */,
-                                   const gc_tensor *mask /* [B, T] or NULL */, bool training) {
+gc_tensor *gc_text_encoder_hidden(const gc_text_encoder *encoder, const gc_tensor *ids /* i32 [B, T] */,
+                                  const gc_tensor *mask /* [B, T] or NULL */, bool training) {
     if (!ids) return NULL;
     check_inputs(encoder, ids, mask);
     const gc_text_encoder_config *config = &encoder->config;
@@ -122,6 +122,13 @@ gc_tensor *gc_text_encoder_forward(const gc_text_encoder *encoder, const gc_tens
         h = gc_nn_then(h, gc_encoder_layer_forward_with(&encoder->layers[i], h, &inputs, training));
     gc_attention_inputs_free(&inputs);
     if (config->pre_norm) h = gc_nn_then(h, gc_layernorm_layer_forward(&encoder->final_norm, h));
+    return h;
+}
+
+gc_tensor *gc_text_encoder_forward(const gc_text_encoder *encoder, const gc_tensor *ids /* i32 [B, T] */,
+                                   const gc_tensor *mask /* [B, T] or NULL */, bool training) {
+    const gc_text_encoder_config *config = &encoder->config;
+    gc_tensor *h = gc_text_encoder_hidden(encoder, ids, mask, training); /* [B, T, dim] */
     h = gc_nn_then(h, gc_pool(h, mask, config->pooling)); /* [B, dim] */
     if (config->projection) h = gc_nn_then(h, gc_linear_forward(&encoder->projection, h));
     if (config->normalize) h = gc_nn_then(h, gc_l2_normalize(h, 1e-12));
