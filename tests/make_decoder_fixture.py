@@ -72,7 +72,8 @@ def strings():
            "don't stop", "HELLO'S", "12345678901", "Instruct: Given a query, find passages\nQuery: what is it?",
            "<|endoftext|>", "a<|endoftext|>b", "<|im_start|>user\nhi<|im_end|>", "x <|endoftext|> y", "aaaaaaaaaaaa",
            "\r\n\r\n", "a\r\nb", "tab\there", "end.\n\n\nnext", "  \n  x", "x  \n  ", "ü", "u\u0308", "e\u0301\u0301",
-           "\u0301start", "a\u0323\u0302", "ệ", "한", "\u1100\u1161\u11a8", "한국어 문장입니다", "ﬀ", "Ⅸ"]
+           "\u0301start", "a\u0323\u0302", "ệ", "한", "\u1100\u1161\u11a8", "한국어 문장입니다", "ﬀ", "Ⅸ",
+           "x'ſt", "IT'ſ ok", "WE'RE", "they'Re", "a'LL'd", "'ﬆ"]
     pools = [WORDS, PUNCTUATION, CONTRACTIONS, SPECIALS, SPACES, NUMBERS]
     weights = [10, 3, 2, 1, 4, 3]
     while len(out) < 300:
@@ -287,12 +288,18 @@ def main():
     torch.manual_seed(0)
     cases = strings()
     tokenizers_by_kind = {kind: train(kind, size) for kind, size in (("gpt2", 420), ("qwen2", 420), ("llama3", 420))}
-    ids = {}
+    ids, pieces = {}, {}
     for kind, tok in tokenizers_by_kind.items():
         tok.save(os.path.join(FIXTURES, "bpe_%s.json" % kind))
         ids[kind] = [tok.encode(s).ids for s in cases]
+        # the pre-tokenizer's pieces alone (code point offsets into the normalised text): a
+        # split's difference shows here even where the small vocabulary's merges hide it
+        split = pre_tokenizers.Split(Regex({"gpt2": GPT2_PATTERN, "qwen2": QWEN2_PATTERN, "llama3": LLAMA3_PATTERN}[kind]),
+                                     behavior="isolated")
+        pieces[kind] = [[end for _, (_, end) in split.pre_tokenize_str(unicodedata.normalize("NFC", s))]
+                        for s in cases]
     with open(os.path.join(FIXTURES, "bpe_cases.json"), "w") as f:
-        json.dump({"strings": cases, "ids": ids}, f, ensure_ascii=False, indent=0)
+        json.dump({"strings": cases, "ids": ids, "piece_ends": pieces}, f, ensure_ascii=False, indent=0)
     texts = ["Hello world", "the cat sat, naïve café", "東京 123 😀!", "a", "Instruct: find it\nQuery:what?"]
     for name, kind in (("qwen2", "qwen2"), ("qwen3", "qwen2"), ("llama", "llama3")):
         model = make_model(name, tokenizers_by_kind[kind])

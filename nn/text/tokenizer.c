@@ -21,6 +21,7 @@ void gc_tokenizer_free(const gc_tokenizer *tokenizer) {
     free(owned->slots);
     free(owned->prefix);
     free(owned->added);
+    free(owned->bpe.merges);
     free(owned);
 }
 
@@ -56,7 +57,14 @@ static const gc_added_token *added_token_at(const gc_tokenizer *tokenizer, const
     return best;
 }
 
-/* The text between added tokens goes through WordPiece; the added tokens are ids as they are. */
+/* A text between added tokens through the tokenizer's model. */
+static bool encode_text(const gc_tokenizer *tokenizer, const char *text, size_t length, int32_t *ids, int64_t *count,
+                        int64_t limit) {
+    return tokenizer->bpe_model ? gc_bpe_encode_text(tokenizer, text, length, ids, count, limit)
+                          : gc_wordpiece_encode_text(tokenizer, text, length, ids, count, limit);
+}
+
+/* The text between added tokens goes through the model; the added tokens are ids as they are. */
 static bool encode_pieces(const gc_tokenizer *tokenizer, const char *text, int32_t *ids, int64_t *count,
                           int64_t limit) {
     const char *segment = text;
@@ -66,11 +74,11 @@ static bool encode_pieces(const gc_tokenizer *tokenizer, const char *text, int32
             at++;
             continue;
         }
-        if (!gc_wordpiece_encode_text(tokenizer, segment, (size_t)(at - segment), ids, count, limit)) return false;
+        if (!encode_text(tokenizer, segment, (size_t)(at - segment), ids, count, limit)) return false;
         if (*count < limit) ids[(*count)++] = token->id;
         segment = at += token->length;
     }
-    return *count >= limit || gc_wordpiece_encode_text(tokenizer, segment, strlen(segment), ids, count, limit);
+    return *count >= limit || encode_text(tokenizer, segment, strlen(segment), ids, count, limit);
 }
 
 int64_t gc_tokenizer_encode(const gc_tokenizer *tokenizer, const char *text, int64_t max_length, int32_t *ids) {
