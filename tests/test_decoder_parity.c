@@ -94,6 +94,44 @@ static void check_model(const model_case *m, gc_dtype dtype, const gc_param_list
     gc_text_encoder_free(&encoder);
 }
 
+/* The texts make_decoder_fixture.py encoded. */
+static const char *const texts[] = {"Hello world", "the cat sat, naïve café", "東京 123 😀!", "a",
+                                    "Instruct: find it\nQuery:what?"};
+
+/* The whole folder through the public API: gc_pretrained_load's BPE tokenizer and encoder give
+ * transformers' embeddings from the texts themselves; the prompted encoding of "what?" is the
+ * last text's. */
+static void check_folder(const model_case *m, const gc_param_list *fixture) {
+    char folder[512];
+    snprintf(folder, sizeof folder, "%s/tiny_%s", GC_TEST_FIXTURES, m->name);
+    gc_text_encoder encoder;
+    gc_tokenizer *tokenizer;
+    gc_status status = gc_pretrained_load(folder, gc_cpu(), &encoder, &tokenizer, NULL);
+    if (status != GC_OK) fprintf(stderr, "%s\n", gc_last_error());
+    REQUIRE(status == GC_OK);
+    gc_tensor *got = gc_encode_texts(&encoder, tokenizer, texts, 5, 64, 2);
+    gc_tensor *last = gc_fixture_get(fixture, "last_f32_left");
+    gc_tensor *want = encoder.config.normalize ? gc_l2_normalize(last, 1e-12) : gc_tensor_retain(last);
+    /* the bound of check_model for the f32 forward (the texts are shorter than 64 tokens) */
+    double atol = 4 * 2 * chain_roundings(&encoder.config, 64) * 0x1p-24 * gc_test_largest_abs(last);
+    gc_test_expect_close(want, got, encoder.config.normalize ? atol / gc_test_largest_abs(last) : atol, 0, m->name);
+    const char *question[] = {"what?"};
+    gc_tensor *prompted = gc_encode_texts_prompted(&encoder, tokenizer, "Instruct: find it\nQuery:", question, 1, 64, 1);
+    gc_tensor *plain = gc_slice0(got, 4, 5);
+    gc_test_expect_close(plain, prompted, 0, 0, "prompted query");
+    RELEASE(got, want, prompted, plain);
+    gc_tokenizer_free(tokenizer);
+    gc_text_encoder_free(&encoder);
+}
+
+static void test_prompt(void) {
+    char folder[512], *prompt, *none;
+    snprintf(folder, sizeof folder, "%s/tiny_qwen3", GC_TEST_FIXTURES);
+    REQUIRE(gc_pretrained_prompt(folder, "query", &prompt) == GC_OK && gc_pretrained_prompt(folder, "x", &none) == GC_OK);
+    CHECK(prompt && !strcmp(prompt, "Instruct: Given a question, find its answer\nQuery:") && !none);
+    free(prompt);
+}
+
 static void test_models(void) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char path[512];
@@ -101,6 +139,7 @@ static void test_models(void) {
         gc_param_list fixture = gc_fixture_load(path);
         check_model(&cases[i], GC_F32, &fixture);
         check_model(&cases[i], GC_F64, &fixture);
+        check_folder(&cases[i], &fixture);
         gc_param_list_free(&fixture);
     }
 }
@@ -108,6 +147,7 @@ static void test_models(void) {
 int main(void) {
     size_t start = gc_memory_get_stats(gc_cpu()).live_bytes;
     GC_TEST_CASE(test_models);
+    GC_TEST_CASE(test_prompt);
     CHECK_MSG(gc_memory_get_stats(gc_cpu()).live_bytes == start, "tensors left alive");
     return gc_test_result();
 }

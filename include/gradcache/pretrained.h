@@ -140,6 +140,15 @@ gc_status gc_pretrained_load(const char *dir, gc_device device, gc_text_encoder 
  * tokens (batches padded to their longest text). NULL (error set) when memory runs out. */
 gc_tensor *gc_encode_texts(const gc_text_encoder *encoder, const gc_tokenizer *tokenizer, const char *const *texts,
                            int64_t count, int64_t max_length, int64_t batch);
+/* The same with `prompt` (or NULL) before every text (gc_tokenize_prompted): a decoder
+ * embedder's instruction for queries; its documents are encoded without one. */
+gc_tensor *gc_encode_texts_prompted(const gc_text_encoder *encoder, const gc_tokenizer *tokenizer, const char *prompt,
+                                    const char *const *texts, int64_t count, int64_t max_length, int64_t batch);
+/* The prompt `name` ("query", "document", ...) of the folder's sentence-transformers
+ * configuration (config_sentence_transformers.json's "prompts") into *prompt, a new string
+ * to free(); NULL when the folder has none of that name. GC_ERR_FORMAT naming the file when
+ * it is not such a configuration. */
+gc_status gc_pretrained_prompt(const char *dir, const char *name, char **prompt);
 
 #ifdef __cplusplus
 }

@@ -156,3 +156,24 @@ gc_status gc_pretrained_load(const char *dir, gc_device device, gc_text_encoder 
                              gc_bert_unused *unused) {
     return load(dir, NULL, device, encoder, tokenizer, unused);
 }
+
+gc_status gc_pretrained_prompt(const char *dir, const char *name, char **prompt) {
+    char path[4096];
+    *prompt = NULL;
+    if (!exists(join(path, sizeof path, dir, "config_sentence_transformers.json"))) return GC_OK;
+    gc_json *document;
+    gc_status status = gc_json_file_read(path, GC_BERT_MAX_CONFIG, &document);
+    if (status != GC_OK) return status;
+    const gc_json *prompts = gc_json_member(document, "prompts");
+    const gc_json *text = gc_json_member(prompts, name);
+    if (prompts && prompts->type != GC_JSON_OBJECT) status = gc_json_file_error(path, "\"prompts\" is not an object");
+    else if (text && text->type != GC_JSON_STRING)
+        status = gc_json_file_error(path, "prompts.%.40s is %s, not a string", name, gc_json_type_name(text->type));
+    else if (text && !(*prompt = malloc(strlen(text->string) + 1))) {
+        gc_set_error(GC_ERR_OUT_OF_MEMORY, "%s: out of host memory", path);
+        status = GC_ERR_OUT_OF_MEMORY;
+    }
+    if (status == GC_OK && text) strcpy(*prompt, text->string);
+    gc_json_free(document);
+    return status;
+}
