@@ -26,32 +26,20 @@ import unicodedata
 import tokenizers
 from tokenizers import Regex, normalizers, pre_tokenizers
 
+from make_unicode_tables import code_points, ranges
+
 HANGUL_FIRST, HANGUL_LAST = 0xAC00, 0xD7A3
-
-
-def code_points():
-    return [cp for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF]
 
 
 def matching(pattern):
     """The code points the reference's regex `pattern` (one character) matches."""
-    points = code_points()
+    points = list(code_points())
     text = "".join(chr(cp) for cp in points)
     kept = pre_tokenizers.Split(Regex(pattern), behavior="removed").pre_tokenize_str(text)
     unmatched = set()
     for _, (start, end) in kept:
         unmatched.update(range(start, end))
     return {points[i] for i in range(len(points)) if i not in unmatched}
-
-
-def ranges(members):
-    out = []
-    for cp in sorted(members):
-        if out and out[-1][1] == cp - 1:
-            out[-1][1] = cp
-        else:
-            out.append([cp, cp])
-    return out
 
 
 def class_ranges(classes):

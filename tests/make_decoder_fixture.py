@@ -34,7 +34,6 @@ import json
 import math
 import os
 import random
-import struct
 import sys
 import unicodedata
 
@@ -42,10 +41,10 @@ import torch
 import transformers
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
+from make_bert_fixture import write_fixture
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "fixtures")
-VERSION = 1
-FIXTURE_DTYPES = {torch.float32: 0, torch.int32: 1, torch.float64: 2}
 
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 QWEN2_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"""
@@ -245,18 +244,6 @@ def pad(rows, left):
     mask = [([0.0] * (length - len(r)) + [1.0] * len(r)) if left else ([1.0] * len(r) + [0.0] * (length - len(r)))
             for r in rows]
     return torch.tensor(ids, dtype=torch.int32), torch.tensor(mask, dtype=torch.float32)
-
-
-def write_fixture(path, entries):
-    with open(path, "wb") as out:
-        out.write(b"GCFIXTR\0" + struct.pack("<II", VERSION, len(entries)))
-        for name, tensor in entries:
-            encoded = name.encode()
-            out.write(struct.pack("<I", len(encoded)) + encoded)
-            out.write(struct.pack("<II", FIXTURE_DTYPES[tensor.dtype], tensor.dim()))
-            out.write(struct.pack("<%dq" % tensor.dim(), *tensor.shape))
-            out.write(tensor.contiguous().numpy().tobytes())
-    print("wrote", path)
 
 
 def references(name, model, tokenizer, texts):

@@ -17,9 +17,13 @@ static const char *join(char *path, size_t size, const char *dir, const char *na
     return path;
 }
 
-static bool exists(const char *path) {
+/* The folder's optional JSON file `name` into *document, NULL when the folder has none;
+ * `path` gets its path. */
+static gc_status read_optional(const char *dir, const char *name, char path[4096], gc_json **document) {
     struct stat info;
-    return stat(path, &info) == 0;
+    *document = NULL;
+    if (stat(join(path, 4096, dir, name), &info) != 0) return GC_OK;
+    return gc_json_file_read(path, GC_BERT_MAX_CONFIG, document);
 }
 
 /* config.json's family by its model_type, `only` (or either when NULL). */
@@ -46,10 +50,9 @@ gc_status gc_pretrained_parse_config(const char *text, size_t length, const char
  * are refused); without it, the family's own (mean for BERT, last token for a decoder). */
 static gc_status read_pooling(const char *dir, gc_text_encoder_config *c) {
     char path[4096];
-    if (!exists(join(path, sizeof path, dir, "1_Pooling/config.json"))) return GC_OK;
     gc_json *pooling;
-    gc_status status = gc_json_file_read(path, GC_BERT_MAX_CONFIG, &pooling);
-    if (status != GC_OK) return status;
+    gc_status status = read_optional(dir, "1_Pooling/config.json", path, &pooling);
+    if (status != GC_OK || !pooling) return status;
     static const char *const modes[] = {"pooling_mode_cls_token", "pooling_mode_mean_tokens", "pooling_mode_lasttoken",
                                         "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",
                                         "pooling_mode_weightedmean_tokens"};
@@ -69,10 +72,9 @@ static gc_status read_pooling(const char *dir, gc_text_encoder_config *c) {
 /* modules.json: a sentence_transformers.models.Normalize module normalises the output. */
 static gc_status read_modules(const char *dir, gc_text_encoder_config *c) {
     char path[4096];
-    if (!exists(join(path, sizeof path, dir, "modules.json"))) return GC_OK;
     gc_json *modules;
-    gc_status status = gc_json_file_read(path, GC_BERT_MAX_CONFIG, &modules);
-    if (status != GC_OK) return status;
+    gc_status status = read_optional(dir, "modules.json", path, &modules);
+    if (status != GC_OK || !modules) return status;
     if (modules->type != GC_JSON_ARRAY) status = gc_json_file_error(path, "not a JSON array");
     for (const gc_json *module = modules->first; status == GC_OK && module; module = module->next) {
         const gc_json *type = gc_json_member(module, "type");
@@ -160,10 +162,9 @@ gc_status gc_pretrained_load(const char *dir, gc_device device, gc_text_encoder 
 gc_status gc_pretrained_prompt(const char *dir, const char *name, char **prompt) {
     char path[4096];
     *prompt = NULL;
-    if (!exists(join(path, sizeof path, dir, "config_sentence_transformers.json"))) return GC_OK;
     gc_json *document;
-    gc_status status = gc_json_file_read(path, GC_BERT_MAX_CONFIG, &document);
-    if (status != GC_OK) return status;
+    gc_status status = read_optional(dir, "config_sentence_transformers.json", path, &document);
+    if (status != GC_OK || !document) return status;
     const gc_json *prompts = gc_json_member(document, "prompts");
     const gc_json *text = gc_json_member(prompts, name);
     if (prompts && prompts->type != GC_JSON_OBJECT) status = gc_json_file_error(path, "\"prompts\" is not an object");

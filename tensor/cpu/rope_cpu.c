@@ -31,31 +31,24 @@ static void rope_row_half(const rope_job *job, size_t row) {
     }
 }
 
-static void rope_row_double(const rope_job *job, size_t row) {
-    size_t half = job->head_dim / 2, width = job->heads * job->head_dim;
-    const double *x = (const double *)job->x + row * width, *cosines = (const double *)job->table +
-                                                                        (row % job->length) * job->head_dim;
-    double *y = (double *)job->y + row * width;
-    for (size_t head = 0; head < job->heads; head++, x += job->head_dim, y += job->head_dim)
-        for (size_t i = 0; i < half; i++)
-            gc_rope_pair_double(x[i], x[i + half], cosines[i], cosines[half + i], job->inverse, &y[i], &y[i + half]);
-}
-
-/* f32, straight from and to the floats: the hot path of CPU training. */
-static void rope_row_f32(const rope_job *job, size_t row) {
-    size_t half = job->head_dim / 2, width = job->heads * job->head_dim;
-    const float *x = (const float *)job->x + row * width, *cosines = (const float *)job->table +
-                                                                      (row % job->length) * job->head_dim;
-    float *y = (float *)job->y + row * width;
-    for (size_t head = 0; head < job->heads; head++, x += job->head_dim, y += job->head_dim)
-        for (size_t i = 0; i < half; i++)
-            gc_rope_pair_float(x[i], x[i + half], cosines[i], cosines[half + i], job->inverse, &y[i], &y[i + half]);
-}
+/* f32 and f64, straight from and to the arrays of T (f32: the hot path of CPU training). */
+#define DEFINE_ROPE_ROW(T)                                                                                          \
+    static void rope_row_##T(const rope_job *job, size_t row) {                                                     \
+        size_t half = job->head_dim / 2, width = job->heads * job->head_dim;                                        \
+        const T *x = (const T *)job->x + row * width;                                                               \
+        const T *cosines = (const T *)job->table + (row % job->length) * job->head_dim;                             \
+        T *y = (T *)job->y + row * width;                                                                           \
+        for (size_t head = 0; head < job->heads; head++, x += job->head_dim, y += job->head_dim)                    \
+            for (size_t i = 0; i < half; i++)                                                                       \
+                gc_rope_pair_##T(x[i], x[i + half], cosines[i], cosines[half + i], job->inverse, &y[i], &y[i + half]); \
+    }
+DEFINE_ROPE_ROW(float)
+DEFINE_ROPE_ROW(double)
 
 static void rope_rows(void *arg, int64_t begin, int64_t end) {
     const rope_job *job = arg;
     for (size_t row = (size_t)begin; row < (size_t)end; row++) {
-        if (job->dtype == GC_F32) rope_row_f32(job, row);
+        if (job->dtype == GC_F32) rope_row_float(job, row);
         else if (job->dtype == GC_F64) rope_row_double(job, row);
         else rope_row_half(job, row);
     }
