@@ -10,23 +10,8 @@
 #define QWEN2 GC_TEST_FIXTURES "/tiny_qwen2"
 #define LLAMA GC_TEST_FIXTURES "/tiny_llama"
 
-/* Loading `folder` (gc_pretrained_load) fails with `want`, one line naming `file` in the
- * folder and containing `problem`, and no byte of tensor memory is allocated on the way. */
 static void expect_refused(const char *folder, gc_status want, const char *file, const char *problem) {
-    gc_text_encoder encoder;
-    gc_tokenizer *tokenizer;
-    size_t live = gc_memory_get_stats(gc_cpu()).live_bytes;
-    gc_memory_reset_peak(gc_cpu());
-    gc_status status = gc_pretrained_load(folder, gc_cpu(), &encoder, &tokenizer, NULL);
-    char path[PATH_MAX];
-    gc_test_path(path, folder, file);
-    CHECK_MSG(status == want && strstr(gc_last_error(), path) && strstr(gc_last_error(), problem) &&
-                  !strchr(gc_last_error(), '\n'),
-              "want %s and \"%s: ...%s\", got %s \"%s\"", gc_status_name(want), path, problem, gc_status_name(status),
-              gc_last_error());
-    gc_memory_stats stats = gc_memory_get_stats(gc_cpu());
-    CHECK_MSG(!tokenizer && stats.live_bytes == live && stats.peak_bytes == live, "%s: memory allocated", folder);
-    gc_clear_error();
+    gc_test_expect_refused_by(gc_pretrained_load, folder, want, file, problem);
 }
 
 static void test_config_refusals(void) {
