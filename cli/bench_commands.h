@@ -5,7 +5,8 @@
 
 #include <stdio.h>
 
-#include "bench_step.h"
+#include "bench_model.h"
+#include "gradcache/measure.h"
 
 int gc_command_bench_memory(int argc, char **argv);
 int gc_command_bench_speed(int argc, char **argv);

@@ -3,9 +3,9 @@
 #include <stdlib.h>
 
 #include "bench_commands.h"
-#include "bytes.h"
+#include "gradcache/train.h"
 #include "int_list.h"
-#include "svg.h"
+#include "gradcache/measure.h"
 
 const char *gc_memory_loss_name(gc_contrastive_method loss) { return loss == GC_CONTRASTIVE_FULL ? "full" : "tiled"; }
 

@@ -20,17 +20,19 @@ int gc_bench_model_check(const char *command, const gc_bench_model_options *opti
     return 0;
 }
 
-gc_text_encoder_config gc_bench_model_config(const gc_bench_model_options *options, gc_dtype dtype) {
-    return (gc_text_encoder_config){.vocab = GC_TOKEN_VOCAB,
-                                    .max_length = options->max_length,
-                                    .dim = options->dim,
-                                    .heads = (int)options->heads,
-                                    .layers = (int)options->layers,
-                                    .hidden = options->hidden,
-                                    .dropout = options->dropout,
-                                    .activation = GC_ACT_GELU_ERF,
-                                    .pooling = GC_POOL_MEAN,
-                                    .dtype = dtype};
+gc_status gc_bench_model_setup(gc_bench_setup *setup, const gc_bench_model_options *options, gc_dtype dtype,
+                               gc_device device) {
+    gc_text_encoder_config config = {.vocab = GC_TOKEN_VOCAB,
+                                     .max_length = options->max_length,
+                                     .dim = options->dim,
+                                     .heads = (int)options->heads,
+                                     .layers = (int)options->layers,
+                                     .hidden = options->hidden,
+                                     .dropout = options->dropout,
+                                     .activation = GC_ACT_GELU_ERF,
+                                     .pooling = GC_POOL_MEAN,
+                                     .dtype = dtype};
+    return gc_bench_setup_init(setup, &config, options->tied, (uint64_t)options->seed, device);
 }
 
 const char *gc_bench_model_describe(const gc_bench_model_options *options, char *buf, int size) {

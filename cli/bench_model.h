@@ -36,9 +36,10 @@ extern const char *const gc_bench_device_names[]; /* "cpu", "cuda", NULL */
  * device; 0, or prints one line naming the flag and returns 2 (a usage error). */
 int gc_bench_model_check(const char *command, const gc_bench_model_options *options, gc_device *device);
 
-/* The text encoder the options describe: byte-level vocabulary, BERT's post-norm layers,
- * mean pooling over the mask, no projection. */
-gc_text_encoder_config gc_bench_model_config(const gc_bench_model_options *options, gc_dtype dtype);
+/* gc_bench_setup_init with the text encoder the options describe (byte-level vocabulary,
+ * BERT's post-norm layers, mean pooling over the mask, no projection) in `dtype`. */
+gc_status gc_bench_model_setup(gc_bench_setup *setup, const gc_bench_model_options *options, gc_dtype dtype,
+                               gc_device device);
 
 /* "dual encoder (dim 32, 2 layers, 4 heads, hidden 64, max length 16, dropout 0.1)" into buf. */
 const char *gc_bench_model_describe(const gc_bench_model_options *options, char *buf, int size);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "bench_commands.h"
-#include "bytes.h"
+#include "gradcache/train.h"
 #include "int_list.h"
 #include "gradcache/files.h"
 #include "precision.h"
@@ -119,7 +119,7 @@ static int sweep(const memory_options *options, const gc_bench_model_options *mo
     if (options->mem_limit) gc_memory_set_limit(device, options->mem_limit);
     size_t limit = gc_memory_get_stats(device).limit_bytes; /* --mem-limit, or GC_MEM_LIMIT */
     gc_bench_setup setup;
-    if (gc_bench_setup_init(&setup, model, gc_precision_dtype(options->precision), device) != GC_OK) {
+    if (gc_bench_model_setup(&setup, model, gc_precision_dtype(options->precision), device) != GC_OK) {
         fprintf(stderr, "gradcache bench memory: the model alone does not fit: %s\n", gc_last_error());
         return 1;
     }

@@ -5,7 +5,7 @@
 
 #include "bench_commands.h"
 #include "int_list.h"
-#include "mem_limit.h"
+#include "gradcache/train.h"
 #include "precision.h"
 
 /* One row; f32 is the same run in f32 (NULL when f32 was not measured, or is this one). */
@@ -54,7 +54,7 @@ static int speed_in(int precision, const speed_options *o, gc_bench_result *runs
     const gc_int_list *chunks = &o->chunks;
     int64_t batch = o->batch;
     gc_bench_setup setup;
-    if (gc_bench_setup_init(&setup, &o->model, gc_precision_dtype(precision), o->device) != GC_OK) {
+    if (gc_bench_model_setup(&setup, &o->model, gc_precision_dtype(precision), o->device) != GC_OK) {
         char what[32];
         snprintf(what, sizeof what, "the model in %s", gc_precision_names[precision]);
         return fail_measuring(o, what);

@@ -8,11 +8,7 @@
 #include "device_flag.h"
 #include "errors.h"
 #include "flags.h"
-#include "model.h"
-#include "model_folder.h"
-#include "pairs.h"
-#include "paths.h"
-#include "retrieval.h"
+#include "gradcache/train.h"
 
 #define SUMMARY                                                                                            \
     "Ranks each query's positive among every distinct positive of the split by cosine similarity and prints\n" \
@@ -50,37 +46,6 @@ static int parse_flags(int argc, char **argv, eval_flags *f) {
     return 0;
 }
 
-/* Encodes the queries and the distinct positives of `pairs` and ranks them. */
-static gc_status evaluate(gc_dual_encoder *model, const gc_pairs *pairs, int64_t count, int64_t batch_size,
-                          gc_retrieval_metrics *metrics) {
-    const char **queries = malloc((size_t)count * sizeof *queries);
-    const char **positives = malloc((size_t)count * sizeof *positives);
-    int64_t *positive_index = malloc((size_t)count * sizeof *positive_index);
-    if (!queries || !positives || !positive_index)
-        gc_fatal("eval: out of host memory for %lld pairs", (long long)count);
-    for (int64_t i = 0; i < count; i++) {
-        queries[i] = gc_pairs_text(pairs, i, 0);
-        positives[i] = gc_pairs_text(pairs, i, 1);
-    }
-    const char **words;
-    int64_t n_words = gc_distinct_texts(positives, count, &words, positive_index);
-    /* [count, D] */
-    gc_tensor *query_reps = gc_encode_texts(gc_dual_encoder_tower(model, 0), model->tokenizer, queries, count,
-                                            model->max_length, batch_size);
-    gc_tensor *word_reps = query_reps ? gc_encode_texts(gc_dual_encoder_tower(model, 1), model->tokenizer, words,
-                                                        n_words, model->max_length, batch_size)
-                                      : NULL; /* [n_words, D] */
-    gc_status status = word_reps ? gc_retrieval_evaluate(query_reps, word_reps, positive_index, metrics)
-                                 : gc_last_status();
-    gc_tensor_release(query_reps);
-    gc_tensor_release(word_reps);
-    free(words);
-    free(queries);
-    free(positives);
-    free(positive_index);
-    return status;
-}
-
 /* `subset`: the pairs were the first ones of a larger split, which the output says. */
 static void print_metrics(const gc_retrieval_metrics *m, bool subset, const char *path, bool json) {
     if (json)
@@ -104,13 +69,13 @@ int gc_command_eval(int argc, char **argv) {
     gc_dual_encoder model = {0};
     gc_pairs pairs = {0};
     gc_retrieval_metrics metrics;
-    if (gc_model_load(f.model, f.max_length, device, &model) != GC_OK) {
+    if (gc_dual_encoder_load(f.model, f.max_length, device, &model) != GC_OK) {
         status = fail(1, "--model: %s", gc_last_error());
     } else if (gc_pairs_read(data_path, &pairs) != GC_OK) {
         status = fail(1, "--data: %s", gc_last_error());
     } else {
         bool subset = f.limit && f.limit < pairs.count;
-        if (evaluate(&model, &pairs, subset ? f.limit : pairs.count, f.batch_size, &metrics) != GC_OK)
+        if (gc_retrieval_evaluate_pairs(&model, &pairs, subset ? f.limit : pairs.count, f.batch_size, &metrics) != GC_OK)
             status = fail(1, "%s", gc_last_error());
         else
             print_metrics(&metrics, subset, data_path, f.json);

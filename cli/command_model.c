@@ -22,7 +22,7 @@
 #include "flags.h"
 #include "gradcache/files.h"
 #include "gradcache/hash.h"
-#include "paths.h"
+#include "gradcache/train.h"
 
 typedef struct model_file {
     const char *name, *sha256;

@@ -18,17 +18,12 @@
 #include <string.h>
 
 #include "bench/bench_util.h"
-#include "batches.h"
+#include "gradcache/train.h"
 #include "commands.h"
 #include "device_flag.h"
 #include "errors.h"
-#include "mem_limit.h"
-#include "metadata.h"
-#include "model.h"
-#include "model_file.h"
-#include "model_folder.h"
-#include "pairs.h"
-#include "paths.h"
+#include "train/metadata.h"
+#include "train/model_file.h"
 #include "precision.h"
 #include "progress.h"
 #include "run_log.h"
@@ -285,8 +280,7 @@ static gc_status save(trainer *t) {
         status = gc_train_state_save(t->checkpoint_path, &t->model, &t->optimizer, &t->progress, &t->settings, &t->plan,
                                      every_rank);
     if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0)
-        status = t->model.pretrained ? gc_model_folder_save(t->flags.out, &t->model)
-                                     : gc_model_file_save(t->model_path, &t->model);
+        status = gc_dual_encoder_save(&t->model, t->flags.out);
     free(every_rank);
     return status;
 }

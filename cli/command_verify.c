@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bench_step.h"
+#include "bench_model.h"
+#include "gradcache/measure.h"
 #include "commands.h"
 
 /* A gradient norm below this fraction of the model's largest is measured against that
@@ -67,7 +68,7 @@ static int run(const gc_bench_model_options *options, gc_dtype dtype, gc_device 
            (long long)options->seed);
     gc_bench_setup setup;
     gc_bench_batch batch;
-    if (gc_bench_setup_init(&setup, options, dtype, device) != GC_OK) {
+    if (gc_bench_model_setup(&setup, options, dtype, device) != GC_OK) {
         fprintf(stderr, "gradcache verify: the model: %s\n", gc_last_error());
         return 1;
     }

@@ -2,7 +2,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bytes.h"
+#include "gradcache/train.h"
 #include "progress.h"
 
 enum { BAR_WIDTH = 20 };

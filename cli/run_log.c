@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "numbers.h"
+#include "train/numbers.h"
 #include "gradcache/files.h"
 #include "run_log.h"
 

@@ -4,8 +4,8 @@
 #include "device_flag.h"
 #include "errors.h"
 #include "flags.h"
-#include "model.h"
-#include "numbers.h"
+#include "gradcache/train.h"
+#include "train/numbers.h"
 #include "precision.h"
 #include "train_flags.h"
 

@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "metadata.h"
-#include "pairs.h"
+#include "train/metadata.h"
+#include "gradcache/train.h"
 
 /* --loss: how a --gc step computes the loss's gradient, in gc_contrastive_method's order. */
 extern const char *const gc_train_loss_names[];

@@ -5,8 +5,8 @@
 
 #include <float.h>
 
-#include "model_file.h"
-#include "numbers.h"
+#include "train/model_file.h"
+#include "train/numbers.h"
 #include "train_state.h"
 
 #define OPTIMIZER_PREFIX "optimizer"

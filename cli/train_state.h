@@ -25,8 +25,8 @@
 #ifndef GC_CLI_TRAIN_STATE_H
 #define GC_CLI_TRAIN_STATE_H
 
-#include "metadata.h"
-#include "model.h"
+#include "gradcache/gradcache.h"
+#include "train/metadata.h"
 
 /* The largest generator offset a checkpoint may hold: 2^62 words, leaving as many again
  * for the rest of the run (a step draws one word per dropped element). */

@@ -1,9 +1,11 @@
-/* Retrieval evaluation (see retrieval.h). */
+/* Retrieval evaluation (see gradcache/train.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "retrieval.h"
+#include "gradcache/autograd.h"
+#include "gradcache/ops.h"
+#include "gradcache/train.h"
 
 /* Queries scored per matrix product: bounds the host copy of the scores ([block, Nc] floats)
  * whatever the number of queries. */
@@ -131,5 +133,35 @@ gc_status gc_retrieval_evaluate(const gc_tensor *queries, const gc_tensor *candi
         metrics->recall_at_10 /= (double)n_queries;
         metrics->mrr /= (double)n_queries;
     }
+    return status;
+}
+
+gc_status gc_retrieval_evaluate_pairs(gc_dual_encoder *model, const gc_pairs *pairs, int64_t count, int64_t batch,
+                                      gc_retrieval_metrics *metrics) {
+    const char **queries = malloc((size_t)count * sizeof *queries);
+    const char **positives = malloc((size_t)count * sizeof *positives);
+    int64_t *positive_index = malloc((size_t)count * sizeof *positive_index);
+    if (!queries || !positives || !positive_index)
+        gc_fatal("retrieval_evaluate_pairs: out of host memory for %lld pairs", (long long)count);
+    for (int64_t i = 0; i < count; i++) {
+        queries[i] = gc_pairs_text(pairs, i, 0);
+        positives[i] = gc_pairs_text(pairs, i, 1);
+    }
+    const char **words;
+    int64_t n_words = gc_distinct_texts(positives, count, &words, positive_index);
+    /* [count, D] */
+    gc_tensor *query_reps = gc_encode_texts(gc_dual_encoder_tower(model, 0), model->tokenizer, queries, count,
+                                            model->max_length, batch);
+    gc_tensor *word_reps = query_reps ? gc_encode_texts(gc_dual_encoder_tower(model, 1), model->tokenizer, words,
+                                                        n_words, model->max_length, batch)
+                                      : NULL; /* [n_words, D] */
+    gc_status status = word_reps ? gc_retrieval_evaluate(query_reps, word_reps, positive_index, metrics)
+                                 : gc_last_status();
+    gc_tensor_release(query_reps);
+    gc_tensor_release(word_reps);
+    free(words);
+    free(queries);
+    free(positives);
+    free(positive_index);
     return status;
 }

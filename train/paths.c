@@ -1,4 +1,4 @@
-/* File paths (see paths.h). */
+/* The paths of datasets and run folders (see gradcache/train.h). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "paths.h"
+#include "gradcache/train.h"
 
 char *gc_path_join(const char *dir, const char *name) {
     size_t length = strlen(dir) + 1 + strlen(name) + 1;

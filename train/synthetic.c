@@ -1,9 +1,9 @@
-/* Synthetic token batches (see synthetic.h). */
+/* Synthetic token batches (see gradcache/measure.h). */
 #include <stdlib.h>
 
+#include "gradcache/measure.h"
 #include "gradcache/random.h"
 #include "gradcache/tokenizer.h"
-#include "synthetic.h"
 
 gc_status gc_synthetic_tokens(int64_t rows, int64_t max_length, gc_dtype mask_dtype, gc_device device,
                               gc_generator *generator, gc_tensor **ids, gc_tensor **mask) {

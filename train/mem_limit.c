@@ -1,14 +1,30 @@
-/* The commands' memory limit and its default (see mem_limit.h). */
+/* The memory limit of a run and its default, and byte counts for people (see
+ * gradcache/train.h). */
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "bytes.h"
 #include "gradcache/memory.h"
-#include "mem_limit.h"
+#include "gradcache/train.h"
 
 /* The default's share of the available memory. */
 #define DEFAULT_NUMERATOR 2
 #define DEFAULT_DENOMINATOR 3
+
+double gc_byte_unit(double bytes, const char **name) {
+    static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int k = 0;
+    while (k < 4 && bytes >= 1024.0 * ldexp(1, 10 * k)) k++;
+    *name = names[k];
+    return ldexp(1, 10 * k);
+}
+
+const char *gc_format_bytes(double bytes, char *buf, int size) {
+    const char *name;
+    double unit = gc_byte_unit(bytes, &name);
+    snprintf(buf, (size_t)size, "%.3g %s", bytes / unit, name);
+    return buf;
+}
 
 gc_mem_limit gc_mem_limit_apply(gc_device device, size_t flag_bytes, int sharers) {
     gc_device cpu = gc_cpu();

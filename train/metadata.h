@@ -1,7 +1,7 @@
 /* Safetensors metadata (a map of strings) written from and read back into typed values: the
  * trainer's checkpoints and model files describe themselves with it. */
-#ifndef GC_CLI_METADATA_H
-#define GC_CLI_METADATA_H
+#ifndef GC_TRAIN_METADATA_H
+#define GC_TRAIN_METADATA_H
 
 #include <stdint.h>
 

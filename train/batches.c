@@ -1,7 +1,9 @@
-/* The training batches (see batches.h). */
+/* The training batches (see gradcache/train.h): which examples a step takes, and their
+ * tokenized tensors. */
 #include <stdlib.h>
 
-#include "batches.h"
+#include "gradcache/random.h"
+#include "gradcache/train.h"
 
 void gc_epoch_order(uint64_t seed, int64_t epoch, int64_t count, int64_t *order) {
     for (int64_t i = 0; i < count; i++) order[i] = i;
@@ -15,6 +17,40 @@ void gc_epoch_order(uint64_t seed, int64_t epoch, int64_t count, int64_t *order)
         order[i] = order[j];
         order[j] = swap;
     }
+}
+
+void gc_batch_sampler_init(gc_batch_sampler *sampler, uint64_t seed, int64_t count, int64_t batch_size) {
+    if (batch_size < 1 || batch_size > count)
+        gc_fatal("batch_sampler_init: a batch of %lld from %lld examples", (long long)batch_size, (long long)count);
+    *sampler = (gc_batch_sampler){.seed = seed,
+                                  .count = count,
+                                  .batch_size = batch_size,
+                                  .steps_per_epoch = count / batch_size,
+                                  .epoch = -1};
+}
+
+void gc_batch_sampler_locate(const gc_batch_sampler *sampler, int64_t step, int64_t *epoch, int64_t *position) {
+    *epoch = step / sampler->steps_per_epoch;
+    *position = step % sampler->steps_per_epoch * sampler->batch_size;
+}
+
+const int64_t *gc_batch_sampler_batch(gc_batch_sampler *sampler, int64_t step, int64_t *epoch) {
+    int64_t position;
+    gc_batch_sampler_locate(sampler, step, epoch, &position);
+    if (!sampler->order) {
+        sampler->order = malloc((size_t)sampler->count * sizeof *sampler->order);
+        if (!sampler->order) gc_fatal("batch_sampler: out of host memory for the data order");
+    }
+    if (*epoch != sampler->epoch) { /* a new epoch (or a resumed run's first): its order */
+        gc_epoch_order(sampler->seed, *epoch, sampler->count, sampler->order);
+        sampler->epoch = *epoch;
+    }
+    return sampler->order + position;
+}
+
+void gc_batch_sampler_free(gc_batch_sampler *sampler) {
+    free(sampler->order);
+    *sampler = (gc_batch_sampler){0};
 }
 
 /* The texts of column `first` and the `columns - 1` after it, for each example in turn. */

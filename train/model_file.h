@@ -1,11 +1,11 @@
 /* How a trained dual encoder is stored: its parameters under their names ("query.*" and
  * "passage.*", or "encoder.*" when tied) in a safetensors file whose metadata describes the
  * configuration, so that `gradcache eval` rebuilds the model from the file alone. */
-#ifndef GC_CLI_MODEL_FILE_H
-#define GC_CLI_MODEL_FILE_H
+#ifndef GC_TRAIN_MODEL_FILE_H
+#define GC_TRAIN_MODEL_FILE_H
 
+#include "gradcache/train.h"
 #include "metadata.h"
-#include "model.h"
 
 /* Adds the description of `model` (format, sizes, tied) to metadata. */
 void gc_model_describe(const gc_dual_encoder *model, gc_metadata *metadata);

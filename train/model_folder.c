@@ -1,20 +1,25 @@
-/* Pretrained models in the Hugging Face folder layout (see model_folder.h). */
+/* Dual encoders in folders (see gradcache/train.h): pretrained models in the Hugging Face
+ * layout (gradcache/pretrained.h) as one tied encoder (a sentence-transformers model encodes
+ * queries and passages alike) with its WordPiece tokenizer, a fine-tuned model saved as such a
+ * folder again, so that sentence-transformers loads it from the run folder, and where a model
+ * argument is told apart: a folder with config.json, or a gradcache model file. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "model_file.h"
-#include "model_folder.h"
 #include "gradcache/files.h"
-#include "paths.h"
+#include "gradcache/train.h"
+#include "model_file.h"
 
 /* What a model folder tokenizes to when not told (or its positions, if fewer): the length
  * all-MiniLM-L6-v2's tokenizer.json truncates to, and far beyond any WordNet definition. */
 #define DEFAULT_EVAL_LENGTH 128
 
-const char *const gc_model_folder_files[] = {
+/* The files of a model folder besides the weights, copied into a run folder as they are:
+ * what transformers and sentence-transformers read. */
+static const char *const folder_files[] = {
     "config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt",
     "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json", "1_Pooling/config.json",
     NULL,
@@ -25,7 +30,8 @@ static bool is_file(const char *path) {
     return stat(path, &info) == 0 && S_ISREG(info.st_mode);
 }
 
-bool gc_is_model_folder(const char *path) {
+/* True when `path` is a folder holding config.json. */
+static bool is_model_folder(const char *path) {
     char *config = gc_path_join(path, "config.json");
     bool found = is_file(config);
     free(config);
@@ -100,11 +106,13 @@ static bool same_folder(const char *a, const char *b) {
            first.st_ino == second.st_ino;
 }
 
-gc_status gc_model_folder_save(const char *dir, const gc_dual_encoder *model) {
-    gc_status status = gc_make_directories(dir);
-    for (int i = 0; status == GC_OK && gc_model_folder_files[i] && !same_folder(dir, model->pretrained); i++) {
-        char *from = gc_path_join(model->pretrained, gc_model_folder_files[i]);
-        char *to = gc_path_join(dir, gc_model_folder_files[i]);
+/* A pretrained model into `dir`: its folder's files copied (unless `dir` is that folder),
+ * then the weights under Hugging Face's names to `weights`. */
+static gc_status save_pretrained(const gc_dual_encoder *model, const char *dir, const char *weights) {
+    gc_status status = GC_OK;
+    for (int i = 0; status == GC_OK && folder_files[i] && !same_folder(dir, model->pretrained); i++) {
+        char *from = gc_path_join(model->pretrained, folder_files[i]);
+        char *to = gc_path_join(dir, folder_files[i]);
         if (is_file(from)) {
             char *slash = strrchr(to, '/');
             *slash = '\0'; /* the file's folder first (1_Pooling) */
@@ -115,14 +123,20 @@ gc_status gc_model_folder_save(const char *dir, const gc_dual_encoder *model) {
         free(from);
         free(to);
     }
+    return status == GC_OK ? gc_bert_save_weights(weights, &model->towers[0], &model->unused) : status;
+}
+
+gc_status gc_dual_encoder_save(const gc_dual_encoder *model, const char *dir) {
+    gc_status status = gc_make_directories(dir);
+    if (status != GC_OK) return status;
     char *weights = gc_path_join(dir, "model.safetensors");
-    if (status == GC_OK) status = gc_bert_save_weights(weights, &model->towers[0], &model->unused);
+    status = model->pretrained ? save_pretrained(model, dir, weights) : gc_model_file_save(weights, model);
     free(weights);
     return status;
 }
 
-gc_status gc_model_load(const char *path, int64_t max_length, gc_device device, gc_dual_encoder *model) {
-    if (gc_is_model_folder(path))
+gc_status gc_dual_encoder_load(const char *path, int64_t max_length, gc_device device, gc_dual_encoder *model) {
+    if (is_model_folder(path))
         return gc_dual_encoder_from_folder(model, path, max_length, GC_F32, device);
     char *file = gc_run_file(path, "model.safetensors");
     gc_status status = gc_model_file_load(file, device, model);

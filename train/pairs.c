@@ -1,4 +1,4 @@
-/* Pair files (see pairs.h), read one line at a time: each line is checked as soon as it is
+/* Pair files (see gradcache/train.h), read one line at a time: each line is checked as soon as it is
  * complete, and the first bad one stops the reading, so that a malformed stream (a binary
  * file, /dev/zero) costs a line of memory and time, not the whole stream. The fields of the
  * good lines are copied, NUL-terminated, into one growing text block; at the end a table of
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gradcache/train.h"
 #include "lines.h"
-#include "pairs.h"
 
 /* One line of the input, without its "\n" or "\r\n". */
 typedef struct line {

@@ -1,17 +1,20 @@
-/* WordNet data files -> train and dev pair text (see wordnet.h). The format of a data file
- * line (wndb(5)): `offset lex_filenum ss_type w_cnt word lex_id [word lex_id...] p_cnt
+/* WordNet data files -> train and dev pair files (see gradcache/train.h). The format of a
+ * data file line (wndb(5)): `offset lex_filenum ss_type w_cnt word lex_id [word lex_id...] p_cnt
  * [pointers...] [frames...] | gloss`, w_cnt in hexadecimal; the license at the top of each
  * file is on lines that start with two spaces. */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gradcache/files.h"
+#include "gradcache/train.h"
 #include "lines.h"
-#include "pairs.h"
-#include "wordnet.h"
+
+#define GC_WORDNET_MAX_LINE_TEXT "65536" /* GC_WORDNET_MAX_LINE, for messages */
 
 enum { MAX_WORDS = 255 }; /* w_cnt has two hexadecimal digits */
 
@@ -228,4 +231,30 @@ void gc_wordnet_split_free(gc_wordnet_split *split) {
     free(split->train.text);
     free(split->dev.text);
     *split = (gc_wordnet_split){0};
+}
+
+gc_status gc_wordnet_split_save(const char *folder, const gc_wordnet_split *split) {
+    static const char *const names[2] = {"train.tsv", "dev.tsv"};
+    const gc_wordnet_side *sides[2] = {&split->train, &split->dev};
+    gc_status status = gc_make_directories(folder);
+    if (status != GC_OK) return status;
+    /* both files complete under temporary names first, then both renamed: a failure leaves
+     * neither half-written */
+    gc_file_writer outputs[2] = {{0}};
+    for (int i = 0; i < 2 && status == GC_OK; i++) {
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof path, "%s/%s", folder, names[i]) >= (int)sizeof path) {
+            gc_set_error(GC_ERR_IO, "%s/%s: path too long", folder, names[i]);
+            status = GC_ERR_IO;
+        } else if ((status = gc_file_begin(&outputs[i], path)) == GC_OK &&
+                   fwrite(sides[i]->text, 1, sides[i]->size, outputs[i].file) != sides[i]->size) {
+            gc_set_error(GC_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+            status = GC_ERR_IO;
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        if (status == GC_OK) status = gc_file_commit(&outputs[i]);
+        else gc_file_abort(&outputs[i]);
+    }
+    return status;
 }

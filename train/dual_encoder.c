@@ -1,8 +1,8 @@
-/* The trainer's models (see model.h): BERT-style post-norm encoders over the byte vocabulary,
- * mean-pooled and projected. */
+/* The dual encoder and its presets (see gradcache/train.h): BERT-style post-norm encoders
+ * over the byte vocabulary, mean-pooled and projected. */
 #include <stdlib.h>
 
-#include "model.h"
+#include "gradcache/train.h"
 
 const char *const gc_model_size_names[] = {"tiny", "small", "base", NULL};
 

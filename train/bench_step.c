@@ -1,23 +1,25 @@
-/* The setup and the step measurement shared by verify and the benchmarks (see bench_step.h). */
-#include "bench/bench_util.h"
-#include "bench_step.h"
-#include "synthetic.h"
+/* A training step measured: the model, synthetic batches, time and peak memory (see
+ * gradcache/measure.h). */
+#include <stdlib.h>
+
+#include "gradcache/clock.h"
+#include "gradcache/measure.h"
+#include "gradcache/memory.h"
 
 /* Cosine at BERT-style retrieval's usual temperature: the scores and gradients of a real
  * training step, so the comparisons see realistic magnitudes. */
 #define GC_BENCH_TEMPERATURE 0.05
 
-gc_status gc_bench_setup_init(gc_bench_setup *setup, const gc_bench_model_options *options, gc_dtype dtype,
+gc_status gc_bench_setup_init(gc_bench_setup *setup, const gc_text_encoder_config *config, bool tied, uint64_t seed,
                               gc_device device) {
     *setup = (gc_bench_setup){.device = device,
-                              .dtype = dtype,
-                              .max_length = options->max_length,
+                              .dtype = config->dtype,
+                              .max_length = config->max_length,
                               .loss = {.similarity = GC_SIMILARITY_COSINE, .temperature = GC_BENCH_TEMPERATURE},
                               /* another stream than the initialisation's (seed), for the data */
-                              .data = {(uint64_t)options->seed + 1, 0}};
-    gc_manual_seed((uint64_t)options->seed);
-    gc_text_encoder_config config = gc_bench_model_config(options, dtype);
-    return gc_dual_encoder_init(&setup->model, &config, options->tied, device, (uint64_t)options->seed);
+                              .data = {seed + 1, 0}};
+    gc_manual_seed(seed);
+    return gc_dual_encoder_init(&setup->model, config, tied, device, seed);
 }
 
 void gc_bench_setup_free(gc_bench_setup *setup) { gc_dual_encoder_free(&setup->model); }
@@ -46,6 +48,16 @@ gc_cache_config gc_bench_cache_config(gc_bench_setup *setup, int64_t chunk_size)
         config.models[side] = (gc_cached_model){gc_dual_encoder_tower(&setup->model, side), gc_dual_encoder_forward_train,
                                                 chunk_size, &setup->model.params};
     return config;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double gc_median(double *values, int n) {
+    qsort(values, (size_t)n, sizeof *values, compare_doubles);
+    return values[n / 2];
 }
 
 static size_t largest(size_t a, size_t b) { return a > b ? a : b; }
@@ -88,8 +100,8 @@ gc_bench_result gc_bench_measure(gc_bench_setup *setup, int64_t batch, int64_t c
     gc_cache_free(cache);
     gc_bench_batch_free(&data);
     if (result.status == GC_OK) {
-        result.step_ms = 1e3 * bench_median(step_seconds, reps);
-        result.forward_ms = 1e3 * bench_median(forward_seconds, reps);
+        result.step_ms = 1e3 * gc_median(step_seconds, reps);
+        result.forward_ms = 1e3 * gc_median(forward_seconds, reps);
     }
     return result;
 }

@@ -8,10 +8,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "cli/batches.h"
-#include "cli/metadata.h"
-#include "cli/numbers.h"
-#include "cli/retrieval.h"
+#include "gradcache/train.h"
+#include "train/metadata.h"
+#include "train/numbers.h"
 
 static void test_distinct_texts(void) {
     const char *texts[] = {"b", "a", "b", "c", "a"};

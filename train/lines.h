@@ -1,8 +1,8 @@
 /* Bounded line reading: a line of outside input is read only up to a limit, so that a
  * stream that is not the text it should be (/dev/zero, a binary file, a pipe that never
  * sends a newline) costs at most a line's bytes of memory, never the whole stream. */
-#ifndef GC_CLI_LINES_H
-#define GC_CLI_LINES_H
+#ifndef GC_TRAIN_LINES_H
+#define GC_TRAIN_LINES_H
 
 #include <stddef.h>
 #include <stdio.h>

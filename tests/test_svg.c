@@ -1,7 +1,8 @@
-/* The CLI's SVG chart writer (cli/svg.c): the arithmetic of its axes against hand-computed
+/* The SVG chart writer (train/svg.c, gradcache/measure.h): the arithmetic of its axes against hand-computed
  * values, and what a written chart contains (broken lines, stacked crosses, escaped text). */
 #include "check.h"
-#include "cli/svg.h"
+#include "gradcache/measure.h"
+#include "train/svg.h"
 
 #define MIB 1048576.0
 

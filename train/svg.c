@@ -1,7 +1,8 @@
-/* Line charts as SVG (see svg.h). */
+/* Line charts as SVG (see gradcache/measure.h; the axes' arithmetic: svg.h). */
 #include <math.h>
 
 #include "gradcache/error.h"
+#include "gradcache/measure.h"
 #include "svg.h"
 
 /* The page: the plot in the middle, the legend to its right. */
