@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "run_log.h"
+#include "gradcache/train.h"
 
 typedef struct gc_progress {
     FILE *out;

@@ -10,6 +10,9 @@
  *   evaluation      gc_retrieval_*: Recall@1, Recall@10 and MRR
  *   memory          gc_mem_limit: the default byte limit that turns a run too large for the
  *                   machine into an error instead of the kernel's OOM killer
+ *   the trainer     gc_trainer: a run from a config struct, step by step, into a run folder
+ *                   (log.jsonl, checkpoint.safetensors, model.safetensors) that it resumes
+ *                   from bit for bit, one process or data-parallel under a launcher
  *
  * Errors are returned, never printed: a gc_status, with one line in gc_last_error() naming the
  * file, the line or the field and the offending value. */
@@ -24,6 +27,7 @@
 #include "gradcache/cache.h"
 #include "gradcache/device.h"
 #include "gradcache/error.h"
+#include "gradcache/loss.h"
 #include "gradcache/nn.h"
 #include "gradcache/pretrained.h"
 #include "gradcache/tokenizer.h"
@@ -253,6 +257,104 @@ const char *gc_mem_limit_hint(const gc_mem_limit *limit, gc_status status, char 
 double gc_byte_unit(double bytes, const char **name);
 /* "1.59 MiB" into buf (3 significant digits); returns buf. */
 const char *gc_format_bytes(double bytes, char *buf, int size);
+
+/* ---- the trainer ---------------------------------------------------------------------------- */
+
+/* One step, as the run's log (DIR/log.jsonl) records it. */
+typedef struct gc_step_record {
+    int64_t step, epoch;           /* step from 1, epoch from 0 */
+    double loss, lr;               /* the step's loss, and the learning rate it used */
+    double grad_norm;              /* the gradients' total 2-norm before clipping (nan: skipped) */
+    double examples_per_second, seconds;
+    size_t peak_bytes;             /* the step's peak of live bytes on the device */
+    int64_t chunk_sizes[2];        /* rows per chunk, query and passage side (plain: the batch) */
+    double loss_scale;             /* the scale the step's gradients carried (1 without loss scaling) */
+    bool skipped;                  /* an inf or nan gradient: no update, and the scale halved */
+} gc_step_record;
+
+/* A run: a dual encoder trained on query/positive pairs with the in-batch contrastive loss
+ * (cosine similarity / temperature, every other passage of the batch a negative), each step a
+ * Gradient Cache step or a plain full-batch one, then the gradients clipped to a total norm of
+ * 1 and AdamW (weight decay 0.01, none on biases and norms). Every random choice (the initial
+ * weights, the dropout masks, each epoch's data order) comes from counter-based streams named
+ * by `seed`, which the checkpoint keeps the positions of: that is what makes a resumed run
+ * continue bit for bit. The settings that decide what a run computes are kept in its
+ * checkpoint as "flag.<name>" under the gradcache program's flag names (--batch-size for
+ * batch_size), and errors name them so too. gc_trainer_config_default() gives the program's
+ * defaults; `data` and `out` have none. */
+typedef struct gc_trainer_config {
+    const char *data;           /* --data: a pair file, or a folder holding train.tsv */
+    const char *out;            /* --out: the run folder */
+    const char *init;           /* --init: a pretrained model folder to fine-tune (one encoder), or NULL */
+    int model_size;             /* --model-size without init: an index into gc_model_size_names */
+    int64_t max_length;         /* --max-length: tokens per text */
+    gc_dtype dtype;             /* --precision: f32; f16 or bf16 with f32 master weights (f16: loss scaling) */
+    bool tied;                  /* --tied: one encoder for queries and passages */
+    int64_t batch_size;         /* --batch-size: examples per step, over every process */
+    bool gc;                    /* --gc: Gradient Cache steps; else plain full-batch steps */
+    int64_t chunk_sizes[2];     /* --gc-chunk-size: rows per chunk, queries and passages */
+    gc_contrastive_method loss; /* --loss: with gc, how the loss's gradient is computed */
+    int64_t steps, epochs;      /* --steps, else --epochs (0: one) */
+    double lr;                  /* --lr: the peak rate (warm-up over 10% of the steps, then down to 0) */
+    double temperature;         /* --temperature */
+    int64_t hard_negatives;     /* --hard-negatives: the first N negative columns of every example */
+    int64_t seed;               /* --seed */
+    gc_device device;           /* --device: a launched run on CUDA takes cuda:LOCAL_RANK */
+    size_t mem_limit;           /* --mem-limit: bytes on the device; 0: gc_mem_limit_apply's default */
+    bool reduce_half;           /* --reduce-half: data-parallel 16-bit gradients averaged in their dtype */
+    int64_t save_every;         /* --save-every: steps between checkpoints (0: only at the stop step) */
+    int64_t stop_after;         /* --stop-after: the last step gc_trainer_run takes, as if interrupted (0: all) */
+    /* called after every step's log line, on every process (process 0 writes the log), or NULL */
+    void (*on_step)(void *user, const gc_step_record *record);
+    void *user;
+} gc_trainer_config;
+
+gc_trainer_config gc_trainer_config_default(void);
+
+typedef struct gc_trainer gc_trainer;
+
+/* A fresh run: reads the data, builds the model (from `seed`, or from init's folder), AdamW
+ * and the GradCache step, seeds the default generators, and (process 0) creates the run
+ * folder, removes the temporaries a killed run's saves left there and starts log.jsonl anew.
+ * Under a launcher (RANK, WORLD_SIZE, ...: gradcache/dist.h) the run is data-parallel: the
+ * batch split over the processes, the loss over all of it, one gradient reduction per step,
+ * process 0 alone writing. GC_ERR_CONFIG when a setting cannot work (more hard negatives than
+ * the data has, a batch larger than the data or smaller than the processes, a dtype the device
+ * lacks, a malformed launcher environment); else the status of what failed, its message
+ * naming the file or the setting. On failure *trainer is NULL and nothing is left allocated. */
+gc_status gc_trainer_new(const gc_trainer_config *config, gc_trainer **trainer);
+/* The run in config->out continued from its checkpoint, bit for bit as if it had not stopped
+ * (same device): as gc_trainer_new, and the checkpoint is trusted only as far as it is
+ * checked: written with these settings, by as many processes, describing the model these
+ * settings build, every counter and generator where such a run could have left it, no entry
+ * such a run would not write. The log keeps the checkpoint's steps. */
+gc_status gc_trainer_resume(const gc_trainer_config *config, gc_trainer **trainer);
+/* One step (every process calls it): the batch, the gradients, clipping and the update (f16:
+ * skipped when a gradient of any process overflowed), the log line, on_step, then the
+ * checkpoint and the model when save_every or the stop step say so. A failure names the step
+ * and what failed ("step 3: saving: ..."; GC_ERR_MEM_LIMIT with where the limit came from);
+ * the checkpoint last written is intact. A loss or gradient norm that is not finite stops the
+ * run (GC_ERR_FORMAT) before the update spreads it. GC_ERR_CONFIG past the run's last step. */
+gc_status gc_trainer_step(gc_trainer *trainer, gc_step_record *record);
+/* Steps to the stop step (stop_after, or the last). */
+gc_status gc_trainer_run(gc_trainer *trainer);
+/* Writes the checkpoint and the model now (every process takes part; process 0 writes). */
+gc_status gc_trainer_save(gc_trainer *trainer);
+void gc_trainer_free(gc_trainer *trainer);
+
+/* Where a run is; the pointers stay valid until gc_trainer_free. */
+typedef struct gc_trainer_info {
+    int rank, world;          /* this process in a data-parallel run (0 and 1 when not launched) */
+    int64_t step;             /* steps done (a resumed run starts at its checkpoint's) */
+    int64_t stop_step;        /* where gc_trainer_run stops */
+    int64_t total_steps;      /* the run's length, which the learning rate's schedule spans */
+    gc_device device;         /* where it trains */
+    gc_mem_limit limit;       /* the device's memory limit, and where it came from */
+    const char *checkpoint_path, *model_path;
+    const gc_dual_encoder *model;
+} gc_trainer_info;
+
+gc_trainer_info gc_trainer_get_info(const gc_trainer *trainer);
 
 #ifdef __cplusplus
 }

@@ -1,12 +1,11 @@
 /* The training checkpoint (see train_state.h). */
+#include <float.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include <float.h>
-
-#include "train/model_file.h"
-#include "train/numbers.h"
+#include "model_file.h"
+#include "numbers.h"
 #include "train_state.h"
 
 #define OPTIMIZER_PREFIX "optimizer"
@@ -16,11 +15,6 @@ static const char *const CHUNK_SIZE_KEYS[2] = {"train.query_chunk_size", "train.
 /* "cpu" for slot 0 of a gc_rng_context, "cuda:N" for slot 1 + N. */
 static const char *slot_name(int slot, char *buf, int size) {
     return gc_device_str(slot == 0 ? gc_cpu() : gc_cuda(slot - 1), buf, size);
-}
-
-void gc_train_locate(const gc_train_plan *plan, int64_t step, int64_t *epoch, int64_t *position) {
-    *epoch = step / plan->steps_per_epoch;
-    *position = step % plan->steps_per_epoch * plan->batch_size;
 }
 
 /* The metadata key of `field` ("seed" or "offset") of rank `rank`'s generator of slot `slot`:
@@ -162,12 +156,12 @@ static gc_status read_counters(const gc_safetensors *file, const char *path, con
     if (status == GC_OK) status = gc_metadata_read_int(file, path, "optimizer.step", 0, INT64_MAX, optimizer_step);
     if (status != GC_OK) return status;
     int64_t epoch, position;
-    gc_train_locate(plan, progress->step, &epoch, &position);
+    gc_batch_sampler_locate(plan->batches, progress->step, &epoch, &position);
     if (progress->epoch != epoch || progress->position != position)
         return refuse(path, "train.epoch %lld and train.position %lld are not where train.step %lld falls (epoch %lld, "
                       "position %lld with %lld steps of %lld per epoch)", (long long)progress->epoch,
                       (long long)progress->position, (long long)progress->step, (long long)epoch, (long long)position,
-                      (long long)plan->steps_per_epoch, (long long)plan->batch_size);
+                      (long long)plan->batches->steps_per_epoch, (long long)plan->batches->batch_size);
     return GC_OK;
 }
 

@@ -1,4 +1,5 @@
-/* The training log: DIR/log.jsonl, one JSON object per step, e.g.
+/* The training log: DIR/log.jsonl of a run folder, one JSON object per step (a
+ * gc_step_record), e.g.
  *   {"step":1,"epoch":0,"loss":2.77,"lr":1e-05,"grad_norm":0.94,"examples_per_second":410.2,
  *    "peak_bytes":3514368,"chunk_sizes":[8,8],"loss_scale":65536,"skipped":false,"seconds":0.039}
  * step counts from 1; epoch from 0; lr is the rate the step used; grad_norm the gradients'
@@ -7,24 +8,15 @@
  * loss_scale the scale the gradients carried (--precision f16; 1 otherwise) and skipped
  * whether the step found an inf or nan gradient and left the parameters as they were.
  * Every line is flushed when written, so the log of a killed run ends at its last step. */
-#ifndef GC_CLI_RUN_LOG_H
-#define GC_CLI_RUN_LOG_H
+#ifndef GC_TRAIN_RUN_LOG_H
+#define GC_TRAIN_RUN_LOG_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-#include "gradcache/error.h"
-
-typedef struct gc_step_record {
-    int64_t step, epoch;
-    double loss, lr, grad_norm, examples_per_second, seconds;
-    size_t peak_bytes;
-    int64_t chunk_sizes[2];
-    double loss_scale;  /* the scale the step's gradients carried (1 without loss scaling) */
-    bool skipped;       /* an inf or nan gradient: the update was skipped (and the scale halved) */
-} gc_step_record;
+#include "gradcache/train.h"
 
 typedef struct gc_run_log {
     FILE *file;

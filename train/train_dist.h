@@ -4,12 +4,14 @@
  * averaged by the bucketer, once per step, so that every rank takes the same optimizer step.
  * Rank 0 alone writes the log, the checkpoints and the model. A run that is not launched
  * (no WORLD_SIZE) is a world of one, and every function below is then a no-op. */
-#ifndef GC_CLI_TRAIN_DIST_H
-#define GC_CLI_TRAIN_DIST_H
+#ifndef GC_TRAIN_TRAIN_DIST_H
+#define GC_TRAIN_TRAIN_DIST_H
 
 #include <stdbool.h>
 
-#include "gradcache/gradcache.h"
+#include "gradcache/ddp.h"
+#include "gradcache/dist.h"
+#include "gradcache/rng.h"
 
 typedef struct gc_train_dist {
     gc_dist_env env;
@@ -18,9 +20,10 @@ typedef struct gc_train_dist {
 } gc_train_dist;
 
 /* Reads the launcher's environment and, for two processes or more, forms the process group
- * (TCP for the CPU; NCCL on cuda:LOCAL_RANK, which *device becomes, for CUDA). Returns 0 or
- * the exit status after one line naming the problem. */
-int gc_train_dist_begin(gc_train_dist *dist, int64_t batch_size, gc_device *device);
+ * (TCP for the CPU; NCCL on cuda:LOCAL_RANK, which *device becomes, for CUDA). GC_ERR_CONFIG
+ * for a malformed environment or a batch smaller than the processes; else the status of the
+ * group's forming. */
+gc_status gc_train_dist_begin(gc_train_dist *dist, int64_t batch_size, gc_device *device);
 /* The bucketer over the model's parameters (which it broadcasts from rank 0); half
  * gradients reduced in f32 or in their own dtype (gc_ddp_options.reduce_in_f32). */
 gc_status gc_train_dist_attach(gc_train_dist *dist, const gc_param_list *params, bool reduce_in_f32);

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "train/numbers.h"
 #include "gradcache/files.h"
+#include "numbers.h"
 #include "run_log.h"
 
 static gc_status io_error(const char *path, const char *doing) {

@@ -1,4 +1,5 @@
-/* The training checkpoint: everything a run needs to continue bitwise where it stopped.
+/* The training checkpoint, DIR/checkpoint.safetensors of a run folder: everything a run needs
+ * to continue bitwise where it stopped (gc_trainer_resume).
  *
  * A safetensors file holding the parameters under their names, AdamW's moments
  * ("optimizer.exp_avg.<param>", "optimizer.exp_avg_sq.<param>"), and metadata:
@@ -22,11 +23,14 @@
  * run could have written (see gc_train_state_load), so that a damaged or edited file is
  * refused with one line naming the entry instead of aborting later or continuing to a
  * different model. */
-#ifndef GC_CLI_TRAIN_STATE_H
-#define GC_CLI_TRAIN_STATE_H
+#ifndef GC_TRAIN_TRAIN_STATE_H
+#define GC_TRAIN_TRAIN_STATE_H
 
-#include "gradcache/gradcache.h"
-#include "train/metadata.h"
+#include "gradcache/loss_scaler.h"
+#include "gradcache/optim.h"
+#include "gradcache/rng.h"
+#include "gradcache/train.h"
+#include "metadata.h"
 
 /* The largest generator offset a checkpoint may hold: 2^62 words, leaving as many again
  * for the rest of the run (a step draws one word per dropped element). */
@@ -34,9 +38,10 @@
 
 /* The shape of a run, which a checkpoint must fit. */
 typedef struct gc_train_plan {
-    int64_t total_steps, steps_per_epoch, batch_size;
-    bool gc;         /* chunk sizes are stored only for Gradient Cache runs */
-    int rank, world; /* this process's place in a data-parallel run (0 and 1: none) */
+    int64_t total_steps;
+    const gc_batch_sampler *batches; /* where a step falls: its epoch and position */
+    bool gc;                         /* chunk sizes are stored only for Gradient Cache runs */
+    int rank, world;                 /* this process's place in a data-parallel run (0 and 1: none) */
 } gc_train_plan;
 
 typedef struct gc_train_progress {
@@ -47,8 +52,11 @@ typedef struct gc_train_progress {
     gc_loss_scaler scaler;
 } gc_train_progress;
 
-/* The epoch of step `step` (0-based) and how many of that epoch's examples come before it. */
-void gc_train_locate(const gc_train_plan *plan, int64_t step, int64_t *epoch, int64_t *position);
+/* The run's settings (the "flag.*" entries above) into `settings`: every setting of `config`
+ * that decides what the run computes, with the data's size and a hash of its texts as
+ * "flag.data". Where the run computes (device, memory limit), where it writes and how often
+ * it saves are left out: free to change. */
+void gc_train_settings(const gc_trainer_config *config, const gc_pairs *pairs, gc_metadata *settings);
 
 /* Writes the checkpoint to `path` atomically; ranks[plan->world] are the random-number
  * states of every rank of the run (ranks[0] is progress->rng in a world of one). */

@@ -1,23 +1,26 @@
 /* The trainer's data-parallel mode (see train_dist.h). */
 #include "train_dist.h"
 
-#include "errors.h"
-
-int gc_train_dist_begin(gc_train_dist *dist, int64_t batch_size, gc_device *device) {
+gc_status gc_train_dist_begin(gc_train_dist *dist, int64_t batch_size, gc_device *device) {
     *dist = (gc_train_dist){0};
-    if (gc_dist_env_read(&dist->env) != GC_OK) return gc_cli_fail("train", 2, "%s", gc_last_error());
-    if (dist->env.world_size == 1) return 0;
-    if (batch_size < dist->env.world_size)
-        return gc_cli_fail("train", 2, "--batch-size %lld: every one of the %d processes needs at least one example",
-                           (long long)batch_size, dist->env.world_size);
+    if (gc_dist_env_read(&dist->env) != GC_OK) {
+        /* the launcher's settings, as the run's own are: the caller's to change */
+        gc_set_error(GC_ERR_CONFIG, "%s", gc_last_error());
+        return GC_ERR_CONFIG;
+    }
+    if (dist->env.world_size == 1) return GC_OK;
+    if (batch_size < dist->env.world_size) {
+        gc_set_error(GC_ERR_CONFIG, "--batch-size %lld: every one of the %d processes needs at least one example",
+                     (long long)batch_size, dist->env.world_size);
+        return GC_ERR_CONFIG;
+    }
     gc_dist_backend backend = GC_DIST_TCP;
     if (device->type == GC_DEVICE_CUDA) {
         backend = GC_DIST_NCCL;
         *device = gc_cuda(dist->env.local_rank % gc_cuda_device_count());
     }
     dist->group = gc_process_group_new(&dist->env, &(gc_dist_options){backend, 0, *device});
-    if (!dist->group) return gc_cli_fail("train", 1, "%s", gc_last_error());
-    return 0;
+    return dist->group ? GC_OK : gc_last_status();
 }
 
 gc_status gc_train_dist_attach(gc_train_dist *dist, const gc_param_list *params, bool reduce_in_f32) {
