@@ -13,7 +13,7 @@
 #include "bench_util.h"
 #include "gradcache/gradcache.h"
 
-/* The trainer's constants (cli/command_train.c): clipping, AdamW, the loss. */
+/* The trainer's constants (train/trainer_internal.h): clipping, AdamW, the loss. */
 #define MAX_GRAD_NORM 1.0
 #define WEIGHT_DECAY 0.01
 #define TEMPERATURE 0.05

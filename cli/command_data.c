@@ -32,13 +32,13 @@ static int data_wordnet(int argc, char **argv) {
     const char *out = "data", *folder = "/usr/share/wordnet";
     double held_out = 0.05;
     int64_t seed = 0;
-    gc_flag flags[] = {
-        {"out", GC_FLAG_STRING, &out, 0, 0, NULL, "folder for train.tsv and dev.tsv (created if missing)"},
-        {"wordnet", GC_FLAG_STRING, &folder, 0, 0, NULL, "folder of WordNet's data.noun, .verb, .adj, .adv"},
-        {"held-out", GC_FLAG_DOUBLE, &held_out, 0.001, 0.5, NULL, "fraction of the definitions put in dev.tsv"},
-        {"seed", GC_FLAG_INT, &seed, 0, 4294967295.0, NULL, "another seed holds out other definitions"},
+    cli_flag flags[] = {
+        {"out", CLI_FLAG_STRING, &out, 0, 0, NULL, "folder for train.tsv and dev.tsv (created if missing)"},
+        {"wordnet", CLI_FLAG_STRING, &folder, 0, 0, NULL, "folder of WordNet's data.noun, .verb, .adj, .adv"},
+        {"held-out", CLI_FLAG_DOUBLE, &held_out, 0.001, 0.5, NULL, "fraction of the definitions put in dev.tsv"},
+        {"seed", CLI_FLAG_INT, &seed, 0, 4294967295.0, NULL, "another seed holds out other definitions"},
     };
-    int parsed = gc_flags_parse("data wordnet", wordnet_summary, flags, sizeof flags / sizeof *flags, argc, argv, 3);
+    int parsed = cli_flags_parse("data wordnet", wordnet_summary, flags, sizeof flags / sizeof *flags, argc, argv, 3);
     if (parsed) return parsed == 1 ? 0 : parsed;
 
     gc_wordnet_split split;
@@ -89,7 +89,7 @@ static int data_check(int argc, char **argv) {
     return 0;
 }
 
-int gc_command_data(int argc, char **argv) {
+int cli_command_data(int argc, char **argv) {
     const char *what = argc > 2 ? argv[2] : "";
     if (strcmp(what, "wordnet") == 0) return data_wordnet(argc, argv);
     if (strcmp(what, "check") == 0) return data_check(argc, argv);

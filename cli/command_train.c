@@ -5,11 +5,9 @@
 #include <stdlib.h>
 
 #include "commands.h"
-#include "device_flag.h"
 #include "errors.h"
 #include "flags.h"
 #include "gradcache/train.h"
-#include "precision.h"
 #include "progress.h"
 
 #define SUMMARY                                                                                              \
@@ -26,8 +24,8 @@ static const char *const loss_names[] = {"auto", "tiled", "full", NULL};
 typedef struct train_flags {
     gc_trainer_config config;
     const char *gc_chunk_size; /* parsed into config.chunk_sizes */
-    int device;                /* an index into gc_device_flag_choices */
-    int precision;             /* GC_PRECISION_*: config.dtype */
+    int device;                /* an index into cli_device_choices */
+    int precision;             /* CLI_PRECISION_*: config.dtype */
     int loss;                  /* an index into loss_names: config.loss */
     int64_t log_every;
     bool resume;
@@ -39,9 +37,9 @@ static int parse_chunk_sizes(const char *text, int64_t sizes[2]) {
     long long query = strtoll(text, &end, 10), passage = query;
     if (*end == ',') passage = strtoll(end + 1, &end, 10);
     if (*end || end == text || query < 1 || passage < 1 || query > INT32_MAX || passage > INT32_MAX)
-        return gc_cli_fail("train", 2,
-                           "--gc-chunk-size: expected N or N,M (positive integers: query rows, passage rows), got '%s'",
-                           text);
+        return cli_fail("train", 2,
+                        "--gc-chunk-size: expected N or N,M (positive integers: query rows, passage rows), got '%s'",
+                        text);
     sizes[0] = query;
     sizes[1] = passage;
     return 0;
@@ -53,63 +51,63 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
     *flags = (train_flags){.config = gc_trainer_config_default(), .log_every = 10};
     gc_trainer_config *f = &flags->config;
     f->out = "runs/latest";
-    gc_flag table[] = {
-        {"data", GC_FLAG_STRING, &f->data, 0, 0, NULL, "a pair file, or a folder holding train.tsv (required)"},
-        {"out", GC_FLAG_STRING, &f->out, 0, 0, NULL, "the run folder (log, checkpoint, model)"},
-        {"model-size", GC_FLAG_CHOICE, &f->model_size, 0, 0, gc_model_size_names, "the encoder preset"},
-        {"init", GC_FLAG_STRING, &f->init, 0, 0, NULL,
+    cli_flag table[] = {
+        {"data", CLI_FLAG_STRING, &f->data, 0, 0, NULL, "a pair file, or a folder holding train.tsv (required)"},
+        {"out", CLI_FLAG_STRING, &f->out, 0, 0, NULL, "the run folder (log, checkpoint, model)"},
+        {"model-size", CLI_FLAG_CHOICE, &f->model_size, 0, 0, gc_model_size_names, "the encoder preset"},
+        {"init", CLI_FLAG_STRING, &f->init, 0, 0, NULL,
          "start from a pretrained model folder (config.json, model.safetensors, tokenizer.json) instead of a preset"},
-        {"max-length", GC_FLAG_INT, &f->max_length, 2, 4096, NULL,
+        {"max-length", CLI_FLAG_INT, &f->max_length, 2, 4096, NULL,
          "tokens per text ([CLS] and UTF-8 bytes; with --init, WordPiece tokens with [CLS] and [SEP])"},
-        {"precision", GC_FLAG_CHOICE, &flags->precision, 0, 0, gc_precision_names,
+        {"precision", CLI_FLAG_CHOICE, &flags->precision, 0, 0, cli_precision_names,
          "parameters and activations: f32, or f16 / bf16 with f32 master weights (f16: loss scaling)"},
-        {"tied", GC_FLAG_BOOL, &f->tied, 0, 0, NULL, "one encoder for queries and passages"},
-        {"batch-size", GC_FLAG_INT, &f->batch_size, 1, 1 << 24, NULL, "examples per step"},
-        {"gc", GC_FLAG_BOOL, &f->gc, 0, 0, NULL, "compute each step with Gradient Cache"},
-        {"gc-chunk-size", GC_FLAG_STRING, &flags->gc_chunk_size, 0, 0, NULL,
+        {"tied", CLI_FLAG_BOOL, &f->tied, 0, 0, NULL, "one encoder for queries and passages"},
+        {"batch-size", CLI_FLAG_INT, &f->batch_size, 1, 1 << 24, NULL, "examples per step"},
+        {"gc", CLI_FLAG_BOOL, &f->gc, 0, 0, NULL, "compute each step with Gradient Cache"},
+        {"gc-chunk-size", CLI_FLAG_STRING, &flags->gc_chunk_size, 0, 0, NULL,
          "rows per chunk with --gc: N, or N,M for queries and passages (default 8)"},
-        {"reduce-half", GC_FLAG_BOOL, &f->reduce_half, 0, 0, NULL,
+        {"reduce-half", CLI_FLAG_BOOL, &f->reduce_half, 0, 0, NULL,
          "data-parallel f16/bf16: average gradients in their own dtype (half the traffic) instead of f32"},
-        {"device", GC_FLAG_CHOICE, &flags->device, 0, 0, gc_device_flag_choices, "where to train (cuda: the first GPU)"},
-        {"mem-limit", GC_FLAG_SIZE, &f->mem_limit, 0, 0, NULL,
+        {"device", CLI_FLAG_CHOICE, &flags->device, 0, 0, cli_device_choices, "where to train (cuda: the first GPU)"},
+        {"mem-limit", CLI_FLAG_SIZE, &f->mem_limit, 0, 0, NULL,
          "a byte limit on the device's memory, e.g. 512M (default: GC_MEM_LIMIT's, else on the CPU 2/3 of the "
          "memory available at the start, shared by the processes of a launched run on this machine)"},
-        {"steps", GC_FLAG_INT, &f->steps, 0, 1e12, NULL, "steps to train (0: as --epochs says)"},
-        {"epochs", GC_FLAG_INT, &f->epochs, 0, 1e6, NULL,
+        {"steps", CLI_FLAG_INT, &f->steps, 0, 1e12, NULL, "steps to train (0: as --epochs says)"},
+        {"epochs", CLI_FLAG_INT, &f->epochs, 0, 1e6, NULL,
          "epochs to train, each skipping the examples the batch size leaves over (0: one, unless --steps)"},
-        {"lr", GC_FLAG_DOUBLE, &f->lr, 1e-12, 1, NULL,
+        {"lr", CLI_FLAG_DOUBLE, &f->lr, 1e-12, 1, NULL,
          "AdamW's peak rate: linear warm-up over 10% of the steps, then linear decay to 0"},
-        {"temperature", GC_FLAG_DOUBLE, &f->temperature, 1e-4, 100, NULL, "the contrastive loss's temperature"},
-        {"loss", GC_FLAG_CHOICE, &flags->loss, 0, 0, loss_names,
+        {"temperature", CLI_FLAG_DOUBLE, &f->temperature, 1e-4, 100, NULL, "the contrastive loss's temperature"},
+        {"loss", CLI_FLAG_CHOICE, &flags->loss, 0, 0, loss_names,
          "with --gc, the loss's gradient: tiled (no batch x batch matrix), full, or auto (tiled above one tile of "
          "rows: 512 on the CPU, 4096 on a GPU)"},
-        {"hard-negatives", GC_FLAG_INT, &f->hard_negatives, 0, 64, NULL,
+        {"hard-negatives", CLI_FLAG_INT, &f->hard_negatives, 0, 64, NULL,
          "negatives per example: the first N negative columns"},
-        {"seed", GC_FLAG_INT, &f->seed, 0, 9007199254740992.0, NULL,
+        {"seed", CLI_FLAG_INT, &f->seed, 0, 9007199254740992.0, NULL,
          "names the random streams: weights, dropout, data order"},
-        {"log-every", GC_FLAG_INT, &flags->log_every, 1, 1e12, NULL,
+        {"log-every", CLI_FLAG_INT, &flags->log_every, 1, 1e12, NULL,
          "steps between progress lines when stderr is not a terminal"},
-        {"save-every", GC_FLAG_INT, &f->save_every, 0, 1e12, NULL, "steps between checkpoints (0: only at the end)"},
-        {"stop-after", GC_FLAG_INT, &f->stop_after, 0, 1e12, NULL,
+        {"save-every", CLI_FLAG_INT, &f->save_every, 0, 1e12, NULL, "steps between checkpoints (0: only at the end)"},
+        {"stop-after", CLI_FLAG_INT, &f->stop_after, 0, 1e12, NULL,
          "stop after this step as if interrupted, checkpoint written, for --resume (0: never)"},
-        {"resume", GC_FLAG_BOOL, &flags->resume, 0, 0, NULL,
+        {"resume", CLI_FLAG_BOOL, &flags->resume, 0, 0, NULL,
          "continue from DIR/checkpoint.safetensors (with the flags of the run that wrote it)"},
     };
-    int status = gc_flags_parse("train", SUMMARY, table, (int)(sizeof table / sizeof *table), argc, argv, 2);
+    int status = cli_flags_parse("train", SUMMARY, table, (int)(sizeof table / sizeof *table), argc, argv, 2);
     if (status) return status;
-    if (!f->data) return gc_cli_fail("train", 2, "--data is required (a pair file, or a folder holding train.tsv)");
-    if (f->steps && f->epochs) return gc_cli_fail("train", 2, "--steps and --epochs cannot be used together");
-    if (flags->gc_chunk_size && !f->gc) return gc_cli_fail("train", 2, "--gc-chunk-size needs --gc");
+    if (!f->data) return cli_fail("train", 2, "--data is required (a pair file, or a folder holding train.tsv)");
+    if (f->steps && f->epochs) return cli_fail("train", 2, "--steps and --epochs cannot be used together");
+    if (flags->gc_chunk_size && !f->gc) return cli_fail("train", 2, "--gc-chunk-size needs --gc");
     if (flags->loss != GC_CONTRASTIVE_AUTO && !f->gc)
-        return gc_cli_fail("train", 2, "--loss needs --gc (the plain step differentiates the full loss)");
-    f->dtype = gc_precision_dtype(flags->precision);
+        return cli_fail("train", 2, "--loss needs --gc (the plain step differentiates the full loss)");
+    f->dtype = cli_precision_dtype(flags->precision);
     f->loss = (gc_contrastive_method)flags->loss;
     return flags->gc_chunk_size ? parse_chunk_sizes(flags->gc_chunk_size, f->chunk_sizes) : 0;
 }
 
 /* What the progress line and the summary need of each step. */
 typedef struct report {
-    gc_progress bar;
+    cli_progress bar;
     bool printer;    /* process 0 prints: the others train in silence */
     int64_t first;   /* the step the run started after (a resumed run's checkpoint's) */
     double first_loss, last_loss, seconds;
@@ -118,7 +116,7 @@ typedef struct report {
 /* gc_trainer_config.on_step */
 static void on_step(void *user, const gc_step_record *record) {
     report *r = user;
-    if (r->printer) gc_progress_step(&r->bar, record);
+    if (r->printer) cli_progress_step(&r->bar, record);
     if (record->step == r->first + 1) r->first_loss = record->loss;
     r->last_loss = record->loss;
     r->seconds += record->seconds;
@@ -139,14 +137,13 @@ static int train(gc_trainer *trainer, const train_flags *f, report *r) {
     if (unused->count && r->printer)
         fprintf(stderr, "gradcache train: note: %s/model.safetensors: %d weight%s unused by the encoder (%s)\n",
                 f->config.init, unused->count, unused->count == 1 ? "" : "s", unused->names);
-    gc_progress_begin(&r->bar, stderr, info.step, info.total_steps, f->log_every, info.limit.bytes);
+    cli_progress_begin(&r->bar, stderr, info.step, info.total_steps, f->log_every, info.limit.bytes);
     gc_status status = gc_trainer_run(trainer);
-    gc_progress_end(&r->bar);
+    cli_progress_end(&r->bar);
     if (status != GC_OK) {
         bool memory = status == GC_ERR_OUT_OF_MEMORY || status == GC_ERR_MEM_LIMIT;
-        return gc_cli_fail("train", 1, "%s%s", gc_last_error(),
-                           memory && !f->config.gc ? " (a plain step holds the whole batch's activations: try --gc)"
-                                                   : "");
+        return cli_fail("train", 1, "%s%s", gc_last_error(),
+                        memory && !f->config.gc ? " (a plain step holds the whole batch's activations: try --gc)" : "");
     }
     if (r->printer)
         printf("trained steps %lld-%lld of %lld in %.1f s, loss %.4f -> %.4f; wrote %s and %s\n",
@@ -155,18 +152,18 @@ static int train(gc_trainer *trainer, const train_flags *f, report *r) {
     return 0;
 }
 
-int gc_command_train(int argc, char **argv) {
+int cli_command_train(int argc, char **argv) {
     train_flags f;
     int status = parse_flags(argc, argv, &f);
     if (status) return status == 1 ? 0 : status; /* 1: --help was printed */
-    status = gc_device_from_flag("train", f.device, &f.config.device);
+    status = cli_device_from_flag("train", f.device, &f.config.device);
     if (status) return status;
     report r = {.first_loss = NAN, .last_loss = NAN};
     f.config.on_step = on_step;
     f.config.user = &r;
     gc_trainer *trainer;
     gc_status made = f.resume ? gc_trainer_resume(&f.config, &trainer) : gc_trainer_new(&f.config, &trainer);
-    if (made != GC_OK) return gc_cli_fail("train", made == GC_ERR_CONFIG ? 2 : 1, "%s", gc_last_error());
+    if (made != GC_OK) return cli_fail("train", made == GC_ERR_CONFIG ? 2 : 1, "%s", gc_last_error());
     status = train(trainer, &f, &r);
     gc_trainer_free(trainer);
     return status;

@@ -13,7 +13,6 @@
  * weights (in the checkpoint too). With f16 a dynamic loss scaler (PyTorch's defaults) scales
  * the loss once per step; a step with an inf or nan gradient on any rank is skipped everywhere
  * (no update, the scale halved) and logged as such. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,22 +41,8 @@ gc_trainer_config gc_trainer_config_default(void) {
                                .save_every = 100};
 }
 
-static gc_status refuse(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-
-/* GC_ERR_CONFIG with the message: a setting that cannot work. */
-static gc_status refuse(const char *fmt, ...) {
-    char message[400];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(message, sizeof message, fmt, args);
-    va_end(args);
-    gc_set_error(GC_ERR_CONFIG, "%s", message);
-    return GC_ERR_CONFIG;
-}
+/* GC_ERR_CONFIG with a printf-style message: a setting that cannot work. */
+#define refuse(...) (gc_set_error(GC_ERR_CONFIG, __VA_ARGS__), GC_ERR_CONFIG)
 
 /* The recorded error prefixed with `what` ("--data: ..."), its status kept and returned. */
 static gc_status failed(const char *what) {

@@ -70,7 +70,7 @@ static char *trim(char *text) {
     return text;
 }
 
-/* The gloss without its examples, on one line (see wordnet.h). */
+/* The gloss without its examples, on one line (see gradcache/train.h). */
 static char *definition_of(char *gloss) {
     for (char *c = gloss; *c; c++)
         if (*c == '\t' || *c == '\n' || *c == '\r') *c = ' ';

@@ -33,7 +33,7 @@ typedef struct gc_bench_setup {
     gc_device device;
     gc_dtype dtype;
     int64_t max_length;
-    gc_contrastive_options loss; /* in-batch InfoNCE, cosine similarity at temperature 0.05; its method is the caller's */
+    gc_contrastive_options loss; /* in-batch InfoNCE, cosine at temperature 0.05; the method is the caller's */
     gc_generator data;           /* where synthetic batches are drawn from */
     bool keep_last_graph;        /* GradCache keeps each model's last chunk's graph (cache.h) */
 } gc_bench_setup;

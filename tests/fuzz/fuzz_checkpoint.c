@@ -1,12 +1,12 @@
 /* libFuzzer target for the training checkpoint's reader (train/train_state.c), what
  * gc_trainer_resume (`gradcache train --resume`) trusts of a file beyond its format: the
  * settings, the model's description, the counters, the chunk sizes, the generators, the set of
- * metadata keys, the parameters and AdamW's moments. The run resuming is a fixed small one (a dim-2 dual encoder, 8 steps of 4
- * per epoch, batch 2, --gc with chunks of 2, seed 5); the corpus holds its checkpoints at
- * steps 0 and 2 (with model.dtype, which a checkpoint must hold now that it is checked). Any
- * input must be refused with GC_ERR_FORMAT and a message naming it, or load a state the run
- * could have written: every counter in range and in step with the others, so that the next
- * step cannot overflow or abort. */
+ * metadata keys, the parameters and AdamW's moments. The run resuming is a fixed small one (a
+ * dim-2 dual encoder, 8 steps of 4 per epoch, batch 2, --gc with chunks of 2, seed 5); the
+ * corpus holds its checkpoints at steps 0 and 2 (with model.dtype, which a checkpoint must hold
+ * now that it is checked). Any input must be refused with GC_ERR_FORMAT and a message naming
+ * it, or load a state the run could have written: every counter in range and in step with the
+ * others, so that the next step cannot overflow or abort. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
