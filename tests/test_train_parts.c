@@ -1,6 +1,6 @@
 /* The trainer's parts, against hand-computed values: retrieval ranks and metrics, the distinct
- * candidates, the epoch order, the training batch layout, exact number text and typed
- * metadata. (The commands themselves are tested by test_cli_train.sh.) */
+ * candidates, the epoch order and the batch sampler, the training batch layout, exact number
+ * text and typed metadata. (The commands themselves are tested by test_cli_train.sh.) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +150,33 @@ static void test_epoch_order(void) {
     CHECK(one[0] == 0);
 }
 
+/* A batch larger than the data is a programmer error (the trainer checks the setting). */
+static void sampler_with_too_large_a_batch(void *unused) {
+    (void)unused;
+    gc_batch_sampler sampler;
+    gc_batch_sampler_init(&sampler, 7, 10, 11);
+}
+
+/* A step's examples follow from the step alone: positions [s B, (s + 1) B) of its epoch's
+ * order, the examples left over at an epoch's end skipped. */
+static void test_batch_sampler(void) {
+    gc_batch_sampler sampler;
+    gc_batch_sampler_init(&sampler, 7, 10, 3); /* 3 steps per epoch, 1 example left over */
+    CHECK(sampler.steps_per_epoch == 3);
+    int64_t epoch, position, order[10];
+    gc_batch_sampler_locate(&sampler, 4, &epoch, &position);
+    CHECK(epoch == 1 && position == 3);
+    gc_epoch_order(7, 1, 10, order);
+    const int64_t *batch = gc_batch_sampler_batch(&sampler, 4, &epoch);
+    CHECK(epoch == 1 && memcmp(batch, order + 3, 3 * sizeof *batch) == 0);
+    /* another epoch, earlier or later (a resumed run starts anywhere): that epoch's order */
+    gc_epoch_order(7, 0, 10, order);
+    batch = gc_batch_sampler_batch(&sampler, 2, &epoch);
+    CHECK(epoch == 0 && memcmp(batch, order + 6, 3 * sizeof *batch) == 0);
+    gc_batch_sampler_free(&sampler);
+    gc_test_expect_fatal(sampler_with_too_large_a_batch, NULL, "batch_sampler_init: a batch of 11 from 10 examples");
+}
+
 /* Row `row` of ids [rows, length] is [CLS] followed by text's bytes. */
 static bool row_spells(const gc_tensor *ids, int64_t row, const char *text) {
     int32_t values[64];
@@ -243,6 +270,7 @@ int main(void) {
     test_retrieval_ties();
     test_retrieval_nonfinite();
     test_epoch_order();
+    test_batch_sampler();
     test_training_batch();
     test_format_exact();
     test_metadata();
