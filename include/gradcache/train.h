@@ -313,9 +313,11 @@ gc_trainer_config gc_trainer_config_default(void);
 
 typedef struct gc_trainer gc_trainer;
 
-/* A fresh run: reads the data, builds the model (from `seed`, or from init's folder), AdamW
- * and the GradCache step, seeds the default generators, and (process 0) creates the run
- * folder, removes the temporaries a killed run's saves left there and starts log.jsonl anew.
+/* A fresh run: applies the device's memory limit (gc_mem_limit_apply, which stays), reads the
+ * data, builds the model (from `seed`, or from init's folder), AdamW and the GradCache step,
+ * seeds the default generators, and (process 0) creates the run folder, removes the
+ * temporaries a killed run's saves left there and starts log.jsonl anew. The config's strings
+ * are read before it returns.
  * Under a launcher (RANK, WORLD_SIZE, ...: gradcache/dist.h) the run is data-parallel: the
  * batch split over the processes, the loss over all of it, one gradient reduction per step,
  * process 0 alone writing. GC_ERR_CONFIG when a setting cannot work (more hard negatives than
