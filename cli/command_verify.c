@@ -1,12 +1,13 @@
 /* gradcache verify: one GradCache step and one full-batch step on the same model, data and
  * dropout masks; the relative difference of every parameter's gradient, and a non-zero exit
- * above a tolerance. No dataset: the texts are synthetic (see synthetic.h). */
+ * above a tolerance. No dataset: the texts are synthetic (gc_synthetic_tokens, gradcache/measure.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bench_step.h"
+#include "bench_model.h"
 #include "commands.h"
+#include "gradcache/measure.h"
 
 /* A gradient norm below this fraction of the model's largest is measured against that
  * floor instead: some gradients are zero but for rounding (an attention key bias: softmax
@@ -58,16 +59,16 @@ static void print_differences(const gc_param_list *params, const double *relativ
     }
 }
 
-static int run(const gc_bench_model_options *options, gc_dtype dtype, gc_device device, int64_t batch_size,
+static int run(const cli_bench_model_options *options, gc_dtype dtype, gc_device device, int64_t batch_size,
                int64_t chunk_size, double tolerance) {
     char model_text[200], device_text[16];
     printf("gradcache verify: %s, %s, %s, batch %lld in chunks of %lld, seed %lld\n",
-           gc_bench_model_describe(options, model_text, sizeof model_text), gc_dtype_name(dtype),
+           cli_bench_model_describe(options, model_text, sizeof model_text), gc_dtype_name(dtype),
            gc_device_str(device, device_text, sizeof device_text), (long long)batch_size, (long long)chunk_size,
            (long long)options->seed);
     gc_bench_setup setup;
     gc_bench_batch batch;
-    if (gc_bench_setup_init(&setup, options, dtype, device) != GC_OK) {
+    if (cli_bench_model_setup(&setup, options, dtype, device) != GC_OK) {
         fprintf(stderr, "gradcache verify: the model: %s\n", gc_last_error());
         return 1;
     }
@@ -104,27 +105,27 @@ static int run(const gc_bench_model_options *options, gc_dtype dtype, gc_device 
     return exit_status;
 }
 
-int gc_command_verify(int argc, char **argv) {
-    gc_bench_model_options model = {.dim = 32, .layers = 2, .heads = 4, .hidden = 64, .max_length = 32, .dropout = 0.1};
+int cli_command_verify(int argc, char **argv) {
+    cli_bench_model_options model = {.dim = 32, .layers = 2, .heads = 4, .hidden = 64, .max_length = 32, .dropout = 0.1};
     int64_t batch_size = 32, chunk_size = 8;
     int dtype = 0;
     double tolerance = -1;
-    gc_flag flags[] = {
-        {"batch-size", GC_FLAG_INT, &batch_size, 1, 1 << 20, NULL, "query/passage pairs in the step"},
-        {"chunk-size", GC_FLAG_INT, &chunk_size, 1, 1 << 20, NULL, "rows per GradCache chunk"},
-        {"dtype", GC_FLAG_CHOICE, &dtype, 0, 0, dtype_names, "parameters and activations"},
-        {"tolerance", GC_FLAG_DOUBLE, &tolerance, -1, 1e300, NULL,
+    cli_flag flags[] = {
+        {"batch-size", CLI_FLAG_INT, &batch_size, 1, 1 << 20, NULL, "query/passage pairs in the step"},
+        {"chunk-size", CLI_FLAG_INT, &chunk_size, 1, 1 << 20, NULL, "rows per GradCache chunk"},
+        {"dtype", CLI_FLAG_CHOICE, &dtype, 0, 0, dtype_names, "parameters and activations"},
+        {"tolerance", CLI_FLAG_DOUBLE, &tolerance, -1, 1e300, NULL,
          "largest relative difference allowed; negative: 1e-5 for f32, 1e-10 for f64"},
-        GC_BENCH_MODEL_FLAGS(model),
+        CLI_BENCH_MODEL_FLAGS(model),
     };
-    int parsed = gc_flags_parse("verify",
-                                "Runs one Gradient Cache step and one full-batch step (same model, data and dropout masks)\n"
-                                "and prints ||g_cache - g_full|| / ||g_full|| for every parameter tensor; exits 1 when the\n"
-                                "largest is above the tolerance.",
-                                flags, (int)(sizeof flags / sizeof *flags), argc, argv, 2);
+    int parsed = cli_flags_parse("verify",
+                                 "Runs one Gradient Cache step and one full-batch step (same model, data and dropout masks)\n"
+                                 "and prints ||g_cache - g_full|| / ||g_full|| for every parameter tensor; exits 1 when the\n"
+                                 "largest is above the tolerance.",
+                                 flags, (int)(sizeof flags / sizeof *flags), argc, argv, 2);
     if (parsed) return parsed == 1 ? 0 : parsed;
     gc_device device;
-    int usage = gc_bench_model_check("verify", &model, &device);
+    int usage = cli_bench_model_check("verify", &model, &device);
     if (usage) return usage;
     return run(&model, dtypes[dtype], device, batch_size, chunk_size, tolerance < 0 ? default_tolerances[dtype] : tolerance);
 }
