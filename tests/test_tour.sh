@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# docs/TOUR.md's stops name `file:function`; every one must exist: the file in the repository
-# and the name in it (a function, or a macro or type defined there). Run by meson with the
-# source root as $1.
+# docs/TOUR.md's stops and docs/DESIGN.md's path of a step name `file:function`; every one must
+# exist: the file in the repository and the function in it. Run by meson with the source root
+# as $1.
 set -uo pipefail
 root=${1:?usage: test_tour.sh SOURCE_ROOT}
 cd "$root" || exit 99
 failures=0 checked=0
-for place in $(grep -oE '`[A-Za-z0-9_./-]+\.(c|h|cu|cuh):[A-Za-z_][A-Za-z0-9_]*`' docs/TOUR.md | tr -d '`' | sort -u); do
+tour=$(grep -oE '`[A-Za-z0-9_./-]+\.(c|h|cu|cuh):[A-Za-z_][A-Za-z0-9_]*`' docs/TOUR.md | wc -l)
+places=$(grep -ohE '`[A-Za-z0-9_./-]+\.(c|h|cu|cuh):[A-Za-z_][A-Za-z0-9_]*`' docs/TOUR.md docs/DESIGN.md | tr -d '`' | sort -u)
+for place in $places; do
     file=${place%%:*} name=${place#*:}
     checked=$((checked + 1))
     if [ ! -f "$file" ]; then
@@ -17,6 +19,6 @@ for place in $(grep -oE '`[A-Za-z0-9_./-]+\.(c|h|cu|cuh):[A-Za-z_][A-Za-z0-9_]*`
         failures=$((failures + 1))
     fi
 done
-[ "$checked" -ge 20 ] || { echo "only $checked file:function places found in docs/TOUR.md"; exit 1; }
-[ "$failures" -eq 0 ] && echo "the tour's $checked places exist"
+[ "$tour" -ge 20 ] || { echo "only $tour file:function places found in docs/TOUR.md"; exit 1; }
+[ "$failures" -eq 0 ] && echo "the $checked places the tour and the design name exist"
 exit $((failures > 0))
