@@ -106,8 +106,8 @@ int main(int argc, char **argv) {
     gc_generator data = {3, 0};
     gc_tensor *tensors[4];
     for (int side = 0; side < 2; side++)
-        if (gc_synthetic_tokens(o.batch, o.max_length, GC_F32, device, &data, &tensors[2 * side],
-                                &tensors[2 * side + 1]) != GC_OK)
+        if (gc_synthetic_tokens(gc_tokenizer_bytes(), o.batch, o.max_length, GC_F32, device, &data,
+                                &tensors[2 * side], &tensors[2 * side + 1]) != GC_OK)
             fail("the batch");
     if (o.batch_file) write_batch(o.batch_file, tensors);
     gc_batch inputs[2] = {{2, {"ids", "mask"}, {tensors[0], tensors[1]}},

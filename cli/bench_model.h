@@ -11,6 +11,7 @@
 
 /* What the model flags set. */
 typedef struct cli_bench_model_options {
+    const char *init; /* a pretrained model folder instead of the sizes below, or NULL */
     int64_t dim, layers, heads, hidden, max_length;
     double dropout;
     bool tied;
@@ -22,6 +23,8 @@ extern const char *const cli_bench_device_names[]; /* "cpu", "cuda", NULL */
 
 /* The model flags, as initialisers for a command's cli_flag table. */
 #define CLI_BENCH_MODEL_FLAGS(options)                                                                     \
+    {"init", CLI_FLAG_STRING, &(options).init, 0, 0, NULL,                                                 \
+     "a pretrained model folder (tied; --max-length tokens) instead of the sizes below"},                  \
     {"dim", CLI_FLAG_INT, &(options).dim, 1, 8192, NULL, "model width"},                                   \
     {"layers", CLI_FLAG_INT, &(options).layers, 1, 64, NULL, "transformer layers"},                        \
     {"heads", CLI_FLAG_INT, &(options).heads, 1, 128, NULL, "attention heads (a divisor of --dim)"},       \
@@ -37,11 +40,13 @@ extern const char *const cli_bench_device_names[]; /* "cpu", "cuda", NULL */
 int cli_bench_model_check(const char *command, const cli_bench_model_options *options, gc_device *device);
 
 /* gc_bench_setup_init with the text encoder the options describe (byte-level vocabulary,
- * BERT's post-norm layers, mean pooling over the mask, no projection) in `dtype`. */
+ * BERT's post-norm layers, mean pooling over the mask, no projection) in `dtype`, or
+ * gc_bench_setup_from_folder with --init's. */
 gc_status cli_bench_model_setup(gc_bench_setup *setup, const cli_bench_model_options *options, gc_dtype dtype,
                                 gc_device device);
 
-/* "dual encoder (dim 32, 2 layers, 4 heads, hidden 64, max length 16, dropout 0.1)" into buf. */
+/* "dual encoder (dim 32, 2 layers, 4 heads, hidden 64, max length 16, dropout 0.1)", or
+ * "pretrained models/minilm (tied, max length 64)", into buf. */
 const char *cli_bench_model_describe(const cli_bench_model_options *options, char *buf, int size);
 
 #endif

@@ -10,16 +10,27 @@
  * training step, so the comparisons see realistic magnitudes. */
 #define GC_BENCH_TEMPERATURE 0.05
 
+/* Everything but the model. */
+static gc_bench_setup setup_without_model(gc_dtype dtype, int64_t max_length, uint64_t seed, gc_device device) {
+    gc_manual_seed(seed);
+    return (gc_bench_setup){.device = device,
+                            .dtype = dtype,
+                            .max_length = max_length,
+                            .loss = {.similarity = GC_SIMILARITY_COSINE, .temperature = GC_BENCH_TEMPERATURE},
+                            /* another stream than the initialisation's (seed), for the data */
+                            .data = {seed + 1, 0}};
+}
+
 gc_status gc_bench_setup_init(gc_bench_setup *setup, const gc_text_encoder_config *config, bool tied, uint64_t seed,
                               gc_device device) {
-    *setup = (gc_bench_setup){.device = device,
-                              .dtype = config->dtype,
-                              .max_length = config->max_length,
-                              .loss = {.similarity = GC_SIMILARITY_COSINE, .temperature = GC_BENCH_TEMPERATURE},
-                              /* another stream than the initialisation's (seed), for the data */
-                              .data = {seed + 1, 0}};
-    gc_manual_seed(seed);
+    *setup = setup_without_model(config->dtype, config->max_length, seed, device);
     return gc_dual_encoder_init(&setup->model, config, tied, device, seed);
+}
+
+gc_status gc_bench_setup_from_folder(gc_bench_setup *setup, const char *dir, int64_t max_length, gc_dtype dtype,
+                                     uint64_t seed, gc_device device) {
+    *setup = setup_without_model(dtype, max_length, seed, device);
+    return gc_dual_encoder_from_folder(&setup->model, dir, max_length, dtype, device);
 }
 
 void gc_bench_setup_free(gc_bench_setup *setup) { gc_dual_encoder_free(&setup->model); }
@@ -29,7 +40,8 @@ gc_status gc_bench_batch_make(gc_bench_setup *setup, int64_t rows, gc_bench_batc
     gc_status status = GC_OK;
     for (int side = 0; side < 2 && status == GC_OK; side++) {
         gc_tensor **ids = &batch->tensors[2 * side], **mask = &batch->tensors[2 * side + 1];
-        status = gc_synthetic_tokens(rows, setup->max_length, setup->dtype, setup->device, &setup->data, ids, mask);
+        status = gc_synthetic_tokens(setup->model.tokenizer, rows, setup->max_length, setup->dtype, setup->device,
+                                     &setup->data, ids, mask);
         batch->inputs[side] = (gc_batch){2, {"ids", "mask"}, {*ids, *mask}};
     }
     if (status != GC_OK) gc_bench_batch_free(batch);

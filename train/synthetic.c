@@ -5,8 +5,13 @@
 #include "gradcache/random.h"
 #include "gradcache/tokenizer.h"
 
-gc_status gc_synthetic_tokens(int64_t rows, int64_t max_length, gc_dtype mask_dtype, gc_device device,
-                              gc_generator *generator, gc_tensor **ids, gc_tensor **mask) {
+/* A random byte as text another tokenizer reads: a letter, or now and then a space between
+ * words (any vocabulary has the letters; random bytes need not even be UTF-8). */
+static char as_word_letter(unsigned char byte) { return byte % 6 == 0 ? ' ' : (char)('a' + byte % 26); }
+
+gc_status gc_synthetic_tokens(const gc_tokenizer *tokenizer, int64_t rows, int64_t max_length, gc_dtype mask_dtype,
+                              gc_device device, gc_generator *generator, gc_tensor **ids, gc_tensor **mask) {
+    bool bytes_kept = tokenizer == gc_tokenizer_bytes();
     *ids = *mask = NULL;
     int64_t bytes_per_row = max_length > 1 ? max_length - 1 : 1; /* the first position is [CLS] */
     /* f64, not f32: 1 + 255 u rounds to 256 in f32 for u close to 1, a byte that does not exist */
@@ -23,12 +28,14 @@ gc_status gc_synthetic_tokens(int64_t rows, int64_t max_length, gc_dtype mask_dt
         for (int64_t row = 0; row < rows; row++) {
             char *text = text_bytes + row * max_length;
             int64_t length = (int64_t)length_values[row]; /* truncation: 0 .. max_length - 1 */
-            for (int64_t i = 0; i < length; i++) text[i] = (char)(unsigned char)byte_values[row * bytes_per_row + i];
+            for (int64_t i = 0; i < length; i++) {
+                unsigned char byte = (unsigned char)byte_values[row * bytes_per_row + i];
+                text[i] = bytes_kept ? (char)byte : as_word_letter(byte);
+            }
             text[length] = '\0';
             texts[row] = text;
         }
-        status = gc_tokenize(gc_tokenizer_bytes(), texts, rows, max_length, GC_PAD_TO_MAX_LENGTH, mask_dtype, device, ids,
-                             mask);
+        status = gc_tokenize(tokenizer, texts, rows, max_length, GC_PAD_TO_MAX_LENGTH, mask_dtype, device, ids, mask);
     }
     gc_tensor_release(bytes);
     gc_tensor_release(lengths);

@@ -18,12 +18,14 @@ extern "C" {
 #endif
 
 /* rows random texts -> ids i32 [rows, max_length] and mask [rows, max_length] (mask_dtype) on
- * `device`, as gc_tokenize makes them: [CLS], then 0 to max_length - 1 random bytes (ids in
- * [GC_TOKEN_FIRST_BYTE + 1, GC_TOKEN_VOCAB)), then padding, so that padding and the mask are
- * exercised as in training. The random numbers come from `generator` (advanced past them): a
- * (seed, offset) names a batch. GC_OK, or the allocation error with nothing left allocated. */
-gc_status gc_synthetic_tokens(int64_t rows, int64_t max_length, gc_dtype mask_dtype, gc_device device,
-                              gc_generator *generator, gc_tensor **ids, gc_tensor **mask);
+ * `device`, as gc_tokenize makes them with `tokenizer`: with the byte-level one, [CLS], then 0
+ * to max_length - 1 random bytes (ids in [GC_TOKEN_FIRST_BYTE + 1, GC_TOKEN_VOCAB)), then
+ * padding, so that padding and the mask are exercised as in training; with another (a
+ * pretrained model's), the same draws as random lowercase words. The random numbers come
+ * from `generator` (advanced past them): a (seed, offset) names a batch. GC_OK, or the
+ * allocation error with nothing left allocated. */
+gc_status gc_synthetic_tokens(const gc_tokenizer *tokenizer, int64_t rows, int64_t max_length, gc_dtype mask_dtype,
+                              gc_device device, gc_generator *generator, gc_tensor **ids, gc_tensor **mask);
 
 #define GC_BENCH_MAX_REPS 100
 
@@ -43,6 +45,11 @@ typedef struct gc_bench_setup {
  * or the allocation error (a memory limit too small for the model itself). */
 gc_status gc_bench_setup_init(gc_bench_setup *setup, const gc_text_encoder_config *config, bool tied, uint64_t seed,
                               gc_device device);
+/* The same with a pretrained model folder (gc_dual_encoder_from_folder: one tied encoder,
+ * max_length tokens, its parameters in `dtype`) instead of a configuration: the synthetic
+ * texts' ids are within every vocabulary's first 300. */
+gc_status gc_bench_setup_from_folder(gc_bench_setup *setup, const char *dir, int64_t max_length, gc_dtype dtype,
+                                     uint64_t seed, gc_device device);
 void gc_bench_setup_free(gc_bench_setup *setup);
 
 /* `rows` synthetic query/passage pairs: inputs[0] the queries and inputs[1] the passages, each
