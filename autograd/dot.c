@@ -1,7 +1,8 @@
 /* The graph as Graphviz DOT (gradcache/autograd.h). Nodes are named by their execution order
- * ("op17") and leaves by the order they are met ("leaf3"), so that the same program writes
- * the same file. The walk is iterative and keeps its own list of what it has seen: the
- * nodes' visit marks belong to backward. */
+ * ("op17") and leaves by the order they are met ("leaf3"), after a cluster's id when the graph
+ * is one of several in a file, so that the same program writes the same file. The walk is
+ * iterative and keeps its own list of what it has seen: the nodes' visit marks belong to
+ * backward. */
 #include <stdlib.h>
 
 #include "graph.h"
@@ -37,10 +38,10 @@ static const char *describe(int ndim, const int64_t *shape, gc_dtype dtype, gc_d
     return buf;
 }
 
-static void write_leaf(FILE *out, int index, const gc_tensor *leaf) {
+static void write_leaf(FILE *out, const char *id, int index, const gc_tensor *leaf) {
     char text[160], grad[160];
     const gc_tensor *g = gc_grad(leaf);
-    fprintf(out, "  leaf%d [shape=ellipse, label=\"leaf\\n%s\\ngrad: %s\"];\n", index,
+    fprintf(out, "  %sleaf%d [shape=ellipse, label=\"leaf\\n%s\\ngrad: %s\"];\n", id, index,
             describe(leaf->ndim, leaf->shape, leaf->dtype, leaf->device, text, sizeof text),
             g ? describe(g->ndim, g->shape, g->dtype, g->device, grad, sizeof grad) : "none yet");
 }
@@ -65,19 +66,19 @@ static const char *op_name(const gc_node *node) {
     }
 }
 
-static void write_node(FILE *out, const gc_node *node) {
+static void write_node(FILE *out, const char *id, const gc_node *node) {
     size_t bytes = 0;
     int saved = 0;
     for (int k = 0; k < GC_MAX_SAVED; k++)
         if (node->saved[k]) bytes += gc_nbytes(node->saved[k]), saved++;
-    fprintf(out, "  op%llu [shape=box, label=\"#%llu %s\\n", (unsigned long long)node->sequence,
+    fprintf(out, "  %sop%llu [shape=box, label=\"#%llu %s\\n", id, (unsigned long long)node->sequence,
             (unsigned long long)node->sequence, op_name(node));
     if (node->consumed) fprintf(out, "backward ran: saved tensors released\"];\n");
     else fprintf(out, "saved for backward: %d tensor%s, %zu bytes\"];\n", saved, saved == 1 ? "" : "s", bytes);
 }
 
 /* Writes every node and leaf reachable from `root`, and the arrows into them. */
-static void walk(FILE *out, gc_node *root, seen *nodes, seen *leaves) {
+static void walk(FILE *out, const char *id, gc_node *root, seen *nodes, seen *leaves) {
     bool added;
     find_or_add(nodes, root, &added);
     if (!added) return;
@@ -87,7 +88,7 @@ static void walk(FILE *out, gc_node *root, seen *nodes, seen *leaves) {
     stack[depth++] = root;
     while (depth) {
         const gc_node *node = stack[--depth];
-        write_node(out, node);
+        write_node(out, id, node);
         for (int i = 0; i < node->n_inputs; i++) {
             const gc_edge *edge = &node->edges[i];
             const gc_input_meta *in = &node->inputs[i];
@@ -95,12 +96,12 @@ static void walk(FILE *out, gc_node *root, seen *nodes, seen *leaves) {
             describe(in->ndim, in->shape, in->dtype, in->device, label, sizeof label);
             if (edge->leaf) {
                 int index = find_or_add(leaves, edge->leaf, &added);
-                if (added) write_leaf(out, index, edge->leaf);
-                fprintf(out, "  leaf%d -> op%llu [label=\"%s\"];\n", index, (unsigned long long)node->sequence,
-                        label);
-            } else if (edge->node) {
-                fprintf(out, "  op%llu -> op%llu [label=\"%s\"];\n", (unsigned long long)edge->node->sequence,
+                if (added) write_leaf(out, id, index, edge->leaf);
+                fprintf(out, "  %sleaf%d -> %sop%llu [label=\"%s\"];\n", id, index, id,
                         (unsigned long long)node->sequence, label);
+            } else if (edge->node) {
+                fprintf(out, "  %sop%llu -> %sop%llu [label=\"%s\"];\n", id,
+                        (unsigned long long)edge->node->sequence, id, (unsigned long long)node->sequence, label);
                 find_or_add(nodes, edge->node, &added);
                 if (!added) continue;
                 if (depth == capacity) {
@@ -116,30 +117,55 @@ static void walk(FILE *out, gc_node *root, seen *nodes, seen *leaves) {
     free(stack);
 }
 
-gc_status gc_autograd_write_dot(FILE *out, gc_tensor *const *outputs, int count) {
+/* The nodes, leaves, outputs and arrows of the graph, every name prefixed with `id`. */
+static void write_body(FILE *out, const char *id, gc_tensor *const *outputs, int count) {
     seen nodes = {0}, leaves = {0};
-    fprintf(out, "digraph autograd {\n  rankdir=BT;\n  node [fontname=\"monospace\", fontsize=10];\n"
-                 "  edge [fontname=\"monospace\", fontsize=9];\n");
     for (int i = 0; i < count; i++) {
         const gc_tensor *t = outputs[i];
         char text[160];
-        fprintf(out, "  output%d [shape=box, style=bold, label=\"output %d\\n%s\"];\n", i, i,
+        fprintf(out, "  %soutput%d [shape=box, style=bold, label=\"output %d\\n%s\"];\n", id, i, i,
                 describe(t->ndim, t->shape, t->dtype, t->device, text, sizeof text));
         const gc_autograd_meta *meta = gc_meta(t);
         if (meta && meta->node) {
-            walk(out, meta->node, &nodes, &leaves);
-            fprintf(out, "  op%llu -> output%d;\n", (unsigned long long)meta->node->sequence, i);
+            walk(out, id, meta->node, &nodes, &leaves);
+            fprintf(out, "  %sop%llu -> %soutput%d;\n", id, (unsigned long long)meta->node->sequence, id, i);
         } else if (meta && meta->requires_grad) {
             bool added;
             int index = find_or_add(&leaves, t, &added);
-            if (added) write_leaf(out, index, t);
-            fprintf(out, "  leaf%d -> output%d;\n", index, i);
+            if (added) write_leaf(out, id, index, t);
+            fprintf(out, "  %sleaf%d -> %soutput%d;\n", id, index, id, i);
         }
     }
-    fprintf(out, "}\n");
     free(nodes.items);
     free(leaves.items);
+}
+
+static gc_status written(FILE *out, const char *what) {
     if (fflush(out) == 0 && !ferror(out)) return GC_OK;
-    gc_set_error(GC_ERR_IO, "autograd_write_dot: cannot write the graph");
+    gc_set_error(GC_ERR_IO, "%s: cannot write the graph", what);
     return GC_ERR_IO;
+}
+
+gc_status gc_autograd_write_dot(FILE *out, gc_tensor *const *outputs, int count) {
+    fprintf(out, "digraph autograd {\n  rankdir=BT;\n  node [fontname=\"monospace\", fontsize=10];\n"
+                 "  edge [fontname=\"monospace\", fontsize=9];\n");
+    write_body(out, "", outputs, count);
+    fprintf(out, "}\n");
+    return written(out, "autograd_write_dot");
+}
+
+gc_status gc_autograd_write_dot_cluster(FILE *out, const char *id, const char *label, gc_tensor *const *outputs,
+                                        int count) {
+    for (const char *c = id; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
+            gc_fatal("autograd_write_dot_cluster: id \"%s\" is not letters, digits and '_'", id);
+    fprintf(out, "  subgraph cluster_%s {\n  label=\"", id);
+    for (const char *c = label; *c; c++) {
+        if (*c == '"' || *c == '\\') fputc('\\', out); /* DOT's escapes in a quoted string */
+        fputc(*c, out);
+    }
+    fprintf(out, "\";\n");
+    write_body(out, id, outputs, count);
+    fprintf(out, "  }\n");
+    return written(out, "autograd_write_dot_cluster");
 }

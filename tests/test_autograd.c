@@ -314,6 +314,11 @@ static char *dot_of(gc_tensor *const *outputs, int count) {
     return text;
 }
 
+static void cluster_with_bad_id(void *leaf) {
+    gc_tensor *t = leaf;
+    gc_autograd_write_dot_cluster(stderr, "a b", "", &t, 1);
+}
+
 static void test_dot(void) {
     gc_tensor *x = gc_uniform(GC_SHAPE(2, 3), GC_F32, cpu, -1, 1, 1, 0), *w = gc_uniform(GC_SHAPE(3, 4), GC_F32, cpu, -1, 1, 2, 0);
     gc_set_requires_grad(x, true);
@@ -337,6 +342,16 @@ static void test_dot(void) {
     char *grads = dot_of(leaves, 2);
     CHECK(strstr(grads, "[2, 3] f32 cpu\\ngrad: [2, 3] f32 cpu") && strstr(grads, "leaf1 -> output1;"));
     free(grads);
+    /* as a cluster of a larger picture: names prefixed, the label's quotes escaped */
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    REQUIRE(out && gc_autograd_write_dot_cluster(out, "step_1", "the \"x\" leaf", leaves, 1) == GC_OK);
+    fclose(out);
+    CHECK(strstr(text, "subgraph cluster_step_1 {") && strstr(text, "label=\"the \\\"x\\\" leaf\";"));
+    CHECK(strstr(text, "step_1leaf0 -> step_1output0;") && !strstr(text, " leaf0"));
+    free(text);
+    gc_test_expect_fatal(cluster_with_bad_id, x, "autograd_write_dot_cluster: id \"a b\" is not letters");
     free(before);
     free(again);
     free(after);

@@ -80,6 +80,12 @@ gc_status gc_backward(gc_tensor *const *outputs, gc_tensor *const *seeds, int co
  * shape, dtype and device. Nothing of the graph changes. GC_OK, or GC_ERR_IO when a write
  * fails. */
 gc_status gc_autograd_write_dot(FILE *out, gc_tensor *const *outputs, int count);
+/* The same graph as one cluster of a larger picture, framed and titled `label`, its names
+ * prefixed with `id` (letters, digits and '_', unique in the file): write
+ * "digraph NAME {\n", any number of clusters, then "}\n" (`gradcache verify --dot` draws a
+ * plain step's graphs beside a cached step's this way). */
+gc_status gc_autograd_write_dot_cluster(FILE *out, const char *id, const char *label, gc_tensor *const *outputs,
+                                        int count);
 
 /* --- gradient checking: backward against central differences ---
  * For f (a function of leaves it reads from `context`) and a fixed random weight w of its
