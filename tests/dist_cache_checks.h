@@ -24,6 +24,9 @@ typedef struct dist_scenario {
     gc_dist_backend backend;   /* the group's; the models live on cuda:0 for NCCL, else the CPU */
     bool tiled_loss;           /* the ranks' loss: the tiled contrastive loss (tiles of 3 rows)
                                   instead of infonce; the one process keeps infonce */
+    const gc_loss_fn *loss;    /* NULL: as tiled_loss says; else the ranks' loss, whose forward
+                                  the one process differentiates by autograd */
+    int positives;             /* passages per query before its hard negatives (0: one) */
 } dist_scenario;
 
 static void add_all(gc_param_list *into, const char *prefix, const gc_param_list *from) {
@@ -95,7 +98,7 @@ static int dist_cache_body(int rank, int world, void *arg) {
     gc_device device = s->backend == GC_DIST_NCCL ? gc_cuda(0) : gc_cpu();
     gc_process_group *group = gc_process_group_from_env(&(gc_dist_options){s->backend, 60, device});
     REQUIRE(group);
-    int64_t group_size = 1 + s->negatives, total = 0, start = 0;
+    int64_t group_size = (s->positives > 1 ? s->positives : 1) + s->negatives, total = 0, start = 0;
     for (int r = 0; r < world; r++) total += s->counts[r];
     for (int r = 0; r < rank; r++) start += s->counts[r];
     gc_tensor *xq = gc_uniform(GC_SHAPE(total, IN), s->dtype, gc_cpu(), -1, 1, 30, 0);
@@ -142,6 +145,7 @@ static int dist_cache_body(int rank, int world, void *arg) {
         .sync_every_backward = s->sync_every_backward,
     };
     if (s->tiled_loss) config.loss = gc_contrastive_loss_fn(&tiled);
+    if (s->loss) config.loss = *s->loss;
     gc_ddp_stats before = gc_ddp_get_stats(ddp);
     double loss = 0, ref_loss = 0;
     CHECK_MSG(step(s, &config, inputs, &loss) == GC_OK, "%s: %s", s->name, gc_last_error());
@@ -159,7 +163,8 @@ static int dist_cache_body(int rank, int world, void *arg) {
     ref_config.models[0].params = &ref_q.params;
     ref_config.models[1].state = ref_second;
     ref_config.models[1].params = &ref_second->params;
-    ref_config.loss = (gc_loss_fn){.forward = infonce};
+    ref_config.loss = s->loss ? (gc_loss_fn){.forward = s->loss->forward, .args = s->loss->args}
+                              : (gc_loss_fn){.forward = infonce};
     ref_config.group = NULL;
     ref_config.ddp = NULL;
     REQUIRE(step(s, &ref_config, ref_inputs, &ref_loss) == GC_OK);
@@ -203,24 +208,24 @@ static int dist_cache_body(int rank, int world, void *arg) {
 
 /* Every scenario in a world of 2, and (worlds > 2) of 4, through `backend`, each run given
  * `seconds` in all. */
-static void dist_cache_run_all(gc_dist_backend backend, int worlds, double seconds) {
+static inline void dist_cache_run_all(gc_dist_backend backend, int worlds, double seconds) {
     const dist_scenario two[] = {
-        {"f32, equal rows", GC_F32, {8, 8}, 0, 2, false, false, false, false, GC_DIST_TCP, false},
-        {"f64, unequal rows, 1 hard negative", GC_F64, {5, 11}, 1, 3, false, false, false, false, GC_DIST_TCP, false},
-        {"f32, tied, unequal rows", GC_F32, {7, 3}, 0, 2, true, false, false, false, GC_DIST_TCP, false},
-        {"f32, kept last graph", GC_F32, {6, 6}, 1, 4, false, true, false, false, GC_DIST_TCP, false},
-        {"f32, sync every backward", GC_F32, {8, 8}, 0, 2, false, false, true, false, GC_DIST_TCP, false},
-        {"f64, plain step, unequal rows", GC_F64, {9, 4}, 1, 4, false, false, false, true, GC_DIST_TCP, false},
+        {"f32, equal rows", GC_F32, {8, 8}, 0, 2, false, false, false, false, GC_DIST_TCP, false, NULL, 0},
+        {"f64, unequal rows, 1 hard negative", GC_F64, {5, 11}, 1, 3, false, false, false, false, GC_DIST_TCP, false, NULL, 0},
+        {"f32, tied, unequal rows", GC_F32, {7, 3}, 0, 2, true, false, false, false, GC_DIST_TCP, false, NULL, 0},
+        {"f32, kept last graph", GC_F32, {6, 6}, 1, 4, false, true, false, false, GC_DIST_TCP, false, NULL, 0},
+        {"f32, sync every backward", GC_F32, {8, 8}, 0, 2, false, false, true, false, GC_DIST_TCP, false, NULL, 0},
+        {"f64, plain step, unequal rows", GC_F64, {9, 4}, 1, 4, false, false, false, true, GC_DIST_TCP, false, NULL, 0},
         {"f64, tiled loss, unequal rows, 1 hard negative", GC_F64, {5, 8}, 1, 3, false, false, false, false,
-         GC_DIST_TCP, true},
-        {"f32, tiled loss, tied", GC_F32, {7, 7}, 0, 2, true, false, false, false, GC_DIST_TCP, true},
+         GC_DIST_TCP, true, NULL, 0},
+        {"f32, tiled loss, tied", GC_F32, {7, 7}, 0, 2, true, false, false, false, GC_DIST_TCP, true, NULL, 0},
     };
     const dist_scenario four[] = {
-        {"f32, equal rows", GC_F32, {4, 4, 4, 4}, 0, 2, false, false, false, false, GC_DIST_TCP, false},
-        {"f64, unequal rows, 2 hard negatives", GC_F64, {3, 1, 6, 4}, 2, 2, false, false, false, false, GC_DIST_TCP, false},
-        {"f64, tied, unequal rows", GC_F64, {2, 5, 1, 3}, 0, 2, true, true, false, false, GC_DIST_TCP, false},
-        {"f32, sync every backward", GC_F32, {4, 4, 4, 4}, 1, 1, true, false, true, false, GC_DIST_TCP, false},
-        {"f64, tiled loss, unequal rows", GC_F64, {3, 1, 6, 4}, 1, 2, false, false, false, false, GC_DIST_TCP, true},
+        {"f32, equal rows", GC_F32, {4, 4, 4, 4}, 0, 2, false, false, false, false, GC_DIST_TCP, false, NULL, 0},
+        {"f64, unequal rows, 2 hard negatives", GC_F64, {3, 1, 6, 4}, 2, 2, false, false, false, false, GC_DIST_TCP, false, NULL, 0},
+        {"f64, tied, unequal rows", GC_F64, {2, 5, 1, 3}, 0, 2, true, true, false, false, GC_DIST_TCP, false, NULL, 0},
+        {"f32, sync every backward", GC_F32, {4, 4, 4, 4}, 1, 1, true, false, true, false, GC_DIST_TCP, false, NULL, 0},
+        {"f64, tiled loss, unequal rows", GC_F64, {3, 1, 6, 4}, 1, 2, false, false, false, false, GC_DIST_TCP, true, NULL, 0},
     };
     for (size_t i = 0; i < sizeof two / sizeof *two; i++) {
         dist_scenario s = two[i];

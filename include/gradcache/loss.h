@@ -47,15 +47,26 @@ typedef enum gc_contrastive_method {
 typedef struct gc_contrastive_options {
     gc_similarity similarity;    /* cosine normalises both sides first */
     double temperature;          /* scores are divided by it (> 0); a "scale" s is 1/s */
-    const gc_tensor *targets;    /* i32 [Nq]: the positive passage of each query; NULL: query
-                                    i's positive is passage i * (Np / Nq), as in the reference
-                                    (each query followed by its n hard negatives) */
+    const gc_tensor *targets;    /* i32 [Nq] (one positive) or [Nq, positives]: the positive
+                                    passages of each query; NULL: query i's positives are
+                                    passages i * (Np / Nq) + c, c < positives, as in the
+                                    reference (each query followed by its positives, then its
+                                    hard negatives) */
     gc_loss_reduction reduction;
     bool symmetric;              /* also passage -> query (CLIP): see gc_contrastive_loss */
     gc_contrastive_method method;
     int64_t tile_size;           /* rows (and columns) per tile (>= 1); 0: the default,
                                     gc_contrastive_tile_size */
+    int64_t positives;           /* positives per query (0 or 1: one); see below */
 } gc_contrastive_options;
+
+/* Several positives per query (SupCon's L_out, arXiv 2004.11362): with k = positives > 1 the
+ * loss is the mean over c < k of the one-positive loss whose target is query i's c-th positive,
+ *   loss_i = lse_i - (1/k) sum_c s_i,t_ic,
+ * every other passage of the batch (a query's other positives included, as in SupCon's
+ * denominator) a candidate in lse_i. Symmetric: the mean over c of the symmetric loss with
+ * target c. Computed as exactly that: k one-positive losses (full, tiled or automatic as
+ * `method` says), so the loss phase costs k times a one-positive loss's. */
 
 /* queries [Nq, D], passages [Np, D] (Np a multiple of Nq when targets is NULL):
  * cross-entropy of the scores [Nq, Np] = sim(queries, passages) / temperature. Cosine
@@ -123,6 +134,31 @@ typedef struct gc_loss_fn {
  * gc_contrastive_value_and_grad, except with GC_CONTRASTIVE_FULL, where it is NULL (GradCache
  * then runs the forward and its own backward, through gc_cache_config.backward). */
 gc_loss_fn gc_contrastive_loss_fn(const gc_contrastive_options *options);
+
+/* --- Matryoshka representations (arXiv 2205.13147) ---
+ * The base loss summed, with weights, over nested prefixes of every representation:
+ *   loss = sum_j w_j base(reps[0][:, :d_j], reps[1][:, :d_j], ...)
+ * so that each prefix is an embedding of its own (cosine renormalises each prefix). Computed on
+ * the representations GradCache caches, so one cache carries every prefix's gradient. Its
+ * value_and_grad is the base's at each prefix (seeded with seed w_j) added into the columns
+ * [0, d_j) of each gradient; NULL when the base has none (GradCache then differentiates the
+ * forward). Costs one base loss per prefix. */
+#define GC_MATRYOSHKA_MAX_DIMS 8
+#define GC_LOSS_MAX_REPS 8 /* the representations it takes: as many as a cache has models */
+
+typedef struct gc_matryoshka_options {
+    gc_loss_fn base;                        /* the loss at each prefix */
+    int count;                              /* prefixes: 1 to GC_MATRYOSHKA_MAX_DIMS */
+    int64_t dims[GC_MATRYOSHKA_MAX_DIMS];   /* each prefix's length, in [1, D] */
+    double weights[GC_MATRYOSHKA_MAX_DIMS]; /* each prefix's weight (finite) */
+} gc_matryoshka_options;
+
+/* The loss over reps[i] [N_i, D] (recorded, so autograd differentiates it). */
+gc_tensor *gc_matryoshka_loss(gc_tensor *const *reps, int count, const gc_matryoshka_options *options);
+/* A gc_loss_fn for it (options kept by pointer: they must outlive it). */
+gc_loss_fn gc_matryoshka_loss_fn(const gc_matryoshka_options *options);
+/* x [N, D] -> its first d columns [N, d], a new tensor (recorded; d in [1, D]). */
+gc_tensor *gc_matryoshka_prefix(const gc_tensor *x, int64_t d);
 
 #ifdef __cplusplus
 }

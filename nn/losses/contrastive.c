@@ -49,6 +49,7 @@ gc_tensor *gc_contrastive_loss(const gc_tensor *queries, const gc_tensor *passag
                                const gc_contrastive_options *options) {
     if (!queries || !passages) return NULL;
     gc_contrastive_check_arguments(queries, passages, options);
+    if (gc_contrastive_positive_count(options) > 1) return gc_contrastive_multi_loss(queries, passages, options);
     gc_tensor *targets = gc_contrastive_targets(queries, passages, options); /* [Nq] */
     gc_tensor *q = prepare(queries, options->similarity);                    /* [Nq, D] */
     gc_tensor *p = prepare(passages, options->similarity);                   /* [Np, D] */
@@ -111,6 +112,9 @@ gc_status gc_contrastive_value_and_grad(const gc_tensor *queries, const gc_tenso
     if (!queries || !passages) return gc_contrastive_loss_tiled(queries, passages, options, seed, value, grad_queries,
                                                                 grad_passages);
     gc_contrastive_check_arguments(queries, passages, options);
+    if (gc_contrastive_positive_count(options) > 1)
+        return gc_contrastive_multi_value_and_grad(queries, passages, options, options->method, seed, value,
+                                                   grad_queries, grad_passages);
     bool tiled = options->method == GC_CONTRASTIVE_TILED ||
                  (options->method == GC_CONTRASTIVE_AUTO &&
                   gc_contrastive_rows(queries, passages) > gc_contrastive_largest_tile(options, queries->device));

@@ -30,18 +30,27 @@ void gc_contrastive_check_arguments(const gc_tensor *queries, const gc_tensor *p
     if (options->tile_size < 0)
         gc_fatal("contrastive_loss: tile size %lld is not positive (0 picks the device's default)",
                  (long long)options->tile_size);
+    if (options->positives < 0)
+        gc_fatal("contrastive_loss: %lld positives per query (0 or 1: one)", (long long)options->positives);
     int64_t n_queries = queries->shape[0], n_passages = passages->shape[0];
+    int64_t positives = gc_contrastive_positive_count(options);
     const gc_tensor *targets = options->targets;
     if (targets) {
         gc_tensor_str(targets, tt, sizeof tt);
-        if (targets->dtype != GC_I32 || targets->ndim != 1 || targets->shape[0] != n_queries)
-            gc_fatal("contrastive_loss: needs i32 targets [%lld] for queries %s, got %s", (long long)n_queries, tq,
-                     tt);
+        bool one = positives == 1 && targets->ndim == 1, several = positives > 1 && targets->ndim == 2;
+        if (targets->dtype != GC_I32 || !(one || several) || targets->shape[0] != n_queries ||
+            (several && targets->shape[1] != positives))
+            gc_fatal("contrastive_loss: needs i32 targets [%lld%s] for queries %s and %lld positives each, got %s",
+                     (long long)n_queries, positives > 1 ? ", positives" : "", tq, (long long)positives, tt);
         gc_check_same_device("contrastive_loss", queries, targets);
-    } else if (n_queries > 0 && n_passages % n_queries != 0) {
-        gc_fatal("contrastive_loss: %lld passages %s are not a multiple of %lld queries %s (give targets)",
-                 (long long)n_passages, tp, (long long)n_queries, tq);
+    } else if (n_queries > 0 && (n_passages % n_queries != 0 || n_passages / n_queries < positives)) {
+        gc_fatal("contrastive_loss: %lld passages %s are not a multiple of %lld queries %s with %lld positives each "
+                 "(give targets)", (long long)n_passages, tp, (long long)n_queries, tq, (long long)positives);
     }
+}
+
+int64_t gc_contrastive_positive_count(const gc_contrastive_options *options) {
+    return options->positives > 1 ? options->positives : 1;
 }
 
 gc_tensor *gc_contrastive_targets(const gc_tensor *queries, const gc_tensor *passages,

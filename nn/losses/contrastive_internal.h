@@ -25,6 +25,19 @@
 void gc_contrastive_check_arguments(const gc_tensor *queries, const gc_tensor *passages,
                                     const gc_contrastive_options *options);
 
+/* Positives per query: options->positives, 0 counting as 1. */
+int64_t gc_contrastive_positive_count(const gc_contrastive_options *options);
+
+/* The loss with several positives per query (loss.h): the mean of the one-positive losses,
+ * one per positive (multi_positive.c). */
+gc_tensor *gc_contrastive_multi_loss(const gc_tensor *queries, const gc_tensor *passages,
+                                     const gc_contrastive_options *options);
+/* Its value and gradients; `method` the one-positive losses' (the tiled loss passes its own). */
+gc_status gc_contrastive_multi_value_and_grad(const gc_tensor *queries, const gc_tensor *passages,
+                                              const gc_contrastive_options *options, gc_contrastive_method method,
+                                              double seed, double *value, gc_tensor **grad_queries,
+                                              gc_tensor **grad_passages);
+
 /* The i32 targets [Nq]: options->targets (retained) or query i -> passage i * (Np / Nq).
  * Every target is checked to be a passage (read back to the host: a synchronisation on a
  * GPU). NULL on an allocation error. */

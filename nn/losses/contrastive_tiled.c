@@ -292,6 +292,9 @@ gc_status gc_contrastive_loss_tiled(const gc_tensor *queries, const gc_tensor *p
         return gc_last_status(); /* the error that made an input NULL */
     }
     gc_contrastive_check_arguments(queries, passages, options);
+    if (gc_contrastive_positive_count(options) > 1) /* one tiled loss per positive */
+        return gc_contrastive_multi_value_and_grad(queries, passages, options, GC_CONTRASTIVE_TILED, seed, value,
+                                                   grad_queries, grad_passages);
     int64_t n_queries = queries->shape[0];
     int64_t tile = gc_contrastive_tile_size(options, queries->device, gc_contrastive_rows(queries, passages));
     /* w: the mean of no queries is nan, as in the untiled loss */

@@ -1,0 +1,109 @@
+#!/usr/bin/python3
+"""Writes tests/fixtures/losses_v1.bin: reference values from PyTorch for the contrastive
+losses beyond one positive (tests/test_loss_multi.c, tests/test_matryoshka.c). Run by hand:
+
+    /usr/bin/python3 tests/make_loss_fixture.py   (any python3 with torch)
+
+The fixture is committed; rerun this only when a case below changes (and bump the version in
+tests/fixture.h and here if the format changes). Each loss is written out here from its
+formula in f64, independently of gradcache's code; autograd gives the gradients. Per case,
+entries "<case>.q" [Nq, D], "<case>.p" [Np, D], "<case>.loss" [1], "<case>.grad_q",
+"<case>.grad_p" (d loss / d inputs), and "<case>.targets" i32 [Nq, k] when the case has them.
+The options of each case (similarity, temperature, reduction, ...) are in CASES and, the same,
+in the C tests.
+"""
+import struct
+import sys
+
+import torch
+import torch.nn.functional as F
+
+VERSION = 1
+DTYPES = {torch.float32: 0, torch.int32: 1, torch.float64: 2}
+
+
+def write_entry(out, name, tensor):
+    tensor = tensor.detach().contiguous()
+    encoded = name.encode()
+    out.write(struct.pack("<I", len(encoded)) + encoded)
+    out.write(struct.pack("<II", DTYPES[tensor.dtype], tensor.dim()))
+    out.write(struct.pack("<%dq" % tensor.dim(), *tensor.shape))
+    out.write(tensor.numpy().tobytes())
+
+
+def scores_of(q, p, cosine, temperature):
+    if cosine:
+        q, p = F.normalize(q, dim=1), F.normalize(p, dim=1)
+    return q @ p.T / temperature
+
+
+def reduce(per_query, mean):
+    return per_query.mean() if mean else per_query.sum()
+
+
+def multi_positive(q, p, targets, cosine, temperature, mean, symmetric):
+    """SupCon's L_out: -1/k sum_c log softmax(scores_i)[t_ic], every passage a candidate; when
+    symmetric, each positive t_ic also scored against every query with query i as its target."""
+    scores = scores_of(q, p, cosine, temperature)                # [Nq, Np]
+    k = targets.shape[1]
+    rows = torch.arange(q.shape[0])
+    forward = -torch.stack([scores.log_softmax(1)[rows, targets[:, c]] for c in range(k)]).mean(0)
+    loss = reduce(forward, mean)
+    if symmetric:
+        backward = torch.stack([-scores[:, targets[:, c]].T.log_softmax(1)[rows, rows] for c in range(k)]).mean(0)
+        loss = 0.5 * (loss + reduce(backward, mean))
+    return loss
+
+
+def matryoshka(q, p, dims, weights, cosine, temperature):
+    """sum_j w_j InfoNCE(q[:, :d_j], p[:, :d_j]) with one positive, query i's passage i."""
+    rows = torch.arange(q.shape[0])
+    return sum(w * F.cross_entropy(scores_of(q[:, :d], p[:, :d], cosine, temperature), rows)
+               for d, w in zip(dims, weights))
+
+
+def layout_targets(nq, np_, k):
+    stride = np_ // nq
+    return torch.stack([torch.arange(nq) * stride + c for c in range(k)], 1)
+
+
+# name: (Nq, Np, D, seed, loss of (q, p) -> (scalar, targets or None))
+CASES = {
+    # 2 positives and 1 hard negative per query, cosine at 0.1, mean
+    "multi_cosine": (4, 12, 6, 1, lambda q, p: (
+        multi_positive(q, p, layout_targets(4, 12, 2), True, 0.1, True, False), None)),
+    # 3 positives per query, dot at 0.5, sum, symmetric
+    "multi_symmetric": (3, 9, 5, 2, lambda q, p: (
+        multi_positive(q, p, layout_targets(3, 9, 3), False, 0.5, False, True), None)),
+    # explicit targets [Nq, 2] (shared positives too), cosine at 0.2, mean
+    "multi_targets": (5, 7, 4, 3, None),
+    # prefixes 8, 4, 2 weighted 1, 0.5, 0.25; cosine at 0.05, mean
+    "matryoshka": (6, 6, 8, 4, lambda q, p: (
+        matryoshka(q, p, (8, 4, 2), (1.0, 0.5, 0.25), True, 0.05), None)),
+}
+EXPLICIT = torch.tensor([[2, 0], [6, 1], [3, 3], [0, 5], [4, 2]], dtype=torch.int64)
+CASES["multi_targets"] = (5, 7, 4, 3, lambda q, p: (
+    multi_positive(q, p, EXPLICIT, True, 0.2, True, False), EXPLICIT))
+
+
+def main(path):
+    entries = []
+    for name, (nq, np_, dim, seed, loss_of) in CASES.items():
+        generator = torch.Generator().manual_seed(seed)
+        q = torch.randn(nq, dim, dtype=torch.float64, generator=generator).requires_grad_()
+        p = torch.randn(np_, dim, dtype=torch.float64, generator=generator).requires_grad_()
+        loss, targets = loss_of(q, p)
+        loss.backward()
+        entries += [(name + ".q", q), (name + ".p", p), (name + ".loss", loss.reshape(1)),
+                    (name + ".grad_q", q.grad), (name + ".grad_p", p.grad)]
+        if targets is not None:
+            entries.append((name + ".targets", targets.to(torch.int32)))
+    with open(path, "wb") as out:
+        out.write(b"GCFIXTR\0" + struct.pack("<II", VERSION, len(entries)))
+        for name, tensor in entries:
+            write_entry(out, name, tensor)
+    print(f"wrote {len(entries)} entries to {path} with torch {torch.__version__}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures/losses_v1.bin")

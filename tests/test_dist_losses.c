@@ -1,0 +1,31 @@
+/* The losses beyond one positive across processes (dist_cache_checks.h): a GradCache step in
+ * a world of 2, each rank giving its own rows, against one process over the whole batch with
+ * the same loss (f64: norm-relative 1e-10), one all-reduce per bucket per step: several
+ * positives per query (tiled, symmetric), Matryoshka (over the autograd and the tiled base),
+ * and Matryoshka over several positives. */
+#include "dist_cache_checks.h"
+
+int main(void) {
+    gc_contrastive_options multi = {.similarity = GC_SIMILARITY_COSINE, .temperature = 0.1, .positives = 2,
+                                    .method = GC_CONTRASTIVE_TILED, .tile_size = 3, .symmetric = true};
+    gc_contrastive_options full = {.similarity = GC_SIMILARITY_COSINE, .temperature = 0.05,
+                                   .method = GC_CONTRASTIVE_FULL};
+    gc_contrastive_options tiled_multi = multi;
+    tiled_multi.symmetric = false;
+    gc_matryoshka_options over_full = {.base = gc_contrastive_loss_fn(&full), .count = 3, .dims = {8, 4, 2},
+                                       .weights = {1, 0.5, 0.25}};
+    gc_matryoshka_options over_multi = over_full;
+    over_multi.base = gc_contrastive_loss_fn(&tiled_multi);
+    gc_loss_fn losses[] = {gc_contrastive_loss_fn(&multi), gc_matryoshka_loss_fn(&over_full),
+                           gc_matryoshka_loss_fn(&over_multi)};
+    const dist_scenario scenarios[] = {
+        {"f64, 2 positives and 1 hard negative, tiled, symmetric, unequal rows", GC_F64, {5, 3}, 1, 2,
+         .backend = GC_DIST_TCP, .loss = &losses[0], .positives = 2},
+        {"f64, Matryoshka 8/4/2, unequal rows", GC_F64, {4, 7}, 0, 3, .backend = GC_DIST_TCP, .loss = &losses[1]},
+        {"f64, Matryoshka over 2 positives, tied", GC_F64, {4, 4}, 0, 2, .tied = true, .backend = GC_DIST_TCP,
+         .loss = &losses[2], .positives = 2},
+    };
+    for (size_t i = 0; i < sizeof scenarios / sizeof *scenarios; i++)
+        CHECK_MSG(dist_all_pass(2, dist_cache_body, (void *)&scenarios[i], 120), "world 2: %s", scenarios[i].name);
+    return gc_test_result();
+}
