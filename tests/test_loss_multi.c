@@ -67,7 +67,7 @@ static void call_loss(void *arg) {
 static void test_bad_arguments(void) {
     bad_call fewer_passages = {3, 2, 0}, one_column = {6, 2, 1}, wrong_columns = {6, 2, 3}, negative = {6, -1, 0};
     gc_test_expect_fatal(call_loss, &fewer_passages, "3 passages [3, 4] f32 cpu are not a multiple of 3 queries");
-    gc_test_expect_fatal(call_loss, &one_column, "needs i32 targets [3, positives] for queries");
+    gc_test_expect_fatal(call_loss, &one_column, "needs i32 targets [3, 2] for queries [3, 4] f32 cpu with 2 positives each, got [3] i32");
     gc_test_expect_fatal(call_loss, &wrong_columns, "2 positives each, got [3, 3]");
     gc_test_expect_fatal(call_loss, &negative, "-1 positives per query");
 }

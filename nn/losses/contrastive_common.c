@@ -40,8 +40,13 @@ void gc_contrastive_check_arguments(const gc_tensor *queries, const gc_tensor *p
         bool one = positives == 1 && targets->ndim == 1, several = positives > 1 && targets->ndim == 2;
         if (targets->dtype != GC_I32 || !(one || several) || targets->shape[0] != n_queries ||
             (several && targets->shape[1] != positives))
-            gc_fatal("contrastive_loss: needs i32 targets [%lld%s] for queries %s and %lld positives each, got %s",
-                     (long long)n_queries, positives > 1 ? ", positives" : "", tq, (long long)positives, tt);
+        {
+            if (positives == 1)
+                gc_fatal("contrastive_loss: needs i32 targets [%lld] for queries %s, got %s", (long long)n_queries, tq,
+                         tt);
+            gc_fatal("contrastive_loss: needs i32 targets [%lld, %lld] for queries %s with %lld positives each, got %s",
+                     (long long)n_queries, (long long)positives, tq, (long long)positives, tt);
+        }
         gc_check_same_device("contrastive_loss", queries, targets);
     } else if (n_queries > 0 && (n_passages % n_queries != 0 || n_passages / n_queries < positives)) {
         gc_fatal("contrastive_loss: %lld passages %s are not a multiple of %lld queries %s with %lld positives each "
