@@ -9,13 +9,15 @@
 #include "errors.h"
 #include "flags.h"
 #include "gradcache/train.h"
+#include "int_list.h"
 
 #define SUMMARY                                                                                            \
     "Ranks each query's positive among every distinct positive of the split by cosine similarity and prints\n" \
-    "Recall@1, Recall@10 and MRR (with --json, one JSON object on stdout instead)."
+    "Recall@1, Recall@10 and MRR (with --json, one JSON object on stdout instead); with --matryoshka, one\n" \
+    "line (or object) per prefix of the embedding, the largest first."
 
 typedef struct eval_flags {
-    const char *model, *data, *split;
+    const char *model, *data, *split, *matryoshka;
     int64_t batch_size, max_length, limit;
     int device;
     bool json;
@@ -38,6 +40,8 @@ static int parse_flags(int argc, char **argv, eval_flags *f) {
         {"limit", CLI_FLAG_INT, &f->limit, 0, 1e12, NULL,
          "evaluate on the first N pairs of the split only, a fixed subset (0: all)"},
         {"json", CLI_FLAG_BOOL, &f->json, 0, 0, NULL, "print the metrics as one JSON object"},
+        {"matryoshka", CLI_FLAG_STRING, &f->matryoshka, 0, 0, NULL,
+         "evaluate at each of these prefixes of the embedding, e.g. 384,128,64 (encoded once)"},
     };
     int status = cli_flags_parse("eval", SUMMARY, table, (int)(sizeof table / sizeof *table), argc, argv, 2);
     if (status) return status;
@@ -46,11 +50,14 @@ static int parse_flags(int argc, char **argv, eval_flags *f) {
     return 0;
 }
 
-/* `subset`: the pairs were the first ones of a larger split, which the output says. */
-static void print_metrics(const gc_retrieval_metrics *m, bool subset, const char *path, bool json) {
+/* `subset`: the pairs were the first ones of a larger split, which the output says; `dim`: the
+ * prefix's length (0: the whole embedding, not named). */
+static void print_metrics(const gc_retrieval_metrics *m, int64_t dim, bool subset, const char *path, bool json) {
+    if (dim && json) printf("{\"dim\":%lld,", (long long)dim);
+    else if (dim) printf("dim %lld: ", (long long)dim);
     if (json)
-        printf("{\"recall_at_1\":%.6f,\"recall_at_10\":%.6f,\"mrr\":%.6f,\"queries\":%lld,\"candidates\":%lld,"
-               "\"subset\":%s}\n", m->recall_at_1, m->recall_at_10, m->mrr, (long long)m->queries,
+        printf("%s\"recall_at_1\":%.6f,\"recall_at_10\":%.6f,\"mrr\":%.6f,\"queries\":%lld,\"candidates\":%lld,"
+               "\"subset\":%s}\n", dim ? "" : "{", m->recall_at_1, m->recall_at_10, m->mrr, (long long)m->queries,
                (long long)m->candidates, subset ? "true" : "false");
     else
         printf("Recall@1 %.4f  Recall@10 %.4f  MRR %.4f  (%lld queries, %lld candidates%s%s)\n", m->recall_at_1,
@@ -68,7 +75,9 @@ int cli_command_eval(int argc, char **argv) {
     char *data_path = gc_data_path(f.data, f.split);
     gc_dual_encoder model = {0};
     gc_pairs pairs = {0};
-    gc_retrieval_metrics metrics;
+    cli_int_list dims = {.count = 1}; /* {0}: the whole embedding */
+    if (f.matryoshka && cli_int_list_parse("eval", "matryoshka", f.matryoshka, 1, 1 << 20, &dims)) return 2;
+    gc_retrieval_metrics metrics[CLI_INT_LIST_MAX];
     if (gc_dual_encoder_load(f.model, f.max_length, device, &model) != GC_OK) {
         status = fail(1, "--model: %s", gc_last_error());
     } else if (gc_pairs_read(data_path, &pairs) != GC_OK) {
@@ -76,10 +85,11 @@ int cli_command_eval(int argc, char **argv) {
     } else {
         bool subset = f.limit && f.limit < pairs.count;
         int64_t count = subset ? f.limit : pairs.count;
-        if (gc_retrieval_evaluate_pairs(&model, &pairs, count, f.batch_size, &metrics) != GC_OK)
+        if (gc_retrieval_evaluate_pairs_at(&model, &pairs, count, f.batch_size, dims.values, dims.count, metrics) !=
+            GC_OK)
             status = fail(1, "%s", gc_last_error());
-        else
-            print_metrics(&metrics, subset, data_path, f.json);
+        for (int j = dims.count - 1; j >= 0 && status == 0; j--) /* the largest prefix first */
+            print_metrics(&metrics[j], dims.values[j], subset, data_path, f.json);
     }
     gc_pairs_free(&pairs);
     gc_dual_encoder_free(&model);

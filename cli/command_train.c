@@ -8,6 +8,7 @@
 #include "errors.h"
 #include "flags.h"
 #include "gradcache/train.h"
+#include "int_list.h"
 #include "progress.h"
 
 #define SUMMARY                                                                                              \
@@ -24,6 +25,7 @@ static const char *const loss_names[] = {"auto", "tiled", "full", NULL};
 typedef struct train_flags {
     gc_trainer_config config;
     const char *gc_chunk_size; /* parsed into config.chunk_sizes */
+    const char *matryoshka;    /* parsed into config.matryoshka_* */
     int device;                /* an index into cli_device_choices */
     int precision;             /* CLI_PRECISION_*: config.dtype */
     int loss;                  /* an index into loss_names: config.loss */
@@ -42,6 +44,21 @@ static int parse_chunk_sizes(const char *text, int64_t sizes[2]) {
                         text);
     sizes[0] = query;
     sizes[1] = passage;
+    return 0;
+}
+
+/* --matryoshka "D1,D2,...": the prefixes, largest first, each weighted 1; 0 or the usage status. */
+static int parse_prefixes(const char *text, gc_trainer_config *config) {
+    cli_int_list dims;
+    int status = cli_int_list_parse("train", "matryoshka", text, 1, 1 << 20, &dims);
+    if (status) return status;
+    if (dims.count > GC_MATRYOSHKA_MAX_DIMS)
+        return cli_fail("train", 2, "--matryoshka: %d prefixes, at most %d", dims.count, GC_MATRYOSHKA_MAX_DIMS);
+    config->matryoshka_count = dims.count;
+    for (int j = 0; j < dims.count; j++) {
+        config->matryoshka_dims[j] = dims.values[dims.count - 1 - j];
+        config->matryoshka_weights[j] = 1;
+    }
     return 0;
 }
 
@@ -83,6 +100,11 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
          "rows: 512 on the CPU, 4096 on a GPU)"},
         {"hard-negatives", CLI_FLAG_INT, &f->hard_negatives, 0, 64, NULL,
          "negatives per example: the first N negative columns"},
+        {"positives", CLI_FLAG_INT, &f->positives, 1, 64, NULL,
+         "positives per example: the first K columns after the query (the loss averages over them), the rest "
+         "negatives"},
+        {"matryoshka", CLI_FLAG_STRING, &flags->matryoshka, 0, 0, NULL,
+         "nested prefixes of the embedding, e.g. 384,256,128,64: the loss is summed over them (weights 1)"},
         {"seed", CLI_FLAG_INT, &f->seed, 0, 9007199254740992.0, NULL,
          "names the random streams: weights, dropout, data order"},
         {"log-every", CLI_FLAG_INT, &flags->log_every, 1, 1e12, NULL,
@@ -102,6 +124,7 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
         return cli_fail("train", 2, "--loss needs --gc (the plain step differentiates the full loss)");
     f->dtype = cli_precision_dtype(flags->precision);
     f->loss = (gc_contrastive_method)flags->loss;
+    if (flags->matryoshka && parse_prefixes(flags->matryoshka, f)) return 2;
     return flags->gc_chunk_size ? parse_chunk_sizes(flags->gc_chunk_size, f->chunk_sizes) : 0;
 }
 

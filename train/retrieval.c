@@ -136,8 +136,36 @@ gc_status gc_retrieval_evaluate(const gc_tensor *queries, const gc_tensor *candi
     return status;
 }
 
+/* metrics[j]: the ranking at prefix dims[j] of queries [Nq, D] and candidates [Nc, D] */
+static gc_status evaluate_prefixes(const gc_tensor *queries, const gc_tensor *candidates, const int64_t *positive,
+                                   const int64_t *dims, int n_dims, gc_retrieval_metrics *metrics) {
+    int64_t embedding = queries->shape[1];
+    gc_status status = GC_OK;
+    for (int j = 0; j < n_dims && status == GC_OK; j++) {
+        int64_t d = dims[j] ? dims[j] : embedding;
+        if (d < 1 || d > embedding) {
+            gc_set_error(GC_ERR_CONFIG, "--matryoshka %lld: the embedding has %lld dimensions", (long long)d,
+                         (long long)embedding);
+            return GC_ERR_CONFIG;
+        }
+        bool previous = gc_set_grad_enabled(false);
+        gc_tensor *q = gc_matryoshka_prefix(queries, d), *c = gc_matryoshka_prefix(candidates, d);
+        gc_set_grad_enabled(previous);
+        status = q && c ? gc_retrieval_evaluate(q, c, positive, &metrics[j]) : gc_last_status();
+        gc_tensor_release(q);
+        gc_tensor_release(c);
+    }
+    return status;
+}
+
 gc_status gc_retrieval_evaluate_pairs(gc_dual_encoder *model, const gc_pairs *pairs, int64_t count, int64_t batch,
                                       gc_retrieval_metrics *metrics) {
+    const int64_t all[1] = {0};
+    return gc_retrieval_evaluate_pairs_at(model, pairs, count, batch, all, 1, metrics);
+}
+
+gc_status gc_retrieval_evaluate_pairs_at(gc_dual_encoder *model, const gc_pairs *pairs, int64_t count, int64_t batch,
+                                         const int64_t *dims, int n_dims, gc_retrieval_metrics *metrics) {
     const char **queries = malloc((size_t)count * sizeof *queries);
     const char **positives = malloc((size_t)count * sizeof *positives);
     int64_t *positive_index = malloc((size_t)count * sizeof *positive_index);
@@ -155,7 +183,7 @@ gc_status gc_retrieval_evaluate_pairs(gc_dual_encoder *model, const gc_pairs *pa
     gc_tensor *word_reps = query_reps ? gc_encode_texts(gc_dual_encoder_tower(model, 1), model->tokenizer, words,
                                                         n_words, model->max_length, batch)
                                       : NULL; /* [n_words, D] */
-    gc_status status = word_reps ? gc_retrieval_evaluate(query_reps, word_reps, positive_index, metrics)
+    gc_status status = word_reps ? evaluate_prefixes(query_reps, word_reps, positive_index, dims, n_dims, metrics)
                                  : gc_last_status();
     gc_tensor_release(query_reps);
     gc_tensor_release(word_reps);

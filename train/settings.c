@@ -41,5 +41,12 @@ void gc_train_settings(const gc_trainer_config *c, const gc_pairs *pairs, gc_met
     gc_metadata_set(s, "flag.lr", "%s", gc_format_exact(c->lr, number, sizeof number));
     gc_metadata_set(s, "flag.temperature", "%s", gc_format_exact(c->temperature, number, sizeof number));
     gc_metadata_set(s, "flag.hard-negatives", "%lld", (long long)c->hard_negatives);
+    /* only when used: checkpoints of runs without them resume as they did */
+    if (c->positives > 1) gc_metadata_set(s, "flag.positives", "%lld", (long long)c->positives);
+    char prefixes[GC_MATRYOSHKA_MAX_DIMS * 48] = "";
+    for (int j = 0, used = 0; j < c->matryoshka_count; j++)
+        used += snprintf(prefixes + used, sizeof prefixes - (size_t)used, "%s%lld:%s", j ? "," : "",
+                         (long long)c->matryoshka_dims[j], gc_format_exact(c->matryoshka_weights[j], number, sizeof number));
+    if (c->matryoshka_count) gc_metadata_set(s, "flag.matryoshka", "%s", prefixes);
     gc_metadata_set(s, "flag.seed", "%lld", (long long)c->seed);
 }

@@ -13,6 +13,7 @@
  * weights (in the checkpoint too). With f16 a dynamic loss scaler (PyTorch's defaults) scales
  * the loss once per step; a step with an inf or nan gradient on any rank is skipped everywhere
  * (no update, the scale halved) and logged as such. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ gc_trainer_config gc_trainer_config_default(void) {
                                .loss = GC_CONTRASTIVE_AUTO,
                                .lr = 5e-4,
                                .temperature = 0.05,
+                               .positives = 1,
                                .device = gc_cpu(),
                                .save_every = 100};
 }
@@ -61,6 +63,7 @@ static gc_status check_config(const gc_trainer_config *c) {
         {"--max-length", c->max_length, 2}, {"--batch-size", c->batch_size, 1},
         {"--gc-chunk-size", c->chunk_sizes[0], 1}, {"--gc-chunk-size", c->chunk_sizes[1], 1},
         {"--steps", c->steps, 0}, {"--epochs", c->epochs, 0}, {"--hard-negatives", c->hard_negatives, 0},
+        {"--positives", c->positives, 0},
         {"--seed", c->seed, 0}, {"--save-every", c->save_every, 0}, {"--stop-after", c->stop_after, 0},
     };
     for (size_t i = 0; i < sizeof counts / sizeof *counts; i++)
@@ -73,6 +76,27 @@ static gc_status check_config(const gc_trainer_config *c) {
         return refuse("--model-size %d: no such preset (0 to %d)", c->model_size, presets - 1);
     if (!(c->lr > 0) || !(c->temperature > 0))
         return refuse("--lr %g, --temperature %g: both must be positive", c->lr, c->temperature);
+    if (c->matryoshka_count < 0 || c->matryoshka_count > GC_MATRYOSHKA_MAX_DIMS)
+        return refuse("--matryoshka: %d prefixes (at most %d)", c->matryoshka_count, GC_MATRYOSHKA_MAX_DIMS);
+    for (int j = 0; j < c->matryoshka_count; j++)
+        if (c->matryoshka_dims[j] < 1 || !isfinite(c->matryoshka_weights[j]) || c->matryoshka_weights[j] < 0)
+            return refuse("--matryoshka: prefix %lld weighted %g (a prefix has at least 1 dimension, a weight is "
+                          "finite and not negative)", (long long)c->matryoshka_dims[j], c->matryoshka_weights[j]);
+    return GC_OK;
+}
+
+int64_t gc_trainer_positives(const gc_trainer_config *config) {
+    return config->positives > 1 ? config->positives : 1;
+}
+
+/* Every Matryoshka prefix fits the model's embedding. */
+static gc_status check_prefixes(const gc_trainer *t) {
+    const gc_text_encoder_config *encoder = &t->model.towers[0].config;
+    int64_t embedding = encoder->projection ? encoder->projection : encoder->dim;
+    for (int j = 0; j < t->config.matryoshka_count; j++)
+        if (t->config.matryoshka_dims[j] > embedding)
+            return refuse("--matryoshka %lld: the model's embedding has %lld dimensions",
+                          (long long)t->config.matryoshka_dims[j], (long long)embedding);
     return GC_OK;
 }
 
@@ -87,9 +111,14 @@ static gc_status load_data(gc_trainer *t) {
     t->limit = gc_mem_limit_apply(t->device, c->mem_limit, t->dist.env.local_world_size);
     t->data_path = gc_data_path(c->data, "train");
     if (gc_pairs_read(t->data_path, &t->pairs) != GC_OK) return failed("--data");
-    if (c->hard_negatives > t->pairs.negatives)
-        return refuse("--hard-negatives %lld: %s has %d negative column%s", (long long)c->hard_negatives,
-                      t->data_path, t->pairs.negatives, t->pairs.negatives == 1 ? "" : "s");
+    /* the columns after the query: the positives, then the negatives */
+    int64_t columns = t->pairs.negatives + 1, positives = gc_trainer_positives(c), negatives = columns - positives;
+    if (positives > columns)
+        return refuse("--positives %lld: %s has %lld column%s after the query", (long long)positives, t->data_path,
+                      (long long)columns, columns == 1 ? "" : "s");
+    if (c->hard_negatives > negatives)
+        return refuse("--hard-negatives %lld: %s has %lld negative column%s", (long long)c->hard_negatives,
+                      t->data_path, (long long)negatives, negatives == 1 ? "" : "s");
     if (c->batch_size > t->pairs.count)
         return refuse("--batch-size %lld: %s has only %lld examples", (long long)c->batch_size, t->data_path,
                       (long long)t->pairs.count);
@@ -124,7 +153,7 @@ static gc_status build_model(gc_trainer *t, bool resume) {
     /* warm-up over the first 10% of the steps, then linear decay to 0 */
     t->schedule = (gc_lr_schedule){c->lr, 0, t->plan.total_steps / 10, t->plan.total_steps, GC_LR_LINEAR};
     gc_manual_seed(gc_train_dist_dropout_seed(&t->dist, stream_seed(c->seed, STREAM_DROPOUT)));
-    int64_t passages = c->batch_size * (1 + c->hard_negatives);
+    int64_t passages = c->batch_size * (gc_trainer_positives(c) + c->hard_negatives);
     t->progress = (gc_train_progress){.chunk_sizes = {c->gc ? c->chunk_sizes[0] : c->batch_size,
                                                       c->gc ? c->chunk_sizes[1] : passages},
                                       .rng = gc_rng_capture(),
@@ -163,17 +192,25 @@ static gc_status set_up(gc_trainer *t, bool resume) {
     t->checkpoint_path = gc_path_join(t->out, "checkpoint.safetensors");
     t->model_path = gc_path_join(t->out, "model.safetensors");
     status = build_model(t, resume);
+    if (status == GC_OK) status = check_prefixes(t);
     if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0) status = open_folder(t); /* rank 0 alone writes */
     if (status != GC_OK) return status;
     gc_text_encoder *towers[2] = {gc_dual_encoder_tower(&t->model, 0), gc_dual_encoder_tower(&t->model, 1)};
     t->loss_options = (gc_contrastive_options){.similarity = GC_SIMILARITY_COSINE,
                                                .temperature = t->config.temperature,
-                                               .method = t->config.loss};
+                                               .method = t->config.loss,
+                                               .positives = gc_trainer_positives(&t->config)};
+    t->matryoshka = (gc_matryoshka_options){.base = gc_contrastive_loss_fn(&t->loss_options),
+                                            .count = t->config.matryoshka_count};
+    for (int j = 0; j < t->config.matryoshka_count; j++) {
+        t->matryoshka.dims[j] = t->config.matryoshka_dims[j];
+        t->matryoshka.weights[j] = t->config.matryoshka_weights[j];
+    }
     gc_cache_config config = {
         .n_models = 2,
         .models = {{towers[0], gc_dual_encoder_forward_train, t->progress.chunk_sizes[0], &t->model.params},
                    {towers[1], gc_dual_encoder_forward_train, t->progress.chunk_sizes[1], &t->model.params}},
-        .loss = gc_contrastive_loss_fn(&t->loss_options),
+        .loss = t->matryoshka.count ? gc_matryoshka_loss_fn(&t->matryoshka) : t->matryoshka.base,
         .keep_last_graph = true, /* one forward fewer per side; the same numbers */
         .auto_chunk = t->config.gc && !t->dist.group, /* ranks could not agree on a retry */
         .group = t->dist.group,

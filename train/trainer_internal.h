@@ -29,6 +29,7 @@ struct gc_trainer {
     bool optimizer_ready;
     gc_lr_schedule schedule;
     gc_contrastive_options loss_options; /* the loss keeps a pointer to it */
+    gc_matryoshka_options matryoshka;    /* over the contrastive loss, when count > 0 (a pointer too) */
     gc_cache *cache;
     gc_metadata settings;       /* the settings a resumed run must share (train_state.h) */
     gc_train_progress progress; /* where the run is: what a checkpoint holds */
@@ -39,5 +40,8 @@ struct gc_trainer {
  * limit, followed by where the limit came from (" (the limit: GC_MEM_LIMIT)"); its status kept
  * and returned. */
 gc_status gc_trainer_failed(const gc_trainer *trainer, const char *what);
+
+/* Positives per example: config->positives, 0 counting as 1. */
+int64_t gc_trainer_positives(const gc_trainer_config *config);
 
 #endif

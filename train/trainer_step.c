@@ -54,7 +54,9 @@ static gc_status run_step(gc_trainer *t, gc_step_record *record) {
     int64_t share_start, share;
     gc_train_dist_share(&t->dist, c->batch_size, &share_start, &share); /* this rank's examples */
     gc_training_batch batch;
-    gc_status status = gc_training_batch_make(&t->pairs, examples + share_start, share, (int)c->hard_negatives,
+    /* each example's passages: its positives, then its hard negatives */
+    int passage_columns = (int)(gc_trainer_positives(c) - 1 + c->hard_negatives);
+    gc_status status = gc_training_batch_make(&t->pairs, examples + share_start, share, passage_columns,
                                               t->model.tokenizer, c->max_length, c->dtype, t->device, &batch);
     if (status != GC_OK) return status;
     gc_memory_reset_peak(t->device);

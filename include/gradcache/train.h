@@ -38,7 +38,10 @@ extern "C" {
 
 /* ---- pair datasets ------------------------------------------------------------------------ */
 
-/* One example per line, `query<TAB>positive[<TAB>negative...]`, UTF-8. Lines may end in \n or
+/* One example per line, `query<TAB>positive[<TAB>negative...]`, UTF-8. With k positives per
+ * query (gc_trainer_config.positives), a line is `query<TAB>positive_1...<TAB>positive_k
+ * [<TAB>negative...]`: the reader sees columns only, and the trainer takes the first k after the
+ * query as positives and the rest as negatives. Lines may end in \n or
  * \r\n; the last may lack its newline. Every problem (a missing or unreadable file, an empty
  * line or field, a line longer than GC_PAIRS_MAX_LINE bytes, invalid UTF-8, a NUL byte, another
  * number of negatives than line 1's) is GC_ERR_IO or GC_ERR_FORMAT naming the file and the line.
@@ -141,7 +144,8 @@ void gc_batch_sampler_free(gc_batch_sampler *sampler);
 void gc_epoch_order(uint64_t seed, int64_t epoch, int64_t count, int64_t *order);
 
 /* The two inputs of a step: the queries, and the passages (each example's positive followed by
- * its first `negatives` negatives, the layout gc_contrastive_loss expects). */
+ * its first `negatives` further columns, the layout gc_contrastive_loss expects: with k
+ * positives, `negatives` is k - 1 plus the hard negatives). */
 typedef struct gc_training_batch {
     gc_tensor *query_ids, *query_mask;     /* [B, T <= max_length] */
     gc_tensor *passage_ids, *passage_mask; /* [B (1 + negatives), T' <= max_length] */
@@ -224,6 +228,11 @@ gc_status gc_retrieval_evaluate(const gc_tensor *queries, const gc_tensor *candi
  * with the passage tower (eval mode, `batch` texts at a time), and ranked as above. */
 gc_status gc_retrieval_evaluate_pairs(gc_dual_encoder *model, const gc_pairs *pairs, int64_t count, int64_t batch,
                                       gc_retrieval_metrics *metrics);
+/* The same at each of n_dims prefixes of the embeddings (Matryoshka: the first dims[j] columns,
+ * each in [1, D], 0 for all D), encoded once: metrics[j] is prefix j's. A prefix longer than the
+ * embedding is GC_ERR_CONFIG naming it. */
+gc_status gc_retrieval_evaluate_pairs_at(gc_dual_encoder *model, const gc_pairs *pairs, int64_t count, int64_t batch,
+                                         const int64_t *dims, int n_dims, gc_retrieval_metrics *metrics);
 /* The distinct texts among texts[0..count), in byte order, into *distinct (an array the caller
  * frees, pointing into texts); index[i] receives the position of texts[i] among them. Returns
  * how many there are. */
@@ -298,6 +307,12 @@ typedef struct gc_trainer_config {
     double lr;                  /* --lr: the peak rate (warm-up over 10% of the steps, then down to 0) */
     double temperature;         /* --temperature */
     int64_t hard_negatives;     /* --hard-negatives: the first N negative columns of every example */
+    int64_t positives;          /* --positives: the first k columns after the query are its positives
+                                   (several-positive loss, gradcache/loss.h); 0 or 1: one */
+    int matryoshka_count;       /* --matryoshka: nested prefixes of the embedding the loss is summed
+                                   over (gradcache/loss.h); 0: none */
+    int64_t matryoshka_dims[GC_MATRYOSHKA_MAX_DIMS];   /* their lengths, each at most the embedding's */
+    double matryoshka_weights[GC_MATRYOSHKA_MAX_DIMS]; /* their weights (the program gives 1 each) */
     int64_t seed;               /* --seed */
     gc_device device;           /* --device: a launched run on CUDA takes cuda:LOCAL_RANK */
     size_t mem_limit;           /* --mem-limit: bytes on the device; 0: gc_mem_limit_apply's default */

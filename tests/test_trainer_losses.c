@@ -1,0 +1,150 @@
+/* The trainer's losses beyond one positive (gradcache/train.h), on the 64 pairs of
+ * tests/fixtures/word_pairs.tsv (query, then 2 columns): with --positives 2 both columns are
+ * positives, and a GradCache run logs the plain run's losses (the second step's after the
+ * first's update); --matryoshka over the whole
+ * embedding alone is the plain loss, bit for bit, and adding a prefix adds its loss; settings
+ * that cannot work are refused naming them; a checkpoint keeps both settings; evaluation at
+ * each prefix. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "gradcache/train.h"
+
+#define PAIRS GC_TEST_FIXTURES "/word_pairs.tsv"
+
+static char folder[] = "/tmp/test_trainer_losses_XXXXXX";
+
+/* The tiny preset (embedding 64), 2 steps of 16, GradCache in chunks of 8, in folder/name. */
+static gc_trainer_config small_run(const char *name, char *out, size_t size) {
+    snprintf(out, size, "%s/%s", folder, name);
+    gc_trainer_config config = gc_trainer_config_default();
+    config.data = PAIRS;
+    config.out = out;
+    config.model_size = 0;
+    config.max_length = 16;
+    config.batch_size = 16;
+    config.gc = true;
+    config.chunk_sizes[0] = config.chunk_sizes[1] = 8;
+    config.steps = 2;
+    return config;
+}
+
+/* The logged losses of the run's steps into losses[0..2). */
+static void record_loss(void *user, const gc_step_record *record) { ((double *)user)[record->step - 1] = record->loss; }
+
+static void run(gc_trainer_config config, double losses[2]) {
+    config.on_step = record_loss;
+    config.user = losses;
+    gc_trainer *trainer;
+    REQUIRE(gc_trainer_new(&config, &trainer) == GC_OK);
+    CHECK_MSG(gc_trainer_run(trainer) == GC_OK, "%s", gc_last_error());
+    gc_trainer_free(trainer);
+}
+
+static void expect_refused(const gc_trainer_config *config, const char *message) {
+    gc_trainer *trainer;
+    CHECK_MSG(gc_trainer_new(config, &trainer) == GC_ERR_CONFIG && trainer == NULL, "%s: %s", message,
+              gc_last_error());
+    CHECK_MSG(strstr(gc_last_error(), message) != NULL, "want '%s', got '%s'", message, gc_last_error());
+    gc_clear_error();
+}
+
+static void test_positives(void) {
+    char out[256];
+    double cached[2], plain[2], one[2];
+    gc_trainer_config config = small_run("positives", out, sizeof out);
+    config.positives = 2;
+    /* one chunk per side: the plain step's dropout masks (chunked GradCache: test_loss_multi.c) */
+    config.chunk_sizes[0] = 16, config.chunk_sizes[1] = 32;
+    run(config, cached);
+    config = small_run("positives_plain", out, sizeof out);
+    config.positives = 2;
+    config.gc = false;
+    run(config, plain);
+    /* f32: the cached step sums the same terms as the plain one in other orders */
+    for (int s = 0; s < 2; s++)
+        CHECK_MSG(fabs(cached[s] - plain[s]) <= 1e-5 * fabs(plain[s]), "step %d: GradCache %.9g, plain %.9g", s + 1,
+                  cached[s], plain[s]);
+    /* the same passages with the second column a hard negative: another loss */
+    config = small_run("negative", out, sizeof out);
+    config.hard_negatives = 1;
+    config.chunk_sizes[0] = 16, config.chunk_sizes[1] = 32; /* the same dropout masks */
+    run(config, one);
+    CHECK_MSG(fabs(one[0] - cached[0]) > 1e-3, "2 positives and 1 positive + 1 negative both give %.9g", one[0]);
+
+    config = small_run("refused", out, sizeof out);
+    config.positives = 3;
+    expect_refused(&config, "--positives 3: " PAIRS " has 2 columns after the query");
+    config.positives = 2;
+    config.hard_negatives = 1;
+    expect_refused(&config, "--hard-negatives 1: " PAIRS " has 0 negative columns");
+}
+
+static void test_matryoshka(void) {
+    char out[256];
+    double plain[2], whole[2], nested[2];
+    gc_trainer_config config = small_run("base", out, sizeof out);
+    run(config, plain);
+    config = small_run("whole", out, sizeof out);
+    config.matryoshka_count = 1;
+    config.matryoshka_dims[0] = 64;
+    config.matryoshka_weights[0] = 1;
+    run(config, whole);
+    CHECK_MSG(whole[0] == plain[0] && whole[1] == plain[1], "the whole embedding alone: %.9g, %.9g; plain %.9g, %.9g",
+              whole[0], whole[1], plain[0], plain[1]);
+    config = small_run("nested", out, sizeof out);
+    config.matryoshka_count = 2;
+    config.matryoshka_dims[0] = 64, config.matryoshka_dims[1] = 16;
+    config.matryoshka_weights[0] = config.matryoshka_weights[1] = 1;
+    run(config, nested);
+    CHECK_MSG(nested[0] > plain[0] + 1, "64 and 16: %.9g, 64 alone %.9g (each term is about log 16)", nested[0],
+              plain[0]);
+
+    /* the checkpoint keeps the prefixes: resuming without them is refused */
+    config.matryoshka_count = 0;
+    gc_trainer *trainer;
+    CHECK(gc_trainer_resume(&config, &trainer) == GC_ERR_FORMAT && trainer == NULL);
+    CHECK_MSG(strstr(gc_last_error(), "flag.matryoshka"), "%s", gc_last_error());
+    gc_clear_error();
+
+    config.matryoshka_count = 1;
+    config.matryoshka_dims[0] = 65;
+    expect_refused(&config, "--matryoshka 65: the model's embedding has 64 dimensions");
+    config.matryoshka_weights[0] = -1;
+    expect_refused(&config, "--matryoshka: prefix 65 weighted -1");
+}
+
+/* Evaluation at each prefix: 0 and 64 are the whole embedding, 16 a ranking of its own; a
+ * prefix longer than the embedding is refused. */
+static void test_evaluation_at_prefixes(void) {
+    char out[256];
+    small_run("base", out, sizeof out);
+    gc_dual_encoder model;
+    gc_pairs pairs;
+    REQUIRE(gc_dual_encoder_load(out, 0, gc_cpu(), &model) == GC_OK && gc_pairs_read(PAIRS, &pairs) == GC_OK);
+    const int64_t dims[3] = {0, 64, 16};
+    gc_retrieval_metrics metrics[3], whole;
+    REQUIRE(gc_retrieval_evaluate_pairs_at(&model, &pairs, 64, 16, dims, 3, metrics) == GC_OK);
+    REQUIRE(gc_retrieval_evaluate_pairs(&model, &pairs, 64, 16, &whole) == GC_OK);
+    CHECK(metrics[0].mrr == whole.mrr && metrics[1].mrr == whole.mrr && metrics[1].recall_at_1 == whole.recall_at_1);
+    CHECK(metrics[2].queries == 64 && metrics[2].mrr > 0 && metrics[2].mrr != whole.mrr);
+    const int64_t too_long[1] = {65};
+    CHECK(gc_retrieval_evaluate_pairs_at(&model, &pairs, 64, 16, too_long, 1, metrics) == GC_ERR_CONFIG);
+    CHECK_MSG(strstr(gc_last_error(), "--matryoshka 65: the embedding has 64 dimensions"), "%s", gc_last_error());
+    gc_clear_error();
+    gc_pairs_free(&pairs);
+    gc_dual_encoder_free(&model);
+}
+
+int main(void) {
+    REQUIRE(mkdtemp(folder));
+    GC_TEST_CASE(test_positives);
+    GC_TEST_CASE(test_matryoshka);
+    GC_TEST_CASE(test_evaluation_at_prefixes);
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf %s", folder);
+    if (system(command) != 0) fprintf(stderr, "could not remove %s\n", folder);
+    return gc_test_result();
+}
