@@ -4,32 +4,20 @@ losses beyond one positive (tests/test_loss_multi.c, tests/test_matryoshka.c). R
 
     /usr/bin/python3 tests/make_loss_fixture.py   (any python3 with torch)
 
-The fixture is committed; rerun this only when a case below changes (and bump the version in
-tests/fixture.h and here if the format changes). Each loss is written out here from its
+The fixture is committed; rerun this only when a case below changes (the format is
+tests/fixture.h's, which make_bert_fixture.write_fixture writes). Each loss is written out from its
 formula in f64, independently of gradcache's code; autograd gives the gradients. Per case,
 entries "<case>.q" [Nq, D], "<case>.p" [Np, D], "<case>.loss" [1], "<case>.grad_q",
 "<case>.grad_p" (d loss / d inputs), and "<case>.targets" i32 [Nq, k] when the case has them.
 The options of each case (similarity, temperature, reduction, ...) are in CASES and, the same,
 in the C tests.
 """
-import struct
 import sys
 
 import torch
 import torch.nn.functional as F
 
-VERSION = 1
-DTYPES = {torch.float32: 0, torch.int32: 1, torch.float64: 2}
-
-
-def write_entry(out, name, tensor):
-    tensor = tensor.detach().contiguous()
-    encoded = name.encode()
-    out.write(struct.pack("<I", len(encoded)) + encoded)
-    out.write(struct.pack("<II", DTYPES[tensor.dtype], tensor.dim()))
-    out.write(struct.pack("<%dq" % tensor.dim(), *tensor.shape))
-    out.write(tensor.numpy().tobytes())
-
+from make_bert_fixture import write_fixture  # the format of tests/fixture.h
 
 def scores_of(q, p, cosine, temperature):
     if cosine:
@@ -94,16 +82,12 @@ def main(path):
         p = torch.randn(np_, dim, dtype=torch.float64, generator=generator).requires_grad_()
         loss, targets = loss_of(q, p)
         loss.backward()
-        entries += [(name + ".q", q), (name + ".p", p), (name + ".loss", loss.reshape(1)),
+        entries += [(name + ".q", q.detach()), (name + ".p", p.detach()), (name + ".loss", loss.detach().reshape(1)),
                     (name + ".grad_q", q.grad), (name + ".grad_p", p.grad)]
         if targets is not None:
             entries.append((name + ".targets", targets.to(torch.int32)))
-    with open(path, "wb") as out:
-        out.write(b"GCFIXTR\0" + struct.pack("<II", VERSION, len(entries)))
-        for name, tensor in entries:
-            write_entry(out, name, tensor)
-    print(f"wrote {len(entries)} entries to {path} with torch {torch.__version__}")
-
+    write_fixture(path, entries)
+    print(f"{len(entries)} entries, torch {torch.__version__}")
 
 if __name__ == "__main__":
     main(sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures/losses_v1.bin")

@@ -12,24 +12,13 @@
 #include "checkpoint_files.h"
 #include "gradcache/files.h"
 #include "gradcache/train.h"
-
-#define PAIRS GC_TEST_FIXTURES "/word_pairs.tsv"
+#include "trainer_run.h"
 
 static char folder[] = "/tmp/test_trainer_XXXXXX";
 
 /* A small run in folder/name: the tiny preset, 4 steps of 16 with GradCache. */
 static gc_trainer_config small_run(const char *name, char *out, size_t size) {
-    snprintf(out, size, "%s/%s", folder, name);
-    gc_trainer_config config = gc_trainer_config_default();
-    config.data = PAIRS;
-    config.out = out;
-    config.model_size = 0;
-    config.max_length = 16;
-    config.batch_size = 16;
-    config.gc = true;
-    config.chunk_sizes[0] = config.chunk_sizes[1] = 8;
-    config.steps = 4;
-    return config;
+    return gc_test_small_run(folder, name, 4, out, size);
 }
 
 static bool exists(const char *path) { return access(path, F_OK) == 0; }

@@ -11,24 +11,13 @@
 
 #include "check.h"
 #include "gradcache/train.h"
-
-#define PAIRS GC_TEST_FIXTURES "/word_pairs.tsv"
+#include "trainer_run.h"
 
 static char folder[] = "/tmp/test_trainer_losses_XXXXXX";
 
 /* The tiny preset (embedding 64), 2 steps of 16, GradCache in chunks of 8, in folder/name. */
 static gc_trainer_config small_run(const char *name, char *out, size_t size) {
-    snprintf(out, size, "%s/%s", folder, name);
-    gc_trainer_config config = gc_trainer_config_default();
-    config.data = PAIRS;
-    config.out = out;
-    config.model_size = 0;
-    config.max_length = 16;
-    config.batch_size = 16;
-    config.gc = true;
-    config.chunk_sizes[0] = config.chunk_sizes[1] = 8;
-    config.steps = 2;
-    return config;
+    return gc_test_small_run(folder, name, 2, out, size);
 }
 
 /* The logged losses of the run's steps into losses[0..2). */
