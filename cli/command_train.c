@@ -103,6 +103,8 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
         {"positives", CLI_FLAG_INT, &f->positives, 1, 64, NULL,
          "positives per example: the first K columns after the query (the loss averages over them), the rest "
          "negatives"},
+        {"no-duplicates", CLI_FLAG_BOOL, &f->no_duplicates, 0, 0, NULL,
+         "no two examples of a batch share a positive text (identical positives make false negatives)"},
         {"matryoshka", CLI_FLAG_STRING, &flags->matryoshka, 0, 0, NULL,
          "nested prefixes of the embedding, e.g. 384,256,128,64: the loss is summed over them (weights 1)"},
         {"seed", CLI_FLAG_INT, &f->seed, 0, 9007199254740992.0, NULL,

@@ -4,7 +4,7 @@
  * first's update); --matryoshka over the whole
  * embedding alone is the plain loss, bit for bit, and adding a prefix adds its loss; settings
  * that cannot work are refused naming them; a checkpoint keeps both settings; evaluation at
- * each prefix. */
+ * each prefix; --no-duplicates. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +105,32 @@ static void test_matryoshka(void) {
     expect_refused(&config, "--matryoshka: prefix 65 weighted -1");
 }
 
+/* --no-duplicates: with one positive each (all distinct here) the batches are the plain ones;
+ * with both columns positives (the second column is another line's first) they are rearranged;
+ * the checkpoint keeps the setting. */
+static void test_no_duplicates(void) {
+    char out[256];
+    double plain[2], kept[2], multi[2], apart[2];
+    run(small_run("order", out, sizeof out), plain);
+    gc_trainer_config config = small_run("distinct", out, sizeof out);
+    config.no_duplicates = true;
+    run(config, kept);
+    CHECK_MSG(kept[0] == plain[0] && kept[1] == plain[1], "distinct positives: %.9g, plain %.9g", kept[0], plain[0]);
+    config = small_run("multi", out, sizeof out);
+    config.positives = 2;
+    run(config, multi);
+    config = small_run("apart", out, sizeof out);
+    config.positives = 2;
+    config.no_duplicates = true;
+    run(config, apart);
+    CHECK_MSG(apart[0] != multi[0], "shared positives kept apart: the same first batch (loss %.9g)", apart[0]);
+    config.no_duplicates = false;
+    gc_trainer *trainer;
+    CHECK(gc_trainer_resume(&config, &trainer) == GC_ERR_FORMAT && trainer == NULL);
+    CHECK_MSG(strstr(gc_last_error(), "flag.no-duplicates"), "%s", gc_last_error());
+    gc_clear_error();
+}
+
 /* Evaluation at each prefix: 0 and 64 are the whole embedding, 16 a ranking of its own; a
  * prefix longer than the embedding is refused. */
 static void test_evaluation_at_prefixes(void) {
@@ -132,6 +158,7 @@ int main(void) {
     GC_TEST_CASE(test_positives);
     GC_TEST_CASE(test_matryoshka);
     GC_TEST_CASE(test_evaluation_at_prefixes);
+    GC_TEST_CASE(test_no_duplicates);
     char command[128];
     snprintf(command, sizeof command, "rm -rf %s", folder);
     if (system(command) != 0) fprintf(stderr, "could not remove %s\n", folder);

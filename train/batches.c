@@ -1,6 +1,7 @@
 /* The training batches (see gradcache/train.h): which examples a step takes, and their
  * tokenized tensors. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "gradcache/random.h"
 #include "gradcache/train.h"
@@ -43,12 +44,32 @@ const int64_t *gc_batch_sampler_batch(gc_batch_sampler *sampler, int64_t step, i
     }
     if (*epoch != sampler->epoch) { /* a new epoch (or a resumed run's first): its order */
         gc_epoch_order(sampler->seed, *epoch, sampler->count, sampler->order);
+        if (sampler->keys)
+            sampler->repeated = gc_batch_order_distinct(sampler->order, sampler->count, sampler->batch_size,
+                                                        sampler->keys, sampler->keys_per_example, sampler->n_keys);
         sampler->epoch = *epoch;
     }
     return sampler->order + position;
 }
 
+void gc_batch_sampler_distinct(gc_batch_sampler *sampler, const int64_t *keys, int per_example, int64_t n_keys) {
+    size_t size = (size_t)(sampler->count * per_example) * sizeof *keys;
+    if (per_example < 1) gc_fatal("batch_sampler_distinct: %d keys per example", per_example);
+    for (int64_t i = 0; i < sampler->count * per_example; i++)
+        if (keys[i] < 0 || keys[i] >= n_keys)
+            gc_fatal("batch_sampler_distinct: key %lld of entry %lld is outside [0, %lld)", (long long)keys[i],
+                     (long long)i, (long long)n_keys);
+    free(sampler->keys);
+    sampler->keys = malloc(size);
+    if (!sampler->keys) gc_fatal("batch_sampler_distinct: out of host memory for %zu bytes of keys", size);
+    memcpy(sampler->keys, keys, size);
+    sampler->keys_per_example = per_example;
+    sampler->n_keys = n_keys;
+    sampler->epoch = -1; /* the order is rearranged from now on */
+}
+
 void gc_batch_sampler_free(gc_batch_sampler *sampler) {
+    free(sampler->keys);
     free(sampler->order);
     *sampler = (gc_batch_sampler){0};
 }

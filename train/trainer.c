@@ -100,6 +100,22 @@ static gc_status check_prefixes(const gc_trainer *t) {
     return GC_OK;
 }
 
+/* --no-duplicates: each example's keys are its positives' indices among the distinct texts. */
+static void keep_positives_apart(gc_trainer *t, int64_t positives) {
+    int64_t texts = t->pairs.count * positives;
+    const char **columns = malloc((size_t)texts * sizeof *columns);
+    int64_t *keys = malloc((size_t)texts * sizeof *keys);
+    if (!columns || !keys) gc_fatal("trainer: out of host memory for %lld positives", (long long)texts);
+    for (int64_t e = 0; e < t->pairs.count; e++)
+        for (int64_t c = 0; c < positives; c++) columns[e * positives + c] = gc_pairs_text(&t->pairs, e, (int)c + 1);
+    const char **distinct;
+    int64_t n_distinct = gc_distinct_texts(columns, texts, &distinct, keys);
+    gc_batch_sampler_distinct(&t->batches, keys, (int)positives, n_distinct);
+    free(distinct);
+    free(keys);
+    free(columns);
+}
+
 /* The device, the data and the sizes the settings imply. */
 static gc_status load_data(gc_trainer *t) {
     const gc_trainer_config *c = &t->config;
@@ -123,6 +139,7 @@ static gc_status load_data(gc_trainer *t) {
         return refuse("--batch-size %lld: %s has only %lld examples", (long long)c->batch_size, t->data_path,
                       (long long)t->pairs.count);
     gc_batch_sampler_init(&t->batches, stream_seed(c->seed, STREAM_DATA), t->pairs.count, c->batch_size);
+    if (c->no_duplicates) keep_positives_apart(t, positives);
     int64_t steps_per_epoch = t->batches.steps_per_epoch;
     t->plan = (gc_train_plan){.total_steps = c->steps ? c->steps : (c->epochs ? c->epochs : 1) * steps_per_epoch,
                               .batches = &t->batches,

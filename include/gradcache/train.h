@@ -130,6 +130,10 @@ typedef struct gc_batch_sampler {
     int64_t steps_per_epoch; /* count / batch_size */
     int64_t epoch;           /* the epoch whose order `order` holds; -1: none yet */
     int64_t *order;          /* [count]: a permutation of 0..count-1 (allocated at the first batch) */
+    int64_t *keys;           /* [count * keys_per_example] or NULL: see gc_batch_sampler_distinct */
+    int keys_per_example;
+    int64_t n_keys;          /* keys are in [0, n_keys) */
+    int64_t repeated;        /* batches of `epoch` that hold a key twice (unavoidably) */
 } gc_batch_sampler;
 
 /* 1 <= batch_size <= count, else a programmer error. */
@@ -140,6 +144,21 @@ void gc_batch_sampler_locate(const gc_batch_sampler *sampler, int64_t step, int6
  * call); *epoch receives the step's epoch. */
 const int64_t *gc_batch_sampler_batch(gc_batch_sampler *sampler, int64_t step, int64_t *epoch);
 void gc_batch_sampler_free(gc_batch_sampler *sampler);
+/* Duplicate-free batches (sentence-transformers' NO_DUPLICATES): example e has the keys
+ * keys[e * per_example ..) in [0, n_keys) (copied; e.g. the indices of its positive texts among
+ * the distinct ones, gc_distinct_texts), and each epoch's permutation is rearranged by
+ * gc_batch_order_distinct, so no two examples of a batch share a key unless the greedy pass runs
+ * out of examples that fit (a key in more examples than there are batches, or an epoch's last
+ * batches with no example to spare: counted in `repeated`; sentence-transformers drops such
+ * examples instead, where every batch here keeps batch_size examples). Still a function of
+ * (seed, epoch) alone: a resumed run gets the same batches. */
+void gc_batch_sampler_distinct(gc_batch_sampler *sampler, const int64_t *keys, int per_example, int64_t n_keys);
+/* Rearranges order[0..count) so that each of its count / batch_size batches (consecutive
+ * blocks) holds no key twice: each batch takes, in order, the first examples not yet placed
+ * that clash with none of its keys, and only when none is left the first ones as they come. The examples no full batch takes
+ * end the order. Returns how many batches hold a key twice. */
+int64_t gc_batch_order_distinct(int64_t *order, int64_t count, int64_t batch_size, const int64_t *keys,
+                                int per_example, int64_t n_keys);
 /* order[0..count): the permutation of `epoch`. */
 void gc_epoch_order(uint64_t seed, int64_t epoch, int64_t count, int64_t *order);
 
@@ -309,6 +328,8 @@ typedef struct gc_trainer_config {
     int64_t hard_negatives;     /* --hard-negatives: the first N negative columns of every example */
     int64_t positives;          /* --positives: the first k columns after the query are its positives
                                    (several-positive loss, gradcache/loss.h); 0 or 1: one */
+    bool no_duplicates;         /* --no-duplicates: no two examples of a batch share a positive text
+                                   (gc_batch_sampler_distinct) */
     int matryoshka_count;       /* --matryoshka: nested prefixes of the embedding the loss is summed
                                    over (gradcache/loss.h); 0: none */
     int64_t matryoshka_dims[GC_MATRYOSHKA_MAX_DIMS];   /* their lengths, each at most the embedding's */
