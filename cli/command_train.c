@@ -83,6 +83,9 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
         {"gc", CLI_FLAG_BOOL, &f->gc, 0, 0, NULL, "compute each step with Gradient Cache"},
         {"gc-chunk-size", CLI_FLAG_STRING, &flags->gc_chunk_size, 0, 0, NULL,
          "rows per chunk with --gc: N, or N,M for queries and passages (default 8)"},
+        {"accumulate", CLI_FLAG_INT, &f->accumulate, 1, 1 << 20, NULL,
+         "batches per update: K steps' gradients summed (averaged) before one AdamW step, reduced across processes "
+         "once"},
         {"reduce-half", CLI_FLAG_BOOL, &f->reduce_half, 0, 0, NULL,
          "data-parallel f16/bf16: average gradients in their own dtype (half the traffic) instead of f32"},
         {"device", CLI_FLAG_CHOICE, &flags->device, 0, 0, cli_device_choices, "where to train (cuda: the first GPU)"},

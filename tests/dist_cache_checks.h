@@ -27,7 +27,20 @@ typedef struct dist_scenario {
     const gc_loss_fn *loss;    /* NULL: as tiled_loss says; else the ranks' loss, whose forward
                                   the one process differentiates by autograd */
     int positives;             /* passages per query before its hard negatives (0: one) */
+    int accumulate;            /* steps, each on a global batch of its own, accumulated into one
+                                  reduction (gc_ddp_micro_batch); 0: one step */
 } dist_scenario;
+
+/* Rows [(k total + start) size, (k total + start + count) size) of x: global batch k's rows of a
+ * rank whose queries start at `start`, `size` rows per query; on `device`. */
+static gc_tensor *rank_rows(const gc_tensor *x, int64_t k, int64_t total, int64_t start, int64_t count, int64_t size,
+                            gc_device device) {
+    gc_tensor *rows = gc_slice0(x, (k * total + start) * size, (k * total + start + count) * size);
+    gc_tensor *moved = gc_to_device(rows, device);
+    gc_tensor_release(rows);
+    REQUIRE(moved);
+    return moved;
+}
 
 static void add_all(gc_param_list *into, const char *prefix, const gc_param_list *from) {
     for (int i = 0; i < from->count; i++)
@@ -101,13 +114,10 @@ static int dist_cache_body(int rank, int world, void *arg) {
     int64_t group_size = (s->positives > 1 ? s->positives : 1) + s->negatives, total = 0, start = 0;
     for (int r = 0; r < world; r++) total += s->counts[r];
     for (int r = 0; r < rank; r++) start += s->counts[r];
-    gc_tensor *xq = gc_uniform(GC_SHAPE(total, IN), s->dtype, gc_cpu(), -1, 1, 30, 0);
-    gc_tensor *xp = gc_uniform(GC_SHAPE(total * group_size, IN), s->dtype, gc_cpu(), -1, 1, 31, 0);
-    gc_tensor *q_rows = gc_slice0(xq, start, start + s->counts[rank]);
-    gc_tensor *p_rows = gc_slice0(xp, start * group_size, (start + s->counts[rank]) * group_size);
-    gc_tensor *my_q = gc_to_device(q_rows, device), *my_p = gc_to_device(p_rows, device);
-    RELEASE(q_rows, p_rows);
-    REQUIRE(xq && xp && my_q && my_p);
+    int steps = s->accumulate > 1 ? s->accumulate : 1;
+    gc_tensor *xq = gc_uniform(GC_SHAPE(steps * total, IN), s->dtype, gc_cpu(), -1, 1, 30, 0);
+    gc_tensor *xp = gc_uniform(GC_SHAPE(steps * total * group_size, IN), s->dtype, gc_cpu(), -1, 1, 31, 0);
+    REQUIRE(xq && xp);
 
     /* this rank's models start elsewhere: the bucketer must broadcast rank 0's values */
     mlp_encoder q = make_encoder_on(device, s->dtype, 10 + 100 * (uint64_t)rank, 0);
@@ -131,7 +141,6 @@ static int dist_cache_body(int rank, int world, void *arg) {
     free(mine);
     free(theirs);
 
-    gc_batch inputs[2] = {{1, {"x"}, {my_q}}, {1, {"x"}, {my_p}}};
     /* infonce's loss: dot products at temperature 0.5, query i's positive passage i (Np / Nq) */
     gc_contrastive_options tiled = {.similarity = GC_SIMILARITY_DOT, .temperature = 0.5,
                                     .method = GC_CONTRASTIVE_TILED, .tile_size = 3};
@@ -148,7 +157,14 @@ static int dist_cache_body(int rank, int world, void *arg) {
     if (s->loss) config.loss = *s->loss;
     gc_ddp_stats before = gc_ddp_get_stats(ddp);
     double loss = 0, ref_loss = 0;
-    CHECK_MSG(step(s, &config, inputs, &loss) == GC_OK, "%s: %s", s->name, gc_last_error());
+    for (int k = 0; k < steps; k++) {
+        gc_tensor *my_q = rank_rows(xq, k, total, start, s->counts[rank], 1, device);
+        gc_tensor *my_p = rank_rows(xp, k, total, start, s->counts[rank], group_size, device);
+        gc_batch inputs[2] = {{1, {"x"}, {my_q}}, {1, {"x"}, {my_p}}};
+        if (steps > 1) gc_ddp_micro_batch(ddp, k, steps);
+        CHECK_MSG(step(s, &config, inputs, &loss) == GC_OK, "%s: %s", s->name, gc_last_error());
+        RELEASE(my_q, my_p);
+    }
     gc_ddp_stats after = gc_ddp_get_stats(ddp);
     int64_t chunks = (s->counts[rank] + s->chunk - 1) / s->chunk * 2; /* both models, same chunk count */
     int64_t backwards = s->full_batch ? 2 : chunks, syncs = s->sync_every_backward ? backwards : 1;
@@ -157,7 +173,6 @@ static int dist_cache_body(int rank, int world, void *arg) {
               (long long)(after.all_reduces - before.all_reduces), after.buckets, (long long)syncs);
     CHECK_MSG(after.buckets >= (s->tied ? 2 : 3), "%d buckets", after.buckets); /* small buckets split them */
 
-    gc_batch ref_inputs[2] = {{1, {"x"}, {xq}}, {1, {"x"}, {xp}}};
     gc_cache_config ref_config = config;
     ref_config.models[0].state = &ref_q;
     ref_config.models[0].params = &ref_q.params;
@@ -167,7 +182,13 @@ static int dist_cache_body(int rank, int world, void *arg) {
                               : (gc_loss_fn){.forward = infonce};
     ref_config.group = NULL;
     ref_config.ddp = NULL;
-    REQUIRE(step(s, &ref_config, ref_inputs, &ref_loss) == GC_OK);
+    for (int k = 0; k < steps; k++) { /* the steps' gradients add up in the parameters' */
+        gc_tensor *q_rows = rank_rows(xq, k, total, 0, total, 1, gc_cpu());
+        gc_tensor *p_rows = rank_rows(xp, k, total, 0, total, group_size, gc_cpu());
+        gc_batch ref_inputs[2] = {{1, {"x"}, {q_rows}}, {1, {"x"}, {p_rows}}};
+        REQUIRE(step(s, &ref_config, ref_inputs, &ref_loss) == GC_OK);
+        RELEASE(q_rows, p_rows);
+    }
 
     /* f32: the steps add the same terms in other orders (the ring's sum over ranks, chunked
      * matmuls): ~1e-7 per rounding, under 1e-5 after the few ops here. f64: ~1e-16 each. */
@@ -201,7 +222,7 @@ static int dist_cache_body(int rank, int world, void *arg) {
     free_encoder(&p);
     free_encoder(&ref_q);
     free_encoder(&ref_p);
-    RELEASE(xq, xp, my_q, my_p);
+    RELEASE(xq, xp);
     gc_process_group_free(group);
     return gc_test_result();
 }
@@ -210,22 +231,22 @@ static int dist_cache_body(int rank, int world, void *arg) {
  * `seconds` in all. */
 static inline void dist_cache_run_all(gc_dist_backend backend, int worlds, double seconds) {
     const dist_scenario two[] = {
-        {"f32, equal rows", GC_F32, {8, 8}, 0, 2, false, false, false, false, GC_DIST_TCP, false, NULL, 0},
-        {"f64, unequal rows, 1 hard negative", GC_F64, {5, 11}, 1, 3, false, false, false, false, GC_DIST_TCP, false, NULL, 0},
-        {"f32, tied, unequal rows", GC_F32, {7, 3}, 0, 2, true, false, false, false, GC_DIST_TCP, false, NULL, 0},
-        {"f32, kept last graph", GC_F32, {6, 6}, 1, 4, false, true, false, false, GC_DIST_TCP, false, NULL, 0},
-        {"f32, sync every backward", GC_F32, {8, 8}, 0, 2, false, false, true, false, GC_DIST_TCP, false, NULL, 0},
-        {"f64, plain step, unequal rows", GC_F64, {9, 4}, 1, 4, false, false, false, true, GC_DIST_TCP, false, NULL, 0},
+        {"f32, equal rows", GC_F32, {8, 8}, 0, 2, false, false, false, false, GC_DIST_TCP, false, NULL, 0, 0},
+        {"f64, unequal rows, 1 hard negative", GC_F64, {5, 11}, 1, 3, false, false, false, false, GC_DIST_TCP, false, NULL, 0, 0},
+        {"f32, tied, unequal rows", GC_F32, {7, 3}, 0, 2, true, false, false, false, GC_DIST_TCP, false, NULL, 0, 0},
+        {"f32, kept last graph", GC_F32, {6, 6}, 1, 4, false, true, false, false, GC_DIST_TCP, false, NULL, 0, 0},
+        {"f32, sync every backward", GC_F32, {8, 8}, 0, 2, false, false, true, false, GC_DIST_TCP, false, NULL, 0, 0},
+        {"f64, plain step, unequal rows", GC_F64, {9, 4}, 1, 4, false, false, false, true, GC_DIST_TCP, false, NULL, 0, 0},
         {"f64, tiled loss, unequal rows, 1 hard negative", GC_F64, {5, 8}, 1, 3, false, false, false, false,
-         GC_DIST_TCP, true, NULL, 0},
-        {"f32, tiled loss, tied", GC_F32, {7, 7}, 0, 2, true, false, false, false, GC_DIST_TCP, true, NULL, 0},
+         GC_DIST_TCP, true, NULL, 0, 0},
+        {"f32, tiled loss, tied", GC_F32, {7, 7}, 0, 2, true, false, false, false, GC_DIST_TCP, true, NULL, 0, 0},
     };
     const dist_scenario four[] = {
-        {"f32, equal rows", GC_F32, {4, 4, 4, 4}, 0, 2, false, false, false, false, GC_DIST_TCP, false, NULL, 0},
-        {"f64, unequal rows, 2 hard negatives", GC_F64, {3, 1, 6, 4}, 2, 2, false, false, false, false, GC_DIST_TCP, false, NULL, 0},
-        {"f64, tied, unequal rows", GC_F64, {2, 5, 1, 3}, 0, 2, true, true, false, false, GC_DIST_TCP, false, NULL, 0},
-        {"f32, sync every backward", GC_F32, {4, 4, 4, 4}, 1, 1, true, false, true, false, GC_DIST_TCP, false, NULL, 0},
-        {"f64, tiled loss, unequal rows", GC_F64, {3, 1, 6, 4}, 1, 2, false, false, false, false, GC_DIST_TCP, true, NULL, 0},
+        {"f32, equal rows", GC_F32, {4, 4, 4, 4}, 0, 2, false, false, false, false, GC_DIST_TCP, false, NULL, 0, 0},
+        {"f64, unequal rows, 2 hard negatives", GC_F64, {3, 1, 6, 4}, 2, 2, false, false, false, false, GC_DIST_TCP, false, NULL, 0, 0},
+        {"f64, tied, unequal rows", GC_F64, {2, 5, 1, 3}, 0, 2, true, true, false, false, GC_DIST_TCP, false, NULL, 0, 0},
+        {"f32, sync every backward", GC_F32, {4, 4, 4, 4}, 1, 1, true, false, true, false, GC_DIST_TCP, false, NULL, 0, 0},
+        {"f64, tiled loss, unequal rows", GC_F64, {3, 1, 6, 4}, 1, 2, false, false, false, false, GC_DIST_TCP, true, NULL, 0, 0},
     };
     for (size_t i = 0; i < sizeof two / sizeof *two; i++) {
         dist_scenario s = two[i];

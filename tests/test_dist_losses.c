@@ -2,7 +2,8 @@
  * a world of 2, each rank giving its own rows, against one process over the whole batch with
  * the same loss (f64: norm-relative 1e-10), one all-reduce per bucket per step: several
  * positives per query (tiled, symmetric), Matryoshka (over the autograd and the tiled base),
- * and Matryoshka over several positives. */
+ * and Matryoshka over several positives; and 3 steps accumulated (gc_ddp_micro_batch around
+ * gc_cache_step, what train --accumulate does) reduced once, equal to one process's 3 steps. */
 #include "dist_cache_checks.h"
 
 int main(void) {
@@ -18,6 +19,9 @@ int main(void) {
     over_multi.base = gc_contrastive_loss_fn(&tiled_multi);
     gc_loss_fn losses[] = {gc_contrastive_loss_fn(&multi), gc_matryoshka_loss_fn(&over_full),
                            gc_matryoshka_loss_fn(&over_multi)};
+    /* gradient accumulation around GradCache: 3 steps, one all-reduce per bucket in all */
+    const dist_scenario accumulated = {"f64, 3 accumulated steps, unequal rows", GC_F64, {5, 3}, 1, 2,
+                                       .backend = GC_DIST_TCP, .accumulate = 3};
     const dist_scenario scenarios[] = {
         {"f64, 2 positives and 1 hard negative, tiled, symmetric, unequal rows", GC_F64, {5, 3}, 1, 2,
          .backend = GC_DIST_TCP, .loss = &losses[0], .positives = 2},
@@ -25,6 +29,7 @@ int main(void) {
         {"f64, Matryoshka over 2 positives, tied", GC_F64, {4, 4}, 0, 2, .tied = true, .backend = GC_DIST_TCP,
          .loss = &losses[2], .positives = 2},
     };
+    CHECK_MSG(dist_all_pass(2, dist_cache_body, (void *)&accumulated, 120), "world 2: %s", accumulated.name);
     for (size_t i = 0; i < sizeof scenarios / sizeof *scenarios; i++)
         CHECK_MSG(dist_all_pass(2, dist_cache_body, (void *)&scenarios[i], 120), "world 2: %s", scenarios[i].name);
     return gc_test_result();

@@ -4,7 +4,7 @@
  * first's update); --matryoshka over the whole
  * embedding alone is the plain loss, bit for bit, and adding a prefix adds its loss; settings
  * that cannot work are refused naming them; a checkpoint keeps both settings; evaluation at
- * each prefix; --no-duplicates. */
+ * each prefix; --no-duplicates; --accumulate. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +20,14 @@ static gc_trainer_config small_run(const char *name, char *out, size_t size) {
     return gc_test_small_run(folder, name, 2, out, size);
 }
 
-/* The logged losses of the run's steps into losses[0..2). */
-static void record_loss(void *user, const gc_step_record *record) { ((double *)user)[record->step - 1] = record->loss; }
+/* The gradient norms of the last run's steps. */
+static double norms[2];
+
+/* The logged losses of the run's steps into losses[0..2), their gradient norms into norms. */
+static void record_loss(void *user, const gc_step_record *record) {
+    ((double *)user)[record->step - 1] = record->loss;
+    norms[record->step - 1] = record->grad_norm;
+}
 
 static void run(gc_trainer_config config, double losses[2]) {
     config.on_step = record_loss;
@@ -131,6 +137,42 @@ static void test_no_duplicates(void) {
     gc_clear_error();
 }
 
+/* --accumulate 2 with batches of 8: an update's loss is the mean of its two batches', which
+ * are the two first steps of a run without it (the same examples, the same dropout masks, and
+ * a rate too small to move an f32 parameter); a stopped and resumed run continues as one that
+ * did not stop; too few examples for an update are refused. */
+static void test_accumulate(void) {
+    char out[256], straight[256];
+    double single[2], accumulated[2], resumed[2];
+    gc_trainer_config config = small_run("single", out, sizeof out);
+    config.batch_size = 8, config.lr = 1e-30;
+    run(config, single);
+    double single_norms[2] = {norms[0], norms[1]};
+    config = small_run("accumulated", straight, sizeof straight);
+    config.batch_size = 8, config.lr = 1e-30, config.accumulate = 2;
+    run(config, accumulated);
+    /* the update's gradient is the batches' mean: its norm at most the mean of theirs (and at
+     * least half their difference), where their sum would be twice that */
+    double most = (single_norms[0] + single_norms[1]) / 2, least = fabs(single_norms[0] - single_norms[1]) / 2;
+    CHECK_MSG(norms[0] <= most * (1 + 1e-6) && norms[0] >= least * (1 - 1e-6), "gradient norm %.9g, the batches' %.9g "
+              "and %.9g", norms[0], single_norms[0], single_norms[1]);
+    double mean = (single[0] + single[1]) / 2; /* an f64 sum of two: a rounding apart */
+    CHECK_MSG(fabs(accumulated[0] - mean) <= 1e-15 * mean, "accumulated %.17g, the mean of the batches' %.17g",
+              accumulated[0], mean);
+    config = small_run("resumed", out, sizeof out);
+    config.batch_size = 8, config.lr = 1e-30, config.accumulate = 2, config.stop_after = 1;
+    run(config, resumed);
+    config.stop_after = 0;
+    gc_trainer *trainer;
+    REQUIRE(gc_trainer_resume(&config, &trainer) == GC_OK);
+    gc_step_record record;
+    CHECK_MSG(gc_trainer_step(trainer, &record) == GC_OK && record.loss == accumulated[1], "resumed %.17g, straight "
+              "%.17g", record.loss, accumulated[1]);
+    gc_trainer_free(trainer);
+    config.batch_size = 16, config.accumulate = 5;
+    expect_refused(&config, "--batch-size 16 times --accumulate 5: " PAIRS " has only 64 examples");
+}
+
 /* Evaluation at each prefix: 0 and 64 are the whole embedding, 16 a ranking of its own; a
  * prefix longer than the embedding is refused. */
 static void test_evaluation_at_prefixes(void) {
@@ -159,6 +201,7 @@ int main(void) {
     GC_TEST_CASE(test_matryoshka);
     GC_TEST_CASE(test_evaluation_at_prefixes);
     GC_TEST_CASE(test_no_duplicates);
+    GC_TEST_CASE(test_accumulate);
     char command[128];
     snprintf(command, sizeof command, "rm -rf %s", folder);
     if (system(command) != 0) fprintf(stderr, "could not remove %s\n", folder);

@@ -42,6 +42,7 @@ void gc_train_settings(const gc_trainer_config *c, const gc_pairs *pairs, gc_met
     gc_metadata_set(s, "flag.temperature", "%s", gc_format_exact(c->temperature, number, sizeof number));
     gc_metadata_set(s, "flag.hard-negatives", "%lld", (long long)c->hard_negatives);
     /* only when used: checkpoints of runs without them resume as they did */
+    if (c->accumulate > 1) gc_metadata_set(s, "flag.accumulate", "%lld", (long long)c->accumulate);
     if (c->positives > 1) gc_metadata_set(s, "flag.positives", "%lld", (long long)c->positives);
     if (c->no_duplicates) gc_metadata_set(s, "flag.no-duplicates", "yes");
     char prefixes[GC_MATRYOSHKA_MAX_DIMS * 48] = "";

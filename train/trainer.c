@@ -39,6 +39,7 @@ gc_trainer_config gc_trainer_config_default(void) {
                                .lr = 5e-4,
                                .temperature = 0.05,
                                .positives = 1,
+                               .accumulate = 1,
                                .device = gc_cpu(),
                                .save_every = 100};
 }
@@ -63,7 +64,7 @@ static gc_status check_config(const gc_trainer_config *c) {
         {"--max-length", c->max_length, 2}, {"--batch-size", c->batch_size, 1},
         {"--gc-chunk-size", c->chunk_sizes[0], 1}, {"--gc-chunk-size", c->chunk_sizes[1], 1},
         {"--steps", c->steps, 0}, {"--epochs", c->epochs, 0}, {"--hard-negatives", c->hard_negatives, 0},
-        {"--positives", c->positives, 0},
+        {"--positives", c->positives, 0}, {"--accumulate", c->accumulate, 0},
         {"--seed", c->seed, 0}, {"--save-every", c->save_every, 0}, {"--stop-after", c->stop_after, 0},
     };
     for (size_t i = 0; i < sizeof counts / sizeof *counts; i++)
@@ -83,6 +84,10 @@ static gc_status check_config(const gc_trainer_config *c) {
             return refuse("--matryoshka: prefix %lld weighted %g (a prefix has at least 1 dimension, a weight is "
                           "finite and not negative)", (long long)c->matryoshka_dims[j], c->matryoshka_weights[j]);
     return GC_OK;
+}
+
+int64_t gc_trainer_accumulation(const gc_trainer_config *config) {
+    return config->accumulate > 1 ? config->accumulate : 1;
 }
 
 int64_t gc_trainer_positives(const gc_trainer_config *config) {
@@ -135,10 +140,16 @@ static gc_status load_data(gc_trainer *t) {
     if (c->hard_negatives > negatives)
         return refuse("--hard-negatives %lld: %s has %lld negative column%s", (long long)c->hard_negatives,
                       t->data_path, (long long)negatives, negatives == 1 ? "" : "s");
-    if (c->batch_size > t->pairs.count)
-        return refuse("--batch-size %lld: %s has only %lld examples", (long long)c->batch_size, t->data_path,
-                      (long long)t->pairs.count);
-    gc_batch_sampler_init(&t->batches, stream_seed(c->seed, STREAM_DATA), t->pairs.count, c->batch_size);
+    /* an update takes `accumulate` batches: the sampler's batch is all of them */
+    int64_t accumulation = gc_trainer_accumulation(c), update_batch = c->batch_size * accumulation;
+    if (update_batch > t->pairs.count) {
+        if (accumulation == 1)
+            return refuse("--batch-size %lld: %s has only %lld examples", (long long)c->batch_size, t->data_path,
+                          (long long)t->pairs.count);
+        return refuse("--batch-size %lld times --accumulate %lld: %s has only %lld examples", (long long)c->batch_size,
+                      (long long)accumulation, t->data_path, (long long)t->pairs.count);
+    }
+    gc_batch_sampler_init(&t->batches, stream_seed(c->seed, STREAM_DATA), t->pairs.count, update_batch);
     if (c->no_duplicates) keep_positives_apart(t, positives);
     int64_t steps_per_epoch = t->batches.steps_per_epoch;
     t->plan = (gc_train_plan){.total_steps = c->steps ? c->steps : (c->epochs ? c->epochs : 1) * steps_per_epoch,
@@ -229,7 +240,8 @@ static gc_status set_up(gc_trainer *t, bool resume) {
                    {towers[1], gc_dual_encoder_forward_train, t->progress.chunk_sizes[1], &t->model.params}},
         .loss = t->matryoshka.count ? gc_matryoshka_loss_fn(&t->matryoshka) : t->matryoshka.base,
         .keep_last_graph = true, /* one forward fewer per side; the same numbers */
-        .auto_chunk = t->config.gc && !t->dist.group, /* ranks could not agree on a retry */
+        /* ranks could not agree on a retry, and a retry zeroes the gradients accumulated so far */
+        .auto_chunk = t->config.gc && !t->dist.group && gc_trainer_accumulation(&t->config) == 1,
         .group = t->dist.group,
         .ddp = t->dist.ddp,
         .scaler = t->progress.scaled ? &t->progress.scaler : NULL, /* read at each step */

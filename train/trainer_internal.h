@@ -41,6 +41,8 @@ struct gc_trainer {
  * and returned. */
 gc_status gc_trainer_failed(const gc_trainer *trainer, const char *what);
 
+/* Batches per update: config->accumulate, 0 counting as 1. */
+int64_t gc_trainer_accumulation(const gc_trainer_config *config);
 /* Positives per example: config->positives, 0 counting as 1. */
 int64_t gc_trainer_positives(const gc_trainer_config *config);
 

@@ -28,10 +28,11 @@ static gc_status check_overflow(gc_trainer *t, bool *skipped) {
     return status;
 }
 
-/* Unscales (1 / loss_scale) and clips inside AdamW's f32 update: the gradients, 16-bit ones
- * included, are never rewritten in place. */
-static gc_status clip_and_update(gc_trainer *t, double loss, double loss_scale, double *grad_norm) {
-    double grad_scale = 1 / loss_scale;
+/* Unscales (1 / divisor: the loss scale times the batches accumulated, whose summed gradients
+ * become their mean) and clips inside AdamW's f32 update: the gradients, 16-bit ones included,
+ * are never rewritten in place. */
+static gc_status clip_and_update(gc_trainer *t, double loss, double divisor, double *grad_norm) {
+    double grad_scale = 1 / divisor;
     gc_clear_error(); /* a nan norm with an error recorded means clipping ran out of memory */
     *grad_norm = gc_clip_grad_scale(&t->model.params, GC_TRAIN_MAX_GRAD_NORM, &grad_scale);
     if (isnan(*grad_norm) && gc_last_status() != GC_OK) return gc_last_status();
@@ -45,12 +46,11 @@ static gc_status clip_and_update(gc_trainer *t, double loss, double loss_scale, 
     return gc_adamw_step_scaled(&t->optimizer, grad_scale);
 }
 
-/* Step t->progress.step + 1: the batch, the gradients, clipping and the AdamW update. */
-static gc_status run_step(gc_trainer *t, gc_step_record *record) {
+/* One batch of an update: this rank's share of examples[0..batch_size), tokenized, and its
+ * gradients added to the parameters' (a cached or a plain step); its loss into *loss and the
+ * largest peak of live bytes it saw into *peak. */
+static gc_status batch_gradients(gc_trainer *t, const int64_t *examples, double *loss, size_t *peak) {
     const gc_trainer_config *c = &t->config;
-    int64_t step = t->progress.step, epoch;
-    const int64_t *examples = gc_batch_sampler_batch(&t->batches, step, &epoch);
-    double start = gc_seconds();
     int64_t share_start, share;
     gc_train_dist_share(&t->dist, c->batch_size, &share_start, &share); /* this rank's examples */
     gc_training_batch batch;
@@ -61,33 +61,50 @@ static gc_status run_step(gc_trainer *t, gc_step_record *record) {
     if (status != GC_OK) return status;
     gc_memory_reset_peak(t->device);
     gc_cache_report report = {0};
-    double loss = NAN;
-    if (c->gc) status = gc_cache_step(t->cache, batch.inputs, &loss, &report);
-    else status = gc_cache_full_batch_step(t->cache, batch.inputs, &loss);
+    if (c->gc) status = gc_cache_step(t->cache, batch.inputs, loss, &report);
+    else status = gc_cache_full_batch_step(t->cache, batch.inputs, loss);
     gc_training_batch_release(&batch);
+    if (c->gc) memcpy(t->progress.chunk_sizes, report.chunk_sizes, sizeof t->progress.chunk_sizes);
+    /* a cached step measures its phases itself, resetting the peak at each: the step's peak
+     * is the largest of theirs and of what followed the last reset */
+    *peak = max_size(*peak, max_size(max_size(report.forward_peak_bytes, report.loss_peak_bytes),
+                                     gc_memory_get_stats(t->device).peak_bytes));
+    return status;
+}
+
+/* Step t->progress.step + 1: the batches (K with --accumulate K, their gradients summed and
+ * reduced across processes once, at the last), clipping and the AdamW update. */
+static gc_status run_step(gc_trainer *t, gc_step_record *record) {
+    const gc_trainer_config *c = &t->config;
+    int64_t step = t->progress.step, epoch, batches = gc_trainer_accumulation(c);
+    const int64_t *examples = gc_batch_sampler_batch(&t->batches, step, &epoch);
+    double start = gc_seconds(), loss = 0;
+    size_t peak = 0;
+    gc_status status = GC_OK;
+    for (int64_t b = 0; b < batches && status == GC_OK; b++) {
+        if (t->dist.ddp && batches > 1) gc_ddp_micro_batch(t->dist.ddp, (int)b, (int)batches);
+        double batch_loss = NAN;
+        status = batch_gradients(t, examples + b * c->batch_size, &batch_loss, &peak);
+        loss += batch_loss / (double)batches; /* the update's loss: the mean of its batches' */
+    }
     if (status != GC_OK) return status;
     loss += 0.0; /* -0 to +0: a batch of one has the loss -log 1, which would print as -0.0000 */
     double loss_scale = t->progress.scaled ? t->progress.scaler.scale : 1, grad_norm = NAN;
     bool skipped = false;
     status = check_overflow(t, &skipped);
     t->optimizer.lr = gc_lr_at(&t->schedule, step);
-    if (status == GC_OK && !skipped) status = clip_and_update(t, loss, loss_scale, &grad_norm);
+    if (status == GC_OK && !skipped) status = clip_and_update(t, loss, loss_scale * (double)batches, &grad_norm);
     if (status == GC_OK && t->progress.scaled) gc_loss_scaler_update(&t->progress.scaler, skipped);
     gc_train_dist_zero_grad(&t->dist, &t->model.params);
     if (status != GC_OK) return status;
     gc_device_synchronize(t->device);
     double seconds = gc_seconds() - start;
-    if (c->gc) memcpy(t->progress.chunk_sizes, report.chunk_sizes, sizeof t->progress.chunk_sizes);
-    /* a cached step measures its phases itself, resetting the peak at each: the step's peak
-     * is the largest of theirs and of what followed the last reset */
-    size_t peak = max_size(max_size(report.forward_peak_bytes, report.loss_peak_bytes),
-                           gc_memory_get_stats(t->device).peak_bytes);
     *record = (gc_step_record){.step = step + 1,
                                .epoch = epoch,
                                .loss = loss,
                                .lr = t->optimizer.lr,
                                .grad_norm = grad_norm,
-                               .examples_per_second = (double)c->batch_size / seconds,
+                               .examples_per_second = (double)(c->batch_size * batches) / seconds,
                                .seconds = seconds,
                                .peak_bytes = peak,
                                .chunk_sizes = {t->progress.chunk_sizes[0], t->progress.chunk_sizes[1]},

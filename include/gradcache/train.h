@@ -320,6 +320,8 @@ typedef struct gc_trainer_config {
     bool tied;                  /* --tied: one encoder for queries and passages */
     int64_t batch_size;         /* --batch-size: examples per step, over every process */
     bool gc;                    /* --gc: Gradient Cache steps; else plain full-batch steps */
+    int64_t accumulate;         /* --accumulate: K steps' gradients (K batches of batch_size) summed
+                                   before one update, one reduction across processes; 0 or 1: none */
     int64_t chunk_sizes[2];     /* --gc-chunk-size: rows per chunk, queries and passages */
     gc_contrastive_method loss; /* --loss: with gc, how the loss's gradient is computed */
     int64_t steps, epochs;      /* --steps, else --epochs (0: one) */
