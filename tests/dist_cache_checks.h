@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "dist_spawn.h"
+#include "functional_step.h"
 #include "mlp_encoder.h"
 
 typedef struct dist_scenario {
@@ -29,6 +30,8 @@ typedef struct dist_scenario {
     int positives;             /* passages per query before its hard negatives (0: one) */
     int accumulate;            /* steps, each on a global batch of its own, accumulated into one
                                   reduction (gc_ddp_micro_batch); 0: one step */
+    bool functional;           /* the ranks' step through the functional API (functional_step.h),
+                                  small batches of `chunk` rows; the one process's: gc_cache_step */
 } dist_scenario;
 
 /* Rows [(k total + start) size, (k total + start + count) size) of x: global batch k's rows of a
@@ -99,6 +102,7 @@ static double *param_grads(const gc_param_list *params, int64_t *n) {
 
 /* The step (cached or plain) of `config` on `inputs`. */
 static gc_status step(const dist_scenario *s, gc_cache_config *config, gc_batch *inputs, double *loss) {
+    if (s->functional && config->group) return functional_step(config, inputs, loss);
     gc_cache *cache = gc_cache_new(config);
     gc_status status = s->full_batch ? gc_cache_full_batch_step(cache, inputs, loss)
                                      : gc_cache_step(cache, inputs, loss, NULL);
@@ -231,22 +235,22 @@ static int dist_cache_body(int rank, int world, void *arg) {
  * `seconds` in all. */
 static inline void dist_cache_run_all(gc_dist_backend backend, int worlds, double seconds) {
     const dist_scenario two[] = {
-        {"f32, equal rows", GC_F32, {8, 8}, 0, 2, false, false, false, false, GC_DIST_TCP, false, NULL, 0, 0},
-        {"f64, unequal rows, 1 hard negative", GC_F64, {5, 11}, 1, 3, false, false, false, false, GC_DIST_TCP, false, NULL, 0, 0},
-        {"f32, tied, unequal rows", GC_F32, {7, 3}, 0, 2, true, false, false, false, GC_DIST_TCP, false, NULL, 0, 0},
-        {"f32, kept last graph", GC_F32, {6, 6}, 1, 4, false, true, false, false, GC_DIST_TCP, false, NULL, 0, 0},
-        {"f32, sync every backward", GC_F32, {8, 8}, 0, 2, false, false, true, false, GC_DIST_TCP, false, NULL, 0, 0},
-        {"f64, plain step, unequal rows", GC_F64, {9, 4}, 1, 4, false, false, false, true, GC_DIST_TCP, false, NULL, 0, 0},
+        {"f32, equal rows", GC_F32, {8, 8}, 0, 2, false, false, false, false, GC_DIST_TCP, false, NULL, 0, 0, false},
+        {"f64, unequal rows, 1 hard negative", GC_F64, {5, 11}, 1, 3, false, false, false, false, GC_DIST_TCP, false, NULL, 0, 0, false},
+        {"f32, tied, unequal rows", GC_F32, {7, 3}, 0, 2, true, false, false, false, GC_DIST_TCP, false, NULL, 0, 0, false},
+        {"f32, kept last graph", GC_F32, {6, 6}, 1, 4, false, true, false, false, GC_DIST_TCP, false, NULL, 0, 0, false},
+        {"f32, sync every backward", GC_F32, {8, 8}, 0, 2, false, false, true, false, GC_DIST_TCP, false, NULL, 0, 0, false},
+        {"f64, plain step, unequal rows", GC_F64, {9, 4}, 1, 4, false, false, false, true, GC_DIST_TCP, false, NULL, 0, 0, false},
         {"f64, tiled loss, unequal rows, 1 hard negative", GC_F64, {5, 8}, 1, 3, false, false, false, false,
-         GC_DIST_TCP, true, NULL, 0, 0},
-        {"f32, tiled loss, tied", GC_F32, {7, 7}, 0, 2, true, false, false, false, GC_DIST_TCP, true, NULL, 0, 0},
+         GC_DIST_TCP, true, NULL, 0, 0, false},
+        {"f32, tiled loss, tied", GC_F32, {7, 7}, 0, 2, true, false, false, false, GC_DIST_TCP, true, NULL, 0, 0, false},
     };
     const dist_scenario four[] = {
-        {"f32, equal rows", GC_F32, {4, 4, 4, 4}, 0, 2, false, false, false, false, GC_DIST_TCP, false, NULL, 0, 0},
-        {"f64, unequal rows, 2 hard negatives", GC_F64, {3, 1, 6, 4}, 2, 2, false, false, false, false, GC_DIST_TCP, false, NULL, 0, 0},
-        {"f64, tied, unequal rows", GC_F64, {2, 5, 1, 3}, 0, 2, true, true, false, false, GC_DIST_TCP, false, NULL, 0, 0},
-        {"f32, sync every backward", GC_F32, {4, 4, 4, 4}, 1, 1, true, false, true, false, GC_DIST_TCP, false, NULL, 0, 0},
-        {"f64, tiled loss, unequal rows", GC_F64, {3, 1, 6, 4}, 1, 2, false, false, false, false, GC_DIST_TCP, true, NULL, 0, 0},
+        {"f32, equal rows", GC_F32, {4, 4, 4, 4}, 0, 2, false, false, false, false, GC_DIST_TCP, false, NULL, 0, 0, false},
+        {"f64, unequal rows, 2 hard negatives", GC_F64, {3, 1, 6, 4}, 2, 2, false, false, false, false, GC_DIST_TCP, false, NULL, 0, 0, false},
+        {"f64, tied, unequal rows", GC_F64, {2, 5, 1, 3}, 0, 2, true, true, false, false, GC_DIST_TCP, false, NULL, 0, 0, false},
+        {"f32, sync every backward", GC_F32, {4, 4, 4, 4}, 1, 1, true, false, true, false, GC_DIST_TCP, false, NULL, 0, 0, false},
+        {"f64, tiled loss, unequal rows", GC_F64, {3, 1, 6, 4}, 1, 2, false, false, false, false, GC_DIST_TCP, true, NULL, 0, 0, false},
     };
     for (size_t i = 0; i < sizeof two / sizeof *two; i++) {
         dist_scenario s = two[i];

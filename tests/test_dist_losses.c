@@ -3,7 +3,9 @@
  * the same loss (f64: norm-relative 1e-10), one all-reduce per bucket per step: several
  * positives per query (tiled, symmetric), Matryoshka (over the autograd and the tiled base),
  * and Matryoshka over several positives; and 3 steps accumulated (gc_ddp_micro_batch around
- * gc_cache_step, what train --accumulate does) reduced once, equal to one process's 3 steps. */
+ * gc_cache_step, what train --accumulate does) reduced once, equal to one process's 3 steps;
+ * and the functional API's step (gc_cached_forward per small batch, gc_functional_loss,
+ * gc_closures_run) against one process's gc_cache_step, one reduction per step. */
 #include "dist_cache_checks.h"
 
 int main(void) {
@@ -22,6 +24,10 @@ int main(void) {
     /* gradient accumulation around GradCache: 3 steps, one all-reduce per bucket in all */
     const dist_scenario accumulated = {"f64, 3 accumulated steps, unequal rows", GC_F64, {5, 3}, 1, 2,
                                        .backend = GC_DIST_TCP, .accumulate = 3};
+    /* the functional API: small batches of 2 queries and 4 passages, one reduction per step */
+    const dist_scenario functional = {"f64, functional API, 1 hard negative, unequal rows", GC_F64, {5, 3}, 1, 2,
+                                      .backend = GC_DIST_TCP, .functional = true};
+    CHECK_MSG(dist_all_pass(2, dist_cache_body, (void *)&functional, 120), "world 2: %s", functional.name);
     const dist_scenario scenarios[] = {
         {"f64, 2 positives and 1 hard negative, tiled, symmetric, unequal rows", GC_F64, {5, 3}, 1, 2,
          .backend = GC_DIST_TCP, .loss = &losses[0], .positives = 2},

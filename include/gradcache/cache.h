@@ -165,7 +165,24 @@ typedef struct gc_closure gc_closure;
 gc_tensor *gc_cached_forward(void *model, gc_model_fn forward, const gc_batch *input,
                              gc_representation_fn representation, void *user, gc_closure **closure);
 gc_status gc_closure_run(gc_closure *closure, const gc_tensor *representation_leaf);
+/* The same, seeded with `grad` (d loss / d representation, the representation's shape). */
+gc_status gc_closure_run_seeded(gc_closure *closure, const gc_tensor *grad);
 void gc_closure_free(gc_closure *closure);
+
+/* --- the functional API under data parallelism (docs/DESIGN.md, examples/09_functional_ddp.c) ---
+ * gc_functional_loss: the loss over reps[i] [rows_i, D] (each model's representations of this
+ * rank, e.g. its small batches' leaves concatenated) and grads[i], new tensors of reps[i]'s
+ * shape: d loss / d reps[i] times the scaler's scale (NULL: 1). With a group, as gc_cache_step's
+ * loss: every rank's reps all-gathered (unequal rows allowed), the loss over the global batch,
+ * and each rank's gradient its own rows' scaled by the world size, so that the bucketer's average
+ * is exactly the global loss's gradient. *value: the loss. */
+gc_status gc_functional_loss(const gc_loss_fn *loss, gc_process_group *group, const gc_loss_scaler *scaler,
+                             gc_tensor *const *reps, int count, double *value, gc_tensor **grads);
+/* Runs closures[i] seeded with grads[i], i < n, in order; with a bucketer (ddp, else NULL) the
+ * sync is suppressed for every backward but the last (gc_ddp_micro_batch), which is followed by
+ * gc_ddp_wait: one all-reduce per bucket for all of them. A failure stops the run; with a
+ * bucketer the remaining ranks' collectives are then unmatched: a failed step ends the run. */
+gc_status gc_closures_run(gc_closure *const *closures, gc_tensor *const *grads, int n, gc_ddp *ddp);
 
 #ifdef __cplusplus
 }
