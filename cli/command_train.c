@@ -86,6 +86,8 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
         {"accumulate", CLI_FLAG_INT, &f->accumulate, 1, 1 << 20, NULL,
          "batches per update: K steps' gradients summed (averaged) before one AdamW step, reduced across processes "
          "once"},
+        {"gc-chunk-tokens", CLI_FLAG_INT, &f->chunk_tokens, 1, 1e12, NULL,
+         "with --gc, also at most N real (unpadded) tokens per chunk, each chunk cut to its longest text"},
         {"reduce-half", CLI_FLAG_BOOL, &f->reduce_half, 0, 0, NULL,
          "data-parallel f16/bf16: average gradients in their own dtype (half the traffic) instead of f32"},
         {"device", CLI_FLAG_CHOICE, &flags->device, 0, 0, cli_device_choices, "where to train (cuda: the first GPU)"},
@@ -125,6 +127,7 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
     if (!f->data) return cli_fail("train", 2, "--data is required (a pair file, or a folder holding train.tsv)");
     if (f->steps && f->epochs) return cli_fail("train", 2, "--steps and --epochs cannot be used together");
     if (flags->gc_chunk_size && !f->gc) return cli_fail("train", 2, "--gc-chunk-size needs --gc");
+    if (f->chunk_tokens && !f->gc) return cli_fail("train", 2, "--gc-chunk-tokens needs --gc");
     if (flags->loss != GC_CONTRASTIVE_AUTO && !f->gc)
         return cli_fail("train", 2, "--loss needs --gc (the plain step differentiates the full loss)");
     f->dtype = cli_precision_dtype(flags->precision);

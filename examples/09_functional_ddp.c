@@ -94,17 +94,17 @@ static int rank_main(void) {
     right = right && high && gc_dist_all_reduce(group, high, GC_DIST_MAX) == GC_OK && same_values(high, towers[0].weight);
     gc_tensor_release(high);
     if (rank == 0) printf("example 09_functional_ddp: %s\n", right ? "ok" : "WRONG");
-    gc_sgd_free(&sgd);
-    gc_ddp_free(ddp);
-    gc_param_list_free(&params);
     for (int t = 0; t < 2; t++) gc_linear_free(&towers[t]);
+    gc_param_list_free(&params);
+    gc_sgd_free(&sgd);
+    gc_ddp_free(ddp); /* before its group */
     gc_process_group_free(group);
     gc_shutdown();
-    return right ? 0 : 1;
+    return !right;
 }
 
+/* A process of the run (WORLD_SIZE set), or the launcher that starts two. */
 int main(int argc, char **argv) {
     (void)argc;
-    if (getenv("WORLD_SIZE")) return rank_main(); /* a process of the run */
-    return gc_launch(&(gc_launch_options){.nproc = 2}, argv);
+    return getenv("WORLD_SIZE") ? rank_main() : gc_launch(&(gc_launch_options){.nproc = 2}, argv);
 }

@@ -112,7 +112,9 @@ gc_status gc_cache_loss(const gc_cache *cache, gc_tensor *const *leaves, double 
 /* The chunks of model m's input (new views; release each with gc_batch_release). */
 static int split_input(const gc_cache *cache, int m, const gc_batch *input, gc_batch **chunks) {
     const gc_cache_config *config = &cache->config;
-    int capacity = gc_chunk_count(gc_batch_rows(input), config->models[m].chunk_size);
+    /* the default split's count, or one chunk per row for another split (a token budget's) */
+    int64_t rows = gc_batch_rows(input);
+    int capacity = config->split ? (int)(rows > 0 ? rows : 1) : gc_chunk_count(rows, config->models[m].chunk_size);
     *chunks = calloc((size_t)capacity, sizeof **chunks);
     if (!*chunks) gc_fatal("cache: out of host memory for %d chunks", capacity);
     gc_split_fn split = config->split ? config->split : gc_split_by_rows;

@@ -4,7 +4,7 @@
  * first's update); --matryoshka over the whole
  * embedding alone is the plain loss, bit for bit, and adding a prefix adds its loss; settings
  * that cannot work are refused naming them; a checkpoint keeps both settings; evaluation at
- * each prefix; --no-duplicates; --accumulate. */
+ * each prefix; --no-duplicates; --accumulate; --gc-chunk-tokens. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +173,31 @@ static void test_accumulate(void) {
     expect_refused(&config, "--batch-size 16 times --accumulate 5: " PAIRS " has only 64 examples");
 }
 
+/* --gc-chunk-tokens: a budget above the whole batch's tokens, with one chunk per side, is the
+ * run without it bit for bit (the one chunk is already as wide as its longest text); a small
+ * one makes other chunks (other dropout masks: another loss); the checkpoint keeps it. */
+static void test_chunk_tokens(void) {
+    char out[256];
+    double whole[2], unbounded[2], small[2];
+    gc_trainer_config config = small_run("one_chunk", out, sizeof out);
+    config.chunk_sizes[0] = config.chunk_sizes[1] = 16;
+    run(config, whole);
+    config = small_run("unbounded", out, sizeof out);
+    config.chunk_sizes[0] = config.chunk_sizes[1] = 16, config.chunk_tokens = 1 << 20;
+    run(config, unbounded);
+    CHECK_MSG(unbounded[0] == whole[0] && unbounded[1] == whole[1], "unbounded budget %.9g, none %.9g", unbounded[0],
+              whole[0]);
+    config = small_run("small_budget", out, sizeof out);
+    config.chunk_sizes[0] = config.chunk_sizes[1] = 16, config.chunk_tokens = 40;
+    run(config, small);
+    CHECK_MSG(small[0] != whole[0], "a budget of 40 tokens changed no chunk (loss %.9g)", small[0]);
+    config.chunk_tokens = 0;
+    gc_trainer *trainer;
+    CHECK(gc_trainer_resume(&config, &trainer) == GC_ERR_FORMAT && trainer == NULL);
+    CHECK_MSG(strstr(gc_last_error(), "flag.gc-chunk-tokens"), "%s", gc_last_error());
+    gc_clear_error();
+}
+
 /* Evaluation at each prefix: 0 and 64 are the whole embedding, 16 a ranking of its own; a
  * prefix longer than the embedding is refused. */
 static void test_evaluation_at_prefixes(void) {
@@ -202,6 +227,7 @@ int main(void) {
     GC_TEST_CASE(test_evaluation_at_prefixes);
     GC_TEST_CASE(test_no_duplicates);
     GC_TEST_CASE(test_accumulate);
+    GC_TEST_CASE(test_chunk_tokens);
     char command[128];
     snprintf(command, sizeof command, "rm -rf %s", folder);
     if (system(command) != 0) fprintf(stderr, "could not remove %s\n", folder);

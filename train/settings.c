@@ -35,6 +35,7 @@ void gc_train_settings(const gc_trainer_config *c, const gc_pairs *pairs, gc_met
                         (long long)c->chunk_sizes[1]);
     else
         gc_metadata_set(s, "flag.gc-chunk-size", "none");
+    if (c->gc && c->chunk_tokens) gc_metadata_set(s, "flag.gc-chunk-tokens", "%lld", (long long)c->chunk_tokens);
     if (c->steps) gc_metadata_set(s, "flag.steps", "%lld", (long long)c->steps);
     else gc_metadata_set(s, "flag.epochs", "%lld", (long long)(c->epochs ? c->epochs : 1));
     char number[32];

@@ -64,7 +64,7 @@ static gc_status check_config(const gc_trainer_config *c) {
         {"--max-length", c->max_length, 2}, {"--batch-size", c->batch_size, 1},
         {"--gc-chunk-size", c->chunk_sizes[0], 1}, {"--gc-chunk-size", c->chunk_sizes[1], 1},
         {"--steps", c->steps, 0}, {"--epochs", c->epochs, 0}, {"--hard-negatives", c->hard_negatives, 0},
-        {"--positives", c->positives, 0}, {"--accumulate", c->accumulate, 0},
+        {"--positives", c->positives, 0}, {"--accumulate", c->accumulate, 0}, {"--gc-chunk-tokens", c->chunk_tokens, 0},
         {"--seed", c->seed, 0}, {"--save-every", c->save_every, 0}, {"--stop-after", c->stop_after, 0},
     };
     for (size_t i = 0; i < sizeof counts / sizeof *counts; i++)
@@ -246,6 +246,11 @@ static gc_status set_up(gc_trainer *t, bool resume) {
         .ddp = t->dist.ddp,
         .scaler = t->progress.scaled ? &t->progress.scaler : NULL, /* read at each step */
     };
+    if (t->config.gc && t->config.chunk_tokens) { /* chunks by token budget too */
+        t->token_budget = (gc_token_budget){t->config.chunk_tokens, "mask"};
+        config.split = gc_split_by_tokens;
+        config.user = &t->token_budget;
+    }
     t->cache = gc_cache_new(&config);
     return GC_OK;
 }

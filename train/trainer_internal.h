@@ -30,6 +30,7 @@ struct gc_trainer {
     gc_lr_schedule schedule;
     gc_contrastive_options loss_options; /* the loss keeps a pointer to it */
     gc_matryoshka_options matryoshka;    /* over the contrastive loss, when count > 0 (a pointer too) */
+    gc_token_budget token_budget;        /* --gc-chunk-tokens: the split's user data */
     gc_cache *cache;
     gc_metadata settings;       /* the settings a resumed run must share (train_state.h) */
     gc_train_progress progress; /* where the run is: what a checkpoint holds */

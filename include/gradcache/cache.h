@@ -72,6 +72,19 @@ typedef gc_tensor *(*gc_representation_fn)(gc_tensor *output, void *user);
  * whose tensors are new references (released by the cache); returns how many, or -1 on a
  * recoverable error. The default splits every tensor along dim 0 with views. */
 typedef int (*gc_split_fn)(const gc_batch *input, int64_t chunk_size, gc_batch *chunks, int capacity, void *user);
+
+/* Chunks by token budget (sentence-transformers' mini_batch_num_tokens): a gc_split_fn whose
+ * `user` is a gc_token_budget. A chunk is consecutive rows whose real tokens (the sums of the
+ * batch tensor named `mask`, [rows, T], padded on the right as gc_tokenize pads) add up to at
+ * most max_tokens (a longer row makes a chunk alone), at most chunk_size rows; every [rows, T]
+ * tensor of a chunk is cut to its longest row (a copy), so a chunk of short texts computes none
+ * of the padding its batch's longest text put there. The mask is read to the host once per
+ * split (a synchronisation on a GPU). */
+typedef struct gc_token_budget {
+    int64_t max_tokens; /* >= 1 */
+    const char *mask;   /* the name of the batch's mask, e.g. "mask" */
+} gc_token_budget;
+int gc_split_by_tokens(const gc_batch *input, int64_t chunk_size, gc_batch *chunks, int capacity, void *user);
 /* Runs the backward of `output` seeded with `seed` (an outer trainer's own backward); the
  * default is gc_backward. It must back-propagate the seed as given: the cache applies the
  * loss scale itself, once, in the seeds it passes (the loss's seed is the scale as a tensor
@@ -92,7 +105,8 @@ typedef struct gc_cache_config {
     gc_cached_model models[GC_CACHE_MAX_MODELS];
     gc_loss_fn loss;                       /* over the n_models representations */
     gc_representation_fn representation;   /* NULL: the model output is the representation */
-    gc_split_fn split;                     /* NULL: split every tensor along dim 0 */
+    gc_split_fn split;                     /* NULL: split every tensor along dim 0 (chunk_size
+                                              rows each); a split may make up to one chunk per row */
     gc_backward_fn backward;               /* NULL: gc_backward */
     void *user;                            /* passed to representation, split and backward */
     bool keep_last_graph;                  /* keep the last chunk's graph from the first pass

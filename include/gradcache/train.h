@@ -323,6 +323,8 @@ typedef struct gc_trainer_config {
     int64_t accumulate;         /* --accumulate: K steps' gradients (K batches of batch_size) summed
                                    before one update, one reduction across processes; 0 or 1: none */
     int64_t chunk_sizes[2];     /* --gc-chunk-size: rows per chunk, queries and passages */
+    int64_t chunk_tokens;       /* --gc-chunk-tokens: also at most this many real tokens per chunk, each
+                                   chunk cut to its longest text (gc_split_by_tokens); 0: no budget */
     gc_contrastive_method loss; /* --loss: with gc, how the loss's gradient is computed */
     int64_t steps, epochs;      /* --steps, else --epochs (0: one) */
     double lr;                  /* --lr: the peak rate (warm-up over 10% of the steps, then down to 0) */
