@@ -29,6 +29,7 @@ struct gc_dist_work {
     /* set by the backend when the work is over */
     gc_status status;
     char message[512];
+    int64_t sent_bytes;       /* what this rank sent to its peers for it */
     bool done;
     void *backend_data;
 };

@@ -248,6 +248,19 @@ static void release_work(gc_process_group *group, gc_dist_work *work) {
     work->backend_data = NULL;
 }
 
+/* What a ring algorithm sends per rank for the work (gc_dist_stats.sent_bytes): NCCL does not
+ * say which algorithm it picked, so this is the ring's count, the one the TCP backend measures. */
+static int64_t ring_bytes(const gc_process_group *group, const gc_dist_work *work) {
+    int64_t world = group->world, bytes = (int64_t)gc_nbytes(work->output);
+    switch (work->kind) {
+    case GC_COLLECTIVE_ALL_REDUCE: return 2 * (world - 1) * bytes / world;
+    case GC_COLLECTIVE_REDUCE_SCATTER: return (world - 1) * (int64_t)gc_nbytes(work->input) / world;
+    case GC_COLLECTIVE_ALL_GATHER: return (world - 1) * bytes / world;
+    case GC_COLLECTIVE_BROADCAST: return world > 1 ? bytes : 0;
+    }
+    return 0;
+}
+
 static void nccl_start(gc_process_group *group, gc_dist_work *work) {
     nccl_state *state = group->state;
     if (state->broken) {
@@ -272,6 +285,7 @@ static void nccl_start(gc_process_group *group, gc_dist_work *work) {
     }
     GC_CUDA_CHECK(cudaEventCreateWithFlags(&nw->done, cudaEventDisableTiming));
     GC_CUDA_CHECK(cudaEventRecord(nw->done, state->stream));
+    work->sent_bytes = ring_bytes(group, work);
 }
 
 static void nccl_wait(gc_process_group *group, gc_dist_work *work) {

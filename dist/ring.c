@@ -95,6 +95,7 @@ static gc_status send_step(run *r, const char *what) {
     long sent = gc_socket_send_some(r->ring->next_fd, data + r->send_done, bytes - r->send_done, &closed);
     if (closed) return broken(r->ring, what, false);
     r->moved |= sent > 0;
+    r->ring->sent_bytes += sent;
     r->send_done += (size_t)sent;
     if (r->send_done == bytes) {
         r->send_done = 0;
@@ -181,6 +182,7 @@ gc_status gc_ring_broadcast(gc_ring *ring, void *data, size_t size, int root, co
             long moved = gc_socket_send_some(ring->next_fd, bytes + sent, chunk, &closed);
             if (closed) return broken(ring, what, false);
             sent += (size_t)moved;
+            ring->sent_bytes += moved;
             if (moved > 0) deadline = gc_deadline_after(ring->timeout);
         }
     }

@@ -169,6 +169,27 @@ static void check_broadcast(gc_process_group *group, gc_device device) {
     }
 }
 
+/* In place: a reduce-scatter whose output is its input's own rows (the ring reduces into the
+ * caller's buffer, no copy of it), and an all-gather whose input is its output's own rows,
+ * give what the out-of-place forms give. */
+static void check_in_place(gc_process_group *group, gc_device device, int64_t total) {
+    int rank = gc_dist_rank(group), world = gc_dist_world_size(group);
+    int64_t start = 0, counts[DIST_SPAWN_MAX];
+    for (int r = 0; r < world; r++) counts[r] = total / world + (r < total % world);
+    for (int r = 0; r < rank; r++) start += counts[r];
+    gc_tensor *buffer = moved(values_of(total, 0, rank, GC_F32, 0), device);
+    gc_tensor *mine = gc_slice0(buffer, start, start + counts[rank]);
+    gc_tensor *want = reference_of(total, world, GC_F32, GC_DIST_SUM);
+    CHECK_MSG(gc_dist_reduce_scatter(group, buffer, mine, counts, GC_DIST_SUM) == GC_OK, "%s", gc_last_error());
+    CHECK_MSG(holds(mine, want, (size_t)start), "in-place reduce_scatter of %lld: rank %d's rows differ",
+              (long long)total, rank);
+    /* every rank's reduced rows gathered back into place: the whole sum, everywhere */
+    CHECK_MSG(gc_dist_work_wait(gc_dist_all_gather_start(group, mine, buffer, counts)) == GC_OK, "%s",
+              gc_last_error());
+    CHECK_MSG(holds(buffer, want, 0), "in-place all_gather of %lld: rank %d's buffer differs", (long long)total, rank);
+    RELEASE(buffer, mine, want);
+}
+
 /* Five works in flight at once, waited newest first: they still complete in order. */
 static void check_async(gc_process_group *group, gc_device device) {
     int rank = gc_dist_rank(group), world = gc_dist_world_size(group);
@@ -219,6 +240,8 @@ static void check_collectives(gc_process_group *group, gc_device device) {
     check_reduce_scatter(group, device, ascending, total);
     check_all_gather(group, device, gather_counts);
     check_all_gather(group, device, ascending);
+    check_in_place(group, device, 1);
+    check_in_place(group, device, 300007);
     check_broadcast(group, device);
     check_async(group, device);
     check_all_gather_host(group);

@@ -185,6 +185,10 @@ gc_store *gc_dist_store(gc_process_group *group);
 typedef struct gc_dist_stats {
     int64_t collectives; /* collectives started */
     int64_t bytes;       /* tensor bytes they covered (each collective's input on this rank) */
+    int64_t sent_bytes;  /* bytes this rank sent to its peers for the collectives waited for: on
+                            the wire, counted by the TCP ring as it sends; NCCL's are the bytes its
+                            ring algorithm sends (2 (W-1)/W of an all-reduce's buffer, (W-1)/W of a
+                            reduce-scatter's input or an all-gather's output) */
 } gc_dist_stats;
 gc_dist_stats gc_dist_get_stats(const gc_process_group *group);
 
@@ -203,7 +207,11 @@ gc_status gc_dist_all_reduce(gc_process_group *group, gc_tensor *t, gc_dist_op o
 /* input [R, ...] is the same shape on every rank; output [counts[rank], ...] receives rows
  * [start, start + counts[rank]) of op over every rank's input, where start is the sum of
  * the counts of the ranks before. counts has world_size entries summing to R; NULL splits R
- * as evenly as possible (the first R % world_size ranks get one row more). */
+ * as evenly as possible (the first R % world_size ranks get one row more). In place: when
+ * output is input's own rows [start, start + counts[rank]) (a gc_slice0 of it), the collective
+ * reduces in the input itself instead of a copy of it, and the input's other rows hold
+ * partial sums afterwards. With the even split, the TCP ring's reduce-scatter adds each row
+ * in the order its all-reduce does: rank r's rows are bitwise those of the all-reduce. */
 gc_dist_work *gc_dist_reduce_scatter_start(gc_process_group *group, const gc_tensor *input, gc_tensor *output,
                                       const int64_t *counts, gc_dist_op op);
 gc_status gc_dist_reduce_scatter(gc_process_group *group, const gc_tensor *input, gc_tensor *output,
@@ -211,7 +219,8 @@ gc_status gc_dist_reduce_scatter(gc_process_group *group, const gc_tensor *input
 
 /* output [sum of counts, ...] receives every rank's input [counts[rank], ...] in rank order
  * (rows may differ per rank; the other dims and the dtype may not). counts has world_size
- * entries, the same on every rank. */
+ * entries, the same on every rank. In place: input may be output's own rows (a gc_slice0 of
+ * it), which are then not copied. */
 gc_dist_work *gc_dist_all_gather_start(gc_process_group *group, const gc_tensor *input, gc_tensor *output,
                                   const int64_t *counts);
 /* The blocking form for when the counts are not known: exchanges the ranks' row counts
