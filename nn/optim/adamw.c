@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "gradcache/memory.h"
 #include "gradcache/optim.h"
 #include "optimizer.h"
 #include "tensor/op_internal.h"
@@ -145,8 +146,10 @@ gc_status gc_adamw_load_state(gc_adamw *opt, const char *prefix, const gc_param_
     gc_tensor **loaded[KINDS];
     for (int k = 0; k < KINDS; k++) loaded[k] = gc_optim_state_array(count);
     gc_status status = GC_OK;
+    gc_memory_role role = gc_memory_set_role(GC_MEMORY_OPTIMIZER);
     for (int i = 0; i < count && status == GC_OK; i++)
         status = load_param_state(opt, prefix, &opt->params.items[i], list, loaded, i);
+    gc_memory_set_role(role);
     gc_tensor **replaced[KINDS] = {opt->exp_avg, opt->exp_avg_sq, opt->master};
     if (status == GC_OK) { /* all or nothing: the old state goes only once the new one is complete */
         opt->exp_avg = loaded[EXP_AVG];
