@@ -43,7 +43,7 @@ gc_status gc_cache_own_rows(const gc_cache *cache, gc_tensor *const *global_grad
 typedef struct gc_cache_sync {
     gc_ddp *ddp;  /* NULL: nothing to do */
     bool outer;   /* the caller's setting before the step, restored after it */
-    bool every;   /* sync_every_backward */
+    bool every;   /* sync_every_backward, or a bucketer that reduces every backward (ZeRO-2b) */
 } gc_cache_sync;
 gc_status gc_cache_sync_begin(const gc_cache *cache, int64_t backwards, gc_cache_sync *sync);
 /* Sets the sync of the next backward (the step's last one when `last`); returns whether it

@@ -54,8 +54,9 @@ gc_status gc_cache_own_rows(const gc_cache *cache, gc_tensor *const *global_grad
 
 gc_status gc_cache_sync_begin(const gc_cache *cache, int64_t backwards, gc_cache_sync *sync) {
     gc_ddp *ddp = cache->config.ddp;
+    /* ZeRO-2b reduces every chunk's backward into the shards, so that no bucket outlives it */
     *sync = (gc_cache_sync){.ddp = ddp, .outer = ddp ? gc_ddp_require_sync(ddp) : false,
-                            .every = cache->config.sync_every_backward};
+                            .every = cache->config.sync_every_backward || (ddp && gc_ddp_reduces_every_backward(ddp))};
     if (!sync->ddp || !sync->every || !sync->outer) return GC_OK;
     /* one reduction per backward: every rank must run as many, or the collectives would not
      * match; the max of (n, -n) gives the largest and the smallest count at once */

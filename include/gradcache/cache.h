@@ -107,7 +107,9 @@ typedef struct gc_cache_config {
                                               rank's representations (see the top) */
     gc_ddp *ddp;                           /* NULL: none; else one reduction per step */
     bool sync_every_backward;              /* with ddp: reduce after every chunk's backward
-                                              instead (what suppression saves, measured) */
+                                              instead (what suppression saves, measured); a
+                                              bucketer at GC_ZERO_2_EVERY_BACKWARD does so
+                                              whatever this says */
 } gc_cache_config;
 
 /* Time (seconds) and peak live bytes (on the representations' device) of each phase. */
