@@ -26,5 +26,6 @@
 #include "gradcache/rng.h"
 #include "gradcache/tensor.h"
 #include "gradcache/tokenizer.h"
+#include "gradcache/zero.h"
 
 #endif
