@@ -13,8 +13,8 @@
 #include "dist_spawn.h"
 #include "mlp_encoder.h"
 
-#define ZERO_ROWS 4  /* queries (and passages) per rank per step */
-#define ZERO_CHUNK 2 /* rows per Gradient Cache chunk: two backwards per model */
+#define ZERO_GLOBAL_ROWS 8 /* queries (and passages) per step, split evenly over the ranks */
+#define ZERO_CHUNK 2        /* rows per Gradient Cache chunk */
 
 typedef struct zero_case {
     const char *name;
@@ -33,14 +33,14 @@ typedef struct zero_model {
     gc_loss_scaler scaler;
 } zero_model;
 
-static void zero_add_all(gc_param_list *into, const char *prefix, const gc_param_list *from) {
+static inline void zero_add_all(gc_param_list *into, const char *prefix, const gc_param_list *from) {
     for (int i = 0; i < from->count; i++) /* the biases without weight decay, as a trainer's lists have them */
         gc_param_list_add(into, prefix, from->items[i].name, from->items[i].tensor, strcmp(from->items[i].name, "b1") == 0);
 }
 
 /* A model whose weights start from `seed` (rank 0's are broadcast), with the bucketer at
  * `zero` (small buckets: several per model) and the ZeRO optimizer unless `reference`. */
-static zero_model zero_model_new(gc_process_group *group, const zero_case *c, gc_zero zero, bool reference,
+static inline zero_model zero_model_new(gc_process_group *group, const zero_case *c, gc_zero zero, bool reference,
                                  uint64_t seed) {
     zero_model m = {.q = make_encoder(c->dtype, seed, 0), .p = make_encoder(c->dtype, seed + 10, 0)};
     zero_add_all(&m.params, "query", &m.q.params);
@@ -55,7 +55,7 @@ static zero_model zero_model_new(gc_process_group *group, const zero_case *c, gc
     return m;
 }
 
-static void zero_model_free(zero_model *m) {
+static inline void zero_model_free(zero_model *m) {
     if (m->opt) gc_zero_adamw_free(m->opt);
     else gc_adamw_free(&m->adamw);
     gc_ddp_free(m->ddp);
@@ -64,18 +64,20 @@ static void zero_model_free(zero_model *m) {
     free_encoder(&m->p);
 }
 
-/* Step `step`'s batch, this rank's rows: queries and passages [ZERO_ROWS, IN]. */
-static void zero_batch(const zero_case *c, int step, int rank, int world, gc_tensor **q, gc_tensor **p) {
-    gc_tensor *all_q = gc_uniform(GC_SHAPE(world * ZERO_ROWS, IN), c->dtype, gc_cpu(), -1, 1, 1000 + (uint64_t)step, 0);
-    gc_tensor *all_p = gc_uniform(GC_SHAPE(world * ZERO_ROWS, IN), c->dtype, gc_cpu(), -1, 1, 2000 + (uint64_t)step, 0);
+/* Step `step`'s global batch, the same for every world size, and this rank's rows of it:
+ * queries and passages [ZERO_GLOBAL_ROWS / world, IN]. */
+static inline void zero_batch(const zero_case *c, int step, int rank, int world, gc_tensor **q, gc_tensor **p) {
+    int64_t rows = ZERO_GLOBAL_ROWS / world;
+    gc_tensor *all_q = gc_uniform(GC_SHAPE(ZERO_GLOBAL_ROWS, IN), c->dtype, gc_cpu(), -1, 1, 1000 + (uint64_t)step, 0);
+    gc_tensor *all_p = gc_uniform(GC_SHAPE(ZERO_GLOBAL_ROWS, IN), c->dtype, gc_cpu(), -1, 1, 2000 + (uint64_t)step, 0);
     REQUIRE(all_q && all_p);
-    *q = gc_slice0(all_q, rank * ZERO_ROWS, (rank + 1) * ZERO_ROWS);
-    *p = gc_slice0(all_p, rank * ZERO_ROWS, (rank + 1) * ZERO_ROWS);
+    *q = gc_slice0(all_q, rank * rows, (rank + 1) * rows);
+    *p = gc_slice0(all_p, rank * rows, (rank + 1) * rows);
     RELEASE(all_q, all_p);
 }
 
 /* Forward and backward of step `step`, through the bucketer's reductions. */
-static void zero_backward(zero_model *m, gc_process_group *group, const zero_case *c, int step) {
+static inline void zero_backward(zero_model *m, gc_process_group *group, const zero_case *c, int step) {
     gc_tensor *q, *p;
     zero_batch(c, step, gc_dist_rank(group), gc_dist_world_size(group), &q, &p);
     mlp_encoder *second = c->tied ? &m->q : &m->p;
@@ -101,7 +103,7 @@ static void zero_backward(zero_model *m, gc_process_group *group, const zero_cas
 
 /* The optimizer's part of the step (the loss scaler's check, clipping, the update), the
  * reference's or ZeRO's recipe; returns whether the step was taken. */
-static bool zero_update(zero_model *m, gc_process_group *group, const zero_case *c) {
+static inline bool zero_update(zero_model *m, gc_process_group *group, const zero_case *c) {
     bool found_inf = false;
     if (c->scaler && m->opt) REQUIRE(gc_zero_adamw_check_grads(m->opt, &found_inf) == GC_OK);
     if (c->scaler && !m->opt) {
@@ -121,7 +123,7 @@ static bool zero_update(zero_model *m, gc_process_group *group, const zero_case 
 }
 
 /* Every parameter as f64, one vector (free it). */
-static double *zero_values(const zero_model *m, int64_t *n) {
+static inline double *zero_values(const zero_model *m, int64_t *n) {
     *n = gc_param_list_numel(&m->params);
     double *values = malloc((size_t)*n * sizeof *values);
     REQUIRE(values);
@@ -131,7 +133,7 @@ static double *zero_values(const zero_model *m, int64_t *n) {
 }
 
 /* Whether every rank holds the same bytes in every parameter (a hash of them, gathered). */
-static bool zero_same_on_every_rank(gc_process_group *group, const zero_model *m) {
+static inline bool zero_same_on_every_rank(gc_process_group *group, const zero_model *m) {
     gc_xxh64 hash;
     gc_xxh64_begin(&hash);
     for (int i = 0; i < m->params.count; i++) {

@@ -23,11 +23,13 @@
  * in another order: 2b sums the ranks' averages of each backward where the reference averages
  * their sums (a rounding per backward in the gradients: 2^-24 in f32, 2^-11 in f16, 2^-8 in
  * bf16), and clipping adds the shards' sums of squares in another order (2^-24 in the norm).
- * AdamW's update divides the first moment by the root of the second, so a relative error in
- * the gradients passes into the update about as it is, and a few steps add a few of them. */
+ * AdamW's first steps move each element by about lr g / |g|, so a relative error in a gradient
+ * passes into its update as it is -- except where two backwards' contributions nearly cancel,
+ * and a rounding flips the sign: an error of 2 lr in that element. In bf16 a few elements in a
+ * thousand do (measured: up to 0.09 over these steps), in f16 and f32 next to none. */
 static double zero_tolerance(const zero_case *c) {
     if (c->zero != GC_ZERO_2_EVERY_BACKWARD && !c->sync_every_backward) return 1e-6; /* clipping alone */
-    return c->dtype == GC_F32 ? 1e-5 : c->dtype == GC_F16 ? 1e-2 : 5e-2;
+    return c->dtype == GC_F32 ? 1e-5 : c->dtype == GC_F16 ? 1e-2 : 0.2;
 }
 
 /* An inf in element 0 of bucket 0, after the reduction: in the reference's gradient on every
@@ -73,7 +75,7 @@ static int body(int rank, int world, void *arg) {
     for (int b = 0; b < buckets; b++) shards += (size_t)gc_ddp_get_bucket(z.ddp, (int)b).shard_count * element;
     size_t want_grads = (size_t)n * element * (c->zero == GC_ZERO_1 ? 2 : 1) + shards;
     bool every = c->zero == GC_ZERO_2_EVERY_BACKWARD || c->sync_every_backward, bitwise = !c->clip && !every;
-    int64_t backwards = c->full_batch ? 2 : 2 * ZERO_ROWS / ZERO_CHUNK;
+    int64_t backwards = c->full_batch ? 2 : 2 * ZERO_GLOBAL_ROWS / world / ZERO_CHUNK;
     int64_t reductions = every ? backwards : 1, ref_reductions = c->sync_every_backward ? backwards : 1; /* per step */
     for (int step = 0; step < STEPS; step++) {
         counts a = counts_of(group, &ref);
