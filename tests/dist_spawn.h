@@ -63,6 +63,20 @@ static inline int dist_free_port(void) {
     return ntohs(addr.sin_port);
 }
 
+/* Unsets every variable by which gc_dist_env_read recognises a launcher (and the master's), so
+ * that a test's own settings are all there is, even when the tests themselves run under srun
+ * or mpirun. */
+static inline void dist_forget_launchers(void) {
+    static const char *const names[] = {
+        "WORLD_SIZE", "RANK", "LOCAL_WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "GC_DIST_SECRET",
+        "GC_DIST_SECRET_FILE", "GC_DIST_BIND", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+        "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_SIZE", "PMI_RANK", "MPI_LOCALNRANKS",
+        "MPI_LOCALRANKID", "SLURM_PROCID", "SLURM_STEP_ID", "SLURM_NTASKS", "SLURM_NNODES", "SLURM_NODEID",
+        "SLURM_LOCALID", "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_STEP_NODELIST",
+        "SLURM_JOB_NODELIST", "SLURM_JOB_ID"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) unsetenv(names[i]);
+}
+
 static inline void dist_set_env(int rank, int world, int port) {
     char text[32];
     snprintf(text, sizeof text, "%d", rank);

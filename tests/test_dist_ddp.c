@@ -147,7 +147,7 @@ static bool dies_with(void (*fn)(void), const char *want) {
 
 /* A world of one: the bucketer's checks need no peer. */
 static gc_ddp *solo_ddp(mlp_encoder *e, bool find_unused, gc_process_group **group) {
-    unsetenv("WORLD_SIZE");
+    dist_forget_launchers();
     *group = gc_process_group_from_env(&(gc_dist_options){.backend = GC_DIST_TCP});
     REQUIRE(*group);
     gc_ddp *ddp = gc_ddp_new(*group, &e->params, &(gc_ddp_options){.find_unused_parameters = find_unused});

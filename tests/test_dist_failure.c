@@ -150,7 +150,7 @@ static void check_env(void) {
         CHECK_MSG(strstr(gc_last_error(), cases[i].want) != NULL, "wanted '%s' in '%s'", cases[i].want,
                   gc_last_error());
     }
-    unsetenv("WORLD_SIZE");
+    dist_forget_launchers();
     gc_dist_env env;
     CHECK(gc_dist_env_read(&env) == GC_OK && !env.launched && env.world_size == 1 && env.rank == 0);
     setenv("GC_DIST_TIMEOUT", "soon", 1);
