@@ -22,7 +22,24 @@ typedef struct zero_case {
     gc_zero zero;       /* the ZeRO run's stage (the reference is always GC_ZERO_0) */
     bool tied, full_batch, clip, scaler;
     bool sync_every_backward; /* Gradient Cache's: a reduction after every backward at any stage */
+    gc_dist_backend backend;  /* the group's; the models live on a GPU for NCCL, else the CPU */
 } zero_case;
+
+/* Where rank `rank`'s models live: its own GPU when there are enough, else cuda:0 (NCCL), or
+ * the CPU. */
+static inline gc_device zero_device(const zero_case *c, int rank) {
+    return c->backend == GC_DIST_NCCL ? gc_cuda(rank % gc_cuda_device_count()) : gc_cpu();
+}
+
+/* Rank `rank`'s group: the case's backend, on its device. */
+static inline gc_process_group *zero_group(const zero_case *c, int rank) {
+    gc_process_group *group = gc_process_group_from_env(&(gc_dist_options){c->backend, 60, zero_device(c, rank)});
+    if (!group) {
+        fprintf(stderr, "rank %d: %s\n", rank, gc_last_error());
+        exit(GC_TEST_SETUP_ERROR);
+    }
+    return group;
+}
 
 typedef struct zero_model {
     mlp_encoder q, p;
@@ -42,7 +59,8 @@ static inline void zero_add_all(gc_param_list *into, const char *prefix, const g
  * `zero` (small buckets: several per model) and the ZeRO optimizer unless `reference`. */
 static inline zero_model zero_model_new(gc_process_group *group, const zero_case *c, gc_zero zero, bool reference,
                                  uint64_t seed) {
-    zero_model m = {.q = make_encoder(c->dtype, seed, 0), .p = make_encoder(c->dtype, seed + 10, 0)};
+    gc_device device = zero_device(c, gc_dist_rank(group));
+    zero_model m = {.q = make_encoder_on(device, c->dtype, seed, 0), .p = make_encoder_on(device, c->dtype, seed + 10, 0)};
     zero_add_all(&m.params, "query", &m.q.params);
     if (!c->tied) zero_add_all(&m.params, "passage", &m.p.params);
     gc_ddp_options options = {.first_bucket_bytes = 256, .bucket_bytes = 700, .reduce_in_f32 = true, .zero = zero};
@@ -64,12 +82,13 @@ static inline void zero_model_free(zero_model *m) {
     free_encoder(&m->p);
 }
 
-/* Step `step`'s global batch, the same for every world size, and this rank's rows of it:
- * queries and passages [ZERO_GLOBAL_ROWS / world, IN]. */
+/* Step `step`'s global batch, the same for every world size and device, and this rank's rows
+ * of it: queries and passages [ZERO_GLOBAL_ROWS / world, IN]. */
 static inline void zero_batch(const zero_case *c, int step, int rank, int world, gc_tensor **q, gc_tensor **p) {
     int64_t rows = ZERO_GLOBAL_ROWS / world;
-    gc_tensor *all_q = gc_uniform(GC_SHAPE(ZERO_GLOBAL_ROWS, IN), c->dtype, gc_cpu(), -1, 1, 1000 + (uint64_t)step, 0);
-    gc_tensor *all_p = gc_uniform(GC_SHAPE(ZERO_GLOBAL_ROWS, IN), c->dtype, gc_cpu(), -1, 1, 2000 + (uint64_t)step, 0);
+    gc_device device = zero_device(c, rank);
+    gc_tensor *all_q = gc_uniform(GC_SHAPE(ZERO_GLOBAL_ROWS, IN), c->dtype, device, -1, 1, 1000 + (uint64_t)step, 0);
+    gc_tensor *all_p = gc_uniform(GC_SHAPE(ZERO_GLOBAL_ROWS, IN), c->dtype, device, -1, 1, 2000 + (uint64_t)step, 0);
     REQUIRE(all_q && all_p);
     *q = gc_slice0(all_q, rank * rows, (rank + 1) * rows);
     *p = gc_slice0(all_p, rank * rows, (rank + 1) * rows);

@@ -1,5 +1,6 @@
-/* The NCCL backend on a GPU (skipped without one): the collective checks and distributed
- * Gradient Cache of the TCP tests, through NCCL on CUDA tensors; CUDA tensors through the
+/* The NCCL backend on a GPU (skipped without one): the collective checks, distributed
+ * Gradient Cache and ZeRO (its stages against the unsharded run, to NCCL's tolerance) of the
+ * TCP tests, through NCCL on CUDA tensors; CUDA tensors through the
  * TCP ring (staged through the host); the TCP ring's result equal to NCCL's; and a peer
  * that leaves during an all-gather of unequal rows (padded buffers in flight).
  *
@@ -9,6 +10,7 @@
  * of one process runs, and the test says so. */
 #include "dist_cache_checks.h"
 #include "dist_collective_checks.h"
+#include "dist_zero_checks.h"
 #include "gradcache/config.h"
 #if GC_HAVE_NCCL
 #include <nccl.h>
@@ -88,12 +90,13 @@ int main(void) {
                         "running the world of one process only\n", version);
         worlds = 1;
     }
-    /* 11 runs of at most 10 s, inside the test's own limit of 120 s (tests/meson.build), so
+    /* 21 runs of at most 10 s, inside the test's own limit of 300 s (tests/meson.build), so
      * that a run that hangs is reported by name */
     for (int world = 1; world <= worlds; world++)
         CHECK_MSG(dist_all_pass(world, collectives_body, NULL, 10), "collectives, world %d", world);
     if (worlds > 1) {
         dist_cache_run_all(GC_DIST_NCCL, 2, 10);
+        dist_zero_run_all(GC_DIST_NCCL, 2, 10);
         CHECK_MSG(dist_all_pass(2, peer_gone_body, NULL, 10), "a peer gone during an all-gather of unequal rows");
     }
     return gc_test_result();

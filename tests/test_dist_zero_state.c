@@ -160,7 +160,7 @@ int main(void) {
     gc_test_make_folder(dir);
     const gc_dtype dtypes[] = {GC_F32, GC_BF16};
     for (int d = 0; d < 2; d++) {
-        run r = {.c = {"", dtypes[d], GC_ZERO_2, false, false, false, false, false}};
+        run r = {.c = {"", dtypes[d], GC_ZERO_2, false, false, false, false, false, GC_DIST_TCP}};
         r.c.name = gc_dtype_name(dtypes[d]);
         snprintf(r.dir, sizeof r.dir, "%s", dir);
         CHECK_MSG(dist_all_pass(2, save_body, &r, 120), "%s: the run that saves", r.c.name);
