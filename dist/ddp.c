@@ -22,7 +22,6 @@ gc_status gc_ddp_restore_view(gc_ddp_slot *slot) {
 static gc_status retire(gc_ddp *ddp, gc_ddp_bucket *bucket) {
     gc_status done = gc_dist_work_wait(bucket->work);
     bucket->work = NULL;
-    bucket->pending = bucket->count;
     if (gc_ddp_sharded(ddp)) return gc_ddp_zero_retire(ddp, bucket, done);
     if (bucket->wide) {
         gc_tensor *narrow = done == GC_OK ? gc_cast(bucket->wide, bucket->buffer->dtype) : NULL;
@@ -66,10 +65,11 @@ static gc_status launch(gc_ddp *ddp, int index) {
     return GC_OK;
 }
 
-/* Launches, in bucket order, every bucket whose gradients are all ready. */
+/* Launches, in bucket order, every bucket whose gradients are all ready (passing over those
+ * this backward does not reach, by gc_ddp_expect_params). */
 static gc_status launch_ready(gc_ddp *ddp) {
     while (ddp->next_launch < ddp->n_buckets && ddp->buckets[ddp->next_launch].pending == 0) {
-        gc_status status = launch(ddp, ddp->next_launch);
+        gc_status status = ddp->buckets[ddp->next_launch].skipped ? GC_OK : launch(ddp, ddp->next_launch);
         if (status != GC_OK) return status;
         ddp->next_launch++;
     }
@@ -85,6 +85,8 @@ static void on_gradient(gc_tensor *param, void *data) {
         gc_fatal("ddp: a backward reached '%s' while its bucket was being reduced: call gc_ddp_wait after a synced "
                  "backward, before the next one",
                  slot->name);
+    if (!slot->expected)
+        gc_fatal("ddp: a backward reached '%s', which gc_ddp_expect_params said it would not", slot->name);
     slot->used = true;
     gc_ddp_bucket *bucket = &ddp->buckets[slot->bucket];
     /* ZeRO-2: the first gradient of a bucket since its reduction (autograd's own tensor so far)
@@ -171,17 +173,39 @@ static gc_status finish(gc_ddp *ddp, bool check_unused) {
     gc_status launched = launch_ready(ddp);
     if (status == GC_OK) status = launched;
     for (int b = 0; b < ddp->n_buckets; b++) { /* in launch order */
-        if (!ddp->buckets[b].work) continue;
-        gc_status done = retire(ddp, &ddp->buckets[b]);
+        gc_ddp_bucket *bucket = &ddp->buckets[b];
+        gc_status done = bucket->work ? retire(ddp, bucket) : GC_OK;
         if (status == GC_OK) status = done;
+        bucket->pending = bucket->count;
+        bucket->skipped = false;
     }
     for (int s = 0; s < ddp->n_slots; s++) {
         ddp->slots[s].ready = false;
+        ddp->slots[s].expected = true;
         if (check_unused) ddp->slots[s].used = false;
     }
     ddp->next_launch = 0;
     ddp->stats.syncs++;
     return status;
+}
+
+void gc_ddp_expect_params(gc_ddp *ddp, const gc_param_list *params) {
+    if (ddp->next_launch > 0) gc_fatal("ddp: expect_params during a synced backward (call it before the backward)");
+    for (int s = 0; s < ddp->n_slots; s++) {
+        gc_ddp_slot *slot = &ddp->slots[s];
+        slot->expected = !params;
+        for (int i = 0; params && i < params->count && !slot->expected; i++)
+            slot->expected = params->items[i].tensor == slot->param;
+        if (!slot->expected && !slot->ready) { /* nothing to wait for */
+            slot->ready = true;
+            ddp->buckets[slot->bucket].pending--;
+        }
+    }
+    for (int b = 0; b < ddp->n_buckets; b++) {
+        gc_ddp_bucket *bucket = &ddp->buckets[b];
+        bucket->skipped = true;
+        for (int s = bucket->first; s < bucket->first + bucket->count; s++) bucket->skipped &= !ddp->slots[s].expected;
+    }
 }
 
 gc_status gc_ddp_wait(gc_ddp *ddp) { return finish(ddp, true); }

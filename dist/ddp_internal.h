@@ -16,6 +16,7 @@ typedef struct gc_ddp_slot {
     int bucket;
     bool used;         /* a backward reached it since the last checked reduction */
     bool ready;        /* its gradient is final for the synced backward under way */
+    bool expected;     /* the synced backward under way may reach it (gc_ddp_expect_params) */
 } gc_ddp_slot;
 
 typedef struct gc_ddp_bucket {
@@ -29,6 +30,7 @@ typedef struct gc_ddp_bucket {
     int64_t numel, shard_offset, shard_count;
     int first, count;    /* its slots: slots[first, first + count) */
     int pending;         /* slots not ready yet in this synced backward */
+    bool skipped;        /* this synced backward reaches none of its slots: it is not reduced */
     gc_dist_work *work;  /* its reduction while in flight */
 } gc_ddp_bucket;
 

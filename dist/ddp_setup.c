@@ -130,7 +130,8 @@ gc_status gc_ddp_build_buckets(gc_ddp *ddp, const gc_param_list *params) {
             bucket_bytes = 0;
         }
         ddp->slots[ddp->n_slots++] = (gc_ddp_slot){
-            .ddp = ddp, .param = gc_tensor_retain(param), .offset = open->numel, .bucket = ddp->n_buckets - 1};
+            .ddp = ddp, .param = gc_tensor_retain(param), .offset = open->numel, .bucket = ddp->n_buckets - 1,
+            .expected = true};
         gc_param_list_add(&ddp->params, "", params->items[i].name, param, params->items[i].no_decay);
         open->count++;
         open->numel += gc_numel(param);

@@ -251,7 +251,7 @@ static gc_status forward_backward(const gc_cache *cache, int m, model_pass *pass
             gc_rng_replay_end(&saved);
         }
         check_second_pass(m, c, rep, seed);
-        bool last = last_model && c == pass->n_chunks - 1, synced = gc_cache_sync_before(sync, last);
+        bool last = last_model && c == pass->n_chunks - 1, synced = gc_cache_sync_before(sync, last, model->params);
         gc_status status = rep ? gc_cache_backward(config->backward, rep, seed, config->user) : gc_last_status();
         status = gc_cache_sync_after(sync, synced, last, status);
         gc_tensor_release(rep);

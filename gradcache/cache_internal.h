@@ -46,9 +46,9 @@ typedef struct gc_cache_sync {
     bool every;   /* sync_every_backward, or a bucketer that reduces every backward (ZeRO-2b) */
 } gc_cache_sync;
 gc_status gc_cache_sync_begin(const gc_cache *cache, int64_t backwards, gc_cache_sync *sync);
-/* Sets the sync of the next backward (the step's last one when `last`); returns whether it
- * is synced. */
-bool gc_cache_sync_before(const gc_cache_sync *sync, bool last);
+/* Sets the sync of the next backward (the step's last one when `last`), which reaches the
+ * parameters `reached` (the model's; NULL: unknown); returns whether it is synced. */
+bool gc_cache_sync_before(const gc_cache_sync *sync, bool last, const gc_param_list *reached);
 /* After that backward, given its status: a synced backward's reduction is waited for. */
 gc_status gc_cache_sync_after(const gc_cache_sync *sync, bool synced, bool last, gc_status status);
 void gc_cache_sync_end(const gc_cache_sync *sync);

@@ -75,11 +75,14 @@ gc_status gc_cache_sync_begin(const gc_cache *cache, int64_t backwards, gc_cache
     return status;
 }
 
-bool gc_cache_sync_before(const gc_cache_sync *sync, bool last) {
+bool gc_cache_sync_before(const gc_cache_sync *sync, bool last, const gc_param_list *reached) {
     if (!sync->ddp) return false;
     /* the caller's setting decides whether this step syncs at all (an outer accumulation) */
     bool synced = sync->outer && (last || sync->every);
     gc_ddp_set_require_sync(sync->ddp, synced);
+    /* reducing every backward, each reduces only its own model's gradients: the other models'
+     * buckets neither hold its buckets up nor get reduced as zeros */
+    if (synced && sync->every && reached) gc_ddp_expect_params(sync->ddp, reached);
     return synced;
 }
 

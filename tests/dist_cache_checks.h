@@ -3,8 +3,8 @@
  * parameter the gradient one process gets over the whole global batch (norm-relative
  * <= 1e-5 in f32, <= 1e-10 in f64), and after an AdamW step the parameters must be equal on
  * every rank, bitwise, and to the one process's to the same tolerance; the bucketer must
- * run exactly one all-reduce per bucket per step with sync suppressed, one per bucket per
- * synced backward without. The one process runs on the CPU: on a GPU this also checks the
+ * run exactly one all-reduce per bucket per step with sync suppressed, one per bucket of the
+ * model's parameters per synced backward without. The one process runs on the CPU: on a GPU this also checks the
  * CUDA backend against the CPU. No dropout: the ranks draw their own masks, which one
  * process cannot reproduce. */
 #ifndef GC_TESTS_DIST_CACHE_CHECKS_H
@@ -146,11 +146,14 @@ static int dist_cache_body(int rank, int world, void *arg) {
     double loss = 0, ref_loss = 0;
     CHECK_MSG(step(s, &config, inputs, &loss) == GC_OK, "%s: %s", s->name, gc_last_error());
     gc_ddp_stats after = gc_ddp_get_stats(ddp);
-    int64_t chunks = (s->counts[rank] + s->chunk - 1) / s->chunk * 2; /* both models, same chunk count */
-    int64_t backwards = s->full_batch ? 2 : chunks, syncs = s->sync_every_backward ? backwards : 1;
-    CHECK_MSG(after.all_reduces - before.all_reduces == syncs * after.buckets,
-              "%s: %lld all-reduces for %d buckets and %lld synced backwards", s->name,
-              (long long)(after.all_reduces - before.all_reduces), after.buckets, (long long)syncs);
+    /* reducing every backward, a model's backward reduces the buckets of its own parameters */
+    int64_t chunks = s->full_batch ? 1 : (s->counts[rank] + s->chunk - 1) / s->chunk; /* per model, both alike */
+    int64_t reductions = s->sync_every_backward
+                             ? chunks * (dist_buckets_holding(ddp, &q.params) + dist_buckets_holding(ddp, &second->params))
+                             : after.buckets;
+    CHECK_MSG(after.all_reduces - before.all_reduces == reductions,
+              "%s: %lld all-reduces for %d buckets, want %lld", s->name,
+              (long long)(after.all_reduces - before.all_reduces), after.buckets, (long long)reductions);
     CHECK_MSG(after.buckets >= (s->tied ? 2 : 3), "%d buckets", after.buckets); /* small buckets split them */
 
     gc_batch ref_inputs[2] = {{1, {"x"}, {xq}}, {1, {"x"}, {xp}}};

@@ -156,6 +156,21 @@ static inline bool dist_all_pass(int world, dist_body body, void *arg, double se
     return ok;
 }
 
+/* How many of the bucketer's buckets hold a parameter of `params`. */
+static inline int64_t dist_buckets_holding(const gc_ddp *ddp, const gc_param_list *params) {
+    int64_t holding = 0;
+    for (int b = 0; b < gc_ddp_bucket_count(ddp); b++) {
+        bool holds = false;
+        for (int i = 0; i < gc_ddp_get_bucket(ddp, b).n_params; i++) {
+            int64_t offset;
+            gc_tensor *t = gc_ddp_bucket_param(ddp, b, i, &offset)->tensor;
+            for (int j = 0; j < params->count; j++) holds |= params->items[j].tensor == t;
+        }
+        holding += holds;
+    }
+    return holding;
+}
+
 /* A process group for a test body (the TCP backend; every rank of the spawned world). */
 static inline gc_process_group *dist_test_group(double timeout) {
     gc_dist_options options = {.backend = GC_DIST_TCP, .timeout_seconds = timeout};

@@ -9,9 +9,10 @@
  *     clipping;
  *   - to a tolerance where it is not (see zero_tolerance);
  *   - equal on every rank, bitwise, always;
- *   - with the collectives counted: a reduce-scatter per bucket per reduction (per backward
- *     at 2b), an all-gather per bucket per step taken, one small all-reduce for the loss
- *     scaler's verdict and one for the clipping norm, nothing else beyond the reference's;
+ *   - with the collectives counted: a reduce-scatter per bucket per step (at 2b, per bucket
+ *     of the backward's model per backward), an all-gather per bucket per step taken, one
+ *     small all-reduce for the loss scaler's verdict and one for the clipping norm, nothing
+ *     else beyond the reference's;
  *   - after the reduction and between steps, the gradient memory is the shards (and at ZeRO-1
  *     the local gradient), exactly, by the allocator's count of gradient bytes;
  *   - a step one rank finds an inf in (a poisoned element of rank 0's shard) is skipped by
@@ -82,8 +83,12 @@ static int dist_zero_body(int rank, int world, void *arg) {
     size_t want_grads = (size_t)n * element * (c->zero == GC_ZERO_1 ? 2 : 1) + shards;
     bool every = c->zero == GC_ZERO_2_EVERY_BACKWARD || c->sync_every_backward;
     bool bitwise = !c->clip && !every && c->backend == GC_DIST_TCP; /* NCCL's algorithms differ by collective */
-    int64_t backwards = c->full_batch ? 2 : 2 * ZERO_GLOBAL_ROWS / world / ZERO_CHUNK;
-    int64_t reductions = every ? backwards : 1, ref_reductions = c->sync_every_backward ? backwards : 1; /* per step */
+    /* reductions per step: one per bucket, or when every backward is reduced one per bucket of
+     * the backward's model, each model's chunks after another */
+    int64_t chunks = c->full_batch ? 1 : ZERO_GLOBAL_ROWS / world / ZERO_CHUNK;
+    int64_t by_model = chunks * (dist_buckets_holding(z.ddp, &z.q.params) +
+                                 dist_buckets_holding(z.ddp, c->tied ? &z.q.params : &z.p.params));
+    int64_t reductions = every ? by_model : buckets, ref_reductions = c->sync_every_backward ? by_model : buckets;
     for (int step = 0; step < STEPS; step++) {
         zero_counts a = zero_counts_of(group, &ref);
         bool ref_took = zero_step_of(&ref, group, c, step, 0);
@@ -93,12 +98,13 @@ static int dist_zero_body(int rank, int world, void *arg) {
         CHECK_MSG(took == ref_took && took == !(c->scaler && step == POISONED_STEP), "%s, step %d: taken %d, reference %d",
                   c->name, step, took, ref_took);
         /* beyond the reference's: the reductions, the gathers, the verdict and the norm */
-        int64_t extra = buckets * (reductions - ref_reductions) + (took ? buckets : 0) + (took && c->clip) +
+        int64_t extra = reductions - ref_reductions + (took ? buckets : 0) + (took && c->clip) +
                         (every && !c->sync_every_backward); /* the check that every rank runs as many */
         CHECK_MSG(e.group.collectives - d.group.collectives == b.group.collectives - a.group.collectives + extra,
                   "%s, step %d: %lld collectives, the reference %lld", c->name, step,
                   (long long)(e.group.collectives - d.group.collectives), (long long)(b.group.collectives - a.group.collectives));
-        CHECK(e.ddp.all_reduces - d.ddp.all_reduces == buckets * reductions);
+        CHECK_MSG(e.ddp.all_reduces - d.ddp.all_reduces == reductions, "%s, step %d: %lld reductions, want %lld", c->name,
+                  step, (long long)(e.ddp.all_reduces - d.ddp.all_reduces), (long long)reductions);
         CHECK(e.zero.all_gathers - d.zero.all_gathers == (took ? buckets : 0));
         CHECK(e.zero.agreements - d.zero.agreements == c->scaler + (took && c->clip));
         CHECK_MSG(zero_same_on_every_rank(group, &z), "%s, step %d: the ranks' parameters differ", c->name, step);

@@ -104,6 +104,18 @@ bool gc_ddp_require_sync(const gc_ddp *ddp);
  * GC_ZERO_2_EVERY_BACKWARD). Then gc_ddp_wait as usual. */
 void gc_ddp_micro_batch(gc_ddp *ddp, int index, int count);
 
+/* Announces that the next synced backward reaches the parameters of `params` only (the
+ * bucketer's, or some of them; NULL: any, the default, restored by every gc_ddp_wait): the
+ * buckets holding none of them are not reduced after it, and the others do not wait for their
+ * parameters outside the list. For a synced backward that only adds its own gradients to what
+ * the last reduction left -- one model's chunk when every backward is reduced (Gradient Cache
+ * announces each model's parameters then) -- this is what lets the buckets be launched and, at
+ * ZeRO-2, freed while that backward runs: in bucket order, a bucket of another model would
+ * otherwise hold up every bucket after it until gc_ddp_wait, and be reduced as zeros. Every
+ * rank must announce the same. Call it before the backward; a backward that reaches a
+ * parameter left out stops the program naming it. */
+void gc_ddp_expect_params(gc_ddp *ddp, const gc_param_list *params);
+
 /* After a synced backward: launches what is left, waits for every bucket, and leaves each
  * gradient averaged over the ranks. A parameter that no backward reached since the last
  * gc_ddp_wait is a programmer error unless find_unused_parameters is set. With sync off it
