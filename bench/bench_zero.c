@@ -1,8 +1,9 @@
 /* What ZeRO saves in a distributed Gradient Cache step, measured: for world sizes 1, 2 and 4 on
  * the CPU (processes started by gc_launch, the library's launcher), ZeRO-0, 1, 2a (reduce once
  * per step) and 2b (reduce after every chunk's backward), f32 and f16, a dual encoder of the
- * `small` size (two towers of nn's text encoder: dim 128, 4 heads, 4 layers, MLP 512,
- * projection 128) trained with AdamW, clipping, and in f16 the loss scaler. Each row is one
+ * `small` preset (two towers: dim 128, 4 heads, 4 layers, MLP 512, projection 128) or, with
+ * --init DIR, a pretrained model folder's one tied encoder (all-MiniLM-L6-v2), trained with
+ * AdamW, clipping, and in f16 the loss scaler. Each row is one
  * rank's peak live bytes during a step, split by memory role at the moment of the peak
  * (gc_memory_stats.role_peak_bytes: exact), the rank whose peak is highest; the bytes that rank
  * sent per step (measured by the TCP ring) and the collectives it ran. Run with --help. */
@@ -17,6 +18,7 @@
 typedef struct options {
     int64_t rows, chunk, length, bucket_kib;
     int steps;
+    const char *init; /* a pretrained model folder instead of the small preset */
 } options;
 
 static void fail(const char *what) {
@@ -27,49 +29,16 @@ static void fail(const char *what) {
 /* One configuration's figures on one rank, in the order they are printed. */
 enum { PARAMETERS, GRADIENTS, OPTIMIZER, OTHER, PEAK, SENT, COLLECTIVES, MILLISECONDS, FIGURES };
 
-typedef struct model {
-    gc_text_encoder towers[2];
-    gc_param_list tower_params[2], params; /* each tower's, both */
-} model;
-
-static void make_model(model *m, gc_dtype dtype, int64_t length) {
-    gc_text_encoder_config small = {.vocab = GC_TOKEN_VOCAB, .max_length = length, .dim = 128, .heads = 4, .layers = 4,
-                                    .hidden = 512, .projection = 128, .dropout = 0.1, .activation = GC_ACT_GELU_ERF,
-                                    .pooling = GC_POOL_MEAN, .dtype = dtype};
-    gc_generator init = {1, 0};
+/* The model under the parameters' memory role: the `small` preset's dual encoder, or with
+ * --init one tied encoder from a pretrained folder (gradcache/measure.h). */
+static void make_setup(gc_bench_setup *setup, gc_dtype dtype, const options *o) {
     gc_memory_role previous = gc_memory_set_role(GC_MEMORY_PARAMETERS);
-    *m = (model){0};
-    for (int t = 0; t < 2; t++) {
-        if (gc_text_encoder_init(&m->towers[t], &small, gc_cpu(), &init) != GC_OK) fail("the model");
-        gc_text_encoder_params(&m->towers[t], t ? "passage" : "query", &m->params);
-        gc_text_encoder_params(&m->towers[t], t ? "passage" : "query", &m->tower_params[t]);
-    }
+    gc_text_encoder_config small = gc_model_preset(1, o->length);
+    small.dtype = dtype;
+    gc_status status = o->init ? gc_bench_setup_from_folder(setup, o->init, o->length, dtype, 1, gc_cpu())
+                               : gc_bench_setup_init(setup, &small, false, 1, gc_cpu());
+    if (status != GC_OK) fail("the model");
     gc_memory_set_role(previous);
-}
-
-static void free_model(model *m) {
-    gc_param_list_free(&m->params);
-    for (int t = 0; t < 2; t++) gc_param_list_free(&m->tower_params[t]);
-    for (int t = 0; t < 2; t++) gc_text_encoder_free(&m->towers[t]);
-}
-
-static gc_tensor *forward(void *tower, const gc_batch *chunk) {
-    return gc_text_encoder_forward(tower, chunk->tensors[0], chunk->tensors[1], true);
-}
-
-/* ids i32 [rows, length] of random bytes after [CLS], every position real (mask of ones). */
-static void make_tokens(int64_t rows, int64_t length, gc_dtype dtype, uint64_t seed, gc_tensor **ids, gc_tensor **mask) {
-    int32_t *values = malloc((size_t)(rows * length) * sizeof *values);
-    if (!values) fail("host memory");
-    uint64_t state = seed * 0x9E3779B97F4A7C15u + 1;
-    for (int64_t i = 0; i < rows * length; i++) {
-        state = state * 6364136223846793005u + 1442695040888963407u;
-        values[i] = i % length == 0 ? GC_TOKEN_CLS : GC_TOKEN_FIRST_BYTE + (int32_t)(state >> 56);
-    }
-    *ids = gc_from_host(values, GC_SHAPE(rows, length), GC_I32, gc_cpu());
-    *mask = gc_ones(GC_SHAPE(rows, length), dtype, gc_cpu());
-    free(values);
-    if (!*ids || !*mask) fail("the batch");
 }
 
 /* One training step: the cached step, the loss scaler's verdict, clipping, the update. True when
@@ -93,36 +62,32 @@ static bool train_step(gc_cache *cache, const gc_batch *inputs, gc_ddp *ddp, gc_
 static void measure(gc_process_group *group, gc_dtype dtype, gc_zero zero, const options *o, double *figures) {
     gc_device cpu = gc_cpu();
     gc_memory_stats base = gc_memory_get_stats(cpu);
-    model m;
-    make_model(&m, dtype, o->length);
+    gc_bench_setup setup;
+    make_setup(&setup, dtype, o);
     size_t bucket = (size_t)o->bucket_kib << 10;
-    gc_ddp *ddp = gc_ddp_new(group, &m.params, &(gc_ddp_options){bucket, bucket, false, true, zero});
+    gc_ddp *ddp = gc_ddp_new(group, &setup.model.params, &(gc_ddp_options){bucket, bucket, false, true, zero});
     if (!ddp) fail("the bucketer");
     gc_zero_adamw *opt = gc_zero_adamw_new(ddp, 1e-4, 0.9, 0.999, 1e-8, 0.01);
-    gc_tensor *ids[2], *mask[2];
-    for (int t = 0; t < 2; t++) make_tokens(o->rows, o->length, dtype, 10 * (uint64_t)gc_dist_rank(group) + t, &ids[t], &mask[t]);
-    gc_batch inputs[2] = {{2, {"ids", "mask"}, {ids[0], mask[0]}}, {2, {"ids", "mask"}, {ids[1], mask[1]}}};
-    gc_contrastive_options loss = {.similarity = GC_SIMILARITY_COSINE, .temperature = 0.05};
+    setup.data = (gc_generator){10 + (uint64_t)gc_dist_rank(group), 0}; /* each rank its own texts */
+    gc_bench_batch batch;
+    if (gc_bench_batch_make(&setup, o->rows, &batch) != GC_OK) fail("the batch");
     gc_loss_scaler scaler;
     gc_loss_scaler_init(&scaler);
     scaler.scale = 1024; /* a small model's first gradients: no overflow to skip at first */
-    gc_cache_config config = {.n_models = 2,
-                              .models = {{&m.towers[0], forward, o->chunk, &m.tower_params[0]},
-                                         {&m.towers[1], forward, o->chunk, &m.tower_params[1]}},
-                              .loss = gc_contrastive_loss_fn(&loss),
-                              .scaler = dtype == GC_F16 ? &scaler : NULL,
-                              .group = group,
-                              .ddp = ddp};
+    gc_cache_config config = gc_bench_cache_config(&setup, o->chunk);
+    config.scaler = dtype == GC_F16 ? &scaler : NULL;
+    config.group = group;
+    config.ddp = ddp;
     gc_cache *cache = gc_cache_new(&config);
     gc_loss_scaler *scaling = dtype == GC_F16 ? &scaler : NULL;
     /* the first step allocates the optimizer's state: measured from the second on */
-    for (int tries = 0; !train_step(cache, inputs, ddp, opt, scaling); tries++)
+    for (int tries = 0; !train_step(cache, batch.inputs, ddp, opt, scaling); tries++)
         if (tries == 5) fail("five steps skipped for an overflow");
     gc_memory_reset_peak(cpu);
     gc_dist_stats before = gc_dist_get_stats(group);
     double start = gc_seconds();
     for (int s = 0; s < o->steps; s++)
-        if (!train_step(cache, inputs, ddp, opt, scaling)) fail("a measured step was skipped");
+        if (!train_step(cache, batch.inputs, ddp, opt, scaling)) fail("a measured step was skipped");
     double seconds = (gc_seconds() - start) / o->steps;
     gc_memory_stats stats = gc_memory_get_stats(cpu);
     gc_dist_stats after = gc_dist_get_stats(group);
@@ -135,8 +100,8 @@ static void measure(gc_process_group *group, gc_dtype dtype, gc_zero zero, const
     gc_cache_free(cache);
     gc_zero_adamw_free(opt);
     gc_ddp_free(ddp);
-    free_model(&m);
-    for (int t = 0; t < 2; t++) gc_tensor_release(ids[t]), gc_tensor_release(mask[t]);
+    gc_bench_batch_free(&batch);
+    gc_bench_setup_free(&setup);
 }
 
 /* A rank of one world: every configuration; rank 0 prints the row of the rank whose peak is
@@ -169,9 +134,9 @@ static int run_rank(const options *o) {
 /* The parent: each world started with gc_launch, its rank 0's rows (written to a log folder)
  * printed under one header. */
 static int run_worlds(char **argv, const int *worlds, int n_worlds, const options *o) {
-    printf("per-rank peak MB during a step (split at the peak), %lld pairs per rank, chunks of %lld, %lld tokens, "
-           "buckets of %lld KiB\n\n", (long long)o->rows, (long long)o->chunk, (long long)o->length,
-           (long long)o->bucket_kib);
+    printf("%s: per-rank peak MB during a step (split at the peak), %lld pairs per rank, chunks of %lld, %lld "
+           "tokens, buckets of %lld KiB\n\n", o->init ? o->init : "the small preset", (long long)o->rows,
+           (long long)o->chunk, (long long)o->length, (long long)o->bucket_kib);
     printf("| world | dtype | ZeRO | parameters | gradients | optimizer | activations & other | peak | MB sent "
            "| collectives | step ms |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
     fflush(stdout);
@@ -206,19 +171,22 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--rows") == 0 && value) o.rows = atoll(argv[++i]);
         else if (strcmp(argv[i], "--chunk") == 0 && value) o.chunk = atoll(argv[++i]);
         else if (strcmp(argv[i], "--bucket-kib") == 0 && value) o.bucket_kib = atoll(argv[++i]);
+        else if (strcmp(argv[i], "--length") == 0 && value) o.length = atoll(argv[++i]);
         else if (strcmp(argv[i], "--steps") == 0 && value) o.steps = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--init") == 0 && value) o.init = argv[++i];
         else if (strcmp(argv[i], "--world") == 0 && value) worlds[0] = atoi(argv[++i]), n_worlds = 1;
         else {
-            printf("usage: %s [--rows N] [--chunk C] [--bucket-kib K] [--steps S] [--world W]\n"
+            printf("usage: %s [--init DIR] [--rows N] [--chunk C] [--length T] [--bucket-kib K] [--steps S] [--world W]\n"
                    "Prints a markdown table of per-rank peak memory, split by role, bytes sent and collectives per\n"
-                   "step, for worlds of 1, 2 and 4 processes (or W), ZeRO 0/1/2a/2b, f32 and f16: N pairs per rank\n"
-                   "(default 32) in chunks of C (8), buckets of K KiB (1024), the mean of S steps (2) after one.\n",
+                   "step, for worlds of 1, 2 and 4 processes (or W), ZeRO 0/1/2a/2b, f32 and f16: the small preset\n"
+                   "(or DIR's pretrained model), N pairs per rank (default 32) of T tokens (32) in chunks of C (8),\n"
+                   "buckets of K KiB (1024), the mean of S steps (2) after one.\n",
                    argv[0]);
             return strcmp(argv[i], "--help") == 0 ? 0 : 2;
         }
     }
-    if (o.rows < 1 || o.chunk < 1 || o.bucket_kib < 1 || o.steps < 1 || worlds[0] < 1 || worlds[0] > 16) {
-        fprintf(stderr, "bench_zero: sizes must be positive, --world 1 to 16\n");
+    if (o.rows < 1 || o.chunk < 1 || o.length < 2 || o.bucket_kib < 1 || o.steps < 1 || worlds[0] < 1 || worlds[0] > 16) {
+        fprintf(stderr, "bench_zero: sizes must be positive, --length at least 2, --world 1 to 16\n");
         return 2;
     }
     return rank ? run_rank(&o) : run_worlds(argv, worlds, n_worlds, &o);
