@@ -17,6 +17,11 @@
     "fine-tunes a pretrained BERT-family model (one encoder for both sides) and DIR is a model folder too:\n"  \
     "config.json, tokenizer.json and model.safetensors under Hugging Face's names."
 
+/* --zero: what a data-parallel run shards, in gc_zero's order. "2" reduces once per step, as
+ * every other stage does (the same bytes on the wire as without ZeRO); "2b" after every
+ * chunk's backward (the least gradient memory, the bytes times the chunks): see docs/TRAIN.md. */
+static const char *const zero_names[] = {"0", "1", "2", "2b", NULL};
+
 /* --loss: how a --gc step computes the loss's gradient, in gc_contrastive_method's order. */
 static const char *const loss_names[] = {"auto", "tiled", "full", NULL};
 
@@ -27,6 +32,7 @@ typedef struct train_flags {
     int device;                /* an index into cli_device_choices */
     int precision;             /* CLI_PRECISION_*: config.dtype */
     int loss;                  /* an index into loss_names: config.loss */
+    int zero;                  /* an index into zero_names: config.zero */
     int64_t log_every;
     bool resume;
 } train_flags;
@@ -68,6 +74,9 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
          "rows per chunk with --gc: N, or N,M for queries and passages (default 8)"},
         {"reduce-half", CLI_FLAG_BOOL, &f->reduce_half, 0, 0, NULL,
          "data-parallel f16/bf16: average gradients in their own dtype (half the traffic) instead of f32"},
+        {"zero", CLI_FLAG_CHOICE, &flags->zero, 0, 0, zero_names,
+         "data-parallel, sharded over the processes: 0 nothing, 1 AdamW's state, 2 the gradients too (reduced once "
+         "per step), 2b the gradients reduced after every --gc chunk's backward (least memory, more traffic)"},
         {"device", CLI_FLAG_CHOICE, &flags->device, 0, 0, cli_device_choices, "where to train (cuda: the first GPU)"},
         {"mem-limit", CLI_FLAG_SIZE, &f->mem_limit, 0, 0, NULL,
          "a byte limit on the device's memory, e.g. 512M (default: GC_MEM_LIMIT's, else on the CPU 2/3 of the "
@@ -102,6 +111,7 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
         return cli_fail("train", 2, "--loss needs --gc (the plain step differentiates the full loss)");
     f->dtype = cli_precision_dtype(flags->precision);
     f->loss = (gc_contrastive_method)flags->loss;
+    f->zero = (gc_zero)flags->zero;
     return flags->gc_chunk_size ? parse_chunk_sizes(flags->gc_chunk_size, f->chunk_sizes) : 0;
 }
 
@@ -137,6 +147,8 @@ static int train(gc_trainer *trainer, const train_flags *f, report *r) {
     if (unused->count && r->printer)
         fprintf(stderr, "gradcache train: note: %s/model.safetensors: %d weight%s unused by the encoder (%s)\n",
                 f->config.init, unused->count, unused->count == 1 ? "" : "s", unused->names);
+    if (r->printer && info.world > 1)
+        fprintf(stderr, "gradcache train: %d processes started by %s\n", info.world, info.launcher);
     cli_progress_begin(&r->bar, stderr, info.step, info.total_steps, f->log_every, info.limit.bytes);
     gc_status status = gc_trainer_run(trainer);
     cli_progress_end(&r->bar);

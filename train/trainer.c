@@ -76,6 +76,26 @@ static gc_status check_config(const gc_trainer_config *c) {
     return GC_OK;
 }
 
+/* --zero 2b reduces after every chunk's backward, so every process must run as many: the
+ * largest and the smallest share of the batch must make as many chunks on each side. */
+static gc_status check_zero(const gc_trainer *t) {
+    const gc_trainer_config *c = &t->config;
+    int world = gc_train_dist_world(&t->dist);
+    if (c->zero != GC_ZERO_2_EVERY_BACKWARD || !c->gc || world == 1) return GC_OK;
+    int64_t most = (c->batch_size + world - 1) / world, least = c->batch_size / world;
+    for (int side = 0; side < 2; side++) {
+        int64_t per_example = side ? 1 + c->hard_negatives : 1, chunk = c->chunk_sizes[side];
+        int64_t many = (most * per_example + chunk - 1) / chunk, few = (least * per_example + chunk - 1) / chunk;
+        if (many != few)
+            return refuse("--zero 2b: every process must run as many chunks, but --batch-size %lld over %d processes "
+                          "gives %lld and %lld %s rows, %lld and %lld chunks of %lld (make the batch a multiple of the "
+                          "processes)", (long long)c->batch_size, world, (long long)(most * per_example),
+                          (long long)(least * per_example), side ? "passage" : "query", (long long)many,
+                          (long long)few, (long long)chunk);
+    }
+    return GC_OK;
+}
+
 /* The device, the data and the sizes the settings imply. */
 static gc_status load_data(gc_trainer *t) {
     const gc_trainer_config *c = &t->config;
@@ -83,6 +103,7 @@ static gc_status load_data(gc_trainer *t) {
     gc_status status = gc_train_dist_begin(&t->dist, c->batch_size, &t->device);
     if (status == GC_OK && gc_device_check_dtype(t->device, c->dtype) != GC_OK)
         status = refuse("--precision %s: %s", gc_dtype_name(c->dtype), gc_last_error());
+    if (status == GC_OK) status = check_zero(t);
     if (status != GC_OK) return status;
     t->limit = gc_mem_limit_apply(t->device, c->mem_limit, t->dist.env.local_world_size);
     t->data_path = gc_data_path(c->data, "train");
@@ -104,9 +125,9 @@ static gc_status load_data(gc_trainer *t) {
     return GC_OK;
 }
 
-/* The model, the optimizer and the state a fresh run starts from, or the checkpoint's; then,
- * data-parallel, the gradient bucketer, which also makes every rank start from rank 0's
- * parameters. */
+/* The model; data-parallel, the gradient bucketer, which also makes every rank start from
+ * rank 0's parameters; the optimizer; and the state a fresh run starts from, or the
+ * checkpoint's (which every rank reads whole). */
 static gc_status build_model(gc_trainer *t, bool resume) {
     const gc_trainer_config *c = &t->config;
     if (c->init) {
@@ -118,9 +139,11 @@ static gc_status build_model(gc_trainer *t, bool resume) {
         if (gc_dual_encoder_init(&t->model, &config, c->tied, t->device, stream_seed(c->seed, STREAM_INIT)) != GC_OK)
             return gc_trainer_failed(t, "cannot build the model");
     }
-    if (gc_adamw_init(&t->optimizer, &t->model.params, c->lr, 0.9, 0.999, 1e-8, GC_TRAIN_WEIGHT_DECAY) != GC_OK)
+    /* the bucketer first: a sharded optimizer is built over its buckets */
+    if (gc_train_dist_attach(&t->dist, &t->model.params, !c->reduce_half, c->zero) != GC_OK)
+        return failed("cannot set up data-parallel training");
+    if (gc_train_optim_init(&t->optimizer, &t->dist, &t->model.params, c->lr, GC_TRAIN_WEIGHT_DECAY) != GC_OK)
         return failed("cannot build the optimizer");
-    t->optimizer_ready = true;
     /* warm-up over the first 10% of the steps, then linear decay to 0 */
     t->schedule = (gc_lr_schedule){c->lr, 0, t->plan.total_steps / 10, t->plan.total_steps, GC_LR_LINEAR};
     gc_manual_seed(gc_train_dist_dropout_seed(&t->dist, stream_seed(c->seed, STREAM_DROPOUT)));
@@ -136,8 +159,6 @@ static gc_status build_model(gc_trainer *t, bool resume) {
             return failed("--resume");
         gc_rng_restore(&t->progress.rng);
     }
-    if (gc_train_dist_attach(&t->dist, &t->model.params, !c->reduce_half) != GC_OK)
-        return failed("cannot set up data-parallel training");
     return GC_OK;
 }
 
@@ -218,7 +239,7 @@ void gc_trainer_free(gc_trainer *t) {
     gc_run_log_close(&t->log);
     if (t->cache) gc_cache_free(t->cache);
     gc_train_dist_end(&t->dist);
-    if (t->optimizer_ready) gc_adamw_free(&t->optimizer);
+    gc_train_optim_free(&t->optimizer);
     gc_dual_encoder_free(&t->model);
     gc_metadata_free(&t->settings);
     gc_pairs_free(&t->pairs);
@@ -233,6 +254,7 @@ void gc_trainer_free(gc_trainer *t) {
 gc_trainer_info gc_trainer_get_info(const gc_trainer *t) {
     return (gc_trainer_info){.rank = gc_train_dist_rank(&t->dist),
                              .world = gc_train_dist_world(&t->dist),
+                             .launcher = gc_dist_launcher_name(t->dist.env.launcher),
                              .step = t->progress.step,
                              .stop_step = t->stop_step,
                              .total_steps = t->plan.total_steps,

@@ -23,9 +23,7 @@ static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
 static gc_status check_overflow(gc_trainer *t, bool *skipped) {
     *skipped = false;
     if (!t->progress.scaled) return GC_OK;
-    gc_status status = gc_loss_scaler_check_grads(&t->model.params, skipped);
-    if (status == GC_OK && t->dist.group) status = gc_dist_any(t->dist.group, skipped);
-    return status;
+    return gc_train_optim_check_grads(&t->optimizer, &t->model.params, skipped);
 }
 
 /* Unscales (1 / loss_scale) and clips inside AdamW's f32 update: the gradients, 16-bit ones
@@ -33,7 +31,7 @@ static gc_status check_overflow(gc_trainer *t, bool *skipped) {
 static gc_status clip_and_update(gc_trainer *t, double loss, double loss_scale, double *grad_norm) {
     double grad_scale = 1 / loss_scale;
     gc_clear_error(); /* a nan norm with an error recorded means clipping ran out of memory */
-    *grad_norm = gc_clip_grad_scale(&t->model.params, GC_TRAIN_MAX_GRAD_NORM, &grad_scale);
+    *grad_norm = gc_train_optim_clip_grad_scale(&t->optimizer, &t->model.params, GC_TRAIN_MAX_GRAD_NORM, &grad_scale);
     if (isnan(*grad_norm) && gc_last_status() != GC_OK) return gc_last_status();
     if (!isfinite(loss) || isnan(*grad_norm)) {
         /* an update would spread the nan into every parameter: stop while the last
@@ -42,7 +40,7 @@ static gc_status clip_and_update(gc_trainer *t, double loss, double loss_scale, 
                      *grad_norm);
         return GC_ERR_FORMAT;
     }
-    return gc_adamw_step_scaled(&t->optimizer, grad_scale);
+    return gc_train_optim_step_scaled(&t->optimizer, grad_scale);
 }
 
 /* Step t->progress.step + 1: the batch, the gradients, clipping and the AdamW update. */
@@ -68,7 +66,8 @@ static gc_status run_step(gc_trainer *t, gc_step_record *record) {
     double loss_scale = t->progress.scaled ? t->progress.scaler.scale : 1, grad_norm = NAN;
     bool skipped = false;
     status = check_overflow(t, &skipped);
-    t->optimizer.lr = gc_lr_at(&t->schedule, step);
+    gc_adamw *adamw = gc_train_optim_adamw(&t->optimizer);
+    adamw->lr = gc_lr_at(&t->schedule, step);
     if (status == GC_OK && !skipped) status = clip_and_update(t, loss, loss_scale, &grad_norm);
     if (status == GC_OK && t->progress.scaled) gc_loss_scaler_update(&t->progress.scaler, skipped);
     gc_train_dist_zero_grad(&t->dist, &t->model.params);
@@ -83,7 +82,7 @@ static gc_status run_step(gc_trainer *t, gc_step_record *record) {
     *record = (gc_step_record){.step = step + 1,
                                .epoch = epoch,
                                .loss = loss,
-                               .lr = t->optimizer.lr,
+                               .lr = adamw->lr,
                                .grad_norm = grad_norm,
                                .examples_per_second = (double)c->batch_size / seconds,
                                .seconds = seconds,
@@ -96,17 +95,20 @@ static gc_status run_step(gc_trainer *t, gc_step_record *record) {
 }
 
 /* The checkpoint and the model file, both written atomically by rank 0, with every rank's
- * random-number state (every rank takes part). */
+ * random-number state and AdamW's whole state (every rank takes part). */
 gc_status gc_trainer_save(gc_trainer *t) {
     gc_batch_sampler_locate(&t->batches, t->progress.step, &t->progress.epoch, &t->progress.position);
     t->progress.rng = gc_rng_capture();
     int world = t->plan.world;
     gc_rng_context *every_rank = malloc((size_t)world * sizeof *every_rank);
     if (!every_rank) gc_fatal("train: out of host memory for %d random-number states", world);
+    gc_param_list state = {0}; /* rank 0's */
     gc_status status = gc_train_dist_gather_rng(&t->dist, &t->progress.rng, every_rank);
+    if (status == GC_OK) status = gc_train_optim_state(&t->optimizer, GC_TRAIN_OPTIMIZER_PREFIX, &state);
     if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0)
-        status = gc_train_state_save(t->checkpoint_path, &t->model, &t->optimizer, &t->progress, &t->settings, &t->plan,
-                                     every_rank);
+        status = gc_train_state_save(t->checkpoint_path, &t->model, &state, gc_train_optim_adamw(&t->optimizer)->step,
+                                     &t->progress, &t->settings, &t->plan, every_rank);
+    gc_param_list_free(&state);
     if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0) status = gc_dual_encoder_save(&t->model, t->out);
     free(every_rank);
     return status;

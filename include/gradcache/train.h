@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "gradcache/cache.h"
+#include "gradcache/ddp.h"
 #include "gradcache/device.h"
 #include "gradcache/error.h"
 #include "gradcache/loss.h"
@@ -302,6 +303,13 @@ typedef struct gc_trainer_config {
     gc_device device;           /* --device: a launched run on CUDA takes cuda:LOCAL_RANK */
     size_t mem_limit;           /* --mem-limit: bytes on the device; 0: gc_mem_limit_apply's default */
     bool reduce_half;           /* --reduce-half: data-parallel 16-bit gradients averaged in their dtype */
+    /* --zero: data-parallel, what is sharded over the processes (gradcache/zero.h): nothing,
+     * AdamW's state (GC_ZERO_1), the gradients too, reduced once per step (GC_ZERO_2) or after
+     * every chunk's backward (GC_ZERO_2_EVERY_BACKWARD). Not a setting of the checkpoint: the
+     * stages compute the same numbers (to the rounding of the clipping norm's sum, and of the
+     * order of additions at 2b), and a checkpoint resumes at any stage. A world of one has
+     * nothing to shard and ignores it. */
+    gc_zero zero;
     int64_t save_every;         /* --save-every: steps between checkpoints (0: only at the stop step) */
     int64_t stop_after;         /* --stop-after: the last step gc_trainer_run takes, as if interrupted (0: all) */
     /* called after every step's log line, on every process (process 0 writes the log), or NULL */
@@ -318,18 +326,23 @@ typedef struct gc_trainer gc_trainer;
  * seeds the default generators, and (process 0) creates the run folder, removes the
  * temporaries a killed run's saves left there and starts log.jsonl anew. The config's strings
  * are read before it returns.
- * Under a launcher (RANK, WORLD_SIZE, ...: gradcache/dist.h) the run is data-parallel: the
- * batch split over the processes, the loss over all of it, one gradient reduction per step,
+ * Under a launcher (torchrun's variables, Open MPI's, PMI's or a Slurm step's:
+ * gc_dist_env_read) the run is data-parallel: the batch split over the processes, the loss
+ * over all of it, one gradient reduction per step (per chunk at GC_ZERO_2_EVERY_BACKWARD),
  * process 0 alone writing. GC_ERR_CONFIG when a setting cannot work (more hard negatives than
  * the data has, a batch larger than the data or smaller than the processes, a dtype the device
  * lacks, a malformed launcher environment); else the status of what failed, its message
  * naming the file or the setting. On failure *trainer is NULL and nothing is left allocated. */
 gc_status gc_trainer_new(const gc_trainer_config *config, gc_trainer **trainer);
 /* The run in config->out continued from its checkpoint, bit for bit as if it had not stopped
- * (same device): as gc_trainer_new, and the checkpoint is trusted only as far as it is
- * checked: written with these settings, by as many processes, describing the model these
- * settings build, every counter and generator where such a run could have left it, no entry
- * such a run would not write. The log keeps the checkpoint's steps. */
+ * (same device, as many processes; any --zero stage): as gc_trainer_new, and the checkpoint
+ * is trusted only as far as it is checked: written with these settings, describing the model
+ * these settings build, every counter and generator where such a run could have left it, no entry
+ * such a run would not write. The log keeps the checkpoint's steps. With another number of
+ * processes it resumes too, not bitwise: each step takes the same global batch (a function of
+ * the seed and the step), split otherwise over the processes, whose dropout streams continue
+ * where the checkpoint left them (a process it has no stream of starts its own past every
+ * offset it holds), and the sums add in another order. */
 gc_status gc_trainer_resume(const gc_trainer_config *config, gc_trainer **trainer);
 /* One step (every process calls it): the batch, the gradients, clipping and the update (f16:
  * skipped when a gradient of any process overflowed), the log line, on_step, then the
@@ -347,6 +360,7 @@ void gc_trainer_free(gc_trainer *trainer);
 /* Where a run is; the pointers stay valid until gc_trainer_free. */
 typedef struct gc_trainer_info {
     int rank, world;          /* this process in a data-parallel run (0 and 1 when not launched) */
+    const char *launcher;     /* whose environment said so (gc_dist_launcher_name) */
     int64_t step;             /* steps done (a resumed run starts at its checkpoint's) */
     int64_t stop_step;        /* where gc_trainer_run stops */
     int64_t total_steps;      /* the run's length, which the learning rate's schedule spans */
