@@ -238,8 +238,8 @@ void gc_trainer_free(gc_trainer *t) {
     if (!t) return;
     gc_run_log_close(&t->log);
     if (t->cache) gc_cache_free(t->cache);
+    gc_train_optim_free(&t->optimizer); /* before the bucketer its shards are views of */
     gc_train_dist_end(&t->dist);
-    gc_train_optim_free(&t->optimizer);
     gc_dual_encoder_free(&t->model);
     gc_metadata_free(&t->settings);
     gc_pairs_free(&t->pairs);
