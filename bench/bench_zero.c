@@ -43,7 +43,8 @@ static void make_setup(gc_bench_setup *setup, gc_dtype dtype, const options *o) 
 
 /* One training step: the cached step, the loss scaler's verdict, clipping, the update. True when
  * the update was taken. */
-static bool train_step(gc_cache *cache, const gc_batch *inputs, gc_ddp *ddp, gc_zero_adamw *opt, gc_loss_scaler *scaler) {
+static bool train_step(gc_cache *cache, const gc_batch *inputs, gc_ddp *ddp, gc_zero_adamw *opt,
+                       gc_loss_scaler *scaler) {
     double loss;
     if (gc_cache_step(cache, inputs, &loss, NULL) != GC_OK) fail("the step");
     bool found_inf = false;
@@ -176,7 +177,8 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--init") == 0 && value) o.init = argv[++i];
         else if (strcmp(argv[i], "--world") == 0 && value) worlds[0] = atoi(argv[++i]), n_worlds = 1;
         else {
-            printf("usage: %s [--init DIR] [--rows N] [--chunk C] [--length T] [--bucket-kib K] [--steps S] [--world W]\n"
+            printf("usage: %s [--init DIR] [--rows N] [--chunk C] [--length T] [--bucket-kib K] [--steps S]\n"
+                   "       [--world W]\n"
                    "Prints a markdown table of per-rank peak memory, split by role, bytes sent and collectives per\n"
                    "step, for worlds of 1, 2 and 4 processes (or W), ZeRO 0/1/2a/2b, f32 and f16: the small preset\n"
                    "(or DIR's pretrained model), N pairs per rank (default 32) of T tokens (32) in chunks of C (8),\n"
@@ -185,7 +187,8 @@ int main(int argc, char **argv) {
             return strcmp(argv[i], "--help") == 0 ? 0 : 2;
         }
     }
-    if (o.rows < 1 || o.chunk < 1 || o.length < 2 || o.bucket_kib < 1 || o.steps < 1 || worlds[0] < 1 || worlds[0] > 16) {
+    if (o.rows < 1 || o.chunk < 1 || o.length < 2 || o.bucket_kib < 1 || o.steps < 1 || worlds[0] < 1 ||
+        worlds[0] > 16) {
         fprintf(stderr, "bench_zero: sizes must be positive, --length at least 2, --world 1 to 16\n");
         return 2;
     }
