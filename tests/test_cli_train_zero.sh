@@ -3,8 +3,9 @@
 # --zero 0 trains (model and checkpoint to 1e-5, below); rank 0 alone says once which
 # launcher's environment started the run; a sharded run's checkpoint holds AdamW's whole
 # state (the unsharded run's tensors), resumes bitwise with as many processes and at another
-# stage, and with another number of processes (4, and 1 unlaunched) as the data-order rule of
-# docs/TRAIN.md says; --zero 2b with shares of unequal chunk counts is refused. A tiny model.
+# stage, and with another number of processes (4, and 1 unlaunched; a plain ZeRO-0 run too) as
+# the data-order rule of docs/TRAIN.md says; --zero 2b with shares of unequal chunk counts is
+# refused. A tiny model.
 #
 # The tolerance: ZeRO-1 and 2 reduce-scatter what ZeRO-0 all-reduces (the ring's first half:
 # the same sums) and clip with the shards' sums of squares added in another order (the f64
@@ -59,12 +60,17 @@ expect_ok launch 2 -- "${train[@]}" --zero 1 --resume --out "$work/other_stage"
 check close "$work/other_stage/model.safetensors" "$work/z2/model.safetensors" "resumed at ZeRO-1: another model"
 
 # another number of processes: the same global batches, other dropout streams for the rows,
-# so another model, but a run that goes on: 4 processes at ZeRO-1, and one process alone
+# so another model, but a run that goes on: 4 processes at ZeRO-1, one process alone, and a
+# plain data-parallel run
 cp -r "$work/stopped_copy" "$work/four"
 expect_ok launch 4 -- "${train[@]}" --zero 1 --resume --out "$work/four"
 check grep -q "^\[0\] trained steps 4-6 of 6" "$work/stdout" "resumed with 4 processes: $(cat "$work/stdout")"
 check grep -q '"dist.world_size":"4"' "$work/four/checkpoint.safetensors" "the checkpoint does not say 4 processes"
 check [ "$(wc -l <"$work/four/log.jsonl")" -eq 6 ] "4 processes: the log has $(wc -l <"$work/four/log.jsonl") lines"
+# plain data-parallel (ZeRO-0) the same way: 2 processes stopped, 4 resumed
+expect_ok launch 2 -- "${train[@]}" --stop-after 3 --out "$work/plain"
+expect_ok launch 4 -- "${train[@]}" --resume --out "$work/plain"
+check grep -q "^\[0\] trained steps 4-6 of 6" "$work/stdout" "ZeRO-0 resumed with 4 processes: $(cat "$work/stdout")"
 cp -r "$work/stopped_copy" "$work/one"
 expect_ok "${train[@]}" --resume --out "$work/one"
 check grep -q "^trained steps 4-6 of 6" "$work/stdout" "resumed alone: $(cat "$work/stdout")"
