@@ -114,6 +114,11 @@ gc_status gc_contrastive_explain_non_finite(const gc_tensor *queries, const gc_t
     return GC_ERR_NON_FINITE;
 }
 
+double gc_contrastive_weight(const gc_contrastive_options *options, int64_t n_queries) {
+    double mean = n_queries ? 1.0 / (double)n_queries : NAN;
+    return (options->reduction == GC_LOSS_MEAN ? mean : 1.0) * (options->symmetric ? 0.5 : 1.0);
+}
+
 int64_t gc_contrastive_rows(const gc_tensor *queries, const gc_tensor *passages) {
     return queries->shape[0] > passages->shape[0] ? queries->shape[0] : passages->shape[0];
 }

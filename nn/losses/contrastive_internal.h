@@ -43,6 +43,11 @@ gc_status gc_contrastive_explain_non_finite(const gc_tensor *queries, const gc_t
  * GC_CONTRASTIVE_AUTO tiles above it. */
 int64_t gc_contrastive_largest_tile(const gc_contrastive_options *options, gc_device device);
 
+/* w, the weight of one query's term in one direction over `n_queries` queries (of the whole
+ * batch): 1 for a sum, 1 / n_queries for a mean (nan for none, as the untiled loss), halved
+ * when symmetric (the mean of the two directions). */
+double gc_contrastive_weight(const gc_contrastive_options *options, int64_t n_queries);
+
 /* The larger of the two sides' row counts. */
 int64_t gc_contrastive_rows(const gc_tensor *queries, const gc_tensor *passages);
 
