@@ -225,9 +225,9 @@ static int dist_cache_body(int rank, int world, void *arg) {
     return gc_test_result();
 }
 
-/* Every scenario in a world of 2, and (worlds > 2) of 4, through `backend`, each run given
- * `seconds` in all. */
-static void dist_cache_run_all(gc_dist_backend backend, int worlds, double seconds) {
+/* Every scenario in a world of 2, and (worlds > 2) of 4, through `backend` (those with the ring
+ * loss when `ring`), each run given `seconds` in all. */
+static void dist_cache_run_all(gc_dist_backend backend, int worlds, bool ring, double seconds) {
     const dist_scenario two[] = {
         {"f32, equal rows", GC_F32, {8, 8}, 0, 2, false, false, false, false,
          GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false},
@@ -245,6 +245,8 @@ static void dist_cache_run_all(gc_dist_backend backend, int worlds, double secon
          GC_DIST_TCP, true, GC_GLOBAL_LOSS_AUTO, 0, false},
         {"f32, tiled loss, tied", GC_F32, {7, 7}, 0, 2, true, false, false, false,
          GC_DIST_TCP, true, GC_GLOBAL_LOSS_AUTO, 0, false},
+    };
+    const dist_scenario two_ring[] = {
         {"f64, ring loss, unequal rows, 1 hard negative", GC_F64, {5, 8}, 1, 3, false, false, false, false, GC_DIST_TCP,
          true, GC_GLOBAL_LOSS_RING, 0, true},
         {"f32, ring loss, tied, kept last graph", GC_F32, {7, 7}, 0, 2, true, true, false, false, GC_DIST_TCP, true,
@@ -268,21 +270,27 @@ static void dist_cache_run_all(gc_dist_backend backend, int worlds, double secon
          GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false},
         {"f64, tiled loss, unequal rows", GC_F64, {3, 1, 6, 4}, 1, 2, false, false, false, false,
          GC_DIST_TCP, true, GC_GLOBAL_LOSS_AUTO, 0, false},
+    };
+    const dist_scenario four_ring[] = {
         {"f64, ring loss, unequal rows, 2 hard negatives", GC_F64, {3, 1, 6, 4}, 2, 2, false, false, false, false,
          GC_DIST_TCP, true, GC_GLOBAL_LOSS_RING, 0, true},
         {"f32, ring loss, tied, sync every backward", GC_F32, {4, 4, 4, 4}, 1, 1, true, false, true, false,
          GC_DIST_TCP, true, GC_GLOBAL_LOSS_RING, 0, true},
     };
-    for (size_t i = 0; i < sizeof two / sizeof *two; i++) {
-        dist_scenario s = two[i];
-        s.backend = backend;
-        CHECK_MSG(dist_all_pass(2, dist_cache_body, &s, seconds), "world 2: %s", s.name);
-    }
-    for (size_t i = 0; worlds > 2 && i < sizeof four / sizeof *four; i++) {
-        dist_scenario s = four[i];
-        s.backend = backend;
-        CHECK_MSG(dist_all_pass(4, dist_cache_body, &s, seconds), "world 4: %s", s.name);
-    }
+    struct {
+        const dist_scenario *scenarios;
+        size_t count;
+        int world;
+    } runs[] = {{two, sizeof two / sizeof *two, 2},
+                {two_ring, ring ? sizeof two_ring / sizeof *two_ring : 0, 2},
+                {four, worlds > 2 ? sizeof four / sizeof *four : 0, 4},
+                {four_ring, worlds > 2 && ring ? sizeof four_ring / sizeof *four_ring : 0, 4}};
+    for (size_t k = 0; k < sizeof runs / sizeof *runs; k++)
+        for (size_t i = 0; i < runs[k].count; i++) {
+            dist_scenario s = runs[k].scenarios[i];
+            s.backend = backend;
+            CHECK_MSG(dist_all_pass(runs[k].world, dist_cache_body, &s, seconds), "world %d: %s", runs[k].world, s.name);
+        }
 }
 
 #endif

@@ -18,7 +18,6 @@
 #ifndef GC_TESTS_DIST_RING_LOSS_CHECKS_H
 #define GC_TESTS_DIST_RING_LOSS_CHECKS_H
 
-#include "dist_spawn.h"
 #include "loss_tiled_cases.h"
 
 #define RING_MAX 4

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 
 #include "dist_ring_loss_checks.h"
+#include "dist_spawn.h"
 
 static int equal_body(int rank, int world, void *arg) {
     (void)rank, (void)world, (void)arg;
