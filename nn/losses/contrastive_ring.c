@@ -189,8 +189,9 @@ static gc_status prepare(ring_loss *loss, const gc_tensor *queries, const gc_ten
     const gc_contrastive_options *o = loss->options;
     gc_loss_side *q = &loss->queries, *p = &loss->passages;
     int64_t tile = loss->tiles.tile;
-    gc_status status = gc_loss_side_prepare(q, queries, o->similarity, 1.0 / o->temperature, tile);
-    if (status == GC_OK) status = gc_loss_side_prepare(p, passages, o->similarity, 1.0, tile);
+    gc_status status = gc_loss_side_prepare(q, queries, o->similarity, 1.0 / o->temperature, tile, true);
+    /* the passages' gradient arrives after the last step, in a block buffer free by then */
+    if (status == GC_OK) status = gc_loss_side_prepare(p, passages, o->similarity, 1.0, tile, false);
     if (status == GC_OK) status = gc_loss_side_start_lse(q);
     if (status != GC_OK) return status;
     gc_dtype dtype = q->reps->dtype;
@@ -255,6 +256,12 @@ static gc_status run(ring_loss *loss, const gc_tensor *queries, const gc_tensor 
     if (status != GC_OK) return status;
     grads[0] = gc_loss_seeded(loss->queries.grad, loss->seed, queries->dtype);
     grads[1] = gc_loss_seeded(loss->passages.grad, loss->seed, passages->dtype);
+    if (grads[1] && gc_loss_side_count(&loss->passages) < loss->largest_block) {
+        /* a view of the largest block's buffer: a tensor of its own size instead */
+        gc_tensor *own = gc_clone(grads[1]);
+        gc_tensor_release(grads[1]);
+        grads[1] = own;
+    }
     return grads[0] && grads[1] ? GC_OK : gc_last_status();
 }
 

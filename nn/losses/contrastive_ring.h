@@ -31,7 +31,8 @@ typedef struct ring_loss {
     int n_vectors;                          /* rows of a block's vectors: 1, or RING_VECTORS when symmetric */
     /* this rank */
     gc_loss_side queries;     /* the rows of every tile; targets are global passage indices */
-    gc_loss_side passages;    /* grad: receives the block's finished gradient */
+    gc_loss_side passages;    /* grad: the block's finished gradient, after the backward (a view of
+                                 grads[2], where it arrives) */
     gc_tensor *own_vectors;   /* [n_vectors, np] */
     gc_tensor *own_counts;    /* symmetric: [np], n_j */
     gc_loss_tiles tiles;

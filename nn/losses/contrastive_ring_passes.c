@@ -188,8 +188,12 @@ gc_status gc_ring_backward(ring_loss *loss) {
         block_release(&current);
         current = arriving;
     }
-    /* the last block's gradient is complete: it is the next rank's, and this rank's own arrives */
-    if (status == GC_OK) status = gc_dist_shift(loss->group, finished, loss->passages.grad);
+    /* the last block's gradient is complete: it is the next rank's, and this rank's own arrives,
+     * into the buffer of the block gradients that arrived (free now: the last was added) */
+    if (status == GC_OK) {
+        loss->passages.grad = gc_ring_front(loss->grads[2], loss->passage_count[loss->rank], loss->dim);
+        status = gc_dist_shift(loss->group, finished, loss->passages.grad);
+    }
     gc_tensor_release(finished);
     block_release(&current);
     return status;

@@ -54,8 +54,8 @@ static gc_status prepare(tiled_loss *loss, const gc_tensor *queries, const gc_te
     gc_loss_side *q = &loss->queries, *p = &loss->passages;
     bool symmetric = loss->tiles.symmetric;
     int64_t tile = loss->tiles.tile;
-    gc_status status = gc_loss_side_prepare(q, queries, o->similarity, 1.0 / o->temperature, tile);
-    if (status == GC_OK) status = gc_loss_side_prepare(p, passages, o->similarity, 1.0, tile);
+    gc_status status = gc_loss_side_prepare(q, queries, o->similarity, 1.0 / o->temperature, tile, true);
+    if (status == GC_OK) status = gc_loss_side_prepare(p, passages, o->similarity, 1.0, tile, true);
     if (status == GC_OK) status = gc_loss_side_start_lse(q);
     if (status == GC_OK && symmetric) status = gc_loss_side_start_lse(p);
     if (status == GC_OK)

@@ -50,7 +50,7 @@ static gc_tensor *inverse_norms(const gc_tensor *x, int64_t chunk) {
 }
 
 gc_status gc_loss_side_prepare(gc_loss_side *s, const gc_tensor *x, gc_similarity similarity, double factor,
-                               int64_t chunk) {
+                               int64_t chunk, bool with_grad) {
     s->reps = gc_to_working(x); /* f32 for f16 and bf16: a sum of squares overflows f16 */
     if (!s->reps) return gc_last_status();
     if (similarity == GC_SIMILARITY_COSINE) {
@@ -59,8 +59,8 @@ gc_status gc_loss_side_prepare(gc_loss_side *s, const gc_tensor *x, gc_similarit
     } else {
         s->scale = gc_full(GC_SHAPE(gc_loss_side_count(s)), s->reps->dtype, s->reps->device, factor);
     }
-    s->grad = gc_zeros_like(s->reps);
-    return s->scale && s->grad ? GC_OK : gc_last_status();
+    if (with_grad) s->grad = gc_zeros_like(s->reps);
+    return s->scale && (s->grad || !with_grad) ? GC_OK : gc_last_status();
 }
 
 gc_status gc_loss_side_start_lse(gc_loss_side *s) {

@@ -31,10 +31,10 @@ void gc_loss_side_release(gc_loss_side *s);
 static inline int64_t gc_loss_side_count(const gc_loss_side *s) { return s->reps->shape[0]; }
 
 /* s's representations x in working precision, its inverse norms (cosine) and scales
- * (factor: 1 / T for queries, 1 for candidates), `chunk` rows at a time, and its zeroed
- * gradient. An allocation error leaves what was made in s for the caller to release. */
+ * (factor: 1 / T for queries, 1 for candidates), `chunk` rows at a time, and, with_grad, its
+ * zeroed gradient. An allocation error leaves what was made in s for the caller to release. */
 gc_status gc_loss_side_prepare(gc_loss_side *s, const gc_tensor *x, gc_similarity similarity, double factor,
-                               int64_t chunk);
+                               int64_t chunk, bool with_grad);
 /* An empty running log-sum-exp for each row of s: max -inf, sum 0. */
 gc_status gc_loss_side_start_lse(gc_loss_side *s);
 /* lse = max + log(sum) for each row of s (a new tensor). */
