@@ -131,8 +131,8 @@ int main(int argc, char **argv) {
         printf("ring against all-gather loss: %d ranks (tcp, cpu), dim %lld, f32, cosine, symmetric, %lld "
                "passage%s per query, median of %d\n",
                world, (long long)dim, (long long)candidates, candidates > 1 ? "s" : "", reps);
-        printf("| ranks | queries | passages | method | MiB per rank | ms | loss |\n| --- | --- | --- | --- | --- | --- "
-               "| --- |\n");
+        printf("| ranks | queries | passages | method | MiB per rank | ms | loss |\n"
+               "| --- | --- | --- | --- | --- | --- | --- |\n");
     }
     for (int s = 0; s < n_sizes; s++) {
         int64_t total_queries = passages[s] / candidates;

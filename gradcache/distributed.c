@@ -72,13 +72,14 @@ gc_status gc_cache_global_batch(const gc_cache *cache, gc_tensor *const *leaves,
     }
     for (int m = 0; m < n; m++) global[m] = NULL;
     int world = gc_dist_world_size(group), rank = gc_dist_rank(group);
-    rank_rows mine = {.limit = memory_allowed(leaves[0]->device)}, *all = malloc((size_t)world * sizeof *all);
+    bool choosing = config->global_loss == GC_GLOBAL_LOSS_AUTO && config->loss.group_value_and_grad;
+    rank_rows mine = {.limit = choosing ? memory_allowed(leaves[0]->device) : 0};
+    rank_rows *all = malloc((size_t)world * sizeof *all);
     int64_t *counts = malloc((size_t)world * sizeof *counts);
     if (!all || !counts) gc_fatal("cache: out of host memory for %d ranks", world);
     for (int m = 0; m < n; m++) mine.rows[m] = leaves[m]->shape[0];
     gc_status status = gc_dist_all_gather_host(group, &mine, sizeof mine, all);
-    if (status == GC_OK && config->global_loss == GC_GLOBAL_LOSS_AUTO && config->loss.group_value_and_grad)
-        exchange->ring = ring_wanted(config, leaves, all, world);
+    if (status == GC_OK && choosing) exchange->ring = ring_wanted(config, leaves, all, world);
     for (int m = 0; m < n && status == GC_OK; m++) {
         if (exchange->ring) {
             global[m] = gc_tensor_retain(leaves[m]);

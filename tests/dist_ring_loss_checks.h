@@ -116,7 +116,8 @@ static void ring_compare(gc_process_group *group, const ring_case *c, gc_dtype d
                          gc_device device) {
     int rank = gc_dist_rank(group), world = gc_dist_world_size(group);
     int64_t passages[RING_MAX];
-    for (int r = 0; r < world; r++) passages[r] = c->explicit_targets ? c->passages[r] : c->queries[r] * (1 + c->negatives);
+    for (int r = 0; r < world; r++)
+        passages[r] = c->explicit_targets ? c->passages[r] : c->queries[r] * (1 + c->negatives);
     loss_case shape = c->shape;
     shape.n_queries = ring_sum(c->queries, world);
     shape.n_passages = ring_sum(passages, world);
@@ -126,7 +127,8 @@ static void ring_compare(gc_process_group *group, const ring_case *c, gc_dtype d
     gc_tensor *q = gc_test_random_in(GC_SHAPE(shape.n_queries, shape.dim), dtype, -shape.range, shape.range, 300);
     gc_tensor *p = gc_test_random_in(GC_SHAPE(shape.n_passages, shape.dim), dtype, -shape.range, shape.range, 301);
     gc_tensor *targets = c->explicit_targets ? ring_targets(shape.n_queries, shape.n_passages) : NULL;
-    gc_tensor *q_part = gc_slice0(q, starts[0], starts[0] + counts[0]), *p_part = gc_slice0(p, starts[1], starts[1] + counts[1]);
+    gc_tensor *q_part = gc_slice0(q, starts[0], starts[0] + counts[0]);
+    gc_tensor *p_part = gc_slice0(p, starts[1], starts[1] + counts[1]);
     gc_tensor *my_q = on(q_part, device), *my_p = on(p_part, device), *targets_there = on(targets, device);
     gc_contrastive_options options = options_of(&shape, targets_there, GC_CONTRASTIVE_TILED, c->tile);
 
@@ -136,7 +138,8 @@ static void ring_compare(gc_process_group *group, const ring_case *c, gc_dtype d
         gc_contrastive_loss_ring(group, my_q, my_p, &options, seed, &got.value, &got.grads[0], &got.grads[1]);
     REQUIRE(status == GC_OK);
     int64_t sent = gc_dist_get_stats(group).bytes - before.bytes;
-    int64_t want_sent = ring_bytes(passages, world, rank, shape.dim, shape.symmetric, gc_dtype_size(gc_working_dtype(dtype)));
+    size_t element = gc_dtype_size(gc_working_dtype(dtype));
+    int64_t want_sent = ring_bytes(passages, world, rank, shape.dim, shape.symmetric, element);
     CHECK_MSG(sent == want_sent, "%s, %s: rank %d sent %lld bytes, the ring's blocks are %lld", shape.name,
               gc_dtype_name(dtype), rank, (long long)sent, (long long)want_sent);
     for (int s = 0; s < 2; s++)

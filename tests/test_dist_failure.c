@@ -1,6 +1,7 @@
 /* Failures become errors, never hangs: a rank killed mid-run, a rank that stops taking
- * part, the same two in the middle of a ring loss, a peer that never arrives, an unreachable master, a port in use, ranks that disagree
- * on the world size, and malformed environment variables. Timeouts are shortened to a few
+ * part, the same two in the middle of a ring loss, a peer that never arrives, an unreachable
+ * master, a port in use, ranks that disagree on the world size, and malformed environment
+ * variables. Timeouts are shortened to a few
  * seconds; each surviving rank checks its own error (GC_ERR_PEER, a message naming the
  * collective and a rank) and how long it took. */
 #include <sys/time.h>

@@ -16,9 +16,9 @@ static int equal_body(int rank, int world, void *arg) {
 }
 
 /* 2048 rows a side on each of 4 ranks, width 64, cosine and symmetric: what the loss
- * allocates beyond its inputs, at its peak, is its queries' gradient, two blocks in flight
- * and three block gradients (its passages' gradient arrives in one of them), one tile of
- * scores (512^2) and a few numbers per row: 6 n D + 32 n floats (n rows of this rank's, D
+ * allocates beyond its inputs, at its peak, is its queries' gradient, two blocks and two
+ * block gradients in flight (its passages' gradient arrives in one of them), one tile of
+ * scores (512^2) and a few numbers per row: 5 n D + 32 n floats (n rows of this rank's, D
  * wide) plus the tile; less than the all-gather loss's floor, the gathered rows and their
  * gradients, 4 (4 n) D floats. */
 static int memory_body(int rank, int world, void *arg) {
@@ -35,7 +35,7 @@ static int memory_body(int rank, int world, void *arg) {
     gc_tensor *gq = NULL, *gp = NULL;
     REQUIRE(gc_contrastive_loss_ring(group, q, p, &options, 1, &value, &gq, &gp) == GC_OK);
     size_t working = gc_memory_get_stats(gc_cpu()).peak_bytes - live;
-    size_t bound = (size_t)(6 * n * dim + 32 * n) * sizeof(float) +
+    size_t bound = (size_t)(5 * n * dim + 32 * n) * sizeof(float) +
                    (size_t)GC_CONTRASTIVE_TILE_CPU * GC_CONTRASTIVE_TILE_CPU * sizeof(float);
     size_t gathered = 4 * (size_t)(world * n * dim) * sizeof(float);
     fprintf(stderr, "rank %d: the ring loss allocates %zu bytes (bound %zu; the all-gather loss at least %zu)\n", rank,

@@ -105,8 +105,8 @@ gc_status gc_contrastive_loss_tiled(const gc_tensor *queries, const gc_tensor *p
  * positive is global passage i (Np / Nq)); method is not used (the ring always tiles); the
  * tile is sized by this rank's rows. Every rank must call it with the same options, D and
  * dtype (checked: a difference stops the program naming both ranks).
- * Memory per rank beyond its inputs: its queries' gradient, two blocks in flight and three
- * block gradients (its passages' gradient arrives in one of them): about 6 (B / N) D
+ * Memory per rank beyond its inputs: its queries' gradient, and two blocks and two block
+ * gradients in flight (its passages' gradient arrives in one of them): about 5 (B / N) D
  * working-precision numbers for B rows per side over N ranks, one tile of scores and
  * O(B / N) numbers -- never the global batch (explicit targets and the counts of their
  * positives are O(B) numbers). Sent per rank: 2 (N - 1) blocks of rows

@@ -141,7 +141,8 @@ static gc_tensor *own_counts(const ring_loss *loss, gc_dtype dtype, gc_device de
 
 /* Copies `from` [n] (scaled by factor) into row i of t [k, n]. */
 static gc_status set_row(gc_tensor *t, int64_t i, const gc_tensor *from, double factor) {
-    gc_tensor *row = gc_ring_row(t, i), *scaled = factor == 1 ? gc_tensor_retain((gc_tensor *)from) : gc_mul_scalar(from, factor);
+    gc_tensor *row = gc_ring_row(t, i);
+    gc_tensor *scaled = factor == 1 ? gc_tensor_retain((gc_tensor *)from) : gc_mul_scalar(from, factor);
     gc_status status = scaled ? gc_copy_(row, scaled) : gc_last_status();
     GC_RELEASE_ALL(row, scaled);
     return status;
@@ -178,7 +179,7 @@ static gc_status make_buffers(ring_loss *loss, gc_dtype dtype, gc_device device)
             ok = ok && loss->stats[i];
         }
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 2; i++) {
         loss->grads[i] = gc_empty(GC_SHAPE(block), dtype, device);
         ok = ok && loss->grads[i];
     }
@@ -190,7 +191,7 @@ static gc_status prepare(ring_loss *loss, const gc_tensor *queries, const gc_ten
     gc_loss_side *q = &loss->queries, *p = &loss->passages;
     int64_t tile = loss->tiles.tile;
     gc_status status = gc_loss_side_prepare(q, queries, o->similarity, 1.0 / o->temperature, tile, true);
-    /* the passages' gradient arrives after the last step, in a block buffer free by then */
+    /* the passages' gradient arrives at the last step, in a block gradient's buffer */
     if (status == GC_OK) status = gc_loss_side_prepare(p, passages, o->similarity, 1.0, tile, false);
     if (status == GC_OK) status = gc_loss_side_start_lse(q);
     if (status != GC_OK) return status;
@@ -236,9 +237,9 @@ static gc_status explain_non_finite(const ring_loss *loss, const gc_tensor *quer
 
 static void release_buffers(ring_loss *loss) {
     GC_RELEASE_ALL(loss->reps_in[0], loss->reps_in[1], loss->vectors_in[0], loss->vectors_in[1], loss->stats[0],
-                   loss->stats[1], loss->grads[0], loss->grads[1], loss->grads[2]);
+                   loss->stats[1], loss->grads[0], loss->grads[1]);
     loss->reps_in[0] = loss->reps_in[1] = loss->vectors_in[0] = loss->vectors_in[1] = NULL;
-    loss->stats[0] = loss->stats[1] = loss->grads[0] = loss->grads[1] = loss->grads[2] = NULL;
+    loss->stats[0] = loss->stats[1] = loss->grads[0] = loss->grads[1] = NULL;
 }
 
 /* Everything after the shapes are known, under no-grad. */

@@ -31,8 +31,8 @@ typedef struct ring_loss {
     int n_vectors;                          /* rows of a block's vectors: 1, or RING_VECTORS when symmetric */
     /* this rank */
     gc_loss_side queries;     /* the rows of every tile; targets are global passage indices */
-    gc_loss_side passages;    /* grad: the block's finished gradient, after the backward (a view of
-                                 grads[2], where it arrives) */
+    gc_loss_side passages;    /* grad: the block's complete gradient, after the backward (a view of
+                                 the grads buffer where it arrived) */
     gc_tensor *own_vectors;   /* [n_vectors, np] */
     gc_tensor *own_counts;    /* symmetric: [np], n_j */
     gc_loss_tiles tiles;
@@ -40,7 +40,7 @@ typedef struct ring_loss {
     gc_tensor *reps_in[2];    /* [largest * D] */
     gc_tensor *vectors_in[2]; /* [n_vectors * largest] */
     gc_tensor *stats[2];      /* symmetric: [2 * largest], a block's partial column (max | sum) */
-    gc_tensor *grads[3];      /* [largest * D]: a block's gradient being summed, sent, received */
+    gc_tensor *grads[2];      /* [largest * D]: the held block's gradient, and the next one's arriving */
     double seed;
 } ring_loss;
 
@@ -50,14 +50,13 @@ gc_tensor *gc_ring_front(const gc_tensor *flat, int64_t rows, int64_t cols);
 gc_tensor *gc_ring_row(const gc_tensor *t, int64_t i);
 
 /* contrastive_ring_passes.c. The forward: every block once around the ring, folded into the
- * queries' running log-sum-exps and (symmetric) its own column sums, which travel a step
- * behind it and end at its owner, who completes lse'. */
+ * queries' running log-sum-exps and (symmetric) its own column sums, which follow it from
+ * rank to rank and end at its owner, who completes lse'. */
 gc_status gc_ring_forward(ring_loss *loss);
 /* The global loss from the completed log-sum-exps: one all-reduce. */
 gc_status gc_ring_value(ring_loss *loss, double *value);
 /* The gradient: every block around the ring again, the queries' gradient summed here, each
- * block's gradient summed along the way and handed on a step behind it, to end at its owner
- * (in passages.grad). */
+ * block's gradient summed along the way behind it, to end at its owner (passages.grad). */
 gc_status gc_ring_backward(ring_loss *loss);
 
 #endif

@@ -3,10 +3,10 @@
  * At step t (0 .. N-1) rank r holds the block of rank r - t. It starts that block's transfer
  * to rank r + 1, into the buffer where r + 1 will hold it at step t + 1, then computes the
  * block's tiles against its own queries, then waits: the next block moves while this one is
- * computed. What depends on the tiles -- a block's partial column sums (forward, symmetric)
- * and its partial gradient (backward) -- follows the block a step behind: rank r hands on at
- * step t what it finished at step t - 1. So after the last step rank r holds, complete, what
- * belongs to rank r + 1, and one more shift delivers it to its owner. */
+ * computed. What the tiles add to -- a block's running column sums (forward, symmetric) and
+ * its gradient (backward) -- arrives from rank r - 1 with the block's sum over the ranks
+ * before, takes this rank's tiles, and goes on to rank r + 1 once they are done; at the last
+ * step rank r hands on the complete sums of block r + 1 to their owner and receives its own. */
 #include <math.h>
 #include <stdio.h>
 
@@ -153,48 +153,37 @@ gc_status gc_ring_value(ring_loss *loss, double *value) {
 }
 
 gc_status gc_ring_backward(ring_loss *loss) {
-    int k = loss->n_vectors;
+    int k = loss->n_vectors, slot = 0;
     ring_block current = own_block(loss, k);
-    /* three block gradients: one summed by this step's tiles, the previous step's being handed
-     * on, and the ranks' before this one's arriving */
-    gc_tensor *summing = loss->grads[0], *handing_on = loss->grads[1], *finished = NULL;
+    /* the gradient of the block held, as the ranks before this one summed it (this rank's own
+     * block starts it at zero) */
+    gc_tensor *grad = gc_ring_front(loss->grads[0], loss->passage_count[loss->rank], loss->dim);
+    gc_fill_(grad, 0);
     gc_status status = GC_OK;
     for (int t = 0; t < loss->world && status == GC_OK; t++) {
         int owner = block_at(loss, t), next = block_at(loss, t + 1);
-        int64_t n = loss->passage_count[owner];
         gc_dist_work *works[3] = {NULL, NULL, NULL};
         ring_block arriving = {0};
         if (t < loss->world - 1) {
             arriving = arrival(loss, t % 2, next, k);
             start_moving(loss, &current, &arriving, works);
         }
-        gc_tensor *incoming = NULL;
-        if (finished) { /* t > 0 */
-            incoming = gc_ring_front(loss->grads[2], n, loss->dim);
-            works[2] = gc_dist_shift_start(loss->group, finished, incoming);
-        }
-        gc_tensor *grad = gc_ring_front(summing, n, loss->dim);
-        gc_fill_(grad, 0);
         gc_loss_side cols = column_side(&current, NULL, grad, loss->tiles.symmetric);
         gc_loss_tiles_differentiate(&loss->tiles, &loss->queries, &cols, loss->passage_start[owner]);
         gc_loss_side_release(&cols);
+        /* the block's gradient goes on after it; at the last step that is rank r + 1's, complete,
+         * and this rank's own arrives, complete */
+        slot = 1 - slot;
+        gc_tensor *arriving_grad = gc_ring_front(loss->grads[slot], loss->passage_count[next], loss->dim);
+        works[2] = gc_dist_shift_start(loss->group, grad, arriving_grad);
         status = wait_all(works, 3);
-        if (status == GC_OK && incoming) status = gc_add_inplace(grad, incoming);
-        GC_RELEASE_ALL(incoming, finished);
-        finished = grad;
-        gc_tensor *swap = summing;
-        summing = handing_on;
-        handing_on = swap;
+        gc_tensor_release(grad);
+        grad = arriving_grad;
         block_release(&current);
         current = arriving;
     }
-    /* the last block's gradient is complete: it is the next rank's, and this rank's own arrives,
-     * into the buffer of the block gradients that arrived (free now: the last was added) */
-    if (status == GC_OK) {
-        loss->passages.grad = gc_ring_front(loss->grads[2], loss->passage_count[loss->rank], loss->dim);
-        status = gc_dist_shift(loss->group, finished, loss->passages.grad);
-    }
-    gc_tensor_release(finished);
     block_release(&current);
+    if (status == GC_OK) loss->passages.grad = grad;
+    else gc_tensor_release(grad);
     return status;
 }

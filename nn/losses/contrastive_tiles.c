@@ -12,10 +12,11 @@ static gc_tensor *slice(const gc_tensor *t, int64_t start, int64_t end) {
 }
 
 gc_loss_side gc_loss_side_rows(const gc_loss_side *s, int64_t start, int64_t end) {
-    return (gc_loss_side){slice(s->reps, start, end),    slice(s->inv_norm, start, end), slice(s->scale, start, end),
-                          slice(s->max, start, end),     slice(s->sum, start, end),      slice(s->lse, start, end),
-                          slice(s->grad, start, end),    slice(s->targets, start, end),  slice(s->target_score, start, end),
-                          slice(s->col_weight, start, end)};
+    return (gc_loss_side){slice(s->reps, start, end),    slice(s->inv_norm, start, end),
+                          slice(s->scale, start, end),   slice(s->max, start, end),
+                          slice(s->sum, start, end),     slice(s->lse, start, end),
+                          slice(s->grad, start, end),    slice(s->targets, start, end),
+                          slice(s->target_score, start, end), slice(s->col_weight, start, end)};
 }
 
 void gc_loss_side_release(gc_loss_side *s) {
