@@ -1,9 +1,10 @@
 /* Failures become errors, never hangs: a rank killed mid-run, a rank that stops taking
  * part, the same two in the middle of a ring loss, a peer that never arrives, an unreachable
- * master, a port in use, ranks that disagree on the world size, and malformed environment
- * variables. Timeouts are shortened to a few
+ * master, a port in use, ranks that disagree on the world size or on a shift's size, and
+ * malformed environment variables. Timeouts are shortened to a few
  * seconds; each surviving rank checks its own error (GC_ERR_PEER, a message naming the
  * collective and a rank) and how long it took. */
+#include <fcntl.h>
 #include <sys/time.h>
 #include <time.h>
 
@@ -184,6 +185,48 @@ static int world_mismatch_body(int rank, int world, void *arg) {
     return expect_group_failure(GC_ERR_PEER, "rank 1");
 }
 
+/* Rank 1 expects 8 bytes where rank 0 shifts it 16 (stderr to a file per rank): rank 1 stops
+ * naming both sizes, and rank 0's next collective fails instead of taking a wrong size. */
+static int shift_sizes_body(int rank, int world, void *arg) {
+    (void)world;
+    char path[256];
+    snprintf(path, sizeof path, "%s.%d", (const char *)arg, rank);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    REQUIRE(fd >= 0 && dup2(fd, STDERR_FILENO) >= 0);
+    close(fd);
+    gc_process_group *group = dist_test_group(TIMEOUT * 5);
+    gc_tensor *send = gc_zeros(GC_SHAPE(4), GC_F32, gc_cpu());
+    gc_tensor *receive = gc_empty(GC_SHAPE(rank ? 2 : 4), GC_F32, gc_cpu());
+    gc_dist_shift(group, send, receive); /* rank 1 does not return */
+    CHECK(gc_dist_barrier(group) == GC_ERR_PEER);
+    RELEASE(send, receive);
+    gc_process_group_free(group);
+    return gc_test_result();
+}
+
+static void check_shift_sizes(void) {
+    char base[] = "/tmp/gc_shift_sizesXXXXXX";
+    int fd = mkstemp(base), status[2];
+    REQUIRE(fd >= 0);
+    close(fd);
+    double elapsed;
+    CHECK(dist_run(2, NULL, 0, shift_sizes_body, base, 30, status, &elapsed));
+    char path[300], text[1024] = "";
+    snprintf(path, sizeof path, "%s.1", base);
+    FILE *file = fopen(path, "r");
+    REQUIRE(file);
+    text[fread(text, 1, sizeof text - 1, file)] = 0;
+    fclose(file);
+    CHECK_MSG(status[0] == 0 && status[1] == 128 + SIGABRT, "sizes differ: ranks exited with %d and %d", status[0],
+              status[1]);
+    CHECK_MSG(strstr(text, "shift #0 ([4] f32 cpu): rank 0 sent 16 bytes, rank 1 expects 8"), "rank 1 said: %s", text);
+    for (int rank = 0; rank < 2; rank++) {
+        snprintf(path, sizeof path, "%s.%d", base, rank);
+        remove(path);
+    }
+    remove(base);
+}
+
 /* Runs `body` in the listed ranks of `world` and checks that each exited 0 (but `killed`,
  * which must have died of SIGKILL; -1 for none). */
 static void run_case(const char *name, int world, const int *ranks, int n_ranks, dist_body body, void *arg,
@@ -256,5 +299,6 @@ int main(void) {
     run_case("port in use", 2, first, 1, port_in_use_body, &busy, -1);
     close(busy_fd);
     run_case("world sizes differ", 2, first_two, 2, world_mismatch_body, NULL, -1);
+    check_shift_sizes();
     return gc_test_result();
 }
