@@ -22,6 +22,7 @@ typedef struct gc_input_meta {
     int ndim;
     int64_t shape[GC_MAX_DIMS];
     gc_dtype dtype;
+    gc_device device;
 } gc_input_meta;
 
 #define GC_MAX_SAVED 3

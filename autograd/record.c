@@ -29,7 +29,7 @@ static bool record(const gc_op_record *record) {
     for (int i = 0; i < record->n_inputs; i++) {
         const gc_tensor *input = record->inputs[i];
         if (!input) continue;
-        node->inputs[i] = (gc_input_meta){.ndim = input->ndim, .dtype = input->dtype};
+        node->inputs[i] = (gc_input_meta){.ndim = input->ndim, .dtype = input->dtype, .device = input->device};
         for (int d = 0; d < GC_MAX_DIMS; d++) node->inputs[i].shape[d] = input->shape[d];
         gc_autograd_meta *meta = gc_meta(input);
         if (meta && meta->node) {

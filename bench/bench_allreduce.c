@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
             gc_device_synchronize(device);
             if (r >= 0) times[r] = gc_seconds() - start;
         }
-        double seconds = bench_median(times, reps), algbw = (double)bytes / seconds / 1e9;
+        double seconds = gc_median(times, reps), algbw = (double)bytes / seconds / 1e9;
         if (env.rank == 0)
             printf("%lld,%.6g,%.4g,%.4g\n", (long long)bytes, seconds, algbw, algbw * 2.0 * (world - 1) / world);
         fflush(stdout);

@@ -52,7 +52,7 @@ static void tape_overhead(int reps) {
         plain[r] = tiny_chain(false, NULL);
         taped[r] = tiny_chain(true, &backward[r]);
     }
-    double p = bench_median(plain, reps), t = bench_median(taped, reps), b = bench_median(backward, reps);
+    double p = gc_median(plain, reps), t = gc_median(taped, reps), b = gc_median(backward, reps);
     printf("tape overhead, a chain of %d mul_scalar ops on [1] f32 tensors (CPU):\n", CHAIN);
     printf("  no grad     %7.3f us/op\n", 1e6 * p / CHAIN);
     printf("  recorded    %7.3f us/op   (x%.2f of no grad: %.3f us/op of tape)\n", 1e6 * t / CHAIN, t / p,
@@ -127,7 +127,7 @@ static void mlp_step_times(int64_t batch, int64_t width, gc_device device, int r
             step[r - 1] = step_time;
         }
     }
-    double f = bench_median(forward, reps), s = bench_median(step, reps);
+    double f = gc_median(forward, reps), s = gc_median(step, reps);
     char name[16];
     double flops = 2.0 * batch * width * width * LAYERS;
     printf("  %-7s [%lld x %lld], %d layers: forward %8.3f ms (%6.1f GFLOP/s), forward+backward %8.3f ms = x%.2f of forward\n",

@@ -39,7 +39,7 @@ static measurement measure(gc_cache *cache, const gc_batch *inputs, tower *tower
         size_t p = gc_memory_get_stats(device).peak_bytes;
         if (p > peak) peak = p;
     }
-    return (measurement){bench_median(times, reps), peak};
+    return (measurement){gc_median(times, reps), peak};
 }
 
 int main(int argc, char **argv) {

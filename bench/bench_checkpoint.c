@@ -58,8 +58,8 @@ int main(int argc, char **argv) {
         time_one(gc_safetensors_save, checked, &list, &save[0][r], &open[0][r]);
         time_one(gc_safetensors_save_plain, plain, &list, &save[1][r], &open[1][r]);
     }
-    double save_checked = bench_median(save[0], reps), save_plain = bench_median(save[1], reps);
-    double open_checked = bench_median(open[0], reps), open_plain = bench_median(open[1], reps);
+    double save_checked = gc_median(save[0], reps), save_plain = gc_median(save[1], reps);
+    double open_checked = gc_median(open[0], reps), open_plain = gc_median(open[1], reps);
     printf("%d MiB in %d tensors, median of %d, CPU:\n", megabytes, TENSORS, reps);
     printf("  save: checksummed %.3f s, plain %.3f s, ratio %.2f\n", save_checked, save_plain, save_checked / save_plain);
     printf("  open: verified %.3f s, plain %.3f s, ratio %.2f\n", open_checked, open_plain, open_checked / open_plain);

@@ -37,7 +37,7 @@ static measurement measure(gc_cache *cache, const gc_batch *inputs, gc_ddp *ddp,
         if (r >= 0) times[r] = gc_seconds() - start;
     }
     gc_ddp_stats after = gc_ddp_get_stats(ddp);
-    measurement m = {bench_median(times, reps), (after.all_reduces - before.all_reduces) / reps,
+    measurement m = {gc_median(times, reps), (after.all_reduces - before.all_reduces) / reps,
                      (after.bytes - before.bytes) / reps};
     free(times);
     return m;

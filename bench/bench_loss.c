@@ -37,7 +37,7 @@ static measurement measure(const gc_tensor *q, const gc_tensor *p, const gc_cont
         gc_tensor_release(gq);
         gc_tensor_release(gp);
     }
-    if (m.status == GC_OK) m.seconds = bench_median(times, reps);
+    if (m.status == GC_OK) m.seconds = gc_median(times, reps);
     else if (m.status != GC_ERR_OUT_OF_MEMORY && m.status != GC_ERR_MEM_LIMIT) {
         fprintf(stderr, "bench_loss: %s\n", gc_last_error());
         exit(1);

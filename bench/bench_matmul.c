@@ -111,7 +111,7 @@ static void bench_cpu(int reps) {
                     seconds[w * reps + r] = gc_seconds() - start;
                 }
             double gflops[CONTENDERS];
-            for (int w = 0; w < contenders; w++) gflops[w] = flops(p) / bench_median(seconds + w * reps, reps) * 1e-9;
+            for (int w = 0; w < contenders; w++) gflops[w] = flops(p) / gc_median(seconds + w * reps, reps) * 1e-9;
             printf("%6lld %6lld %6lld  %-9s %9.1f", (long long)p->m, (long long)p->k, (long long)p->n, p->name,
                    gflops[OWN]);
             if (contenders > 1)
@@ -177,7 +177,7 @@ static timing time_product(const product *p, gc_dtype dtype, gc_device device, i
     if (!seconds) gc_fatal("bench_matmul: no host memory");
     time_calls(a, b, p, 1); /* warm-up: caches, cuBLAS's handle and heuristics */
     for (int r = 0; r < reps; r++) seconds[r] = time_calls(a, b, p, calls);
-    double median = bench_median(seconds, reps); /* sorts: seconds[0] is then the best */
+    double median = gc_median(seconds, reps); /* sorts: seconds[0] is then the best */
     timing t = {median, seconds[0]};
     free(seconds);
     gc_tensor_release(a);

@@ -1,5 +1,5 @@
 /* One training step of the trainer's model, timed: the dual encoder of a `gradcache train`
- * preset (cli/model.c) on a synthetic batch, the plain step or the Gradient Cache step
+ * preset (gradcache/train.h) on a synthetic batch, the plain step or the Gradient Cache step
  * (keep_last_graph, as the trainer runs it), then gradient clipping and AdamW with the
  * trainer's constants. The batch can be written to a file, so that bench/compare_torch.py
  * runs PyTorch on the very same tokens.
@@ -11,11 +11,9 @@
 #include <string.h>
 
 #include "bench_util.h"
-#include "cli/model.h"
-#include "cli/synthetic.h"
 #include "gradcache/gradcache.h"
 
-/* The trainer's constants (cli/command_train.c): clipping, AdamW, the loss. */
+/* The trainer's constants (train/trainer_internal.h): clipping, AdamW, the loss. */
 #define MAX_GRAD_NORM 1.0
 #define WEIGHT_DECAY 0.01
 #define TEMPERATURE 0.05
@@ -108,8 +106,8 @@ int main(int argc, char **argv) {
     gc_generator data = {3, 0};
     gc_tensor *tensors[4];
     for (int side = 0; side < 2; side++)
-        if (gc_synthetic_tokens(o.batch, o.max_length, GC_F32, device, &data, &tensors[2 * side],
-                                &tensors[2 * side + 1]) != GC_OK)
+        if (gc_synthetic_tokens(gc_tokenizer_bytes(), o.batch, o.max_length, GC_F32, device, &data,
+                                &tensors[2 * side], &tensors[2 * side + 1]) != GC_OK)
             fail("the batch");
     if (o.batch_file) write_batch(o.batch_file, tensors);
     gc_batch inputs[2] = {{2, {"ids", "mask"}, {tensors[0], tensors[1]}},
@@ -142,7 +140,7 @@ int main(int argc, char **argv) {
         seconds[run - o.warmup] = elapsed;
         printf("step_ms %.3f\n", 1e3 * elapsed);
     }
-    printf("median_ms %.3f  (%s, batch %lld, %s, %d steps after %d warm-up)\n", 1e3 * bench_median(seconds, o.reps),
+    printf("median_ms %.3f  (%s, batch %lld, %s, %d steps after %d warm-up)\n", 1e3 * gc_median(seconds, o.reps),
            gc_model_size_names[o.model_size], (long long)o.batch, o.chunk ? "gradcache" : "plain", o.reps, o.warmup);
     free(seconds);
     gc_cache_free(cache);

@@ -98,8 +98,8 @@ if ! command -v ninja >/dev/null && python3 -c 'import ninja' 2>/dev/null; then
     export PATH="$work/bin:$PATH"
 fi
 gradcache=$build/cli/gradcache
-# The model of the comparisons: the trainer's base preset (cli/model.c) without its final
-# projection, as gradcache bench builds it.
+# The model of the comparisons: the trainer's base preset (train/dual_encoder.c) without its
+# final projection, as gradcache bench builds it.
 base_model=(--dim 256 --layers 6 --heads 8 --hidden 1024 --max-length 32 --dropout 0.1)
 
 # --- recording -----------------------------------------------------------------------------

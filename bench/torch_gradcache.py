@@ -3,13 +3,13 @@
 side-by-side comparison with `gradcache bench memory` on the same device.
 
 The model is the one `gradcache bench` builds (cli/bench_model.c, nn/layers/text_encoder.c): a dual
-encoder over the byte vocabulary of cli/tokenizer.h, each tower token + position embeddings,
-LayerNorm (eps 1e-12) and dropout, then post-norm BERT layers (self-attention with the padding
-bias (mask - 1) * 10000 and dropout on the probabilities, an MLP with GELU (erf) and no inner
-dropout, dropout on each block's output before the residual add), mean pooling over the mask,
-and an optional projection. The loss is in-batch InfoNCE with cosine similarity at temperature
-0.05 (nn/losses/contrastive.c), query i's positive passage i. Parameters are drawn from normal(0,
-0.02), biases 0, as the engine draws them.
+encoder over the byte vocabulary of include/gradcache/tokenizer.h (gc_tokenizer_bytes), each tower
+token + position embeddings, LayerNorm (eps 1e-12) and dropout, then post-norm BERT layers
+(self-attention with the padding bias (mask - 1) * 10000 and dropout on the probabilities, an MLP
+with GELU (erf) and no inner dropout, dropout on each block's output before the residual add), mean
+pooling over the mask, and an optional projection. The loss is in-batch InfoNCE with cosine
+similarity at temperature 0.05 (nn/losses/contrastive.c), query i's positive passage i. Parameters
+are drawn from normal(0, 0.02), biases 0, as the engine draws them.
 
 Gradient Cache is written here from the paper's algorithm (Gao et al. 2021, as luyug/GradCache
 implements it; no code of it is copied): (1) each chunk runs forward without a graph, its RNG
@@ -43,11 +43,11 @@ except ImportError:  # --help and --compare need no PyTorch; the rest exits 77 (
     class nn:  # noqa: N801 -- lets the model classes below be defined, never instantiated
         Module = object
 
-VOCAB = 258  # cli/tokenizer.h: [PAD] 0, [CLS] 1, byte b as b + 2
+VOCAB = 258  # include/gradcache/tokenizer.h: [PAD] 0, [CLS] 1, byte b as b + 2
 PAD, CLS = 0, 1
 LAYERNORM_EPS = 1e-12  # BERT's, nn/layers/layer_util.h
 COSINE_EPS = 1e-12  # nn/losses/contrastive.c
-TEMPERATURE = 0.05  # cli/bench_step.c
+TEMPERATURE = 0.05  # train/bench_step.c
 
 
 def normal_parameters(module):

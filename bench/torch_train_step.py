@@ -1,10 +1,10 @@
 """The trainer's model and training step in PyTorch, for bench/compare_torch.py.
 
-The same architecture as cli/model.c (a BERT-style post-norm text encoder per tower,
+The same architecture as train/dual_encoder.c (a BERT-style post-norm text encoder per tower,
 nn/layers/text_encoder.c and the layers under it), the same loss (cosine InfoNCE at temperature
 0.05, nn/losses/contrastive.c), the same step (the plain step, or Gradient Cache with the last
 chunk's graph kept, gradcache/cache.c), then clipping to norm 1 and AdamW with weight decay
-0.01 except on biases and LayerNorm parameters (cli/command_train.c). PyTorch as a user
+0.01 except on biases and LayerNorm parameters (train/trainer.c). PyTorch as a user
 would write it: its own modules and optimizer at their defaults.
 """
 import math
@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-# cli/model.c: (dim, heads, layers, hidden, projection); byte vocabulary (cli/tokenizer.h)
+# train/dual_encoder.c: (dim, heads, layers, hidden, projection); byte vocabulary
+# (include/gradcache/tokenizer.h)
 PRESETS = {
     "tiny": (64, 4, 2, 128, 64),
     "small": (128, 4, 4, 512, 128),

@@ -3,18 +3,18 @@
 #include <stdlib.h>
 
 #include "bench_commands.h"
-#include "bytes.h"
+#include "gradcache/measure.h"
+#include "gradcache/train.h"
 #include "int_list.h"
-#include "svg.h"
 
-const char *gc_memory_loss_name(gc_contrastive_method loss) { return loss == GC_CONTRASTIVE_FULL ? "full" : "tiled"; }
+const char *cli_memory_loss_name(gc_contrastive_method loss) { return loss == GC_CONTRASTIVE_FULL ? "full" : "tiled"; }
 
-void gc_memory_rows_write_csv(FILE *out, const gc_memory_row *rows, int count) {
+void cli_memory_rows_write_csv(FILE *out, const cli_memory_row *rows, int count) {
     fputs("mode,batch,chunk,loss,peak_bytes,cache_bytes,step_ms,fits\n", out);
     for (int i = 0; i < count; i++) {
-        const gc_memory_row *row = &rows[i];
+        const cli_memory_row *row = &rows[i];
         fprintf(out, "%s,%lld,%lld,%s,", row->plain ? "plain" : "gc", (long long)row->batch, (long long)row->chunk,
-                gc_memory_loss_name(row->loss));
+                cli_memory_loss_name(row->loss));
         if (row->result.status == GC_OK)
             fprintf(out, "%zu,%zu,%.3f,1\n", row->result.peak_bytes, row->result.cache_bytes, row->result.step_ms);
         else fputs(",,,0\n", out);
@@ -23,10 +23,10 @@ void gc_memory_rows_write_csv(FILE *out, const gc_memory_row *rows, int count) {
 
 /* A GradCache line of the chart is one chunk size with one loss: key 2 chunk + (loss is full),
  * so that the lines sort by chunk size. */
-static int64_t line_key(const gc_memory_row *row) { return 2 * row->chunk + (row->loss == GC_CONTRASTIVE_FULL); }
+static int64_t line_key(const cli_memory_row *row) { return 2 * row->chunk + (row->loss == GC_CONTRASTIVE_FULL); }
 
 /* Appends the rows of one line of the chart (plain, or GradCache's line `key`) to series. */
-static void fill_series(gc_svg_series *series, double *x, double *y, const gc_memory_row *rows, int count, bool plain,
+static void fill_series(gc_svg_series *series, double *x, double *y, const cli_memory_row *rows, int count, bool plain,
                         int64_t key) {
     series->count = 0;
     for (int i = 0; i < count; i++) {
@@ -39,18 +39,18 @@ static void fill_series(gc_svg_series *series, double *x, double *y, const gc_me
     series->y = y;
 }
 
-void gc_memory_rows_write_svg(FILE *out, const gc_memory_row *rows, int count, const char *title,
-                              const char *subtitle, size_t limit_bytes) {
-    gc_int_list lines = {0};
+void cli_memory_rows_write_svg(FILE *out, const cli_memory_row *rows, int count, const char *title,
+                               const char *subtitle, size_t limit_bytes) {
+    cli_int_list lines = {0};
     double largest = (double)limit_bytes;
     for (int i = 0; i < count; i++) {
-        if (!rows[i].plain && gc_int_list_insert(&lines, line_key(&rows[i])) != 0)
-            gc_fatal("memory_rows_write_svg: more than %d lines (chunk sizes x losses)", GC_INT_LIST_MAX);
+        if (!rows[i].plain && cli_int_list_insert(&lines, line_key(&rows[i])) != 0)
+            gc_fatal("memory_rows_write_svg: more than %d lines (chunk sizes x losses)", CLI_INT_LIST_MAX);
         if (rows[i].result.status == GC_OK) largest = fmax(largest, (double)rows[i].result.peak_bytes);
     }
     int series_count = 1 + lines.count;
-    gc_svg_series series[1 + GC_INT_LIST_MAX];
-    char names[1 + GC_INT_LIST_MAX][64];
+    gc_svg_series series[1 + CLI_INT_LIST_MAX];
+    char names[1 + CLI_INT_LIST_MAX][64];
     double *values = malloc(2 * (size_t)(series_count * (count > 0 ? count : 1)) * sizeof *values);
     if (!values) gc_fatal("memory_rows_write_svg: out of host memory for %d rows", count);
     for (int s = 0; s < series_count; s++) {

@@ -3,10 +3,10 @@
 
 #include "bench_model.h"
 
-const char *const gc_bench_device_names[] = {"cpu", "cuda", NULL};
+const char *const cli_bench_device_names[] = {"cpu", "cuda", NULL};
 
-int gc_bench_model_check(const char *command, const gc_bench_model_options *options, gc_device *device) {
-    if (options->dim % options->heads != 0) {
+int cli_bench_model_check(const char *command, const cli_bench_model_options *options, gc_device *device) {
+    if (!options->init && options->dim % options->heads != 0) {
         fprintf(stderr, "gradcache %s: --heads %lld does not divide --dim %lld\n", command, (long long)options->heads,
                 (long long)options->dim);
         return 2;
@@ -20,20 +20,30 @@ int gc_bench_model_check(const char *command, const gc_bench_model_options *opti
     return 0;
 }
 
-gc_text_encoder_config gc_bench_model_config(const gc_bench_model_options *options, gc_dtype dtype) {
-    return (gc_text_encoder_config){.vocab = GC_TOKEN_VOCAB,
-                                    .max_length = options->max_length,
-                                    .dim = options->dim,
-                                    .heads = (int)options->heads,
-                                    .layers = (int)options->layers,
-                                    .hidden = options->hidden,
-                                    .dropout = options->dropout,
-                                    .activation = GC_ACT_GELU_ERF,
-                                    .pooling = GC_POOL_MEAN,
-                                    .dtype = dtype};
+gc_status cli_bench_model_setup(gc_bench_setup *setup, const cli_bench_model_options *options, gc_dtype dtype,
+                                gc_device device) {
+    if (options->init)
+        return gc_bench_setup_from_folder(setup, options->init, options->max_length, dtype, (uint64_t)options->seed,
+                                          device);
+    gc_text_encoder_config config = {.vocab = GC_TOKEN_VOCAB,
+                                     .max_length = options->max_length,
+                                     .dim = options->dim,
+                                     .heads = (int)options->heads,
+                                     .layers = (int)options->layers,
+                                     .hidden = options->hidden,
+                                     .dropout = options->dropout,
+                                     .activation = GC_ACT_GELU_ERF,
+                                     .pooling = GC_POOL_MEAN,
+                                     .dtype = dtype};
+    return gc_bench_setup_init(setup, &config, options->tied, (uint64_t)options->seed, device);
 }
 
-const char *gc_bench_model_describe(const gc_bench_model_options *options, char *buf, int size) {
+const char *cli_bench_model_describe(const cli_bench_model_options *options, char *buf, int size) {
+    if (options->init) {
+        snprintf(buf, (size_t)size, "pretrained %s (tied, max length %lld)", options->init,
+                 (long long)options->max_length);
+        return buf;
+    }
     snprintf(buf, (size_t)size, "%s encoder (dim %lld, %lld layers, %lld heads, hidden %lld, max length %lld, dropout %g)",
              options->tied ? "tied" : "dual", (long long)options->dim, (long long)options->layers,
              (long long)options->heads, (long long)options->hidden, (long long)options->max_length, options->dropout);

@@ -1,22 +1,13 @@
-/* gradcache data wordnet: WordNet -> train.tsv and dev.tsv (the split is wordnet.c's);
- * gradcache data check FILE: validates a pair file and prints its counts. Outputs are
- * written to temporary files and renamed into place only when both are complete, so a
- * failure leaves nothing half-written behind. */
-#include <errno.h>
-#include <limits.h>
-#include <stdbool.h>
+/* gradcache data wordnet: WordNet -> train.tsv and dev.tsv (the library's
+ * gc_wordnet_split_build and gc_wordnet_split_save, which renames the files into place only
+ * when both are complete, so a failure leaves nothing half-written behind);
+ * gradcache data check FILE: validates a pair file and prints its counts. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "commands.h"
 #include "flags.h"
-#include "gradcache/files.h"
-#include "pairs.h"
-#include "paths.h"
-#include "wordnet.h"
+#include "gradcache/train.h"
 
 static const char wordnet_summary[] =
     "Builds a definition -> word pair dataset from WordNet 3.0 (Debian's wordnet-base).\n"
@@ -37,42 +28,17 @@ static const char data_usage[] =
     "  data wordnet [flags]   build train.tsv and dev.tsv from WordNet (--help for its flags)\n"
     "  data check FILE        validate a pair file and print its counts\n";
 
-/* Both files complete under temporary names first, then both renamed. */
-static gc_status write_split(const char *folder, const gc_wordnet_split *split) {
-    static const char *const names[2] = {"train.tsv", "dev.tsv"};
-    const gc_wordnet_side *sides[2] = {&split->train, &split->dev};
-    gc_status status = gc_make_directories(folder);
-    if (status != GC_OK) return status;
-    gc_file_writer outputs[2] = {{0}};
-    for (int i = 0; i < 2 && status == GC_OK; i++) {
-        char path[PATH_MAX];
-        if (snprintf(path, sizeof path, "%s/%s", folder, names[i]) >= (int)sizeof path) {
-            gc_set_error(GC_ERR_IO, "%s/%s: path too long", folder, names[i]);
-            status = GC_ERR_IO;
-        } else if ((status = gc_file_begin(&outputs[i], path)) == GC_OK &&
-                   fwrite(sides[i]->text, 1, sides[i]->size, outputs[i].file) != sides[i]->size) {
-            gc_set_error(GC_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-            status = GC_ERR_IO;
-        }
-    }
-    for (int i = 0; i < 2; i++) {
-        if (status == GC_OK) status = gc_file_commit(&outputs[i]);
-        else gc_file_abort(&outputs[i]);
-    }
-    return status;
-}
-
 static int data_wordnet(int argc, char **argv) {
     const char *out = "data", *folder = "/usr/share/wordnet";
     double held_out = 0.05;
     int64_t seed = 0;
-    gc_flag flags[] = {
-        {"out", GC_FLAG_STRING, &out, 0, 0, NULL, "folder for train.tsv and dev.tsv (created if missing)"},
-        {"wordnet", GC_FLAG_STRING, &folder, 0, 0, NULL, "folder of WordNet's data.noun, .verb, .adj, .adv"},
-        {"held-out", GC_FLAG_DOUBLE, &held_out, 0.001, 0.5, NULL, "fraction of the definitions put in dev.tsv"},
-        {"seed", GC_FLAG_INT, &seed, 0, 4294967295.0, NULL, "another seed holds out other definitions"},
+    cli_flag flags[] = {
+        {"out", CLI_FLAG_STRING, &out, 0, 0, NULL, "folder for train.tsv and dev.tsv (created if missing)"},
+        {"wordnet", CLI_FLAG_STRING, &folder, 0, 0, NULL, "folder of WordNet's data.noun, .verb, .adj, .adv"},
+        {"held-out", CLI_FLAG_DOUBLE, &held_out, 0.001, 0.5, NULL, "fraction of the definitions put in dev.tsv"},
+        {"seed", CLI_FLAG_INT, &seed, 0, 4294967295.0, NULL, "another seed holds out other definitions"},
     };
-    int parsed = gc_flags_parse("data wordnet", wordnet_summary, flags, sizeof flags / sizeof *flags, argc, argv, 3);
+    int parsed = cli_flags_parse("data wordnet", wordnet_summary, flags, sizeof flags / sizeof *flags, argc, argv, 3);
     if (parsed) return parsed == 1 ? 0 : parsed;
 
     gc_wordnet_split split;
@@ -83,7 +49,7 @@ static int data_wordnet(int argc, char **argv) {
                      (long long)(split.train.pairs + split.dev.pairs), (long long)split.skipped);
         status = GC_ERR_FORMAT;
     }
-    if (status == GC_OK) status = write_split(out, &split);
+    if (status == GC_OK) status = gc_wordnet_split_save(out, &split);
     if (status != GC_OK) {
         fprintf(stderr, "gradcache data wordnet: %s\n", gc_last_error());
         gc_wordnet_split_free(&split);
@@ -123,7 +89,7 @@ static int data_check(int argc, char **argv) {
     return 0;
 }
 
-int gc_command_data(int argc, char **argv) {
+int cli_command_data(int argc, char **argv) {
     const char *what = argc > 2 ? argv[2] : "";
     if (strcmp(what, "wordnet") == 0) return data_wordnet(argc, argv);
     if (strcmp(what, "check") == 0) return data_check(argc, argv);

@@ -1,18 +1,14 @@
 /* gradcache eval: definition -> word retrieval with a trained model. Every query of the split
  * is encoded with the query tower, every distinct positive with the passage tower, and each
- * query's positive is ranked among all of them by cosine similarity (retrieval.h). */
+ * query's positive is ranked among all of them by cosine similarity (gc_retrieval_evaluate_pairs,
+ * gradcache/train.h). */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "commands.h"
-#include "device_flag.h"
 #include "errors.h"
 #include "flags.h"
-#include "model.h"
-#include "model_folder.h"
-#include "pairs.h"
-#include "paths.h"
-#include "retrieval.h"
+#include "gradcache/train.h"
 
 #define SUMMARY                                                                                            \
     "Ranks each query's positive among every distinct positive of the split by cosine similarity and prints\n" \
@@ -26,59 +22,28 @@ typedef struct eval_flags {
 } eval_flags;
 
 /* One line "gradcache eval: ..." on stderr; returns exit_status. */
-#define fail(...) gc_cli_fail("eval", __VA_ARGS__)
+#define fail(...) cli_fail("eval", __VA_ARGS__)
 
 static int parse_flags(int argc, char **argv, eval_flags *f) {
     *f = (eval_flags){.split = "dev", .batch_size = 256};
-    gc_flag table[] = {
-        {"model", GC_FLAG_STRING, &f->model, 0, 0, NULL,
+    cli_flag table[] = {
+        {"model", CLI_FLAG_STRING, &f->model, 0, 0, NULL,
          "a run folder or a model folder (config.json, model.safetensors, tokenizer.json), or a model file (required)"},
-        {"data", GC_FLAG_STRING, &f->data, 0, 0, NULL, "a pair file, or a folder holding SPLIT.tsv (required)"},
-        {"split", GC_FLAG_STRING, &f->split, 0, 0, NULL, "the file of a --data folder to evaluate on"},
-        {"batch-size", GC_FLAG_INT, &f->batch_size, 1, 1 << 24, NULL, "texts encoded at a time"},
-        {"max-length", GC_FLAG_INT, &f->max_length, 0, 1 << 20, NULL,
+        {"data", CLI_FLAG_STRING, &f->data, 0, 0, NULL, "a pair file, or a folder holding SPLIT.tsv (required)"},
+        {"split", CLI_FLAG_STRING, &f->split, 0, 0, NULL, "the file of a --data folder to evaluate on"},
+        {"batch-size", CLI_FLAG_INT, &f->batch_size, 1, 1 << 24, NULL, "texts encoded at a time"},
+        {"max-length", CLI_FLAG_INT, &f->max_length, 0, 1 << 20, NULL,
          "tokens per text for a model folder (0: 128, or its positions if fewer); a from-scratch model uses its own"},
-        {"device", GC_FLAG_CHOICE, &f->device, 0, 0, gc_device_flag_choices, "where to encode (cuda: the first GPU)"},
-        {"limit", GC_FLAG_INT, &f->limit, 0, 1e12, NULL,
+        {"device", CLI_FLAG_CHOICE, &f->device, 0, 0, cli_device_choices, "where to encode (cuda: the first GPU)"},
+        {"limit", CLI_FLAG_INT, &f->limit, 0, 1e12, NULL,
          "evaluate on the first N pairs of the split only, a fixed subset (0: all)"},
-        {"json", GC_FLAG_BOOL, &f->json, 0, 0, NULL, "print the metrics as one JSON object"},
+        {"json", CLI_FLAG_BOOL, &f->json, 0, 0, NULL, "print the metrics as one JSON object"},
     };
-    int status = gc_flags_parse("eval", SUMMARY, table, (int)(sizeof table / sizeof *table), argc, argv, 2);
+    int status = cli_flags_parse("eval", SUMMARY, table, (int)(sizeof table / sizeof *table), argc, argv, 2);
     if (status) return status;
     if (!f->model) return fail(2, "--model is required (a run folder or a model.safetensors file)");
     if (!f->data) return fail(2, "--data is required (a pair file, or a folder holding %s.tsv)", f->split);
     return 0;
-}
-
-/* Encodes the queries and the distinct positives of `pairs` and ranks them. */
-static gc_status evaluate(gc_dual_encoder *model, const gc_pairs *pairs, int64_t count, int64_t batch_size,
-                          gc_retrieval_metrics *metrics) {
-    const char **queries = malloc((size_t)count * sizeof *queries);
-    const char **positives = malloc((size_t)count * sizeof *positives);
-    int64_t *positive_index = malloc((size_t)count * sizeof *positive_index);
-    if (!queries || !positives || !positive_index)
-        gc_fatal("eval: out of host memory for %lld pairs", (long long)count);
-    for (int64_t i = 0; i < count; i++) {
-        queries[i] = gc_pairs_text(pairs, i, 0);
-        positives[i] = gc_pairs_text(pairs, i, 1);
-    }
-    const char **words;
-    int64_t n_words = gc_distinct_texts(positives, count, &words, positive_index);
-    /* [count, D] */
-    gc_tensor *query_reps = gc_encode_texts(gc_dual_encoder_tower(model, 0), model->tokenizer, queries, count,
-                                            model->max_length, batch_size);
-    gc_tensor *word_reps = query_reps ? gc_encode_texts(gc_dual_encoder_tower(model, 1), model->tokenizer, words,
-                                                        n_words, model->max_length, batch_size)
-                                      : NULL; /* [n_words, D] */
-    gc_status status = word_reps ? gc_retrieval_evaluate(query_reps, word_reps, positive_index, metrics)
-                                 : gc_last_status();
-    gc_tensor_release(query_reps);
-    gc_tensor_release(word_reps);
-    free(words);
-    free(queries);
-    free(positives);
-    free(positive_index);
-    return status;
 }
 
 /* `subset`: the pairs were the first ones of a larger split, which the output says. */
@@ -93,24 +58,25 @@ static void print_metrics(const gc_retrieval_metrics *m, bool subset, const char
                subset ? ": a fixed subset, the first pairs of " : "", subset ? path : "");
 }
 
-int gc_command_eval(int argc, char **argv) {
+int cli_command_eval(int argc, char **argv) {
     eval_flags f;
     int status = parse_flags(argc, argv, &f);
     if (status) return status == 1 ? 0 : status; /* 1: --help was printed */
     gc_device device;
-    status = gc_device_from_flag("eval", f.device, &device);
+    status = cli_device_from_flag("eval", f.device, &device);
     if (status) return status;
     char *data_path = gc_data_path(f.data, f.split);
     gc_dual_encoder model = {0};
     gc_pairs pairs = {0};
     gc_retrieval_metrics metrics;
-    if (gc_model_load(f.model, f.max_length, device, &model) != GC_OK) {
+    if (gc_dual_encoder_load(f.model, f.max_length, device, &model) != GC_OK) {
         status = fail(1, "--model: %s", gc_last_error());
     } else if (gc_pairs_read(data_path, &pairs) != GC_OK) {
         status = fail(1, "--data: %s", gc_last_error());
     } else {
         bool subset = f.limit && f.limit < pairs.count;
-        if (evaluate(&model, &pairs, subset ? f.limit : pairs.count, f.batch_size, &metrics) != GC_OK)
+        int64_t count = subset ? f.limit : pairs.count;
+        if (gc_retrieval_evaluate_pairs(&model, &pairs, count, f.batch_size, &metrics) != GC_OK)
             status = fail(1, "%s", gc_last_error());
         else
             print_metrics(&metrics, subset, data_path, f.json);

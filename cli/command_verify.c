@@ -1,12 +1,14 @@
 /* gradcache verify: one GradCache step and one full-batch step on the same model, data and
  * dropout masks; the relative difference of every parameter's gradient, and a non-zero exit
- * above a tolerance. No dataset: the texts are synthetic (see synthetic.h). */
+ * above a tolerance. No dataset: the texts are synthetic (gc_synthetic_tokens, gradcache/measure.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bench_step.h"
+#include "bench_model.h"
 #include "commands.h"
+#include "gradcache/files.h"
+#include "gradcache/measure.h"
 
 /* A gradient norm below this fraction of the model's largest is measured against that
  * floor instead: some gradients are zero but for rounding (an attention key bias: softmax
@@ -58,16 +60,77 @@ static void print_differences(const gc_param_list *params, const double *relativ
     }
 }
 
-static int run(const gc_bench_model_options *options, gc_dtype dtype, gc_device device, int64_t batch_size,
-               int64_t chunk_size, double tolerance) {
+/* --- --dot: the graphs each step back-propagates, side by side --- */
+
+/* Which backwards of a step are drawn: each tower's first (the contrastive loss computes its
+ * own gradient, so no graph of it is walked), and the loss's if one is. */
+typedef struct drawing {
+    FILE *out;
+    const char *step; /* "plain" or "cached" */
+    int calls;        /* backwards of the towers so far */
+    int per_tower;    /* backwards per tower: 1 for the plain step, the chunks for the cached */
+    gc_status status;
+} drawing;
+
+/* The cache's backward: draws the graph about to be walked when it is one of those, then
+ * walks it as gc_backward does. */
+static gc_status draw_then_backward(gc_tensor *output, gc_tensor *seed, void *user) {
+    drawing *d = user;
+    bool loss = gc_numel(output) == 1; /* a loss is a scalar; a tower's output is [rows, dim] */
+    int call = loss ? -1 : d->calls++;
+    if (d->status == GC_OK && (loss || call % d->per_tower == 0)) {
+        char id[32], label[160];
+        snprintf(id, sizeof id, "%s%s%d", d->step, loss ? "_loss" : "", call + 1);
+        if (loss) snprintf(label, sizeof label, "%s step: the loss", d->step);
+        else snprintf(label, sizeof label, "%s step: the %s tower%s", d->step,
+                      call / d->per_tower ? "passage" : "query",
+                      d->per_tower > 1 ? ", its first chunk" : ", the whole batch");
+        d->status = gc_autograd_write_dot_cluster(d->out, id, label, &output, 1);
+    }
+    return gc_backward(&output, seed ? &seed : NULL, 1);
+}
+
+/* One plain and one cached step with every graph of interest written to `path` as DOT. */
+static gc_status write_graphs(gc_bench_setup *setup, const gc_bench_batch *batch, int64_t batch_size,
+                              int64_t chunk_size, const char *path) {
+    gc_file_writer writer;
+    gc_status status = gc_file_begin(&writer, path);
+    if (status != GC_OK) return status;
+    fprintf(writer.file, "digraph verify {\n  rankdir=BT;\n  node [fontname=\"monospace\", fontsize=10];\n"
+                         "  edge [fontname=\"monospace\", fontsize=9];\n");
+    drawing plain = {writer.file, "plain", 0, 1, GC_OK};
+    drawing cached = {writer.file, "cached", 0, (int)((batch_size + chunk_size - 1) / chunk_size), GC_OK};
+    drawing *steps[2] = {&plain, &cached};
+    for (int s = 0; s < 2 && status == GC_OK; s++) {
+        gc_cache_config config = gc_bench_cache_config(setup, chunk_size);
+        config.backward = draw_then_backward;
+        config.user = steps[s];
+        gc_cache *cache = gc_cache_new(&config);
+        double loss;
+        status = s ? gc_cache_step(cache, batch->inputs, &loss, NULL)
+                   : gc_cache_full_batch_step(cache, batch->inputs, &loss);
+        if (status == GC_OK) status = steps[s]->status;
+        gc_cache_free(cache);
+        gc_param_list_zero_grad(&setup->model.params);
+    }
+    fprintf(writer.file, "}\n");
+    if (status != GC_OK) {
+        gc_file_abort(&writer);
+        return status;
+    }
+    return gc_file_commit(&writer);
+}
+
+static int run(const cli_bench_model_options *options, gc_dtype dtype, gc_device device, int64_t batch_size,
+               int64_t chunk_size, double tolerance, const char *dot) {
     char model_text[200], device_text[16];
     printf("gradcache verify: %s, %s, %s, batch %lld in chunks of %lld, seed %lld\n",
-           gc_bench_model_describe(options, model_text, sizeof model_text), gc_dtype_name(dtype),
+           cli_bench_model_describe(options, model_text, sizeof model_text), gc_dtype_name(dtype),
            gc_device_str(device, device_text, sizeof device_text), (long long)batch_size, (long long)chunk_size,
            (long long)options->seed);
     gc_bench_setup setup;
     gc_bench_batch batch;
-    if (gc_bench_setup_init(&setup, options, dtype, device) != GC_OK) {
+    if (cli_bench_model_setup(&setup, options, dtype, device) != GC_OK) {
         fprintf(stderr, "gradcache verify: the model: %s\n", gc_last_error());
         return 1;
     }
@@ -98,33 +161,46 @@ static int run(const gc_bench_model_options *options, gc_dtype dtype, gc_device 
                setup.model.params.items[largest].name, tolerance, ok ? "ok" : "ABOVE THE TOLERANCE");
         exit_status = ok ? 0 : 1;
     }
+    if (exit_status == 0 && dot) {
+        if (write_graphs(&setup, &batch, batch_size, chunk_size, dot) == GC_OK) {
+            printf("the graphs of a plain and a cached step are in %s (dot -Tsvg %s -o graphs.svg)\n", dot, dot);
+        } else {
+            fprintf(stderr, "gradcache verify: --dot %s: %s\n", dot, gc_last_error());
+            exit_status = 1;
+        }
+    }
     free(relative);
     gc_bench_batch_free(&batch);
     gc_bench_setup_free(&setup);
     return exit_status;
 }
 
-int gc_command_verify(int argc, char **argv) {
-    gc_bench_model_options model = {.dim = 32, .layers = 2, .heads = 4, .hidden = 64, .max_length = 32, .dropout = 0.1};
+int cli_command_verify(int argc, char **argv) {
+    cli_bench_model_options model = {.dim = 32, .layers = 2, .heads = 4, .hidden = 64, .max_length = 32, .dropout = 0.1};
     int64_t batch_size = 32, chunk_size = 8;
     int dtype = 0;
     double tolerance = -1;
-    gc_flag flags[] = {
-        {"batch-size", GC_FLAG_INT, &batch_size, 1, 1 << 20, NULL, "query/passage pairs in the step"},
-        {"chunk-size", GC_FLAG_INT, &chunk_size, 1, 1 << 20, NULL, "rows per GradCache chunk"},
-        {"dtype", GC_FLAG_CHOICE, &dtype, 0, 0, dtype_names, "parameters and activations"},
-        {"tolerance", GC_FLAG_DOUBLE, &tolerance, -1, 1e300, NULL,
+    const char *dot = NULL;
+    cli_flag flags[] = {
+        {"batch-size", CLI_FLAG_INT, &batch_size, 1, 1 << 20, NULL, "query/passage pairs in the step"},
+        {"chunk-size", CLI_FLAG_INT, &chunk_size, 1, 1 << 20, NULL, "rows per GradCache chunk"},
+        {"dtype", CLI_FLAG_CHOICE, &dtype, 0, 0, dtype_names, "parameters and activations"},
+        {"tolerance", CLI_FLAG_DOUBLE, &tolerance, -1, 1e300, NULL,
          "largest relative difference allowed; negative: 1e-5 for f32, 1e-10 for f64"},
-        GC_BENCH_MODEL_FLAGS(model),
+        {"dot", CLI_FLAG_STRING, &dot, 0, 0, NULL,
+         "then write the graphs of one plain and one cached step to this file as Graphviz DOT: each step's loss, "
+         "and each tower's whole batch (plain) or first chunk (cached)"},
+        CLI_BENCH_MODEL_FLAGS(model),
     };
-    int parsed = gc_flags_parse("verify",
-                                "Runs one Gradient Cache step and one full-batch step (same model, data and dropout masks)\n"
-                                "and prints ||g_cache - g_full|| / ||g_full|| for every parameter tensor; exits 1 when the\n"
-                                "largest is above the tolerance.",
-                                flags, (int)(sizeof flags / sizeof *flags), argc, argv, 2);
+    int parsed = cli_flags_parse("verify",
+                                 "Runs one Gradient Cache step and one full-batch step (same model, data and dropout masks)\n"
+                                 "and prints ||g_cache - g_full|| / ||g_full|| for every parameter tensor; exits 1 when the\n"
+                                 "largest is above the tolerance.",
+                                 flags, (int)(sizeof flags / sizeof *flags), argc, argv, 2);
     if (parsed) return parsed == 1 ? 0 : parsed;
     gc_device device;
-    int usage = gc_bench_model_check("verify", &model, &device);
+    int usage = cli_bench_model_check("verify", &model, &device);
     if (usage) return usage;
-    return run(&model, dtypes[dtype], device, batch_size, chunk_size, tolerance < 0 ? default_tolerances[dtype] : tolerance);
+    return run(&model, dtypes[dtype], device, batch_size, chunk_size,
+               tolerance < 0 ? default_tolerances[dtype] : tolerance, dot);
 }

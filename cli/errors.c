@@ -4,7 +4,7 @@
 
 #include "errors.h"
 
-int gc_cli_fail(const char *command, int exit_status, const char *format, ...) {
+int cli_fail(const char *command, int exit_status, const char *format, ...) {
     /* Formatted whole, then written by one call: a process stopped by a signal while it
      * reports (the launcher stops every rank when one fails) leaves a whole line or none,
      * never a torn one (a pipe write of up to 4 KiB is atomic). */

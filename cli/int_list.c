@@ -6,19 +6,19 @@
 
 #include "int_list.h"
 
-int gc_int_list_insert(gc_int_list *list, int64_t value) {
+int cli_int_list_insert(cli_int_list *list, int64_t value) {
     int at = 0;
     while (at < list->count && list->values[at] < value) at++;
     if (at < list->count && list->values[at] == value) return 0;
-    if (list->count == GC_INT_LIST_MAX) return -1;
+    if (list->count == CLI_INT_LIST_MAX) return -1;
     for (int i = list->count; i > at; i--) list->values[i] = list->values[i - 1];
     list->values[at] = value;
     list->count++;
     return 0;
 }
 
-int gc_int_list_parse(const char *command, const char *flag, const char *text, int64_t min, int64_t max,
-                      gc_int_list *list) {
+int cli_int_list_parse(const char *command, const char *flag, const char *text, int64_t min, int64_t max,
+                       cli_int_list *list) {
     list->count = 0;
     const char *cursor = text;
     for (;;) {
@@ -28,10 +28,10 @@ int gc_int_list_parse(const char *command, const char *flag, const char *text, i
         /* strtoll skips leading blanks and takes a sign: refuse both, a list is digits and commas */
         bool digits = *cursor >= '0' && *cursor <= '9';
         if (!digits || errno || (*end != ',' && *end != '\0') || value < min || value > max ||
-            gc_int_list_insert(list, value) != 0) {
+            cli_int_list_insert(list, value) != 0) {
             fprintf(stderr,
                     "gradcache %s: --%s: expected up to %d comma-separated integers in [%lld, %lld], got '%s'\n",
-                    command, flag, GC_INT_LIST_MAX, (long long)min, (long long)max, text);
+                    command, flag, CLI_INT_LIST_MAX, (long long)min, (long long)max, text);
             return 2;
         }
         if (*end == '\0') return 0;

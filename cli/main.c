@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench_commands.h"
 #include "commands.h"
 #include "gradcache/config.h"
 #include "gradcache/device.h"
@@ -20,6 +21,23 @@ static void usage(FILE *out) {
                  "  --version      print the version\n");
 }
 
+/* gradcache bench memory|speed: the benchmarks, which need no dataset (bench_commands.h). */
+static int command_bench(int argc, char **argv) {
+    const char *which = argc >= 3 ? argv[2] : NULL;
+    if (which && strcmp(which, "memory") == 0) return cli_command_bench_memory(argc, argv);
+    if (which && strcmp(which, "speed") == 0) return cli_command_bench_speed(argc, argv);
+    if (which && (strcmp(which, "--help") == 0 || strcmp(which, "-h") == 0)) {
+        printf("usage: gradcache bench memory|speed [flags]\n"
+               "  memory   peak memory versus batch size, plain and Gradient Cache (table, CSV, SVG chart)\n"
+               "  speed    step time of Gradient Cache versus plain, for several chunk sizes\n"
+               "(gradcache bench memory --help, gradcache bench speed --help for their flags)\n");
+        return 0;
+    }
+    fprintf(stderr, "gradcache bench: expected 'memory' or 'speed'%s%s%s (see gradcache bench --help)\n",
+            which ? ", got '" : "", which ? which : "", which ? "'" : "");
+    return 2;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         usage(argc < 2 ? stderr : stdout);
@@ -32,9 +50,9 @@ int main(int argc, char **argv) {
     static const struct {
         const char *name;
         int (*run)(int, char **);
-    } commands[] = {{"data", gc_command_data},     {"train", gc_command_train}, {"eval", gc_command_eval},
-                    {"verify", gc_command_verify}, {"bench", gc_command_bench},
-                    {"model", gc_command_model}, {"launch", gc_command_launch}};
+    } commands[] = {{"data", cli_command_data},     {"train", cli_command_train}, {"eval", cli_command_eval},
+                    {"verify", cli_command_verify}, {"bench", command_bench},
+                    {"model", cli_command_model}, {"launch", cli_command_launch}};
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
         if (strcmp(argv[1], commands[i].name) != 0) continue;
         int status = commands[i].run(argc, argv);

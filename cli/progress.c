@@ -2,14 +2,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bytes.h"
+#include "gradcache/train.h"
 #include "progress.h"
 
 enum { BAR_WIDTH = 20 };
 
-void gc_progress_begin(gc_progress *progress, FILE *out, int64_t first_step, int64_t total_steps, int64_t log_every,
-                       size_t limit_bytes) {
-    *progress = (gc_progress){.out = out,
+void cli_progress_begin(cli_progress *progress, FILE *out, int64_t first_step, int64_t total_steps, int64_t log_every,
+                        size_t limit_bytes) {
+    *progress = (cli_progress){.out = out,
                               .terminal = isatty(fileno(out)),
                               .total_steps = total_steps,
                               .log_every = log_every,
@@ -18,12 +18,12 @@ void gc_progress_begin(gc_progress *progress, FILE *out, int64_t first_step, int
 }
 
 /* Seconds left at this run's average step time. */
-static double eta_seconds(const gc_progress *progress, int64_t step) {
+static double eta_seconds(const cli_progress *progress, int64_t step) {
     int64_t done = step - progress->first_step;
     return done > 0 ? progress->seconds / (double)done * (double)(progress->total_steps - step) : 0;
 }
 
-static void draw_bar(gc_progress *progress, const gc_step_record *r, const char *peak) {
+static void draw_bar(cli_progress *progress, const gc_step_record *r, const char *peak) {
     char bar[BAR_WIDTH + 1];
     int filled = (int)(BAR_WIDTH * r->step / (progress->total_steps > 0 ? progress->total_steps : 1));
     for (int i = 0; i < BAR_WIDTH; i++) bar[i] = i < filled ? '=' : i == filled ? '>' : ' ';
@@ -37,7 +37,7 @@ static void draw_bar(gc_progress *progress, const gc_step_record *r, const char 
     progress->line_open = true;
 }
 
-void gc_progress_step(gc_progress *progress, const gc_step_record *r) {
+void cli_progress_step(cli_progress *progress, const gc_step_record *r) {
     progress->seconds += r->seconds;
     char peak[80], limit[32];
     gc_format_bytes((double)r->peak_bytes, peak, sizeof peak);
@@ -54,7 +54,7 @@ void gc_progress_step(gc_progress *progress, const gc_step_record *r) {
     }
 }
 
-void gc_progress_end(gc_progress *progress) {
+void cli_progress_end(cli_progress *progress) {
     if (progress->line_open) fputc('\n', progress->out);
     progress->line_open = false;
 }

@@ -67,7 +67,7 @@ gc_ddp *gc_ddp_new(gc_process_group *group, const gc_param_list *params, const g
     gc_ddp *ddp = calloc(1, sizeof *ddp);
     if (!ddp) gc_fatal("ddp: out of host memory");
     ddp->group = group;
-    ddp->options = *options;
+    ddp->options = options ? *options : (gc_ddp_options){0};
     if (!ddp->options.first_bucket_bytes) ddp->options.first_bucket_bytes = 1u << 20;
     if (!ddp->options.bucket_bytes) ddp->options.bucket_bytes = 25u << 20;
     ddp->require_sync = true;

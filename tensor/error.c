@@ -29,6 +29,7 @@ const char *gc_status_name(gc_status status) {
     case GC_ERR_PEER: return "peer failed";
     case GC_ERR_UNAVAILABLE: return "unavailable";
     case GC_ERR_NON_FINITE: return "not finite";
+    case GC_ERR_CONFIG: return "bad configuration";
     }
     return "unknown status";
 }

@@ -71,4 +71,20 @@ static inline void gc_test_expect_load_refused(const char *folder, gc_status wan
     gc_clear_error();
 }
 
+/* A config.json edit and what the load must say of it: {old text, new text, the problem
+ * (with %s where the path of the edited config.json goes)}. */
+typedef const char *const gc_test_config_edit[3];
+
+/* Each edit made to a copy of the folder `source`, whose load must be refused naming
+ * model.safetensors and the problem, with nothing allocated. */
+static inline void gc_test_expect_edits_refused(const char *source, gc_test_config_edit *edits, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        char folder[PATH_MAX], config[PATH_MAX], problem[PATH_MAX + 300];
+        gc_test_edited_folder(folder, source, edits[i][0], edits[i][1]);
+        snprintf(problem, sizeof problem, edits[i][2], gc_test_path(config, folder, "config.json"));
+        gc_test_expect_load_refused(folder, GC_ERR_FORMAT, "model.safetensors", problem);
+        gc_test_remove_edited_folder(folder);
+    }
+}
+
 #endif

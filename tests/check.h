@@ -176,10 +176,9 @@ static inline int gc_test_expect_close(const gc_tensor *want, const gc_tensor *g
     return bad;
 }
 
-/* Runs fn(arg) in a child process and checks that it stops the program (abort) with a
- * message on stderr containing `expected`. Programmer errors are tested this way. */
-static inline void gc_test_expect_fatal(void (*fn)(void *), void *arg, const char *expected) {
-    gc_test_checks++;
+/* Runs body(arg) in a child process (which then exits 0 if body returns), its stderr
+ * captured into output[size] (NUL-terminated); returns the child's wait status. */
+static inline int gc_test_run_child(void (*body)(void *), void *arg, char *output, size_t size) {
     int pipe_fds[2];
     REQUIRE(pipe(pipe_fds) == 0);
     fflush(NULL);
@@ -188,18 +187,26 @@ static inline void gc_test_expect_fatal(void (*fn)(void *), void *arg, const cha
     if (child == 0) {
         dup2(pipe_fds[1], STDERR_FILENO);
         close(pipe_fds[0]);
-        fn(arg);
-        _exit(0); /* returned: no fatal error */
+        body(arg);
+        _exit(0);
     }
     close(pipe_fds[1]);
-    char output[4096];
     size_t used = 0;
     ssize_t got;
-    while ((got = read(pipe_fds[0], output + used, sizeof output - 1 - used)) > 0) used += (size_t)got;
+    while ((got = read(pipe_fds[0], output + used, size - 1 - used)) > 0) used += (size_t)got;
     output[used] = '\0';
     close(pipe_fds[0]);
     int status = 0;
-    waitpid(child, &status, 0);
+    REQUIRE(waitpid(child, &status, 0) == child);
+    return status;
+}
+
+/* Runs fn(arg) in a child process and checks that it stops the program (abort) with a
+ * message on stderr containing `expected`. Programmer errors are tested this way. */
+static inline void gc_test_expect_fatal(void (*fn)(void *), void *arg, const char *expected) {
+    gc_test_checks++;
+    char output[4096];
+    int status = gc_test_run_child(fn, arg, output, sizeof output);
     bool aborted = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
     bool named = strstr(output, expected) != NULL;
     if (!aborted || !named) {

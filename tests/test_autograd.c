@@ -301,7 +301,65 @@ static void test_nothing_remains_after_backward(void) {
     CHECK(gc_memory_get_stats(cpu).live_bytes == before);
 }
 
+/* The graph as DOT: loss = sum(relu(x @ w) * sum_last(x)) over leaves x [2, 3] and w [3, 4],
+ * x used twice (one leaf, two arrows). Before backward every op shows what it saved; after, the
+ * graph is gone but its output's op, which shows that it released what it saved, and the
+ * leaves (drawn on their own) show their gradients. The text is the same every time. */
+static char *dot_of(gc_tensor *const *outputs, int count) {
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    REQUIRE(out && gc_autograd_write_dot(out, outputs, count) == GC_OK);
+    fclose(out);
+    return text;
+}
+
+static void cluster_with_bad_id(void *leaf) {
+    gc_tensor *t = leaf;
+    gc_autograd_write_dot_cluster(stderr, "a b", "", &t, 1);
+}
+
+static void test_dot(void) {
+    gc_tensor *x = gc_uniform(GC_SHAPE(2, 3), GC_F32, cpu, -1, 1, 1, 0), *w = gc_uniform(GC_SHAPE(3, 4), GC_F32, cpu, -1, 1, 2, 0);
+    gc_set_requires_grad(x, true);
+    gc_set_requires_grad(w, true);
+    gc_tensor *h = gc_matmul(x, w, false, false), *a = gc_relu(h), *x_again = gc_sum_last(x, true);
+    gc_tensor *scaled = gc_mul(a, x_again), *loss = gc_sum_all(scaled);
+    REQUIRE(loss);
+    char *before = dot_of(&loss, 1), *again = dot_of(&loss, 1);
+    CHECK(strcmp(before, again) == 0);
+    CHECK(strstr(before, "digraph autograd {") && strstr(before, "#0 matmul") && strstr(before, "#1 relu"));
+    CHECK(strstr(before, "#2 sum_last") && strstr(before, "#3 mul") && strstr(before, "#4 sum_all"));
+    CHECK(strstr(before, "leaf0 -> op2") && strstr(before, "leaf0 -> op0") && strstr(before, "leaf1 -> op0"));
+    CHECK(!strstr(before, "leaf2") && strstr(before, "op1 -> op3 [label=\"[2, 4] f32 cpu\"]"));
+    CHECK(strstr(before, "[2, 3] f32 cpu\\ngrad: none yet") && strstr(before, "[3, 4] f32 cpu\\ngrad: none yet"));
+    CHECK(strstr(before, "#0 matmul\\nsaved for backward: 2 tensors, 72 bytes")); /* x and w */
+    CHECK(strstr(before, "op4 -> output0;") && !strstr(before, "backward ran"));
+    REQUIRE(gc_backward(&loss, NULL, 1) == GC_OK);
+    char *after = dot_of(&loss, 1);
+    CHECK(strstr(after, "#4 sum_all\\nbackward ran: saved tensors released") && !strstr(after, "op3"));
+    gc_tensor *leaves[2] = {x, w};
+    char *grads = dot_of(leaves, 2);
+    CHECK(strstr(grads, "[2, 3] f32 cpu\\ngrad: [2, 3] f32 cpu") && strstr(grads, "leaf1 -> output1;"));
+    free(grads);
+    /* as a cluster of a larger picture: names prefixed, the label's quotes escaped */
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    REQUIRE(out && gc_autograd_write_dot_cluster(out, "step_1", "the \"x\" leaf", leaves, 1) == GC_OK);
+    fclose(out);
+    CHECK(strstr(text, "subgraph cluster_step_1 {") && strstr(text, "label=\"the \\\"x\\\" leaf\";"));
+    CHECK(strstr(text, "step_1leaf0 -> step_1output0;") && !strstr(text, " leaf0"));
+    free(text);
+    gc_test_expect_fatal(cluster_with_bad_id, x, "autograd_write_dot_cluster: id \"a b\" is not letters");
+    free(before);
+    free(again);
+    free(after);
+    RELEASE(x, w, h, a, x_again, scaled, loss);
+}
+
 int main(void) {
+    test_dot();
     test_diamond();
     test_reuse_and_accumulation();
     test_grad_mode();

@@ -225,13 +225,7 @@ static void test_config_against_weights(void) {
          "weight 'embeddings.word_embeddings.weight' is [64, 32], but %s (vocab_size 65, hidden_size 32) describes "
          "[65, 32]"},
     };
-    for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
-        char folder[PATH_MAX], config[PATH_MAX], problem[PATH_MAX + 300];
-        gc_test_edited_folder(folder, TINY, edits[i][0], edits[i][1]);
-        snprintf(problem, sizeof problem, edits[i][2], gc_test_path(config, folder, "config.json"));
-        expect_refused(folder, GC_ERR_FORMAT, "model.safetensors", problem);
-        gc_test_remove_edited_folder(folder);
-    }
+    gc_test_expect_edits_refused(TINY, edits, sizeof edits / sizeof *edits);
 }
 
 int main(void) {

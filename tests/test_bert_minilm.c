@@ -64,13 +64,7 @@ static void check_refusals(const char *model) {
         {"\"num_hidden_layers\": 6", "\"num_hidden_layers\": 5",
          "16 weights of the encoder are unused by %s (num_hidden_layers 5, type_vocab_size 2): encoder.layer.5."},
     };
-    for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
-        char folder[PATH_MAX], config[PATH_MAX], problem[PATH_MAX + 300];
-        gc_test_edited_folder(folder, model, edits[i][0], edits[i][1]);
-        snprintf(problem, sizeof problem, edits[i][2], gc_test_path(config, folder, "config.json"));
-        gc_test_expect_load_refused(folder, GC_ERR_FORMAT, "model.safetensors", problem);
-        gc_test_remove_edited_folder(folder);
-    }
+    gc_test_expect_edits_refused(model, edits, sizeof edits / sizeof *edits);
 }
 
 int main(void) {

@@ -1,5 +1,6 @@
 #!/bin/bash
-# gradcache verify, bench memory and bench speed, end to end ($1: the gradcache program).
+# gradcache verify, bench memory and bench speed, end to end ($1: the gradcache program, $2: the
+# tiny BERT fixture folder).
 # Small sizes throughout: the whole script takes a few seconds on two cores.
 set -u
 gradcache=$1
@@ -63,6 +64,14 @@ grep -q 'GradCache, chunk 32, tiled loss' "$dir/memory.svg" || fail "bench memor
 # The cache: the representations (32 wide, f32: 8 KiB a side) of 64 queries and 64 passages and their gradients.
 grep -q '^gc,64,8,tiled,[0-9]*,32768,' "$dir/memory.csv" || fail "bench memory: cache_bytes of gc 64/8 is not 32768"
 grep -q '^plain,64,64,full,[0-9]*,0,' "$dir/memory.csv" || fail "bench memory: the plain step has a cache"
+
+# --init: a pretrained folder instead of the sized model (the tiny BERT fixture, $2)
+tiny=${2:?usage: test_cli_bench.sh path/to/gradcache path/to/tiny_bert}
+expect_status 0 bench memory --init "$tiny" --max-length 8 --batches 4 --chunks 2 --csv "$dir/init.csv"
+grep -q "pretrained $tiny (tied, max length 8)" "$dir/out" || fail "bench memory --init: no pretrained model named"
+grep -q '^gc,4,2,tiled,' "$dir/init.csv" || fail "bench memory --init: no GradCache row: $(cat "$dir/init.csv")"
+expect_status 0 verify --init "$tiny" --max-length 8 --batch-size 6 --chunk-size 2
+grep -q '^  encoder\.' "$dir/out" || fail "verify --init: no encoder parameters: $(cat "$dir/out")"
 
 # --loss both: each GradCache run with the tiled and with the full loss, a chart line each.
 expect_status 0 bench memory --batches 256 --chunks 16 --loss both --csv "$dir/both.csv" --svg "$dir/both.svg"

@@ -35,31 +35,18 @@ static int run_case(const char *name) {
     return GC_TEST_SETUP_ERROR;
 }
 
-/* Runs this program with the case's name; its exit status, and whether its stderr names the
- * broken rule. */
-static int run_self(const char *self, const char *name, bool *named_rule) {
-    int pipe_fds[2];
-    REQUIRE(pipe(pipe_fds) == 0);
-    fflush(NULL);
-    pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        dup2(pipe_fds[1], STDERR_FILENO);
-        close(pipe_fds[0]);
-        execl(self, self, name, (char *)NULL);
-        _exit(GC_TEST_SETUP_ERROR);
-    }
-    close(pipe_fds[1]);
+/* The case named by `arg`, as a fresh test process: this program run again. */
+static void exec_case(void *arg) {
+    execl("/proc/self/exe", "/proc/self/exe", (const char *)arg, (char *)NULL);
+    _exit(GC_TEST_SETUP_ERROR);
+}
+
+/* Runs the case; its exit status, and whether its stderr names the broken rule. */
+static int run_case_process(const char *name, bool *named_rule) {
     char output[4096];
-    size_t used = 0;
-    ssize_t got;
-    while ((got = read(pipe_fds[0], output + used, sizeof output - 1 - used)) > 0) used += (size_t)got;
-    output[used] = '\0';
-    close(pipe_fds[0]);
-    int status = 0;
-    REQUIRE(waitpid(child, &status, 0) == child);
+    int status = gc_test_run_child(exec_case, (void *)name, output, sizeof output);
     *named_rule = strstr(output, "fork rule broken") != NULL;
-    if (used) fprintf(stderr, "%s printed: %s", name, output);
+    if (output[0]) fprintf(stderr, "%s printed: %s", name, output);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -76,7 +63,7 @@ int main(int argc, char **argv) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         bool named = false;
-        int status = run_self("/proc/self/exe", cases[i].name, &named);
+        int status = run_case_process(cases[i].name, &named);
         CHECK_MSG(status == cases[i].status && named == cases[i].names_rule,
                   "%s: exit status %d (want %d), the rule %snamed", cases[i].name, status, cases[i].status,
                   named ? "" : "not ");

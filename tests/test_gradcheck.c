@@ -1,6 +1,7 @@
 /* Every differentiable op's backward rule against central finite differences, in f64 on
  * the CPU (see gradcheck.h for the method and the tolerance). */
 #include "gradcheck.h"
+#include "values.h"
 
 /* Ops under test, in the gc_test_op shape. `context` carries a small parameter. */
 static gc_tensor *op_add(gc_tensor *const *x, const void *c) { (void)c; return gc_add(x[0], x[1]); }
@@ -185,7 +186,38 @@ static void check_layout(void) {
     release_all(parts, 3);
 }
 
+/* --- the check itself (gc_gradcheck) ---
+ * sum(x * detach(x)) has the value sum(x^2) but, the detached factor being a constant to
+ * backward, the gradient x instead of 2x: the check must fail at every element and name the
+ * worst, the one of largest |x| (the output is one element, so the random weight w scales
+ * every element alike: |2wx - wx| = |wx| grows faster than the tolerance). A leaf the output
+ * does not depend on passes (0 both ways); the stride thins the elements checked. */
+static gc_tensor *half_gradient(void *x) {
+    gc_tensor *constant = gc_detach(x), *square = gc_mul(x, constant), *total = gc_sum_all(square);
+    gc_tensor_release(constant);
+    gc_tensor_release(square);
+    return total;
+}
+
+static void check_the_check(void) {
+    gc_tensor *x = gc_test_tensor(GC_F64, GC_SHAPE(5), (const double[]){0.5, -3, 1, 2, -0.25});
+    gc_tensor *unused = gc_test_leaf(GC_SHAPE(3), -1, 1, 7);
+    gc_set_requires_grad(x, true);
+    gc_gradcheck_report r;
+    REQUIRE(gc_gradcheck(half_gradient, x, &x, 1, NULL, &r) == GC_OK);
+    CHECK(r.checked == 5 && r.failed == 5 && r.worst_leaf == 0 && r.worst_index == 1);
+    CHECK_NEAR(r.worst_numeric / r.worst_analytic, 2, 0, 1e-6); /* analytic w x, numeric 2 w x */
+    gc_tensor *both[2] = {unused, x};
+    REQUIRE(gc_gradcheck(half_gradient, x, both, 2, &(gc_gradcheck_options){.stride = 2}, &r) == GC_OK);
+    CHECK(r.checked == 2 + 3 && r.failed == 3 && r.worst_leaf == 1 && r.worst_index == 2);
+    REQUIRE(gc_gradcheck(half_gradient, x, &unused, 1, NULL, &r) == GC_OK);
+    CHECK(r.checked == 3 && r.failed == 0);
+    gc_tensor_release(x);
+    gc_tensor_release(unused);
+}
+
 int main(void) {
+    check_the_check();
     check_binary();
     check_scalar_and_unary();
     check_matmul();

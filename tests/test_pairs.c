@@ -1,4 +1,4 @@
-/* The pair-file parser (cli/pairs.c): what it accepts, field by field, and one case per
+/* The pair-file parser (train/pairs.c): what it accepts, field by field, and one case per
  * kind of malformed input, each checked for its status, its file name and its line number. */
 #include <limits.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "cli/pairs.h"
+#include "gradcache/train.h"
 
 static gc_status parse(const char *text, size_t size, gc_pairs *pairs) {
     return gc_pairs_parse(text, size, "in.tsv", pairs);

@@ -17,6 +17,8 @@
 #define GRADCACHE_AUTOGRAD_H
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #include "gradcache/tensor.h"
 
@@ -68,6 +70,57 @@ void gc_remove_post_accumulate_hook(gc_tensor *leaf, gc_grad_hook hook, void *us
  * after releasing the whole graph (leaf gradients may then hold a partial sum: zero them
  * before retrying). */
 gc_status gc_backward(gc_tensor *const *outputs, gc_tensor *const *seeds, int count);
+
+/* --- the graph as a picture ---
+ * Writes the graph reachable from outputs[0..count) as Graphviz DOT (`dot -Tsvg FILE`): a box
+ * per recorded op (its name, its place in execution order, and the bytes it saved for
+ * backward, or that they were released when a backward has run through it), an ellipse per
+ * leaf that requires a gradient (shape, dtype, device, and its gradient when it has one),
+ * the outputs, and an arrow per input that carries a gradient, labelled with the input's
+ * shape, dtype and device. Nothing of the graph changes. GC_OK, or GC_ERR_IO when a write
+ * fails. */
+gc_status gc_autograd_write_dot(FILE *out, gc_tensor *const *outputs, int count);
+/* The same graph as one cluster of a larger picture, framed and titled `label`, its names
+ * prefixed with `id` (letters, digits and '_', unique in the file): write
+ * "digraph NAME {\n", any number of clusters, then "}\n" (`gradcache verify --dot` draws a
+ * plain step's graphs beside a cached step's this way). */
+gc_status gc_autograd_write_dot_cluster(FILE *out, const char *id, const char *label, gc_tensor *const *outputs,
+                                        int count);
+
+/* --- gradient checking: backward against central differences ---
+ * For f (a function of leaves it reads from `context`) and a fixed random weight w of its
+ * output's shape, L = sum(f() * w) has dL/dleaf = the vector-Jacobian product of f with w:
+ * what gc_backward(f(), seed = w) computes. Each element x of each leaf is then nudged by
+ * +-step and (L(x + step) - L(x - step)) / (2 step) compared with it. Leaves are f64 CPU
+ * leaves that require a gradient (in f64 with step 1e-6 the truncation error is O(step^2),
+ * the rounding error ~ 1e-16 |L| / step: agreement within 1e-7 + 1e-6 |analytic| catches any
+ * wrong rule, which errs by O(1), and never fails a right one). f must be smooth at the
+ * inputs (keep clear of relu's kink and of ties in a max), and deterministic (dropout with a
+ * fixed seed and offset). A leaf f does not depend on has gradient 0 both ways. */
+typedef gc_tensor *(*gc_gradcheck_fn)(void *context);
+
+typedef struct gc_gradcheck_options {
+    double step;     /* 0: 1e-6 */
+    double atol;     /* an element passes when |analytic - numeric| <= atol + rtol |analytic|; */
+    double rtol;     /* both 0: 1e-7 and 1e-6 */
+    int64_t stride;  /* check every stride-th element of each leaf; 0: every one */
+    uint64_t seed;   /* of w, uniform in [-1, 1) */
+} gc_gradcheck_options;
+
+typedef struct gc_gradcheck_report {
+    int64_t checked, failed;  /* elements */
+    /* the element furthest outside its tolerance (or, when all pass, closest to it) */
+    int worst_leaf;           /* an index into leaves */
+    int64_t worst_index;      /* its flat index */
+    double worst_analytic, worst_numeric;
+} gc_gradcheck_report;
+
+/* Runs the check over leaves[0..count) (their gradients are replaced); options NULL for the
+ * defaults. GC_OK with the report filled (report->failed == 0 when backward agrees), or an
+ * allocation error from f or backward. A leaf that is not an f64 CPU leaf requiring a
+ * gradient, or an f that returns NULL without an error, stops the program. */
+gc_status gc_gradcheck(gc_gradcheck_fn f, void *context, gc_tensor *const *leaves, int count,
+                       const gc_gradcheck_options *options, gc_gradcheck_report *report);
 
 #ifdef __cplusplus
 }

@@ -63,7 +63,8 @@ typedef struct gc_ddp gc_ddp;
  * and device types are checked across the ranks, NULL with GC_ERR_FORMAT naming the first
  * parameter that differs), broadcasts rank 0's parameter values to every rank, and
  * replaces every gradient by a zeroed view of its bucket. A tensor listed twice (tied
- * models) is bucketed once. The group must outlive the bucketer. NULL with GC_ERR_PEER or an
+ * models) is bucketed once. options NULL for the defaults. The group must outlive the
+ * bucketer. NULL with GC_ERR_PEER or an
  * allocation error otherwise. */
 gc_ddp *gc_ddp_new(gc_process_group *group, const gc_param_list *params, const gc_ddp_options *options);
 /* Removes the hooks; the gradients stay (views of buffers they keep alive). */

@@ -33,7 +33,10 @@ typedef enum gc_status {
     GC_ERR_FORMAT,        /* a file or a value from outside is malformed */
     GC_ERR_PEER,          /* a peer process died or hung up */
     GC_ERR_UNAVAILABLE,   /* a backend or device that is not built or not present */
-    GC_ERR_NON_FINITE     /* a value that must be finite is an inf or a nan (an overflow) */
+    GC_ERR_NON_FINITE,    /* a value that must be finite is an inf or a nan (an overflow) */
+    GC_ERR_CONFIG         /* a setting the caller chose cannot work with the data, the device or the
+                             launcher's environment (a batch larger than the data, a dtype the
+                             device lacks): the caller's to change, not a fault of the inputs */
 } gc_status;
 
 /* The status and message of the most recent recoverable error on this thread. */

@@ -17,6 +17,7 @@
 #include "gradcache/launch.h"
 #include "gradcache/loss.h"
 #include "gradcache/loss_scaler.h"
+#include "gradcache/measure.h"
 #include "gradcache/memory.h"
 #include "gradcache/nn.h"
 #include "gradcache/ops.h"
@@ -26,5 +27,6 @@
 #include "gradcache/rng.h"
 #include "gradcache/tensor.h"
 #include "gradcache/tokenizer.h"
+#include "gradcache/train.h"
 
 #endif

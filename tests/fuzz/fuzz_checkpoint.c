@@ -1,17 +1,17 @@
-/* libFuzzer target for the training checkpoint's reader (cli/train_state.c), what `gradcache
- * train --resume` trusts of a file beyond its format: the settings, the model's description,
- * the counters, the chunk sizes, the generators, the set of metadata keys, the parameters and
- * AdamW's moments. The run resuming is a fixed small one (a dim-2 dual encoder, 8 steps of 4
- * per epoch, batch 2, --gc with chunks of 2, seed 5); the corpus holds its checkpoints at
- * steps 0 and 2 (with model.dtype, which a checkpoint must hold now that it is checked). Any
- * input must be refused with GC_ERR_FORMAT and a message naming it, or load a state the run
- * could have written: every counter in range and in step with the others, so that the next
- * step cannot overflow or abort. */
+/* libFuzzer target for the training checkpoint's reader (train/train_state.c), what
+ * gc_trainer_resume (`gradcache train --resume`) trusts of a file beyond its format: the
+ * settings, the model's description, the counters, the chunk sizes, the generators, the set of
+ * metadata keys, the parameters and AdamW's moments. The run resuming is a fixed small one (a
+ * dim-2 dual encoder, 8 steps of 4 per epoch, batch 2, --gc with chunks of 2, seed 5); the
+ * corpus holds its checkpoints at steps 0 and 2 (with model.dtype, which a checkpoint must hold
+ * now that it is checked). Any input must be refused with GC_ERR_FORMAT and a message naming
+ * it, or load a state the run could have written: every counter in range and in step with the
+ * others, so that the next step cannot overflow or abort. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/train_state.h"
+#include "train/train_state.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -20,6 +20,7 @@ typedef struct run {
     gc_dual_encoder model;
     gc_adamw optimizer;
     gc_metadata settings;
+    gc_batch_sampler batches;
     gc_train_plan plan;
     gc_train_progress progress;
 } run;
@@ -32,8 +33,8 @@ static void run_begin(run *r) {
         abort();
     r->settings = (gc_metadata){0};
     gc_metadata_set(&r->settings, "flag.seed", "5");
-    r->plan = (gc_train_plan){.total_steps = 8, .steps_per_epoch = 4, .batch_size = 2, .gc = true, .rank = 0,
-                              .world = 1};
+    gc_batch_sampler_init(&r->batches, 0, 8, 2); /* 4 steps per epoch */
+    r->plan = (gc_train_plan){.total_steps = 8, .batches = &r->batches, .gc = true, .rank = 0, .world = 1};
     gc_manual_seed(5);
     r->progress = (gc_train_progress){.chunk_sizes = {2, 2}, .rng = gc_rng_capture()};
 }
@@ -42,6 +43,7 @@ static void run_end(run *r) {
     gc_adamw_free(&r->optimizer);
     gc_dual_encoder_free(&r->model);
     gc_metadata_free(&r->settings);
+    gc_batch_sampler_free(&r->batches);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -56,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (status == GC_OK) {
         const gc_train_progress *p = &r.progress;
         int64_t epoch, position;
-        gc_train_locate(&r.plan, p->step, &epoch, &position);
+        gc_batch_sampler_locate(&r.batches, p->step, &epoch, &position);
         if (p->step < 0 || p->step > r.plan.total_steps || p->epoch != epoch || p->position != position ||
             r.optimizer.step != p->step || p->chunk_sizes[0] < 1 || p->chunk_sizes[0] > 2 || p->chunk_sizes[1] < 1 ||
             p->chunk_sizes[1] > 2)

@@ -1,4 +1,4 @@
-/* libFuzzer target for the model-file reader (cli/model_file.c), what `gradcache eval
+/* libFuzzer target for the model-file reader (train/model_file.c), what `gradcache eval
  * --model` trusts of a file: its description (format, sizes), then its tensors. Any input
  * must be refused with GC_ERR_FORMAT and a message naming it, or load as a model whose
  * parameters are exactly the file's tensors. It must never allocate more than the file's
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/model_file.h"
+#include "train/model_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

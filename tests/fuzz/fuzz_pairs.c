@@ -1,4 +1,4 @@
-/* libFuzzer target for the pair-file parser (cli/pairs.c). Any input must either be
+/* libFuzzer target for the pair-file parser (train/pairs.c). Any input must either be
  * refused with GC_ERR_FORMAT and a one-line message that names the input, or be accepted
  * as texts that are non-empty, free of tabs, newlines and carriage returns, and that give
  * back the same examples when written out again as a pair file and parsed a second time.
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/pairs.h"
+#include "gradcache/train.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

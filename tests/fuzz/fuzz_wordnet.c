@@ -1,4 +1,4 @@
-/* libFuzzer target for the WordNet data-file reader (cli/wordnet.c), which `gradcache data
+/* libFuzzer target for the WordNet data-file reader (train/wordnet.c), which `gradcache data
  * wordnet` runs on files found on disk. Any input, read as a stream, must be refused with
  * GC_ERR_FORMAT and a message naming it, or give pair text that the pair reader accepts
  * whole (the reader writes only lines that are valid pairs) with as many lines as it
@@ -10,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/pairs.h"
-#include "cli/wordnet.h"
+#include "gradcache/train.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,0 +1,120 @@
+/* Measuring a training step of a dual encoder (gradcache/train.h) on synthetic texts: its time
+ * and peak memory, plain or with Gradient Cache at a chunk size, to choose a chunk size or see
+ * what a batch costs; and line charts of such measurements as SVG files. What the gradcache
+ * program's verify and bench commands run. */
+#ifndef GRADCACHE_MEASURE_H
+#define GRADCACHE_MEASURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "gradcache/cache.h"
+#include "gradcache/rng.h"
+#include "gradcache/train.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* rows random texts -> ids i32 [rows, max_length] and mask [rows, max_length] (mask_dtype) on
+ * `device`, as gc_tokenize makes them with `tokenizer`: with the byte-level one, [CLS], then 0
+ * to max_length - 1 random bytes (ids in [GC_TOKEN_FIRST_BYTE + 1, GC_TOKEN_VOCAB)), then
+ * padding, so that padding and the mask are exercised as in training; with another (a
+ * pretrained model's), the same draws as random lowercase words. The random numbers come
+ * from `generator` (advanced past them): a (seed, offset) names a batch. GC_OK, or the
+ * allocation error with nothing left allocated. */
+gc_status gc_synthetic_tokens(const gc_tokenizer *tokenizer, int64_t rows, int64_t max_length, gc_dtype mask_dtype,
+                              gc_device device, gc_generator *generator, gc_tensor **ids, gc_tensor **mask);
+
+#define GC_BENCH_MAX_REPS 100
+
+/* A model on a device with its loss and a source of synthetic batches. */
+typedef struct gc_bench_setup {
+    gc_dual_encoder model;
+    gc_device device;
+    gc_dtype dtype;
+    int64_t max_length;
+    gc_contrastive_options loss; /* in-batch InfoNCE, cosine at temperature 0.05; the method is the caller's */
+    gc_generator data;           /* where synthetic batches are drawn from */
+    bool keep_last_graph;        /* GradCache keeps each model's last chunk's graph (cache.h) */
+} gc_bench_setup;
+
+/* Seeds every device's default generator (dropout) with `seed` and builds the dual (or tied)
+ * encoder of `config` (its dtype and length) from `seed`; the data come from seed + 1. GC_OK,
+ * or the allocation error (a memory limit too small for the model itself). */
+gc_status gc_bench_setup_init(gc_bench_setup *setup, const gc_text_encoder_config *config, bool tied, uint64_t seed,
+                              gc_device device);
+/* The same with a pretrained model folder (gc_dual_encoder_from_folder: one tied encoder,
+ * max_length tokens, its parameters in `dtype`) instead of a configuration: the synthetic
+ * texts' ids are within every vocabulary's first 300. */
+gc_status gc_bench_setup_from_folder(gc_bench_setup *setup, const char *dir, int64_t max_length, gc_dtype dtype,
+                                     uint64_t seed, gc_device device);
+void gc_bench_setup_free(gc_bench_setup *setup);
+
+/* `rows` synthetic query/passage pairs: inputs[0] the queries and inputs[1] the passages, each
+ * {ids i32 [rows, max_length], mask [rows, max_length]}. */
+typedef struct gc_bench_batch {
+    gc_tensor *tensors[4]; /* query ids, query mask, passage ids, passage mask */
+    gc_batch inputs[2];
+} gc_bench_batch;
+
+gc_status gc_bench_batch_make(gc_bench_setup *setup, int64_t rows, gc_bench_batch *batch);
+void gc_bench_batch_free(gc_bench_batch *batch);
+
+/* GradCache over the two towers (the same one twice when tied), each in chunks of chunk_size
+ * rows. Every model lists all the parameters (gc_cache_verify counts each tensor once). */
+gc_cache_config gc_bench_cache_config(gc_bench_setup *setup, int64_t chunk_size);
+
+typedef struct gc_bench_result {
+    gc_status status;   /* GC_OK, or the memory error that stopped a step */
+    size_t peak_bytes;  /* the device's highest live bytes during a step, parameters included */
+    double step_ms;     /* median over the measured steps */
+    double forward_ms;  /* GradCache: median time of the first, graph-less forward pass */
+    size_t cache_bytes; /* GradCache: the representations and their gradients (the step report's) */
+} gc_bench_result;
+
+/* Runs `warmup` unmeasured then `reps` (1 to GC_BENCH_MAX_REPS) measured steps over one new
+ * batch of `batch` rows: the plain step (chunk_size 0: the whole batch in one graph) or the
+ * GradCache step in chunks of chunk_size. Every step starts with no gradients, so each one
+ * allocates them as a training step does. A memory error ends the runs and is returned in
+ * status (its message left in gc_last_error()); everything the runs allocated is released
+ * either way. */
+gc_bench_result gc_bench_measure(gc_bench_setup *setup, int64_t batch, int64_t chunk_size, int warmup, int reps);
+
+/* Sorts values[0..n) (n >= 1) and returns the median (the upper one for an even n). */
+double gc_median(double *values, int n);
+
+/* ---- line charts ---------------------------------------------------------------------------- */
+
+/* A standalone SVG file (it opens in any browser): one line per series with a marker at each
+ * point, axes with ticks and labels, a legend and a title. The x axis is logarithmic in base 2
+ * (for sizes that double: x > 0); the y axis is linear from 0, so that heights compare
+ * honestly. */
+typedef struct gc_svg_series {
+    const char *name;    /* the legend entry */
+    int count;
+    const double *x, *y; /* [count], x ascending. A NaN y has no value (a run that did not fit):
+                            the line breaks there and a cross marks the point at the limit line,
+                            or at the top of the plot when there is none (the crosses of several
+                            series at one x stacked upwards). */
+} gc_svg_series;
+
+typedef struct gc_svg_chart {
+    const char *title, *subtitle, *x_label, *y_label; /* subtitle: "" for none */
+    double y_unit;             /* y ticks are round multiples of it and labelled in it (1024 * 1024
+                                  for MiB; 1 for plain numbers): say which in y_label */
+    double y_limit;            /* > 0: a dashed horizontal line labelled limit_label */
+    const char *limit_label;
+    const char *missing_label; /* the legend entry of the cross */
+    int series_count;
+    const gc_svg_series *series;
+} gc_svg_chart;
+
+/* Writes the whole SVG document; errors show in ferror(out). */
+void gc_svg_write_line_chart(FILE *out, const gc_svg_chart *chart);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

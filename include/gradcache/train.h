@@ -1,0 +1,364 @@
+/* Training text encoders on query/positive pairs, as a library: what the `gradcache` program
+ * trains and evaluates with, for any C program to call.
+ *
+ *   pair datasets   gc_pairs: `query<TAB>positive[<TAB>negative...]` files, read a bounded
+ *                   line at a time; gc_wordnet_*: WordNet's definition -> word pairs
+ *   batches         gc_batch_sampler: each epoch's order from (seed, epoch), a step's examples
+ *                   from the step alone; gc_training_batch: a step's tokenized tensors
+ *   dual encoders   gc_dual_encoder: a query and a passage tower (or one, tied), from a preset
+ *                   or a pretrained folder; loaded from and saved to a run or model folder
+ *   evaluation      gc_retrieval_*: Recall@1, Recall@10 and MRR
+ *   memory          gc_mem_limit: the default byte limit that turns a run too large for the
+ *                   machine into an error instead of the kernel's OOM killer
+ *   the trainer     gc_trainer: a run from a config struct, step by step, into a run folder
+ *                   (log.jsonl, checkpoint.safetensors, model.safetensors) that it resumes
+ *                   from bit for bit, one process or data-parallel under a launcher
+ *
+ * Errors are returned, never printed: a gc_status, with one line in gc_last_error() naming the
+ * file, the line or the field and the offending value. */
+#ifndef GRADCACHE_TRAIN_H
+#define GRADCACHE_TRAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gradcache/cache.h"
+#include "gradcache/device.h"
+#include "gradcache/error.h"
+#include "gradcache/loss.h"
+#include "gradcache/nn.h"
+#include "gradcache/pretrained.h"
+#include "gradcache/tokenizer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- pair datasets ------------------------------------------------------------------------ */
+
+/* One example per line, `query<TAB>positive[<TAB>negative...]`, UTF-8. Lines may end in \n or
+ * \r\n; the last may lack its newline. Every problem (a missing or unreadable file, an empty
+ * line or field, a line longer than GC_PAIRS_MAX_LINE bytes, invalid UTF-8, a NUL byte, another
+ * number of negatives than line 1's) is GC_ERR_IO or GC_ERR_FORMAT naming the file and the line.
+ * The input is read a line at a time and the first bad line ends the reading: a stream that is
+ * no pair file (/dev/zero, a binary file) costs at most a line's bytes. */
+#define GC_PAIRS_MAX_LINE 4096
+
+typedef struct gc_pairs {
+    int64_t count;  /* examples */
+    int negatives;  /* hard negatives per example (the same for every line) */
+    char **texts;   /* [count * (2 + negatives)]: query, positive, negatives..., NUL-terminated */
+} gc_pairs;
+
+gc_status gc_pairs_read(const char *path, gc_pairs *pairs);
+/* The same from an open stream (a pipe too), read to its end; `name` is used in messages. */
+gc_status gc_pairs_read_stream(FILE *in, const char *name, gc_pairs *pairs);
+/* The same from memory (`name` is used in messages). */
+gc_status gc_pairs_parse(const char *data, size_t size, const char *name, gc_pairs *pairs);
+void gc_pairs_free(gc_pairs *pairs);
+/* Column 0 is the query, 1 the positive, 2.. the negatives. */
+static inline const char *gc_pairs_text(const gc_pairs *pairs, int64_t example, int column) {
+    return pairs->texts[example * (2 + pairs->negatives) + column];
+}
+
+/* A definition -> word dataset from WordNet 3.0's data files (data.noun, .verb, .adj, .adv, as
+ * Debian's wordnet-base installs them in /usr/share/wordnet). Every (synset, word) gives one
+ * pair line `definition<TAB>word`: the gloss up to its first ';' (examples dropped), tabs and
+ * line breaks made spaces, trimmed; the word with '_' made spaces and an adjective's marker
+ * ("(p)", "(a)", "(ip)") removed. An entry that would not be a valid pair line is skipped and
+ * counted. A hash of the definition (mixed with a seed) sends a synset to dev, so all the words
+ * of a synset, and all the synsets sharing one definition, land on the same side. */
+typedef struct gc_wordnet_side {
+    char *text;      /* the pair file's bytes (text[0..size)) */
+    size_t size, capacity;
+    int64_t pairs;   /* lines in text */
+    int64_t synsets; /* synsets with at least one line in text */
+} gc_wordnet_side;
+
+typedef struct gc_wordnet_split {
+    gc_wordnet_side train, dev;
+    int64_t skipped; /* (synset, word) entries left out */
+} gc_wordnet_split;
+
+/* The longest data line read (WordNet 3.0's longest has 12,972 bytes): a longer line, or a NUL
+ * byte, is GC_ERR_FORMAT naming the line, read no further than the limit. */
+#define GC_WORDNET_MAX_LINE 65536
+
+/* Reads the four data files of `folder`, about `held_out` of the definitions going to dev.
+ * GC_ERR_IO names a missing or unreadable file, GC_ERR_FORMAT the file and line of a line that
+ * is not a synset. Nothing is kept on failure. */
+gc_status gc_wordnet_split_build(const char *folder, double held_out, uint64_t seed, gc_wordnet_split *split);
+/* One data file's lines from `in` (`name` in messages) added to *split, which the caller frees,
+ * on failure too. */
+gc_status gc_wordnet_read_stream(FILE *in, const char *name, double held_out, uint64_t seed,
+                                 gc_wordnet_split *split);
+/* Writes folder/train.tsv and folder/dev.tsv (the folder created if missing), both complete
+ * under temporary names before either is renamed into place. */
+gc_status gc_wordnet_split_save(const char *folder, const gc_wordnet_split *split);
+void gc_wordnet_split_free(gc_wordnet_split *split);
+
+/* ---- paths of datasets and runs ------------------------------------------------------------- */
+
+/* A dataset argument: a folder means its file `split`.tsv ("train", "dev"); anything else is
+ * the pair file itself. A new string (free it). */
+char *gc_data_path(const char *path, const char *split);
+/* A file inside a run folder, or the path itself when it names a file. A new string. */
+char *gc_run_file(const char *path, const char *name);
+/* dir + "/" + name, in a new string. */
+char *gc_path_join(const char *dir, const char *name);
+/* The folder holding `path` ("." for a bare name, "/" for one at the root), in a new string. */
+char *gc_path_parent(const char *path);
+/* Creates the folder and any missing parents (mkdir -p); GC_ERR_IO naming it on failure. */
+gc_status gc_make_directories(const char *path);
+
+/* ---- batches -------------------------------------------------------------------------------- */
+
+/* Which examples each step takes. Epoch e visits the examples in a permutation drawn from the
+ * Philox stream of `seed` (gradcache/random.h) from word 2 e n on, so any epoch's order follows
+ * from (seed, e) alone and a resumed run needs only its step count. Step s of an epoch takes
+ * positions [s B, (s + 1) B) of the permutation; the n mod B examples left over at the end of
+ * an epoch are skipped in that epoch (every batch has B examples). */
+typedef struct gc_batch_sampler {
+    uint64_t seed;
+    int64_t count;           /* examples in the dataset */
+    int64_t batch_size;      /* B, at most count */
+    int64_t steps_per_epoch; /* count / batch_size */
+    int64_t epoch;           /* the epoch whose order `order` holds; -1: none yet */
+    int64_t *order;          /* [count]: a permutation of 0..count-1 (allocated at the first batch) */
+} gc_batch_sampler;
+
+/* 1 <= batch_size <= count, else a programmer error. */
+void gc_batch_sampler_init(gc_batch_sampler *sampler, uint64_t seed, int64_t count, int64_t batch_size);
+/* The epoch of step `step` (from 0) and how many of that epoch's examples come before it. */
+void gc_batch_sampler_locate(const gc_batch_sampler *sampler, int64_t step, int64_t *epoch, int64_t *position);
+/* The examples of step `step`: [batch_size] indices into the dataset (valid until the next
+ * call); *epoch receives the step's epoch. */
+const int64_t *gc_batch_sampler_batch(gc_batch_sampler *sampler, int64_t step, int64_t *epoch);
+void gc_batch_sampler_free(gc_batch_sampler *sampler);
+/* order[0..count): the permutation of `epoch`. */
+void gc_epoch_order(uint64_t seed, int64_t epoch, int64_t count, int64_t *order);
+
+/* The two inputs of a step: the queries, and the passages (each example's positive followed by
+ * its first `negatives` negatives, the layout gc_contrastive_loss expects). */
+typedef struct gc_training_batch {
+    gc_tensor *query_ids, *query_mask;     /* [B, T <= max_length] */
+    gc_tensor *passage_ids, *passage_mask; /* [B (1 + negatives), T' <= max_length] */
+    gc_batch inputs[2];                    /* {ids, mask} of each side, borrowing the above */
+} gc_training_batch;
+
+/* Tokenizes examples[0..count) of `pairs` on `device`, at most max_length tokens per text, each
+ * side padded to its longest text, the masks in mask_dtype (the model's). GC_OK or an
+ * allocation error (nothing left allocated); more negatives than the pairs have is a
+ * programmer error. */
+gc_status gc_training_batch_make(const gc_pairs *pairs, const int64_t *examples, int64_t count, int negatives,
+                                 const gc_tokenizer *tokenizer, int64_t max_length, gc_dtype mask_dtype,
+                                 gc_device device, gc_training_batch *batch);
+void gc_training_batch_release(gc_training_batch *batch);
+
+/* ---- dual encoders -------------------------------------------------------------------------- */
+
+/* Preset names, NULL-terminated: "tiny" (dim 64, 2 layers, 4 heads, MLP 128, projection 64),
+ * "small" (128, 4, 4, 512, 128) and "base" (256, 6, 8, 1024, 256). */
+extern const char *const gc_model_size_names[];
+/* A preset's text encoder: BERT-style post-norm layers over the byte vocabulary
+ * (gc_tokenizer_bytes), gelu, dropout 0.1, mean pooling, then the projection; f32. */
+gc_text_encoder_config gc_model_preset(int size_index, int64_t max_length);
+
+/* A query tower and a passage tower; tied: one encoder for both. */
+typedef struct gc_dual_encoder {
+    bool tied;
+    gc_text_encoder towers[2];     /* [1] unused when tied */
+    gc_param_list params;          /* "query.*" and "passage.*", or "encoder.*" when tied */
+    const gc_tokenizer *tokenizer; /* bytes for a preset; a pretrained folder's WordPiece (owned) */
+    int64_t max_length;            /* tokens per text */
+    char *pretrained;              /* the folder a pretrained model came from, else NULL */
+    gc_bert_unused unused;         /* pretrained: the file's weights the encoder does not use, saved back */
+} gc_dual_encoder;
+
+/* A preset's model: random weights from `seed` (the passage tower continues the query tower's
+ * stream), the byte tokenizer, config->max_length tokens. */
+gc_status gc_dual_encoder_init(gc_dual_encoder *model, const gc_text_encoder_config *config, bool tied,
+                               gc_device device, uint64_t seed);
+/* The pretrained model of folder `dir` (config.json, model.safetensors, tokenizer.json:
+ * gradcache/pretrained.h) as one tied encoder on `device`, its parameters in `dtype` (f32, f16
+ * or bf16), tokenizing to max_length tokens (at most its positions: GC_ERR_FORMAT otherwise; 0
+ * for 128, or its positions if fewer). Nothing is left allocated on failure. */
+gc_status gc_dual_encoder_from_folder(gc_dual_encoder *model, const char *dir, int64_t max_length, gc_dtype dtype,
+                                      gc_device device);
+/* A model folder (one holding config.json: as above, in f32), or a run folder or model file
+ * of a preset's model (its own length; max_length is ignored). A model file is trusted only
+ * as far as it is checked: every size of its description in range, its tensor data at least
+ * as large as the model it describes (before anything is allocated), then every parameter of
+ * its name, shape and dtype, and no other tensor. */
+gc_status gc_dual_encoder_load(const char *path, int64_t max_length, gc_device device, gc_dual_encoder *model);
+/* Writes the model into folder `dir` (created if missing): dir/model.safetensors, the
+ * parameters and their description; for a pretrained model, under Hugging Face's names next
+ * to copies of its folder's config.json, tokenizer.json and sentence-transformers files, so
+ * that `dir` is a model folder again. Every file is written atomically (gradcache/files.h). */
+gc_status gc_dual_encoder_save(const gc_dual_encoder *model, const char *dir);
+gc_text_encoder *gc_dual_encoder_tower(gc_dual_encoder *model, int side); /* 0 query, 1 passage */
+void gc_dual_encoder_free(gc_dual_encoder *model);
+/* GradCache's model function for a tower: chunk {ids, mask} -> representation (training mode). */
+gc_tensor *gc_dual_encoder_forward_train(void *tower, const gc_batch *chunk);
+
+/* ---- evaluation ----------------------------------------------------------------------------- */
+
+/* Each query's positive ranked among every distinct candidate by cosine similarity. A
+ * positive's rank is 1 + the number of other candidates scored at least as high: a tie counts
+ * against the query, so a collapsed model (every score alike) ranks every positive last.
+ * Recall@k is the fraction of queries whose positive ranks k or better, MRR the mean of
+ * 1 / rank. */
+typedef struct gc_retrieval_metrics {
+    int64_t queries, candidates;
+    double recall_at_1, recall_at_10, mrr;
+} gc_retrieval_metrics;
+
+/* queries [Nq, D], candidates [Nc, D] (f32, one device); positive[i] in [0, Nc) is query i's.
+ * GC_OK; GC_ERR_FORMAT naming the first query or candidate row holding a nan or an infinity
+ * (nothing is ranked then); or an allocation error. */
+gc_status gc_retrieval_evaluate(const gc_tensor *queries, const gc_tensor *candidates, const int64_t *positive,
+                                gc_retrieval_metrics *metrics);
+/* The first `count` pairs: every query encoded with the query tower, every distinct positive
+ * with the passage tower (eval mode, `batch` texts at a time), and ranked as above. */
+gc_status gc_retrieval_evaluate_pairs(gc_dual_encoder *model, const gc_pairs *pairs, int64_t count, int64_t batch,
+                                      gc_retrieval_metrics *metrics);
+/* The distinct texts among texts[0..count), in byte order, into *distinct (an array the caller
+ * frees, pointing into texts); index[i] receives the position of texts[i] among them. Returns
+ * how many there are. */
+int64_t gc_distinct_texts(const char *const *texts, int64_t count, const char ***distinct, int64_t *index);
+
+/* ---- memory ------------------------------------------------------------------------------- */
+
+/* The byte limit a run holds a device to: an explicit one when given; else GC_MEM_LIMIT's,
+ * which the library applied at start; else, on the CPU, 2/3 of the memory available when the
+ * run starts (Linux's MemAvailable), divided among the processes a launcher runs on this
+ * machine. Without it a run too large for the machine grows until the kernel's OOM killer ends
+ * it; with it the allocation is refused with GC_ERR_MEM_LIMIT. 2/3, not all: the allocator
+ * rounds a block up by as much as a quarter and keeps freed blocks, and a process has memory
+ * outside its tensors. A GPU gets no default: its driver refuses what it cannot serve. */
+typedef struct gc_mem_limit {
+    size_t bytes;     /* 0: none */
+    char source[160]; /* where it comes from, for people: "--mem-limit", "GC_MEM_LIMIT", "the default, ..." */
+} gc_mem_limit;
+
+/* Applies `bytes` (0: none given) to `device`, and the CPU's default where nothing set a
+ * limit; `sharers`: the processes of the run on this machine (1 when not launched). Returns
+ * the device's limit. */
+gc_mem_limit gc_mem_limit_apply(gc_device device, size_t bytes, int sharers);
+/* "15.1 GiB on cpu (the default, 2/3 of the 22.7 GiB available; --mem-limit to change)" or
+ * "none on cuda:0", into buf; returns buf. */
+const char *gc_mem_limit_describe(const gc_mem_limit *limit, gc_device device, char *buf, size_t size);
+/* What a failure line ends with: " (the limit: SOURCE)" for GC_ERR_MEM_LIMIT, else "". */
+const char *gc_mem_limit_hint(const gc_mem_limit *limit, gc_status status, char *buf, size_t size);
+
+/* The largest unit 1024^k (k <= 4) not above `bytes`, and its name ("B", "KiB", ...). */
+double gc_byte_unit(double bytes, const char **name);
+/* "1.59 MiB" into buf (3 significant digits); returns buf. */
+const char *gc_format_bytes(double bytes, char *buf, int size);
+
+/* ---- the trainer ---------------------------------------------------------------------------- */
+
+/* One step, as the run's log (DIR/log.jsonl) records it. */
+typedef struct gc_step_record {
+    int64_t step, epoch;           /* step from 1, epoch from 0 */
+    double loss, lr;               /* the step's loss, and the learning rate it used */
+    double grad_norm;              /* the gradients' total 2-norm before clipping (nan: skipped) */
+    double examples_per_second, seconds;
+    size_t peak_bytes;             /* the step's peak of live bytes on the device */
+    int64_t chunk_sizes[2];        /* rows per chunk, query and passage side (plain: the batch) */
+    double loss_scale;             /* the scale the step's gradients carried (1 without loss scaling) */
+    bool skipped;                  /* an inf or nan gradient: no update, and the scale halved */
+} gc_step_record;
+
+/* A run: a dual encoder trained on query/positive pairs with the in-batch contrastive loss
+ * (cosine similarity / temperature, every other passage of the batch a negative), each step a
+ * Gradient Cache step or a plain full-batch one, then the gradients clipped to a total norm of
+ * 1 and AdamW (weight decay 0.01, none on biases and norms). Every random choice (the initial
+ * weights, the dropout masks, each epoch's data order) comes from counter-based streams named
+ * by `seed`, which the checkpoint keeps the positions of: that is what makes a resumed run
+ * continue bit for bit. The settings that decide what a run computes are kept in its
+ * checkpoint as "flag.<name>" under the gradcache program's flag names (--batch-size for
+ * batch_size), and errors name them so too. gc_trainer_config_default() gives the program's
+ * defaults; `data` and `out` have none. */
+typedef struct gc_trainer_config {
+    const char *data;           /* --data: a pair file, or a folder holding train.tsv */
+    const char *out;            /* --out: the run folder */
+    const char *init;           /* --init: a pretrained model folder to fine-tune (one encoder), or NULL */
+    int model_size;             /* --model-size without init: an index into gc_model_size_names */
+    int64_t max_length;         /* --max-length: tokens per text */
+    gc_dtype dtype;             /* --precision: f32; f16 or bf16 with f32 master weights (f16: loss scaling) */
+    bool tied;                  /* --tied: one encoder for queries and passages */
+    int64_t batch_size;         /* --batch-size: examples per step, over every process */
+    bool gc;                    /* --gc: Gradient Cache steps; else plain full-batch steps */
+    int64_t chunk_sizes[2];     /* --gc-chunk-size: rows per chunk, queries and passages */
+    gc_contrastive_method loss; /* --loss: with gc, how the loss's gradient is computed */
+    int64_t steps, epochs;      /* --steps, else --epochs (0: one) */
+    double lr;                  /* --lr: the peak rate (warm-up over 10% of the steps, then down to 0) */
+    double temperature;         /* --temperature */
+    int64_t hard_negatives;     /* --hard-negatives: the first N negative columns of every example */
+    int64_t seed;               /* --seed */
+    gc_device device;           /* --device: a launched run on CUDA takes cuda:LOCAL_RANK */
+    size_t mem_limit;           /* --mem-limit: bytes on the device; 0: gc_mem_limit_apply's default */
+    bool reduce_half;           /* --reduce-half: data-parallel 16-bit gradients averaged in their dtype */
+    int64_t save_every;         /* --save-every: steps between checkpoints (0: only at the stop step) */
+    int64_t stop_after;         /* --stop-after: the last step gc_trainer_run takes, as if interrupted (0: all) */
+    /* called after every step's log line, on every process (process 0 writes the log), or NULL */
+    void (*on_step)(void *user, const gc_step_record *record);
+    void *user;
+} gc_trainer_config;
+
+gc_trainer_config gc_trainer_config_default(void);
+
+typedef struct gc_trainer gc_trainer;
+
+/* A fresh run: applies the device's memory limit (gc_mem_limit_apply, which stays), reads the
+ * data, builds the model (from `seed`, or from init's folder), AdamW and the GradCache step,
+ * seeds the default generators, and (process 0) creates the run folder, removes the
+ * temporaries a killed run's saves left there and starts log.jsonl anew. The config's strings
+ * are read before it returns.
+ * Under a launcher (RANK, WORLD_SIZE, ...: gradcache/dist.h) the run is data-parallel: the
+ * batch split over the processes, the loss over all of it, one gradient reduction per step,
+ * process 0 alone writing. GC_ERR_CONFIG when a setting cannot work (more hard negatives than
+ * the data has, a batch larger than the data or smaller than the processes, a dtype the device
+ * lacks, a malformed launcher environment); else the status of what failed, its message
+ * naming the file or the setting. On failure *trainer is NULL and nothing is left allocated. */
+gc_status gc_trainer_new(const gc_trainer_config *config, gc_trainer **trainer);
+/* The run in config->out continued from its checkpoint, bit for bit as if it had not stopped
+ * (same device): as gc_trainer_new, and the checkpoint is trusted only as far as it is
+ * checked: written with these settings, by as many processes, describing the model these
+ * settings build, every counter and generator where such a run could have left it, no entry
+ * such a run would not write. The log keeps the checkpoint's steps. */
+gc_status gc_trainer_resume(const gc_trainer_config *config, gc_trainer **trainer);
+/* One step (every process calls it): the batch, the gradients, clipping and the update (f16:
+ * skipped when a gradient of any process overflowed), the log line, on_step, then the
+ * checkpoint and the model when save_every or the stop step say so. A failure names the step
+ * and what failed ("step 3: saving: ..."; GC_ERR_MEM_LIMIT with where the limit came from);
+ * the checkpoint last written is intact. A loss or gradient norm that is not finite stops the
+ * run (GC_ERR_FORMAT) before the update spreads it. GC_ERR_CONFIG past the run's last step. */
+gc_status gc_trainer_step(gc_trainer *trainer, gc_step_record *record);
+/* Steps to the stop step (stop_after, or the last). */
+gc_status gc_trainer_run(gc_trainer *trainer);
+/* Writes the checkpoint and the model now (every process takes part; process 0 writes). */
+gc_status gc_trainer_save(gc_trainer *trainer);
+void gc_trainer_free(gc_trainer *trainer);
+
+/* Where a run is; the pointers stay valid until gc_trainer_free. */
+typedef struct gc_trainer_info {
+    int rank, world;          /* this process in a data-parallel run (0 and 1 when not launched) */
+    int64_t step;             /* steps done (a resumed run starts at its checkpoint's) */
+    int64_t stop_step;        /* where gc_trainer_run stops */
+    int64_t total_steps;      /* the run's length, which the learning rate's schedule spans */
+    gc_device device;         /* where it trains */
+    gc_mem_limit limit;       /* the device's memory limit, and where it came from */
+    const char *checkpoint_path, *model_path;
+    const gc_dual_encoder *model;
+} gc_trainer_info;
+
+gc_trainer_info gc_trainer_get_info(const gc_trainer *trainer);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

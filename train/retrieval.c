@@ -1,0 +1,167 @@
+/* Retrieval evaluation (see gradcache/train.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gradcache/autograd.h"
+#include "gradcache/ops.h"
+#include "gradcache/train.h"
+
+/* Queries scored per matrix product: bounds the host copy of the scores ([block, Nc] floats)
+ * whatever the number of queries. */
+enum { QUERY_BLOCK = 1024 };
+
+typedef struct indexed_text {
+    const char *text;
+    int64_t index;
+} indexed_text;
+
+static int compare_texts(const void *a, const void *b) {
+    const indexed_text *x = a, *y = b;
+    int order = strcmp(x->text, y->text);
+    return order ? order : (x->index > y->index) - (x->index < y->index);
+}
+
+int64_t gc_distinct_texts(const char *const *texts, int64_t count, const char ***distinct, int64_t *index) {
+    indexed_text *sorted = malloc((size_t)(count ? count : 1) * sizeof *sorted);
+    *distinct = malloc((size_t)(count ? count : 1) * sizeof **distinct);
+    if (!sorted || !*distinct) gc_fatal("distinct_texts: out of host memory for %lld texts", (long long)count);
+    for (int64_t i = 0; i < count; i++) sorted[i] = (indexed_text){texts[i], i};
+    qsort(sorted, (size_t)count, sizeof *sorted, compare_texts);
+    int64_t unique = 0;
+    for (int64_t i = 0; i < count; i++) {
+        if (i == 0 || strcmp(sorted[i].text, sorted[i - 1].text) != 0) (*distinct)[unique++] = sorted[i].text;
+        index[sorted[i].index] = unique - 1;
+    }
+    free(sorted);
+    return unique;
+}
+
+/* x [N, D] -> rows of unit length */
+static gc_tensor *unit_rows(const gc_tensor *x) {
+    /* eps as the contrastive loss's cosine uses it: only a zero row is affected */
+    return gc_l2_normalize(x, 1e-12);
+}
+
+/* The first row of x [N, D] (f32) holding a nan or an infinity, or -1; copied to the host
+ * QUERY_BLOCK rows at a time. */
+static int64_t first_nonfinite_row(const gc_tensor *x) {
+    int64_t rows = x->shape[0], width = x->shape[1];
+    float *values = malloc((size_t)(QUERY_BLOCK * width + 1) * sizeof *values);
+    if (!values) gc_fatal("retrieval_evaluate: out of host memory for %d rows of %lld", QUERY_BLOCK, (long long)width);
+    int64_t found = -1;
+    for (int64_t start = 0; start < rows && found < 0; start += QUERY_BLOCK) {
+        int64_t end = start + QUERY_BLOCK < rows ? start + QUERY_BLOCK : rows;
+        gc_tensor *block = gc_slice0(x, start, end); /* a view: cannot fail */
+        gc_copy_to_host(block, values);
+        gc_tensor_release(block);
+        for (int64_t i = 0; i < (end - start) * width && found < 0; i++)
+            if (!isfinite(values[i])) found = start + i / width;
+    }
+    free(values);
+    return found;
+}
+
+/* GC_ERR_FORMAT naming the first row of x [N, D] that is not finite: ranked, a nan would tie
+ * with everything and an infinity beat it, so no number printed would mean anything. */
+static gc_status check_finite(const gc_tensor *x, const char *what) {
+    int64_t row = first_nonfinite_row(x);
+    if (row < 0) return GC_OK;
+    gc_set_error(GC_ERR_FORMAT, "the embedding of %s row %lld (of %lld, from 0) holds nan or inf: the model's "
+                 "weights are broken", what, (long long)row, (long long)x->shape[0]);
+    return GC_ERR_FORMAT;
+}
+
+/* Adds the ranks of queries [start, start + rows) given their scores [rows, Nc] on the host.
+ * A tie counts against the query: rank = 1 + the other candidates scored at least as high as
+ * its positive, so a model that scores everything alike ranks every positive last. */
+static void add_ranks(const float *scores, int64_t rows, int64_t candidates, const int64_t *positive,
+                      gc_retrieval_metrics *metrics) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *row = scores + r * candidates;
+        float target = row[positive[r]];
+        int64_t rank = 1;
+        for (int64_t c = 0; c < candidates; c++) rank += c != positive[r] && row[c] >= target;
+        metrics->recall_at_1 += rank == 1;
+        metrics->recall_at_10 += rank <= 10;
+        metrics->mrr += 1.0 / (double)rank;
+    }
+}
+
+gc_status gc_retrieval_evaluate(const gc_tensor *queries, const gc_tensor *candidates, const int64_t *positive,
+                                gc_retrieval_metrics *metrics) {
+    char tq[128], tc[128];
+    if (queries->dtype != GC_F32 || candidates->dtype != GC_F32 || queries->ndim != 2 || candidates->ndim != 2 ||
+        queries->shape[1] != candidates->shape[1])
+        gc_fatal("retrieval_evaluate: needs f32 queries [Nq, D] and candidates [Nc, D], got %s and %s",
+                 gc_tensor_str(queries, tq, sizeof tq), gc_tensor_str(candidates, tc, sizeof tc));
+    int64_t n_queries = queries->shape[0], n_candidates = candidates->shape[0];
+    int64_t block_rows = n_queries < QUERY_BLOCK ? n_queries : QUERY_BLOCK;
+    *metrics = (gc_retrieval_metrics){.queries = n_queries, .candidates = n_candidates};
+    for (int64_t i = 0; i < n_queries; i++)
+        if (positive[i] < 0 || positive[i] >= n_candidates)
+            gc_fatal("retrieval_evaluate: query %lld has positive %lld outside [0, %lld)", (long long)i,
+                     (long long)positive[i], (long long)n_candidates);
+    gc_status checked = check_finite(queries, "query");
+    if (checked == GC_OK) checked = check_finite(candidates, "candidate");
+    if (checked != GC_OK) return checked;
+    bool previous = gc_set_grad_enabled(false);
+    gc_tensor *unit_queries = unit_rows(queries), *unit_candidates = unit_rows(candidates);
+    float *scores = malloc((size_t)(block_rows * n_candidates + 1) * sizeof *scores);
+    if (!scores)
+        gc_fatal("retrieval_evaluate: out of host memory for %lld scores", (long long)(block_rows * n_candidates));
+    gc_status status = unit_queries && unit_candidates ? GC_OK : gc_last_status();
+    for (int64_t start = 0; start < n_queries && status == GC_OK; start += QUERY_BLOCK) {
+        int64_t end = start + QUERY_BLOCK < n_queries ? start + QUERY_BLOCK : n_queries;
+        gc_tensor *block = gc_slice0(unit_queries, start, end);
+        gc_tensor *block_scores = gc_matmul(block, unit_candidates, false, true); /* [end - start, Nc] */
+        if (block_scores) {
+            gc_copy_to_host(block_scores, scores);
+            add_ranks(scores, end - start, n_candidates, positive + start, metrics);
+        } else {
+            status = gc_last_status();
+        }
+        gc_tensor_release(block);
+        gc_tensor_release(block_scores);
+    }
+    gc_set_grad_enabled(previous);
+    free(scores);
+    gc_tensor_release(unit_queries);
+    gc_tensor_release(unit_candidates);
+    if (status == GC_OK && n_queries > 0) {
+        metrics->recall_at_1 /= (double)n_queries;
+        metrics->recall_at_10 /= (double)n_queries;
+        metrics->mrr /= (double)n_queries;
+    }
+    return status;
+}
+
+gc_status gc_retrieval_evaluate_pairs(gc_dual_encoder *model, const gc_pairs *pairs, int64_t count, int64_t batch,
+                                      gc_retrieval_metrics *metrics) {
+    const char **queries = malloc((size_t)count * sizeof *queries);
+    const char **positives = malloc((size_t)count * sizeof *positives);
+    int64_t *positive_index = malloc((size_t)count * sizeof *positive_index);
+    if (!queries || !positives || !positive_index)
+        gc_fatal("retrieval_evaluate_pairs: out of host memory for %lld pairs", (long long)count);
+    for (int64_t i = 0; i < count; i++) {
+        queries[i] = gc_pairs_text(pairs, i, 0);
+        positives[i] = gc_pairs_text(pairs, i, 1);
+    }
+    const char **words;
+    int64_t n_words = gc_distinct_texts(positives, count, &words, positive_index);
+    /* [count, D] */
+    gc_tensor *query_reps = gc_encode_texts(gc_dual_encoder_tower(model, 0), model->tokenizer, queries, count,
+                                            model->max_length, batch);
+    gc_tensor *word_reps = query_reps ? gc_encode_texts(gc_dual_encoder_tower(model, 1), model->tokenizer, words,
+                                                        n_words, model->max_length, batch)
+                                      : NULL; /* [n_words, D] */
+    gc_status status = word_reps ? gc_retrieval_evaluate(query_reps, word_reps, positive_index, metrics)
+                                 : gc_last_status();
+    gc_tensor_release(query_reps);
+    gc_tensor_release(word_reps);
+    free(words);
+    free(queries);
+    free(positives);
+    free(positive_index);
+    return status;
+}

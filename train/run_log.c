@@ -1,0 +1,80 @@
+/* The training log (see run_log.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gradcache/files.h"
+#include "numbers.h"
+#include "run_log.h"
+
+static gc_status io_error(const char *path, const char *doing) {
+    gc_set_error(GC_ERR_IO, "%s: cannot %s: %s", path, doing, strerror(errno));
+    return GC_ERR_IO;
+}
+
+/* Copies the complete lines of `old` whose step is at most kept_steps into `out`. */
+static void copy_kept_lines(FILE *old, FILE *out, int64_t kept_steps) {
+    char *line = NULL;
+    size_t capacity = 0;
+    ssize_t length;
+    while ((length = getline(&line, &capacity, old)) > 0) {
+        long long step;
+        bool complete = line[length - 1] == '\n'; /* a killed run may have left half a line */
+        if (complete && sscanf(line, "{\"step\":%lld", &step) == 1 && step <= kept_steps) fputs(line, out);
+    }
+    free(line);
+}
+
+gc_status gc_run_log_open(gc_run_log *log, const char *path, int64_t kept_steps) {
+    *log = (gc_run_log){0};
+    /* The kept lines go to a new file that replaces the log whole: a crash while cutting
+     * it leaves the old log, never half of one. */
+    gc_file_writer out;
+    gc_status status = gc_file_begin(&out, path);
+    if (status != GC_OK) return status;
+    FILE *old = kept_steps > 0 ? fopen(path, "r") : NULL;
+    if (old) {
+        copy_kept_lines(old, out.file, kept_steps);
+        fclose(old);
+    }
+    status = gc_file_commit(&out);
+    if (status != GC_OK) return status;
+    log->file = fopen(path, "a");
+    if (!log->file) return io_error(path, "open for appending");
+    log->path = strdup(path);
+    if (!log->path) gc_fatal("run_log: out of host memory");
+    return GC_OK;
+}
+
+/* A JSON number, or null for what JSON cannot write (a loss that became nan or inf). */
+static void print_number(FILE *out, const char *key, double value) {
+    char text[32];
+    if (isfinite(value)) fprintf(out, ",\"%s\":%s", key, gc_format_exact(value, text, sizeof text));
+    else fprintf(out, ",\"%s\":null", key);
+}
+
+gc_status gc_run_log_append(gc_run_log *log, const gc_step_record *r) {
+    /* the values a step computes are written exactly, so that the logs of a resumed run and of
+     * a straight one compare byte for byte (the timings aside) */
+    fprintf(log->file, "{\"step\":%lld,\"epoch\":%lld", (long long)r->step, (long long)r->epoch);
+    print_number(log->file, "loss", r->loss);
+    print_number(log->file, "lr", r->lr);
+    print_number(log->file, "grad_norm", r->grad_norm);
+    fprintf(log->file,
+            ",\"examples_per_second\":%.1f,\"peak_bytes\":%zu,\"chunk_sizes\":[%lld,%lld]", r->examples_per_second,
+            r->peak_bytes, (long long)r->chunk_sizes[0], (long long)r->chunk_sizes[1]);
+    print_number(log->file, "loss_scale", r->loss_scale);
+    fprintf(log->file, ",\"skipped\":%s,\"seconds\":%.6f}\n", r->skipped ? "true" : "false", r->seconds);
+    if (fflush(log->file) != 0) return io_error(log->path, "append to");
+    return GC_OK;
+}
+
+void gc_run_log_close(gc_run_log *log) {
+    if (log->file) fclose(log->file);
+    free(log->path);
+    *log = (gc_run_log){0};
+}

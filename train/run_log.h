@@ -1,0 +1,35 @@
+/* The training log: DIR/log.jsonl of a run folder, one JSON object per step (a
+ * gc_step_record), e.g.
+ *   {"step":1,"epoch":0,"loss":2.77,"lr":1e-05,"grad_norm":0.94,"examples_per_second":410.2,
+ *    "peak_bytes":3514368,"chunk_sizes":[8,8],"loss_scale":65536,"skipped":false,"seconds":0.039}
+ * step counts from 1; epoch from 0; lr is the rate the step used; grad_norm the gradients'
+ * total 2-norm before clipping; peak_bytes the step's peak of live bytes on the device;
+ * chunk_sizes the rows per chunk of the query and passage sides (the batch for a plain step);
+ * loss_scale the scale the gradients carried (--precision f16; 1 otherwise) and skipped
+ * whether the step found an inf or nan gradient and left the parameters as they were.
+ * Every line is flushed when written, so the log of a killed run ends at its last step. */
+#ifndef GC_TRAIN_RUN_LOG_H
+#define GC_TRAIN_RUN_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gradcache/train.h"
+
+typedef struct gc_run_log {
+    FILE *file;
+    char *path;
+} gc_run_log;
+
+/* Opens the log at `path` to append steps after `kept_steps`: the complete lines of steps
+ * 1 .. kept_steps of an existing log are kept (a resumed run continues its log), every other
+ * line goes (those a run wrote after its last checkpoint, or a whole old log when kept_steps
+ * is 0). The trimmed log replaces the old one atomically. GC_ERR_IO naming the file on
+ * failure. */
+gc_status gc_run_log_open(gc_run_log *log, const char *path, int64_t kept_steps);
+gc_status gc_run_log_append(gc_run_log *log, const gc_step_record *record);
+void gc_run_log_close(gc_run_log *log);
+
+#endif

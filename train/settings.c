@@ -1,0 +1,45 @@
+/* The settings of a run that its checkpoint keeps, "flag.<name>" under the gradcache program's
+ * flag names (see train_state.h): a resumed run must share each of them. */
+#include "gradcache/train.h"
+#include "numbers.h"
+#include "train_state.h"
+
+/* FNV-1a over every text of the pairs: a resumed run checks it trains on the same data. */
+static uint64_t pairs_hash(const gc_pairs *pairs) {
+    uint64_t hash = 0xCBF29CE484222325u;
+    int64_t texts = pairs->count * (2 + pairs->negatives);
+    for (int64_t i = 0; i < texts; i++)
+        for (const unsigned char *c = (const unsigned char *)pairs->texts[i];; c++) {
+            hash = (hash ^ *c) * 0x100000001B3u; /* the NUL too: it separates the texts */
+            if (!*c) break;
+        }
+    return hash;
+}
+
+static const char *yes_no(bool value) { return value ? "yes" : "no"; }
+
+void gc_train_settings(const gc_trainer_config *c, const gc_pairs *pairs, gc_metadata *s) {
+    gc_metadata_set(s, "flag.data", "%lld examples with fnv1a %016llx", (long long)pairs->count,
+                    (unsigned long long)pairs_hash(pairs));
+    if (c->init) gc_metadata_set(s, "flag.init", "%s", c->init);
+    else gc_metadata_set(s, "flag.model-size", "%s", gc_model_size_names[c->model_size]);
+    gc_metadata_set(s, "flag.max-length", "%lld", (long long)c->max_length);
+    gc_metadata_set(s, "flag.tied", "%s", yes_no(c->tied));
+    /* another precision computes other numbers, and its checkpoint holds other tensors */
+    gc_metadata_set(s, "flag.precision", "%s", gc_dtype_name(c->dtype));
+    gc_metadata_set(s, "flag.batch-size", "%lld", (long long)c->batch_size);
+    /* how a step is computed too: GradCache agrees with a plain step only to rounding */
+    gc_metadata_set(s, "flag.gc", "%s", yes_no(c->gc));
+    if (c->gc)
+        gc_metadata_set(s, "flag.gc-chunk-size", "%lld,%lld", (long long)c->chunk_sizes[0],
+                        (long long)c->chunk_sizes[1]);
+    else
+        gc_metadata_set(s, "flag.gc-chunk-size", "none");
+    if (c->steps) gc_metadata_set(s, "flag.steps", "%lld", (long long)c->steps);
+    else gc_metadata_set(s, "flag.epochs", "%lld", (long long)(c->epochs ? c->epochs : 1));
+    char number[32];
+    gc_metadata_set(s, "flag.lr", "%s", gc_format_exact(c->lr, number, sizeof number));
+    gc_metadata_set(s, "flag.temperature", "%s", gc_format_exact(c->temperature, number, sizeof number));
+    gc_metadata_set(s, "flag.hard-negatives", "%lld", (long long)c->hard_negatives);
+    gc_metadata_set(s, "flag.seed", "%lld", (long long)c->seed);
+}

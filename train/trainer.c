@@ -1,0 +1,244 @@
+/* A run set up and torn down (gc_trainer_new, gc_trainer_resume, gc_trainer_free of
+ * gradcache/train.h): a dual (or tied) text encoder trained on query/positive pairs with the
+ * in-batch contrastive loss (cosine InfoNCE), each step a Gradient Cache step or a plain
+ * full-batch step, then gradient clipping and AdamW (the steps: trainer_step.c).
+ *
+ * Everything that decides what a step computes is a function of the seed and the step count:
+ * the initial weights, the dropout masks and the data order come from three Philox streams
+ * named by the seed, the data order of an epoch from (seed, epoch) alone. So a checkpoint
+ * (train_state.h) holding the parameters, AdamW's state, the step count and the generators'
+ * positions is all a resumed run needs to continue bitwise as if it had never stopped.
+ *
+ * f16 / bf16: the model's parameters and activations in 16 bits, AdamW keeping f32 master
+ * weights (in the checkpoint too). With f16 a dynamic loss scaler (PyTorch's defaults) scales
+ * the loss once per step; a step with an inf or nan gradient on any rank is skipped everywhere
+ * (no update, the scale halved) and logged as such. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gradcache/files.h"
+#include "trainer_internal.h"
+
+/* The run's three uses of randomness draw from independent Philox streams, all named by the
+ * seed (gc_derive_seed), so nearby seeds give unrelated stream names. */
+typedef enum random_stream { STREAM_INIT = 1, STREAM_DROPOUT, STREAM_DATA } random_stream;
+
+static uint64_t stream_seed(int64_t seed, random_stream stream) {
+    return gc_derive_seed((uint64_t)seed, (uint64_t)stream);
+}
+
+gc_trainer_config gc_trainer_config_default(void) {
+    return (gc_trainer_config){.model_size = 1,
+                               .max_length = 32,
+                               .dtype = GC_F32,
+                               .batch_size = 64,
+                               .chunk_sizes = {8, 8},
+                               .loss = GC_CONTRASTIVE_AUTO,
+                               .lr = 5e-4,
+                               .temperature = 0.05,
+                               .device = gc_cpu(),
+                               .save_every = 100};
+}
+
+/* GC_ERR_CONFIG with a printf-style message: a setting that cannot work. */
+#define refuse(...) (gc_set_error(GC_ERR_CONFIG, __VA_ARGS__), GC_ERR_CONFIG)
+
+/* The recorded error prefixed with `what` ("--data: ..."), its status kept and returned. */
+static gc_status failed(const char *what) {
+    gc_status status = gc_last_status();
+    gc_set_error(status, "%s: %s", what, gc_last_error());
+    return status;
+}
+
+/* What no data or device can make work (the program's flags never give these). */
+static gc_status check_config(const gc_trainer_config *c) {
+    if (!c->data || !c->out) return refuse("%s is required", c->data ? "--out" : "--data");
+    const struct {
+        const char *name;
+        int64_t value, min;
+    } counts[] = {
+        {"--max-length", c->max_length, 2}, {"--batch-size", c->batch_size, 1},
+        {"--gc-chunk-size", c->chunk_sizes[0], 1}, {"--gc-chunk-size", c->chunk_sizes[1], 1},
+        {"--steps", c->steps, 0}, {"--epochs", c->epochs, 0}, {"--hard-negatives", c->hard_negatives, 0},
+        {"--seed", c->seed, 0}, {"--save-every", c->save_every, 0}, {"--stop-after", c->stop_after, 0},
+    };
+    for (size_t i = 0; i < sizeof counts / sizeof *counts; i++)
+        if (counts[i].value < counts[i].min)
+            return refuse("%s %lld: expected at least %lld", counts[i].name, (long long)counts[i].value,
+                          (long long)counts[i].min);
+    int presets = 0;
+    while (gc_model_size_names[presets]) presets++;
+    if (!c->init && (c->model_size < 0 || c->model_size >= presets))
+        return refuse("--model-size %d: no such preset (0 to %d)", c->model_size, presets - 1);
+    if (!(c->lr > 0) || !(c->temperature > 0))
+        return refuse("--lr %g, --temperature %g: both must be positive", c->lr, c->temperature);
+    return GC_OK;
+}
+
+/* The device, the data and the sizes the settings imply. */
+static gc_status load_data(gc_trainer *t) {
+    const gc_trainer_config *c = &t->config;
+    t->device = c->device;
+    gc_status status = gc_train_dist_begin(&t->dist, c->batch_size, &t->device);
+    if (status == GC_OK && gc_device_check_dtype(t->device, c->dtype) != GC_OK)
+        status = refuse("--precision %s: %s", gc_dtype_name(c->dtype), gc_last_error());
+    if (status != GC_OK) return status;
+    t->limit = gc_mem_limit_apply(t->device, c->mem_limit, t->dist.env.local_world_size);
+    t->data_path = gc_data_path(c->data, "train");
+    if (gc_pairs_read(t->data_path, &t->pairs) != GC_OK) return failed("--data");
+    if (c->hard_negatives > t->pairs.negatives)
+        return refuse("--hard-negatives %lld: %s has %d negative column%s", (long long)c->hard_negatives,
+                      t->data_path, t->pairs.negatives, t->pairs.negatives == 1 ? "" : "s");
+    if (c->batch_size > t->pairs.count)
+        return refuse("--batch-size %lld: %s has only %lld examples", (long long)c->batch_size, t->data_path,
+                      (long long)t->pairs.count);
+    gc_batch_sampler_init(&t->batches, stream_seed(c->seed, STREAM_DATA), t->pairs.count, c->batch_size);
+    int64_t steps_per_epoch = t->batches.steps_per_epoch;
+    t->plan = (gc_train_plan){.total_steps = c->steps ? c->steps : (c->epochs ? c->epochs : 1) * steps_per_epoch,
+                              .batches = &t->batches,
+                              .gc = c->gc,
+                              .rank = gc_train_dist_rank(&t->dist),
+                              .world = gc_train_dist_world(&t->dist)};
+    t->stop_step = c->stop_after && c->stop_after < t->plan.total_steps ? c->stop_after : t->plan.total_steps;
+    return GC_OK;
+}
+
+/* The model, the optimizer and the state a fresh run starts from, or the checkpoint's; then,
+ * data-parallel, the gradient bucketer, which also makes every rank start from rank 0's
+ * parameters. */
+static gc_status build_model(gc_trainer *t, bool resume) {
+    const gc_trainer_config *c = &t->config;
+    if (c->init) {
+        if (gc_dual_encoder_from_folder(&t->model, c->init, c->max_length, c->dtype, t->device) != GC_OK)
+            return failed("--init");
+    } else {
+        gc_text_encoder_config config = gc_model_preset(c->model_size, c->max_length);
+        config.dtype = c->dtype;
+        if (gc_dual_encoder_init(&t->model, &config, c->tied, t->device, stream_seed(c->seed, STREAM_INIT)) != GC_OK)
+            return gc_trainer_failed(t, "cannot build the model");
+    }
+    if (gc_adamw_init(&t->optimizer, &t->model.params, c->lr, 0.9, 0.999, 1e-8, GC_TRAIN_WEIGHT_DECAY) != GC_OK)
+        return failed("cannot build the optimizer");
+    t->optimizer_ready = true;
+    /* warm-up over the first 10% of the steps, then linear decay to 0 */
+    t->schedule = (gc_lr_schedule){c->lr, 0, t->plan.total_steps / 10, t->plan.total_steps, GC_LR_LINEAR};
+    gc_manual_seed(gc_train_dist_dropout_seed(&t->dist, stream_seed(c->seed, STREAM_DROPOUT)));
+    int64_t passages = c->batch_size * (1 + c->hard_negatives);
+    t->progress = (gc_train_progress){.chunk_sizes = {c->gc ? c->chunk_sizes[0] : c->batch_size,
+                                                      c->gc ? c->chunk_sizes[1] : passages},
+                                      .rng = gc_rng_capture(),
+                                      .scaled = c->dtype == GC_F16};
+    gc_loss_scaler_init(&t->progress.scaler);
+    if (resume) {
+        if (gc_train_state_load(t->checkpoint_path, &t->model, &t->optimizer, &t->progress, &t->settings, &t->plan) !=
+            GC_OK)
+            return failed("--resume");
+        gc_rng_restore(&t->progress.rng);
+    }
+    if (gc_train_dist_attach(&t->dist, &t->model.params, !c->reduce_half) != GC_OK)
+        return failed("cannot set up data-parallel training");
+    return GC_OK;
+}
+
+/* Process 0's run folder: created, cleared of what a run killed while saving left behind
+ * (gc_file_begin's hidden temporaries), and its log started or, resumed, cut to the
+ * checkpoint's steps. */
+static gc_status open_folder(gc_trainer *t) {
+    if (gc_make_directories(t->out) != GC_OK) return failed("--out");
+    if (gc_remove_stale_temporaries(t->checkpoint_path, NULL) != GC_OK ||
+        gc_remove_stale_temporaries(t->model_path, NULL) != GC_OK)
+        return failed("--out");
+    char *log_path = gc_path_join(t->out, "log.jsonl");
+    gc_status opened = gc_run_log_open(&t->log, log_path, t->progress.step);
+    free(log_path);
+    return opened == GC_OK ? GC_OK : failed("--out");
+}
+
+/* Everything before the first step. */
+static gc_status set_up(gc_trainer *t, bool resume) {
+    gc_status status = load_data(t);
+    if (status != GC_OK) return status;
+    gc_train_settings(&t->config, &t->pairs, &t->settings);
+    t->checkpoint_path = gc_path_join(t->out, "checkpoint.safetensors");
+    t->model_path = gc_path_join(t->out, "model.safetensors");
+    status = build_model(t, resume);
+    if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0) status = open_folder(t); /* rank 0 alone writes */
+    if (status != GC_OK) return status;
+    gc_text_encoder *towers[2] = {gc_dual_encoder_tower(&t->model, 0), gc_dual_encoder_tower(&t->model, 1)};
+    t->loss_options = (gc_contrastive_options){.similarity = GC_SIMILARITY_COSINE,
+                                               .temperature = t->config.temperature,
+                                               .method = t->config.loss};
+    gc_cache_config config = {
+        .n_models = 2,
+        .models = {{towers[0], gc_dual_encoder_forward_train, t->progress.chunk_sizes[0], &t->model.params},
+                   {towers[1], gc_dual_encoder_forward_train, t->progress.chunk_sizes[1], &t->model.params}},
+        .loss = gc_contrastive_loss_fn(&t->loss_options),
+        .keep_last_graph = true, /* one forward fewer per side; the same numbers */
+        .auto_chunk = t->config.gc && !t->dist.group, /* ranks could not agree on a retry */
+        .group = t->dist.group,
+        .ddp = t->dist.ddp,
+        .scaler = t->progress.scaled ? &t->progress.scaler : NULL, /* read at each step */
+    };
+    t->cache = gc_cache_new(&config);
+    return GC_OK;
+}
+
+/* A fresh run, or with `resume` the one its checkpoint holds. */
+static gc_status start(const gc_trainer_config *config, bool resume, gc_trainer **trainer) {
+    *trainer = NULL;
+    gc_status status = check_config(config);
+    if (status != GC_OK) return status;
+    gc_trainer *t = calloc(1, sizeof *t);
+    if (!t || !(t->out = strdup(config->out))) gc_fatal("trainer: out of host memory");
+    t->config = *config;
+    status = set_up(t, resume);
+    if (status == GC_OK) {
+        *trainer = t;
+        return GC_OK;
+    }
+    /* the error survives the tearing down (closing the process group may record its own) */
+    char message[512];
+    snprintf(message, sizeof message, "%s", gc_last_error());
+    gc_trainer_free(t);
+    gc_set_error(status, "%s", message);
+    return status;
+}
+
+gc_status gc_trainer_new(const gc_trainer_config *config, gc_trainer **trainer) {
+    return start(config, false, trainer);
+}
+
+gc_status gc_trainer_resume(const gc_trainer_config *config, gc_trainer **trainer) {
+    return start(config, true, trainer);
+}
+
+void gc_trainer_free(gc_trainer *t) {
+    if (!t) return;
+    gc_run_log_close(&t->log);
+    if (t->cache) gc_cache_free(t->cache);
+    gc_train_dist_end(&t->dist);
+    if (t->optimizer_ready) gc_adamw_free(&t->optimizer);
+    gc_dual_encoder_free(&t->model);
+    gc_metadata_free(&t->settings);
+    gc_pairs_free(&t->pairs);
+    gc_batch_sampler_free(&t->batches);
+    free(t->data_path);
+    free(t->checkpoint_path);
+    free(t->model_path);
+    free(t->out);
+    free(t);
+}
+
+gc_trainer_info gc_trainer_get_info(const gc_trainer *t) {
+    return (gc_trainer_info){.rank = gc_train_dist_rank(&t->dist),
+                             .world = gc_train_dist_world(&t->dist),
+                             .step = t->progress.step,
+                             .stop_step = t->stop_step,
+                             .total_steps = t->plan.total_steps,
+                             .device = t->device,
+                             .limit = t->limit,
+                             .checkpoint_path = t->checkpoint_path,
+                             .model_path = t->model_path,
+                             .model = &t->model};
+}

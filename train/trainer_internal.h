@@ -1,0 +1,43 @@
+/* What a run holds (gc_trainer of gradcache/train.h), shared by its setting up (trainer.c)
+ * and its steps (trainer_step.c). */
+#ifndef GC_TRAIN_TRAINER_INTERNAL_H
+#define GC_TRAIN_TRAINER_INTERNAL_H
+
+#include "gradcache/train.h"
+#include "metadata.h"
+#include "run_log.h"
+#include "train_dist.h"
+#include "train_state.h"
+
+/* Gradient clipping and AdamW's weight decay: those of BERT-style fine-tuning. */
+#define GC_TRAIN_MAX_GRAD_NORM 1.0
+#define GC_TRAIN_WEIGHT_DECAY 0.01
+
+struct gc_trainer {
+    gc_trainer_config config;   /* as given; its strings are the caller's (out: copied below) */
+    char *out;                  /* the run folder */
+    gc_device device;           /* config->device, or cuda:LOCAL_RANK in a launched CUDA run */
+    gc_mem_limit limit;         /* on the device: config->mem_limit, GC_MEM_LIMIT's or the default */
+    gc_train_dist dist;         /* data-parallel: this rank's part of a launched run */
+    char *data_path, *checkpoint_path, *model_path;
+    gc_pairs pairs;
+    gc_batch_sampler batches;   /* each step's examples */
+    gc_train_plan plan;         /* the steps, the batches, the world: what a checkpoint must fit */
+    int64_t stop_step;          /* the last step gc_trainer_run takes: plan.total_steps, or stop_after */
+    gc_dual_encoder model;
+    gc_adamw optimizer;
+    bool optimizer_ready;
+    gc_lr_schedule schedule;
+    gc_contrastive_options loss_options; /* the loss keeps a pointer to it */
+    gc_cache *cache;
+    gc_metadata settings;       /* the settings a resumed run must share (train_state.h) */
+    gc_train_progress progress; /* where the run is: what a checkpoint holds */
+    gc_run_log log;             /* process 0's DIR/log.jsonl */
+};
+
+/* The recorded error prefixed with `what` ("step 3: training: ...") and, past the memory
+ * limit, followed by where the limit came from (" (the limit: GC_MEM_LIMIT)"); its status kept
+ * and returned. */
+gc_status gc_trainer_failed(const gc_trainer *trainer, const char *what);
+
+#endif

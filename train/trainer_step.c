@@ -1,0 +1,144 @@
+/* A run's steps and saves (gc_trainer_step, gc_trainer_run, gc_trainer_save of
+ * gradcache/train.h; what a step computes: trainer.c). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gradcache/clock.h"
+#include "gradcache/memory.h"
+#include "trainer_internal.h"
+
+gc_status gc_trainer_failed(const gc_trainer *t, const char *what) {
+    gc_status status = gc_last_status();
+    char hint[sizeof t->limit.source + 16];
+    gc_set_error(status, "%s: %s%s", what, gc_last_error(), gc_mem_limit_hint(&t->limit, status, hint, sizeof hint));
+    return status;
+}
+
+static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
+
+/* With loss scaling: whether any gradient of any rank is inf or nan (one fused pass here,
+ * then the verdict agreed over the ranks, so that every rank skips the same steps). */
+static gc_status check_overflow(gc_trainer *t, bool *skipped) {
+    *skipped = false;
+    if (!t->progress.scaled) return GC_OK;
+    gc_status status = gc_loss_scaler_check_grads(&t->model.params, skipped);
+    if (status == GC_OK && t->dist.group) status = gc_dist_any(t->dist.group, skipped);
+    return status;
+}
+
+/* Unscales (1 / loss_scale) and clips inside AdamW's f32 update: the gradients, 16-bit ones
+ * included, are never rewritten in place. */
+static gc_status clip_and_update(gc_trainer *t, double loss, double loss_scale, double *grad_norm) {
+    double grad_scale = 1 / loss_scale;
+    gc_clear_error(); /* a nan norm with an error recorded means clipping ran out of memory */
+    *grad_norm = gc_clip_grad_scale(&t->model.params, GC_TRAIN_MAX_GRAD_NORM, &grad_scale);
+    if (isnan(*grad_norm) && gc_last_status() != GC_OK) return gc_last_status();
+    if (!isfinite(loss) || isnan(*grad_norm)) {
+        /* an update would spread the nan into every parameter: stop while the last
+         * checkpoint is still sound (GC_ERR_FORMAT: the run, as given, cannot go on) */
+        gc_set_error(GC_ERR_FORMAT, "the loss is %g and the gradient norm %g: the run diverged (lower --lr?)", loss,
+                     *grad_norm);
+        return GC_ERR_FORMAT;
+    }
+    return gc_adamw_step_scaled(&t->optimizer, grad_scale);
+}
+
+/* Step t->progress.step + 1: the batch, the gradients, clipping and the AdamW update. */
+static gc_status run_step(gc_trainer *t, gc_step_record *record) {
+    const gc_trainer_config *c = &t->config;
+    int64_t step = t->progress.step, epoch;
+    const int64_t *examples = gc_batch_sampler_batch(&t->batches, step, &epoch);
+    double start = gc_seconds();
+    int64_t share_start, share;
+    gc_train_dist_share(&t->dist, c->batch_size, &share_start, &share); /* this rank's examples */
+    gc_training_batch batch;
+    gc_status status = gc_training_batch_make(&t->pairs, examples + share_start, share, (int)c->hard_negatives,
+                                              t->model.tokenizer, c->max_length, c->dtype, t->device, &batch);
+    if (status != GC_OK) return status;
+    gc_memory_reset_peak(t->device);
+    gc_cache_report report = {0};
+    double loss = NAN;
+    if (c->gc) status = gc_cache_step(t->cache, batch.inputs, &loss, &report);
+    else status = gc_cache_full_batch_step(t->cache, batch.inputs, &loss);
+    gc_training_batch_release(&batch);
+    if (status != GC_OK) return status;
+    loss += 0.0; /* -0 to +0: a batch of one has the loss -log 1, which would print as -0.0000 */
+    double loss_scale = t->progress.scaled ? t->progress.scaler.scale : 1, grad_norm = NAN;
+    bool skipped = false;
+    status = check_overflow(t, &skipped);
+    t->optimizer.lr = gc_lr_at(&t->schedule, step);
+    if (status == GC_OK && !skipped) status = clip_and_update(t, loss, loss_scale, &grad_norm);
+    if (status == GC_OK && t->progress.scaled) gc_loss_scaler_update(&t->progress.scaler, skipped);
+    gc_train_dist_zero_grad(&t->dist, &t->model.params);
+    if (status != GC_OK) return status;
+    gc_device_synchronize(t->device);
+    double seconds = gc_seconds() - start;
+    if (c->gc) memcpy(t->progress.chunk_sizes, report.chunk_sizes, sizeof t->progress.chunk_sizes);
+    /* a cached step measures its phases itself, resetting the peak at each: the step's peak
+     * is the largest of theirs and of what followed the last reset */
+    size_t peak = max_size(max_size(report.forward_peak_bytes, report.loss_peak_bytes),
+                           gc_memory_get_stats(t->device).peak_bytes);
+    *record = (gc_step_record){.step = step + 1,
+                               .epoch = epoch,
+                               .loss = loss,
+                               .lr = t->optimizer.lr,
+                               .grad_norm = grad_norm,
+                               .examples_per_second = (double)c->batch_size / seconds,
+                               .seconds = seconds,
+                               .peak_bytes = peak,
+                               .chunk_sizes = {t->progress.chunk_sizes[0], t->progress.chunk_sizes[1]},
+                               .loss_scale = loss_scale,
+                               .skipped = skipped};
+    t->progress.step = step + 1;
+    return GC_OK;
+}
+
+/* The checkpoint and the model file, both written atomically by rank 0, with every rank's
+ * random-number state (every rank takes part). */
+gc_status gc_trainer_save(gc_trainer *t) {
+    gc_batch_sampler_locate(&t->batches, t->progress.step, &t->progress.epoch, &t->progress.position);
+    t->progress.rng = gc_rng_capture();
+    int world = t->plan.world;
+    gc_rng_context *every_rank = malloc((size_t)world * sizeof *every_rank);
+    if (!every_rank) gc_fatal("train: out of host memory for %d random-number states", world);
+    gc_status status = gc_train_dist_gather_rng(&t->dist, &t->progress.rng, every_rank);
+    if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0)
+        status = gc_train_state_save(t->checkpoint_path, &t->model, &t->optimizer, &t->progress, &t->settings, &t->plan,
+                                     every_rank);
+    if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0) status = gc_dual_encoder_save(&t->model, t->out);
+    free(every_rank);
+    return status;
+}
+
+/* The failure of step `step` while `doing` ("training", "logging", "saving"). */
+static gc_status step_failed(const gc_trainer *t, int64_t step, const char *doing) {
+    char what[64];
+    snprintf(what, sizeof what, "step %lld: %s", (long long)step, doing);
+    return gc_trainer_failed(t, what);
+}
+
+gc_status gc_trainer_step(gc_trainer *t, gc_step_record *record) {
+    if (t->progress.step >= t->plan.total_steps) {
+        gc_set_error(GC_ERR_CONFIG, "step %lld: past the run's %lld steps", (long long)t->progress.step + 1,
+                     (long long)t->plan.total_steps);
+        return GC_ERR_CONFIG;
+    }
+    gc_step_record done;
+    if (run_step(t, &done) != GC_OK) return step_failed(t, t->progress.step + 1, "training");
+    if (gc_train_dist_rank(&t->dist) == 0 && gc_run_log_append(&t->log, &done) != GC_OK)
+        return step_failed(t, done.step, "logging");
+    if (t->config.on_step) t->config.on_step(t->config.user, &done);
+    bool checkpoint = t->config.save_every && done.step % t->config.save_every == 0;
+    if ((checkpoint || done.step == t->stop_step) && gc_trainer_save(t) != GC_OK)
+        return step_failed(t, done.step, "saving");
+    if (record) *record = done;
+    return GC_OK;
+}
+
+gc_status gc_trainer_run(gc_trainer *t) {
+    gc_status status = GC_OK;
+    while (status == GC_OK && t->progress.step < t->stop_step) status = gc_trainer_step(t, NULL);
+    return status;
+}
