@@ -76,7 +76,7 @@ static measurement measure(gc_process_group *group, const gc_tensor *q, const gc
         gc_tensor_release(grads[1]);
     }
     /* the slowest rank's time and the largest rank's peak: one MAX all-reduce */
-    double mine[2] = {bench_median(times, reps), (double)result.peak};
+    double mine[2] = {gc_median(times, reps), (double)result.peak};
     gc_tensor *both = gc_from_host(mine, GC_SHAPE(2), GC_F64, gc_cpu());
     if (!both || gc_dist_all_reduce(group, both, GC_DIST_MAX) != GC_OK) fail("all-reduce");
     result.seconds = ((const double *)gc_data(both))[0];
