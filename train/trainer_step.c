@@ -90,7 +90,8 @@ static gc_status run_step(gc_trainer *t, gc_step_record *record) {
                                .peak_bytes = peak,
                                .chunk_sizes = {t->progress.chunk_sizes[0], t->progress.chunk_sizes[1]},
                                .loss_scale = loss_scale,
-                               .skipped = skipped};
+                               .skipped = skipped,
+                               .global_loss = !t->dist.group ? "local" : report.ring_loss ? "ring" : "gather"};
     t->progress.step = step + 1;
     return GC_OK;
 }

@@ -270,6 +270,8 @@ typedef struct gc_step_record {
     int64_t chunk_sizes[2];        /* rows per chunk, query and passage side (plain: the batch) */
     double loss_scale;             /* the scale the step's gradients carried (1 without loss scaling) */
     bool skipped;                  /* an inf or nan gradient: no update, and the scale halved */
+    const char *global_loss;       /* how the loss saw the global batch: "gather" or "ring" across
+                                      processes, "local" in one (a static string) */
 } gc_step_record;
 
 /* A run: a dual encoder trained on query/positive pairs with the in-batch contrastive loss
@@ -294,6 +296,11 @@ typedef struct gc_trainer_config {
     bool gc;                    /* --gc: Gradient Cache steps; else plain full-batch steps */
     int64_t chunk_sizes[2];     /* --gc-chunk-size: rows per chunk, queries and passages */
     gc_contrastive_method loss; /* --loss: with gc, how the loss's gradient is computed */
+    gc_global_loss global_loss; /* --loss: across processes, the gathered loss or the ring's
+                                   (gc_cache_config.global_loss; AUTO: the ring when the gathered
+                                   representations and their gradients would take more than a
+                                   quarter of the memory limit); RING needs gc and no FULL loss,
+                                   and a plain step gathers */
     int64_t steps, epochs;      /* --steps, else --epochs (0: one) */
     double lr;                  /* --lr: the peak rate (warm-up over 10% of the steps, then down to 0) */
     double temperature;         /* --temperature */
