@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "commands.h"
 #include "errors.h"
@@ -17,8 +18,18 @@
     "fine-tunes a pretrained BERT-family model (one encoder for both sides) and DIR is a model folder too:\n"  \
     "config.json, tokenizer.json and model.safetensors under Hugging Face's names."
 
-/* --loss: how a --gc step computes the loss's gradient, in gc_contrastive_method's order. */
-static const char *const loss_names[] = {"auto", "tiled", "full", NULL};
+/* --loss: how a --gc step computes the loss's gradient (tiled or full), and across processes
+ * how it sees the global batch (gathered or around the ring). The ring is tiled, so "tiled"
+ * leaves the exchange to auto and "full" gathers. */
+static const char *const loss_names[] = {"auto", "tiled", "full", "gather", "ring", NULL};
+static const struct {
+    gc_contrastive_method method;
+    gc_global_loss global;
+} loss_choices[] = {
+    {GC_CONTRASTIVE_AUTO, GC_GLOBAL_LOSS_AUTO},  {GC_CONTRASTIVE_TILED, GC_GLOBAL_LOSS_AUTO},
+    {GC_CONTRASTIVE_FULL, GC_GLOBAL_LOSS_GATHER}, {GC_CONTRASTIVE_AUTO, GC_GLOBAL_LOSS_GATHER},
+    {GC_CONTRASTIVE_AUTO, GC_GLOBAL_LOSS_RING},
+};
 
 /* The flags: the run's settings, and what the program makes of the rest. */
 typedef struct train_flags {
@@ -26,7 +37,7 @@ typedef struct train_flags {
     const char *gc_chunk_size; /* parsed into config.chunk_sizes */
     int device;                /* an index into cli_device_choices */
     int precision;             /* CLI_PRECISION_*: config.dtype */
-    int loss;                  /* an index into loss_names: config.loss */
+    int loss;                  /* an index into loss_names: config.loss and config.global_loss */
     int64_t log_every;
     bool resume;
 } train_flags;
@@ -80,7 +91,9 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
         {"temperature", CLI_FLAG_DOUBLE, &f->temperature, 1e-4, 100, NULL, "the contrastive loss's temperature"},
         {"loss", CLI_FLAG_CHOICE, &flags->loss, 0, 0, loss_names,
          "with --gc, the loss's gradient: tiled (no batch x batch matrix), full, or auto (tiled above one tile of "
-         "rows: 512 on the CPU, 4096 on a GPU)"},
+         "rows: 512 on the CPU, 4096 on a GPU); across processes, gather (every process holds every "
+         "representation), ring (each its own; the passages travel), or auto (the ring when the gathered "
+         "representations and their gradients would take more than a quarter of the memory limit)"},
         {"hard-negatives", CLI_FLAG_INT, &f->hard_negatives, 0, 64, NULL,
          "negatives per example: the first N negative columns"},
         {"seed", CLI_FLAG_INT, &f->seed, 0, 9007199254740992.0, NULL,
@@ -98,10 +111,12 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
     if (!f->data) return cli_fail("train", 2, "--data is required (a pair file, or a folder holding train.tsv)");
     if (f->steps && f->epochs) return cli_fail("train", 2, "--steps and --epochs cannot be used together");
     if (flags->gc_chunk_size && !f->gc) return cli_fail("train", 2, "--gc-chunk-size needs --gc");
-    if (flags->loss != GC_CONTRASTIVE_AUTO && !f->gc)
-        return cli_fail("train", 2, "--loss needs --gc (the plain step differentiates the full loss)");
+    if (flags->loss != 0 && !f->gc)
+        return cli_fail("train", 2, "--loss %s needs --gc (the plain step gathers and differentiates the full loss)",
+                        loss_names[flags->loss]);
     f->dtype = cli_precision_dtype(flags->precision);
-    f->loss = (gc_contrastive_method)flags->loss;
+    f->loss = loss_choices[flags->loss].method;
+    f->global_loss = loss_choices[flags->loss].global;
     return flags->gc_chunk_size ? parse_chunk_sizes(flags->gc_chunk_size, f->chunk_sizes) : 0;
 }
 
@@ -111,6 +126,7 @@ typedef struct report {
     bool printer;    /* process 0 prints: the others train in silence */
     int64_t first;   /* the step the run started after (a resumed run's checkpoint's) */
     double first_loss, last_loss, seconds;
+    const char *global_loss; /* the last step's */
 } report;
 
 /* gc_trainer_config.on_step */
@@ -120,6 +136,13 @@ static void on_step(void *user, const gc_step_record *record) {
     if (record->step == r->first + 1) r->first_loss = record->loss;
     r->last_loss = record->loss;
     r->seconds += record->seconds;
+    r->global_loss = record->global_loss;
+}
+
+/* The summary's word on how the last step's loss saw the global batch (nothing in one process). */
+static const char *exchange_note(const char *global_loss) {
+    if (!strcmp(global_loss, "ring")) return " (the loss around the ring)";
+    return strcmp(global_loss, "gather") ? "" : " (the loss over the gathered batch)";
 }
 
 static int train(gc_trainer *trainer, const train_flags *f, report *r) {
@@ -146,9 +169,9 @@ static int train(gc_trainer *trainer, const train_flags *f, report *r) {
                         memory && !f->config.gc ? " (a plain step holds the whole batch's activations: try --gc)" : "");
     }
     if (r->printer)
-        printf("trained steps %lld-%lld of %lld in %.1f s, loss %.4f -> %.4f; wrote %s and %s\n",
+        printf("trained steps %lld-%lld of %lld in %.1f s, loss %.4f -> %.4f%s; wrote %s and %s\n",
                (long long)info.step + 1, (long long)info.stop_step, (long long)info.total_steps, r->seconds,
-               r->first_loss, r->last_loss, info.model_path, info.checkpoint_path);
+               r->first_loss, r->last_loss, exchange_note(r->global_loss), info.model_path, info.checkpoint_path);
     return 0;
 }
 
