@@ -4,7 +4,6 @@
  * malformed environment variables. Timeouts are shortened to a few
  * seconds; each surviving rank checks its own error (GC_ERR_PEER, a message naming the
  * collective and a rank) and how long it took. */
-#include <fcntl.h>
 #include <sys/time.h>
 #include <time.h>
 
@@ -189,11 +188,7 @@ static int world_mismatch_body(int rank, int world, void *arg) {
  * naming both sizes, and rank 0's next collective fails instead of taking a wrong size. */
 static int shift_sizes_body(int rank, int world, void *arg) {
     (void)world;
-    char path[256];
-    snprintf(path, sizeof path, "%s.%d", (const char *)arg, rank);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    REQUIRE(fd >= 0 && dup2(fd, STDERR_FILENO) >= 0);
-    close(fd);
+    dist_stderr_to_file(arg, rank);
     gc_process_group *group = dist_test_group(TIMEOUT * 5);
     gc_tensor *send = gc_zeros(GC_SHAPE(4), GC_F32, gc_cpu());
     gc_tensor *receive = gc_empty(GC_SHAPE(rank ? 2 : 4), GC_F32, gc_cpu());
@@ -211,19 +206,12 @@ static void check_shift_sizes(void) {
     close(fd);
     double elapsed;
     CHECK(dist_run(2, NULL, 0, shift_sizes_body, base, 30, status, &elapsed));
-    char path[300], text[1024] = "";
-    snprintf(path, sizeof path, "%s.1", base);
-    FILE *file = fopen(path, "r");
-    REQUIRE(file);
-    text[fread(text, 1, sizeof text - 1, file)] = 0;
-    fclose(file);
+    char text[1024], ignored[1024];
+    dist_read_stderr(base, 1, text, sizeof text);
+    dist_read_stderr(base, 0, ignored, sizeof ignored);
     CHECK_MSG(status[0] == 0 && status[1] == 128 + SIGABRT, "sizes differ: ranks exited with %d and %d", status[0],
               status[1]);
     CHECK_MSG(strstr(text, "shift #0 ([4] f32 cpu): rank 0 sent 16 bytes, rank 1 expects 8"), "rank 1 said: %s", text);
-    for (int rank = 0; rank < 2; rank++) {
-        snprintf(path, sizeof path, "%s.%d", base, rank);
-        remove(path);
-    }
     remove(base);
 }
 

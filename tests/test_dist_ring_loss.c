@@ -2,8 +2,6 @@
  * forked by this test: equal to the all-gather loss and to one process for every option
  * (dist_ring_loss_checks.h), its working memory at 4 x 2048 rows bounded by its blocks (never
  * the global batch), and ranks that call with other options stopped, naming both. */
-#include <fcntl.h>
-
 #include "dist_ring_loss_checks.h"
 #include "dist_spawn.h"
 
@@ -52,11 +50,7 @@ static int memory_body(int rank, int world, void *arg) {
  * file per rank, which the test reads). */
 static int disagreeing_body(int rank, int world, void *arg) {
     (void)world;
-    char path[256];
-    snprintf(path, sizeof path, "%s.%d", (const char *)arg, rank);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    REQUIRE(fd >= 0 && dup2(fd, STDERR_FILENO) >= 0);
-    close(fd);
+    dist_stderr_to_file(arg, rank);
     gc_process_group *group = dist_test_group(20);
     gc_tensor *q = gc_test_random(GC_SHAPE(2, 3), GC_F32, 1), *p = gc_test_random(GC_SHAPE(2, 3), GC_F32, 2);
     gc_contrastive_options options = {.similarity = GC_SIMILARITY_DOT, .temperature = rank ? 0.5 : 0.1};
@@ -75,14 +69,8 @@ static void check_disagreement(void) {
     double elapsed;
     CHECK(dist_run(2, NULL, 0, disagreeing_body, base, 60, status, &elapsed));
     for (int rank = 0; rank < 2; rank++) {
-        char path[300], text[1024] = "";
-        snprintf(path, sizeof path, "%s.%d", base, rank);
-        FILE *file = fopen(path, "r");
-        REQUIRE(file);
-        size_t got = fread(text, 1, sizeof text - 1, file);
-        text[got] = 0;
-        fclose(file);
-        remove(path);
+        char text[1024];
+        dist_read_stderr(base, rank, text, sizeof text);
         CHECK_MSG(status[rank] == 128 + SIGABRT, "rank %d exited with %d", rank, status[rank]);
         CHECK_MSG(strstr(text, "contrastive_loss_ring: rank") && strstr(text, "temperature 0.1") &&
                       strstr(text, "temperature 0.5"),
