@@ -51,10 +51,15 @@ static gc_loss_side column_side(const ring_block *b, const gc_tensor *stats, gc_
     return side;
 }
 
-/* Starts sending the block `b` on while the previous rank's arrives in `into`. */
-static void start_moving(const ring_loss *loss, const ring_block *b, const ring_block *into, gc_dist_work **works) {
-    works[0] = gc_dist_shift_start(loss->group, b->reps, into->reps);
-    works[1] = gc_dist_shift_start(loss->group, b->vectors, into->vectors);
+/* Step t's transfer, but at the last step: the held block `b` starts going on to the next
+ * rank while the previous rank's (with k vectors) arrives into slot t % 2 of the arrival
+ * buffers; returns where it arrives (nothing at the last step). */
+static ring_block start_moving(const ring_loss *loss, int t, int k, const ring_block *b, gc_dist_work **works) {
+    if (t == loss->world - 1) return (ring_block){0};
+    ring_block into = arrival(loss, t % 2, block_at(loss, t + 1), k);
+    works[0] = gc_dist_shift_start(loss->group, b->reps, into.reps);
+    works[1] = gc_dist_shift_start(loss->group, b->vectors, into.vectors);
+    return into;
 }
 
 /* Waits for every work of works[n] (NULL: none); the first failure's status and message. */
@@ -103,11 +108,7 @@ gc_status gc_ring_forward(ring_loss *loss) {
     for (int t = 0; t < loss->world && status == GC_OK; t++) {
         int owner = block_at(loss, t), next = block_at(loss, t + 1);
         gc_dist_work *works[3] = {NULL, NULL, NULL};
-        ring_block arriving = {0};
-        if (t < loss->world - 1) {
-            arriving = arrival(loss, t % 2, next, 1);
-            start_moving(loss, &current, &arriving, works);
-        }
+        ring_block arriving = start_moving(loss, t, 1, &current, works);
         gc_loss_side cols = column_side(&current, stats, NULL, symmetric);
         gc_loss_tiles_fold(&loss->tiles, &loss->queries, &cols, loss->passage_start[owner]);
         gc_loss_side_release(&cols);
@@ -163,11 +164,7 @@ gc_status gc_ring_backward(ring_loss *loss) {
     for (int t = 0; t < loss->world && status == GC_OK; t++) {
         int owner = block_at(loss, t), next = block_at(loss, t + 1);
         gc_dist_work *works[3] = {NULL, NULL, NULL};
-        ring_block arriving = {0};
-        if (t < loss->world - 1) {
-            arriving = arrival(loss, t % 2, next, k);
-            start_moving(loss, &current, &arriving, works);
-        }
+        ring_block arriving = start_moving(loss, t, k, &current, works);
         gc_loss_side cols = column_side(&current, NULL, grad, loss->tiles.symmetric);
         gc_loss_tiles_differentiate(&loss->tiles, &loss->queries, &cols, loss->passage_start[owner]);
         gc_loss_side_release(&cols);
