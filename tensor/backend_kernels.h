@@ -43,6 +43,24 @@
     /* x, y [rows, cols]; gamma, beta [cols] or NULL; mean, rstd f32 [rows] or NULL. */                             \
     X(layernorm, (const void *x, const void *gamma, const void *beta, void *y, float *mean, float *rstd, size_t rows, \
                   size_t cols, double eps, gc_dtype dtype))                                                         \
+    /* RMSNorm over the last dim (tensor/rmsnorm_impl.h): y = x rstd w per row of x [rows, cols],                  \
+     * rstd = 1 / sqrt(mean(x^2) + eps); weight [cols] or NULL (1). */                                              \
+    X(rmsnorm, (const void *x, const void *weight, void *y, size_t rows, size_t cols, double eps, gc_dtype dtype))  \
+    /* Its gradients from x, g [rows, cols] and weight [cols] (or NULL), each optional (NULL: not                  \
+     * wanted): dx [rows, cols] of dtype, and g_xhat [rows, cols] of dtype's working dtype (f32                   \
+     * for f16 and bf16) = g x rstd, whose column sums are the weight's gradient. */                                \
+    X(rmsnorm_backward, (const void *x, const void *weight, const void *g, void *dx, void *g_xhat, size_t rows,     \
+                         size_t cols, double eps, gc_dtype dtype))                                                  \
+    /* Rotary positions (tensor/rope_impl.h): x, y [rows, heads, head_dim], row r at position                      \
+     * r mod length; table [length, head_dim] of dtype's working dtype, the cosines of each                         \
+     * position's head_dim / 2 angles then their sines; inverse rotates back (the backward). */                     \
+    X(rope, (const void *x, const void *table, void *y, size_t rows, size_t length, size_t heads, size_t head_dim,  \
+             bool inverse, gc_dtype dtype))                                                                          \
+    /* SwiGLU's gated product (tensor/swiglu_impl.h): out [n] = silu(gate) up. */                                   \
+    X(swiglu, (const void *gate, const void *up, void *out, size_t n, gc_dtype dtype))                              \
+    /* Its gradients from g [n]: d_gate, d_up [n] (either NULL when not wanted). */                                 \
+    X(swiglu_backward, (const void *gate, const void *up, const void *g, void *d_gate, void *d_up, size_t n,        \
+                        gc_dtype dtype))                                                                            \
     /* index [n]: stops the program naming the first index outside [0, site->bound) (see                            \
      * gc_index_site_fail). The CPU stops at once; a GPU checks without a round trip to the                        \
      * host and reports at the device's next synchronisation (or at once under                                     \

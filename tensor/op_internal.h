@@ -29,6 +29,20 @@ gc_tensor *gc_embedding_backward(const gc_tensor *grad_out, const gc_tensor *ids
 bool gc_layernorm_backward(const gc_tensor *x, const gc_tensor *gamma, const gc_tensor *g, double eps,
                            gc_tensor **dx, gc_tensor **g_xhat);
 
+/* The gradients of rmsnorm from x and g [..., cols] of one float dtype on one device and
+ * weight [cols] or NULL, for the pointers that are not NULL: *dx of x's dtype, *g_xhat = g x
+ * rstd of its working dtype (f32 for f16 and bf16), whose sums over rows are the weight's
+ * gradient. False when out of memory, with nothing kept and the error set. */
+bool gc_rmsnorm_backward(const gc_tensor *x, const gc_tensor *weight, const gc_tensor *g, double eps, gc_tensor **dx,
+                         gc_tensor **g_xhat);
+/* x rotated back by the angles of `table` (gc_rope's inverse, and so its backward: the
+ * rotation is orthogonal). */
+gc_tensor *gc_rope_inverse(const gc_tensor *x, const gc_tensor *table);
+/* The gradients of swiglu from gate, up and g (one shape, dtype and device), for the pointers
+ * that are not NULL. False when out of memory, with nothing kept and the error set. */
+bool gc_swiglu_backward(const gc_tensor *gate, const gc_tensor *up, const gc_tensor *g, gc_tensor **d_gate,
+                        gc_tensor **d_up);
+
 /* One fused optimizer update of param in place (see backend.h's sgd_update and adamw_update
  * for the arithmetic): master is param's f32 master copy (f16 and bf16 only) or NULL; the
  * states are f32 of param's shape on its device (the momentum buffer may be NULL when the

@@ -31,6 +31,9 @@ typedef enum gc_op_kind {
     GC_OP_CAT0,          /* inputs: the tensors concatenated */
     GC_OP_CAST,          /* no params: the dtype is on the input */
     GC_OP_DROPOUT,       /* params.dropout */
+    GC_OP_RMSNORM,       /* inputs x, weight?; params.rmsnorm */
+    GC_OP_ROPE,          /* inputs x, table (never differentiated: a function of positions) */
+    GC_OP_SWIGLU,        /* inputs gate, up */
     GC_OP_KIND_COUNT
 } gc_op_kind;
 
@@ -48,6 +51,7 @@ typedef struct gc_op_record {
         struct { int first, count; } sum_dims;
         struct { bool log; } softmax;
         struct { double eps; } layernorm;
+        struct { double eps; } rmsnorm;
         struct { int perm[GC_MAX_DIMS]; } permute;
         struct { int64_t start, end; } slice;
         struct { double p; uint64_t seed, offset; } dropout;

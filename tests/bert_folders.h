@@ -43,20 +43,24 @@ static inline void gc_test_remove_edited_folder(const char *folder) {
     gc_test_remove_folder(folder);
 }
 
-/* Loading `folder` fails with `want`, one line naming `file` (inside the folder) and
- * containing `problem`, with nothing left allocated and nothing allocated at all on the way:
- * the peak of live bytes does not move. Under a 1 MiB memory limit, so that a loader which
+/* A loader of a whole folder: gc_bert_load, or gc_pretrained_load for either family. */
+typedef gc_status (*gc_test_folder_loader)(const char *dir, gc_device device, gc_text_encoder *encoder,
+                                           gc_tokenizer **tokenizer, gc_bert_unused *unused);
+
+/* Loading `folder` with `loader` fails with `want`, one line naming `file` (inside the folder)
+ * and containing `problem`, with nothing left allocated and nothing allocated at all on the
+ * way: the peak of live bytes does not move. Under a 1 MiB memory limit, so that a loader which
  * builds the model before checking it fails at once on memory (and this check with it)
  * instead of spending minutes and gigabytes on a model it then refuses. */
-static inline void gc_test_expect_load_refused(const char *folder, gc_status want, const char *file,
-                                               const char *problem) {
+static inline void gc_test_expect_refused_by(gc_test_folder_loader loader, const char *folder, gc_status want,
+                                             const char *file, const char *problem) {
     gc_text_encoder encoder;
     gc_tokenizer *tokenizer;
     gc_bert_unused unused;
     size_t live = gc_memory_get_stats(gc_cpu()).live_bytes;
     gc_memory_reset_peak(gc_cpu());
     gc_memory_set_limit(gc_cpu(), live + (1u << 20));
-    gc_status status = gc_bert_load(folder, gc_cpu(), &encoder, &tokenizer, &unused);
+    gc_status status = loader(folder, gc_cpu(), &encoder, &tokenizer, &unused);
     gc_memory_set_limit(gc_cpu(), 0);
     char path[PATH_MAX];
     gc_test_path(path, folder, file);
@@ -69,6 +73,12 @@ static inline void gc_test_expect_load_refused(const char *folder, gc_status wan
               "%s: %zu bytes live and a peak of %zu, from %zu before the refused load", folder, stats.live_bytes,
               stats.peak_bytes, live);
     gc_clear_error();
+}
+
+/* gc_test_expect_refused_by with gc_bert_load. */
+static inline void gc_test_expect_load_refused(const char *folder, gc_status want, const char *file,
+                                               const char *problem) {
+    gc_test_expect_refused_by(gc_bert_load, folder, want, file, problem);
 }
 
 /* A config.json edit and what the load must say of it: {old text, new text, the problem

@@ -154,7 +154,7 @@ static void test_refused(void) {
     expect_refused(folder, GC_ERR_FORMAT, "config.json", "not valid JSON");
     copy_tiny(folder);
     write_text(folder, "tokenizer.json", "{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}");
-    expect_refused(folder, GC_ERR_FORMAT, "tokenizer.json", "model type \"Unigram\" is not WordPiece");
+    expect_refused(folder, GC_ERR_FORMAT, "tokenizer.json", "model type \"Unigram\" is neither WordPiece");
     copy_tiny(folder);
     char config[PATH_MAX], problem[PATH_MAX + 200];
     gc_test_path(config, folder, "config.json");

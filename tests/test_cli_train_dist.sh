@@ -129,7 +129,9 @@ check same_file "$work/tuned_resumed/model.safetensors" "$work/tuned/model.safet
 # stops with one line naming the collective and the process, in well under the timeout
 long=("$gradcache" train --data "$pairs" --model-size tiny --max-length 24 --batch-size 16 --gc --steps 100000
       --save-every 2 --out "$work/killed")
+# a port nothing listens on (other suites' runs may hold random ones): tried by connecting
 port=$((20000 + RANDOM % 20000))
+while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((20000 + RANDOM % 20000)); done
 env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port GC_DIST_SECRET_FILE="$secret" "${long[@]}" >/dev/null 2>&1 & # env execs it
 victim=$!
 checks=$((checks + 1))

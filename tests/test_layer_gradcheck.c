@@ -146,7 +146,7 @@ static void test_mlp(void) {
 static void test_attention(void) {
     gc_generator init = {4, 0};
     gc_attention layer;
-    REQUIRE(gc_attention_init(&layer, 4, 2, 0, GC_F64, cpu, &init) == GC_OK);
+    REQUIRE(gc_attention_init(&layer, 4, 2, 0, NULL, GC_F64, cpu, &init) == GC_OK);
     gc_param_list params = {0};
     gc_attention_params(&layer, "attention", &params);
     randomize(&params, 40);
@@ -162,7 +162,9 @@ static void test_encoder_layer(void) {
     for (int pre_norm = 0; pre_norm < 2; pre_norm++) {
         gc_generator init = {5, 0};
         gc_encoder_layer layer;
-        REQUIRE(gc_encoder_layer_init(&layer, 4, 2, 6, GC_ACT_GELU_ERF, 0, pre_norm, GC_F64, cpu, &init) == GC_OK);
+        gc_text_encoder_config config = {.dim = 4, .heads = 2, .hidden = 6, .activation = GC_ACT_GELU_ERF,
+                                         .pre_norm = pre_norm, .dtype = GC_F64};
+        REQUIRE(gc_encoder_layer_init(&layer, &config, cpu, &init) == GC_OK);
         gc_param_list params = {0};
         gc_encoder_layer_params(&layer, "layer", &params);
         randomize(&params, 50);
@@ -217,6 +219,40 @@ static void test_text_encoder(void) {
     gc_tensor_release(inputs[1]);
 }
 
+static gc_tensor *last_op(gc_tensor *const *inputs, const void *layer) {
+    (void)layer;
+    return gc_pool(inputs[0], inputs[1], GC_POOL_LAST);
+}
+
+/* A decoder-family encoder with every choice of its own at once: RMSNorms, SwiGLU, grouped-
+ * query attention with a head_dim of its own, causal, rotary positions with linear scaling,
+ * q/k norms, biases on q, k and v only (Qwen2's), last-token pooling; and that pooling alone
+ * with right and left padding. */
+static void test_decoder_encoder(void) {
+    gc_text_encoder_config config = {.vocab = 7, .max_length = 4, .dim = 8, .heads = 4, .layers = 2, .hidden = 6,
+                                     .pre_norm = true, .pooling = GC_POOL_LAST, .layernorm_eps = 1e-6,
+                                     .dtype = GC_F64, .rms_norm = true, .gated_mlp = true, .no_mlp_bias = true,
+                                     .attention = {.kv_heads = 2, .head_dim = 4, .causal = true, .rope_theta = 100,
+                                                   .rope_scale = 2, .qk_norm_eps = 1e-6, .no_output_bias = true}};
+    gc_tensor *ids = gc_from_host((const int32_t[]){1, 2, 3, 4, 5, 6}, GC_SHAPE(2, 3), GC_I32, cpu);
+    gc_tensor *left = gc_test_tensor(GC_F64, GC_SHAPE(2, 3), (const double[]){1, 1, 1, 0, 1, 1});
+    gc_tensor *inputs[2] = {ids, padding_mask()};
+    gc_generator init = {9, 0};
+    gc_text_encoder encoder;
+    REQUIRE(ids && gc_text_encoder_init(&encoder, &config, cpu, &init) == GC_OK);
+    gc_param_list params = {0}, none = {0};
+    gc_text_encoder_params(&encoder, "", &params);
+    randomize(&params, 90);
+    check_layer("decoder text encoder", text_encoder_op, inputs, 2, &encoder, &params, ENCODER_SAMPLES);
+    gc_tensor *x = gc_test_leaf(GC_SHAPE(2, 3, 4), -1, 1, 91);
+    check_layer("last-token pooling, right padding", last_op, (gc_tensor *[]){x, inputs[1]}, 2, NULL, &none,
+                ALL_ELEMENTS);
+    check_layer("last-token pooling, left padding", last_op, (gc_tensor *[]){x, left}, 2, NULL, &none, ALL_ELEMENTS);
+    gc_param_list_free(&params);
+    gc_text_encoder_free(&encoder);
+    RELEASE(ids, left, inputs[1], x);
+}
+
 int main(void) {
     size_t start = gc_memory_get_stats(cpu).live_bytes;
     test_linear();
@@ -227,6 +263,7 @@ int main(void) {
     test_encoder_layer();
     test_pooling();
     test_text_encoder();
+    test_decoder_encoder();
     CHECK(gc_memory_get_stats(cpu).live_bytes == start);
     return gc_test_result();
 }

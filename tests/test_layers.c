@@ -401,7 +401,7 @@ static void reference_attention(const double *x, double weights[4][REF_D * REF_D
 static void test_attention_reference(void) {
     gc_generator init = {5, 0};
     gc_attention layer;
-    REQUIRE(gc_attention_init(&layer, REF_D, REF_HEADS, 0, GC_F64, cpu, &init) == GC_OK);
+    REQUIRE(gc_attention_init(&layer, REF_D, REF_HEADS, 0, NULL, GC_F64, cpu, &init) == GC_OK);
     gc_linear *projections[4] = {&layer.query, &layer.key, &layer.value, &layer.output};
     double weights[4][REF_D * REF_D], biases[4][REF_D], x_values[REF_T * REF_D], want[REF_T * REF_D];
     for (int p = 0; p < 4; p++) {
@@ -449,7 +449,7 @@ static void expect_real_rows_equal(const gc_tensor *a, const gc_tensor *b, const
 static void test_attention_masks(void) {
     gc_generator init = {6, 0};
     gc_attention layer;
-    REQUIRE(gc_attention_init(&layer, 8, 2, 0, GC_F32, cpu, &init) == GC_OK);
+    REQUIRE(gc_attention_init(&layer, 8, 2, 0, NULL, GC_F32, cpu, &init) == GC_OK);
     gc_tensor *x = gc_test_random(GC_SHAPE(2, 4, 8), GC_F32, 60);
     gc_tensor *ones = gc_ones(GC_SHAPE(2, 4), GC_F32, cpu);
     gc_tensor *unmasked = gc_attention_forward(&layer, x, NULL, false);
@@ -482,7 +482,9 @@ static void test_encoder_layer(void) {
     for (int pre_norm = 0; pre_norm < 2; pre_norm++) {
         gc_generator init = {8, 0};
         gc_encoder_layer layer;
-        REQUIRE(gc_encoder_layer_init(&layer, 8, 2, 12, GC_ACT_GELU_TANH, 0, pre_norm, GC_F32, cpu, &init) == GC_OK);
+        gc_text_encoder_config config = {.dim = 8, .heads = 2, .hidden = 12, .activation = GC_ACT_GELU_TANH,
+                                         .pre_norm = pre_norm, .dtype = GC_F32};
+        REQUIRE(gc_encoder_layer_init(&layer, &config, cpu, &init) == GC_OK);
         gc_tensor *y = gc_encoder_layer_forward(&layer, x, mask, false);
         REQUIRE(y);
         CHECK(y->ndim == 3 && gc_same_shape(x, y));
@@ -683,7 +685,7 @@ static void heads_not_dividing(void *unused) {
     (void)unused;
     gc_generator init = {0, 0};
     gc_attention layer;
-    gc_attention_init(&layer, 10, 3, 0, GC_F32, cpu, &init);
+    gc_attention_init(&layer, 10, 3, 0, NULL, GC_F32, cpu, &init);
 }
 
 static void dropout_one(void *unused) {

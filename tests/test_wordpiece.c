@@ -128,7 +128,7 @@ static void expect_refused(const char *model, const char *rest, const char *mess
 
 static void test_refused(void) {
     CHECK(load_text(WORDPIECE, "") == GC_OK);
-    expect_refused("{\"type\": \"BPE\", " VOCAB "}", "", "model type \"BPE\" is not WordPiece");
+    expect_refused("{\"type\": \"Unigram\", " VOCAB "}", "", "model type \"Unigram\" is neither WordPiece");
     expect_refused("{\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\"}", "", "model has no vocab");
     expect_refused("{\"type\": \"WordPiece\", \"unk_token\": \"<unk>\", " VOCAB "}", "",
                    "unk_token \"<unk>\" is not in the vocabulary");

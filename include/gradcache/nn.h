@@ -86,46 +86,71 @@ gc_tensor *gc_embedding_layer_forward(const gc_embedding_layer *layer, const gc_
 void gc_embedding_layer_params(const gc_embedding_layer *layer, const char *prefix, gc_param_list *list);
 void gc_embedding_layer_free(gc_embedding_layer *layer);
 
-/* --- LayerNorm over the last dim --- */
+/* --- LayerNorm over the last dim, or RMSNorm (the decoder family's) --- */
 typedef struct gc_layernorm_layer {
-    gc_tensor *gamma; /* [dim] */
-    gc_tensor *beta;  /* [dim] */
+    gc_tensor *gamma; /* [dim], "weight" */
+    gc_tensor *beta;  /* [dim], "bias"; NULL for RMSNorm */
     double eps;
+    bool rms;         /* x / sqrt(mean(x^2) + eps) * gamma: no centring, no beta */
 } gc_layernorm_layer;
 gc_status gc_layernorm_layer_init(gc_layernorm_layer *layer, int64_t dim, double eps, gc_dtype dtype, gc_device device);
+gc_status gc_rmsnorm_layer_init(gc_layernorm_layer *layer, int64_t dim, double eps, gc_dtype dtype, gc_device device);
 gc_tensor *gc_layernorm_layer_forward(const gc_layernorm_layer *layer, const gc_tensor *x);
 void gc_layernorm_layer_params(const gc_layernorm_layer *layer, const char *prefix, gc_param_list *list);
 void gc_layernorm_layer_free(gc_layernorm_layer *layer);
 
-/* --- MLP: Linear -> activation -> dropout -> Linear --- */
+/* --- MLP: Linear -> activation -> dropout -> Linear, or gated (SwiGLU) --- */
 typedef struct gc_mlp {
-    gc_linear in;  /* "in":  [hidden, dim] */
-    gc_linear out; /* "out": [dim, hidden] */
-    gc_activation activation;
+    gc_linear gate; /* "gate": [hidden, dim], a gated MLP's only (transformers' gate_proj) */
+    gc_linear in;   /* "in":   [hidden, dim] (a gated MLP's up_proj) */
+    gc_linear out;  /* "out":  [dim, hidden] (down_proj) */
+    gc_activation activation; /* unused by a gated MLP: its activation is SiLU */
     double dropout;
 } gc_mlp;
 gc_status gc_mlp_init(gc_mlp *layer, int64_t dim, int64_t hidden, gc_activation activation, double dropout,
                       gc_dtype dtype, gc_device device, gc_generator *init);
+/* out(silu(gate x) * in x), as Llama, Mistral and Qwen compute it; `bias` on all three Linears. */
+gc_status gc_gated_mlp_init(gc_mlp *layer, int64_t dim, int64_t hidden, bool bias, gc_dtype dtype, gc_device device,
+                            gc_generator *init);
 gc_tensor *gc_mlp_forward(const gc_mlp *layer, const gc_tensor *x, bool training);
 void gc_mlp_params(const gc_mlp *layer, const char *prefix, gc_param_list *list);
 void gc_mlp_free(gc_mlp *layer);
 
 /* --- multi-head self-attention with a padding mask --- */
+/* What the decoder family changes in attention; every field 0 gives BERT's. */
+typedef struct gc_attention_options {
+    int kv_heads;        /* key and value heads, dividing heads (grouped-query attention); 0: heads */
+    int64_t head_dim;    /* 0: dim / heads */
+    bool causal;         /* a token attends to itself and the tokens before it only */
+    double rope_theta;   /* > 0: rotary positions of this base on queries and keys (gc_rope) */
+    double rope_scale;   /* linear scaling of the rotary positions (positions / scale); 0: 1 */
+    double qk_norm_eps;  /* > 0: an RMSNorm over each head's queries and keys (Qwen3), this eps */
+    bool no_qkv_bias;    /* the query, key and value projections have no bias (Llama, Qwen3) */
+    bool no_output_bias; /* the output projection has none (Llama, Qwen2, Qwen3) */
+} gc_attention_options;
+
 typedef struct gc_attention {
-    gc_linear query, key, value, output; /* each [dim, dim] */
+    gc_linear query;         /* [heads * head_dim, dim] */
+    gc_linear key, value;    /* [kv_heads * head_dim, dim] */
+    gc_linear output;        /* [dim, heads * head_dim] */
+    gc_layernorm_layer query_norm, key_norm; /* RMSNorm [head_dim]: "query_norm", "key_norm", with qk_norm_eps */
     int heads;
     double dropout; /* on the attention probabilities */
+    gc_attention_options options; /* kv_heads and head_dim filled in */
 } gc_attention;
-gc_status gc_attention_init(gc_attention *layer, int64_t dim, int heads, double dropout, gc_dtype dtype,
-                            gc_device device, gc_generator *init);
+/* options NULL: BERT's attention (every field 0). */
+gc_status gc_attention_init(gc_attention *layer, int64_t dim, int heads, double dropout,
+                            const gc_attention_options *options, gc_dtype dtype, gc_device device, gc_generator *init);
 /* x [B, T, dim]; mask [B, T] of x's dtype, 1 for a real token and 0 for padding (or NULL:
- * no padding). A padded key gets -10000 added to its score (as BERT), so its probability
- * is 0 to the precision of any dtype. -> [B, T, dim] */
+ * no padding). A key the query may not see (padding; a later token when causal) gets -10000
+ * added to its score (as BERT), so its probability is 0 to the precision of any dtype.
+ * -> [B, T, dim] */
 gc_tensor *gc_attention_forward(const gc_attention *layer, const gc_tensor *x, const gc_tensor *mask, bool training);
 void gc_attention_params(const gc_attention *layer, const char *prefix, gc_param_list *list);
 void gc_attention_free(gc_attention *layer);
 
-/* --- Transformer encoder layer (its LayerNorms use BERT's eps, 1e-12) --- */
+/* --- Transformer encoder layer --- */
+typedef struct gc_text_encoder_config gc_text_encoder_config; /* below: the layer's sizes and choices */
 typedef struct gc_encoder_layer {
     gc_attention attention;
     gc_layernorm_layer attention_norm;
@@ -135,9 +160,10 @@ typedef struct gc_encoder_layer {
                       * probabilities, as BERT; none inside the MLP (its dropout is 0) */
     bool pre_norm;   /* false: x = norm(x + f(x)) as in BERT; true: x = x + f(norm(x)) */
 } gc_encoder_layer;
-gc_status gc_encoder_layer_init(gc_encoder_layer *layer, int64_t dim, int heads, int64_t hidden,
-                                gc_activation activation, double dropout, bool pre_norm, gc_dtype dtype,
-                                gc_device device, gc_generator *init);
+/* One layer of an encoder of `config` (its dim, heads, hidden, activation, dropout, pre_norm,
+ * layernorm_eps, dtype and the decoder family's choices). */
+gc_status gc_encoder_layer_init(gc_encoder_layer *layer, const gc_text_encoder_config *config, gc_device device,
+                                gc_generator *init);
 /* x [B, T, dim], mask [B, T] or NULL -> [B, T, dim] */
 gc_tensor *gc_encoder_layer_forward(const gc_encoder_layer *layer, const gc_tensor *x, const gc_tensor *mask,
                                     bool training);
@@ -145,10 +171,12 @@ void gc_encoder_layer_params(const gc_encoder_layer *layer, const char *prefix, 
 void gc_encoder_layer_free(gc_encoder_layer *layer);
 
 /* --- pooling and normalisation of representations --- */
-typedef enum gc_pooling { GC_POOL_CLS, GC_POOL_MEAN } gc_pooling;
+typedef enum gc_pooling { GC_POOL_CLS, GC_POOL_MEAN, GC_POOL_LAST } gc_pooling;
 /* x [B, T, D], mask [B, T] (x's dtype, 1 = token) or NULL -> [B, D]: the first token's
- * vector (CLS), or the mean over the tokens the mask keeps (MEAN). A row whose mask keeps
- * no token divides by max(count, 1), so it pools to 0 instead of 0 / 0. */
+ * vector (CLS), the mean over the tokens the mask keeps (MEAN), or the last token the mask
+ * keeps (LAST, a decoder's embedding: with right padding the token before the padding, with
+ * left padding position T - 1; the kept tokens of a row must be one run, as padding makes
+ * them). A row whose mask keeps no token pools to 0 (MEAN divides by max(count, 1)). */
 gc_tensor *gc_pool(const gc_tensor *x, const gc_tensor *mask, gc_pooling pooling);
 /* x / sqrt(||x||^2 + eps^2) over the last dim (there is no max op): within a relative
  * eps^2 / (2 ||x||^2) of x / max(||x||, eps) for ||x|| >> eps (1e-12 / 2 for eps = 1e-6 and a
@@ -158,7 +186,7 @@ gc_tensor *gc_pool(const gc_tensor *x, const gc_tensor *mask, gc_pooling pooling
 gc_tensor *gc_l2_normalize(const gc_tensor *x, double eps);
 
 /* --- a text encoder: tokens -> embeddings + positions -> N layers -> pooling -> projection --- */
-typedef struct gc_text_encoder_config {
+struct gc_text_encoder_config {
     int64_t vocab;      /* token ids in [0, vocab) */
     int64_t max_length; /* learned positions */
     int64_t type_vocab; /* token types (BERT's segments), 0 for none; every token is of type 0 */
@@ -172,14 +200,20 @@ typedef struct gc_text_encoder_config {
     gc_activation activation;
     gc_pooling pooling;
     bool normalize;       /* L2-normalise the output (eps 1e-12), as sentence-transformers' Normalize */
-    double layernorm_eps; /* every LayerNorm's eps; 0 for BERT's 1e-12 */
+    double layernorm_eps; /* every LayerNorm's (or RMSNorm's) eps; 0 for BERT's 1e-12 */
     gc_dtype dtype;
-} gc_text_encoder_config;
+    /* The decoder family (Llama, Mistral, Qwen2, Qwen3: gradcache/pretrained.h); each 0 is
+     * BERT's choice. Rotary positions (attention.rope_theta > 0) replace the learned table. */
+    gc_attention_options attention; /* kv heads, head_dim, causal, rotary positions, q/k norms, biases */
+    bool rms_norm;                  /* every norm an RMSNorm (weight only) */
+    bool gated_mlp;                 /* SwiGLU MLPs; `activation` unused */
+    bool no_mlp_bias;               /* the gated MLPs' Linears have no bias */
+};
 
 typedef struct gc_text_encoder {
     gc_text_encoder_config config;
     gc_embedding_layer tokens;     /* "embeddings.tokens" */
-    gc_embedding_layer positions;  /* "embeddings.positions" */
+    gc_embedding_layer positions;  /* "embeddings.positions": learned positions only */
     gc_embedding_layer token_types; /* "embeddings.token_types": when config.type_vocab > 0 */
     gc_layernorm_layer embedding_norm; /* "embeddings.norm": post-norm encoders only (BERT) */
     gc_encoder_layer *layers;      /* [config.layers], "layers.N" */
@@ -193,12 +227,16 @@ gc_status gc_text_encoder_init(gc_text_encoder *encoder, const gc_text_encoder_c
  * building anything: what a file must hold before a model it describes is allocated. */
 int64_t gc_text_encoder_numel(const gc_text_encoder_config *config);
 /* ids i32 [B, T] (1 <= T <= max_length), mask [B, T] of the encoder's dtype or NULL ->
- * [B, projection or dim]. Token type 0 (when there are types) and positions 0..T-1 are added
- * to the tokens; then the embedding norm (post-norm), dropout, the layers (each given the
+ * [B, projection or dim]. Token type 0 (when there are types) and learned positions 0..T-1
+ * are added to the tokens (rotary positions are the attention's); then the embedding norm (post-norm), dropout, the layers (each given the
  * mask), the final norm (pre-norm), the pooling (given the mask), the projection and the
  * normalisation. */
 gc_tensor *gc_text_encoder_forward(const gc_text_encoder *encoder, const gc_tensor *ids, const gc_tensor *mask,
                                    bool training);
+/* The forward up to the pooling: every token's vector [B, T, dim] after the last layer (and the
+ * final norm of a pre-norm encoder), as transformers' last_hidden_state. */
+gc_tensor *gc_text_encoder_hidden(const gc_text_encoder *encoder, const gc_tensor *ids, const gc_tensor *mask,
+                                  bool training);
 void gc_text_encoder_params(const gc_text_encoder *encoder, const char *prefix, gc_param_list *list);
 void gc_text_encoder_free(gc_text_encoder *encoder);
 

@@ -100,6 +100,25 @@ gc_tensor *gc_log_softmax(const gc_tensor *x);
 gc_tensor *gc_layernorm(const gc_tensor *x, const gc_tensor *gamma, const gc_tensor *beta,
                         double eps, gc_tensor **mean, gc_tensor **rstd);
 
+/* --- the decoder family's ops (Llama, Mistral, Qwen) --- */
+/* x / sqrt(mean(x^2) + eps) * weight over the last dim [D] (RMSNorm: no centring, no shift);
+ * weight [D] of x's dtype, or NULL (1). */
+gc_tensor *gc_rmsnorm(const gc_tensor *x, const gc_tensor *weight, double eps);
+/* Rotary position embeddings: x [B, T, H, Dh] (Dh even; a head's element i paired with
+ * element i + Dh/2) rotated, pair i of position t by the angle whose cosine and sine are
+ * table[t, i] and table[t, Dh/2 + i]; table [T, Dh] of x's working dtype (gc_rope_table). */
+gc_tensor *gc_rope(const gc_tensor *x, const gc_tensor *table);
+/* The table of gc_rope for positions 0 .. length - 1: angle t / (theta^(2i / head_dim) scale)
+ * for i < head_dim / 2 (scale: linear position scaling, 1 for none), as a model of `dtype`
+ * computes it: in double for f64, else as transformers does (each angle rounded to f32), in
+ * dtype's working dtype, on `device`. Computed on the host: length x head_dim cosines and
+ * sines, a cost far below a layer's. */
+gc_tensor *gc_rope_table(int64_t length, int64_t head_dim, double theta, double scale, gc_dtype dtype,
+                         gc_device device);
+/* silu(gate) * up elementwise, silu(x) = x / (1 + e^-x): the gated product of a SwiGLU MLP.
+ * gate and up of one shape, dtype and device. */
+gc_tensor *gc_swiglu(const gc_tensor *gate, const gc_tensor *up);
+
 /* --- dropout ---
  * y = x * keep / (1 - p), where element i is kept when (word(offset + i) >> 8) >= p 2^24,
  * word() being the Philox stream of `seed` (gradcache/random.h): numel(x) words, the same

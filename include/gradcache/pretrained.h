@@ -1,6 +1,19 @@
-/* Pretrained BERT-family encoders in the Hugging Face layout, and encoding texts.
+/* Pretrained encoders in the Hugging Face layout, and encoding texts. Two families:
+ *  - BERT (below);
+ *  - decoder-style transformers used as embedders (Qwen3-Embedding, gte-Qwen2, E5-Mistral,
+ *    GritLM): config.json's model_type "llama", "mistral", "qwen2" or "qwen3"; RMSNorm,
+ *    rotary positions (rope_theta, and rope_scaling "default" or "linear"; rope_parameters in
+ *    transformers 5's files), grouped-query attention, SwiGLU MLPs, Qwen2's q/k/v biases and
+ *    Qwen3's q/k norms; causal attention unless config.json says "is_causal": false;
+ *    last-token pooling unless 1_Pooling/config.json says otherwise. The weights under
+ *    LlamaModel's names (a "model." prefix, as the ...ForCausalLM classes write, accepted),
+ *    in model.safetensors or in the shards model.safetensors.index.json names; an lm_head
+ *    (untied embeddings) is outside the encoder, reported and kept like BERT's pooler. Their
+ *    tokenizer.json is a byte-level BPE (gradcache/tokenizer.h).
+ * gc_pretrained_load reads a folder of either family by its model_type; the gc_bert_
+ * functions read BERT's only.
  *
- * A model folder holds
+ * A BERT folder holds
  *   config.json        BertModel's configuration (model_type "bert": sizes, hidden_act,
  *                      layer_norm_eps, absolute positions);
  *   model.safetensors  the weights under Hugging Face's names ("embeddings.word_embeddings.weight",
@@ -58,7 +71,8 @@ gc_status gc_bert_check_weights(const gc_safetensors *file, const gc_text_encode
                                 const char *config_name);
 
 /* The file's entries that a loaded encoder does not use: those outside the encoder (the
- * encoder's own are all used, gc_bert_check_weights). */
+ * encoder's own are all used, gc_bert_check_weights): BERT's pooler, a decoder's lm_head. For
+ * either family. */
 typedef struct gc_bert_unused {
     gc_param_list kept; /* those of a gradcache dtype (BERT's pooler), on the host: saved back */
     int count;          /* all of them, kept or not (an I64 position_ids buffer is not kept) */
@@ -89,12 +103,52 @@ gc_status gc_bert_save_weights(const char *path, const gc_text_encoder *encoder,
 gc_status gc_bert_load(const char *dir, gc_device device, gc_text_encoder *encoder, gc_tokenizer **tokenizer,
                        gc_bert_unused *unused);
 
+/* --- either family, by config.json's model_type --- */
+
+/* gc_bert_read_config for a folder of either family: the configuration (f32) checked against
+ * the headers of its weights (model.safetensors, or the shards of
+ * model.safetensors.index.json, each shard's name a file of the folder). GC_ERR_FORMAT naming
+ * the file, the field and its value (an unknown model_type, a rope_scaling other than default
+ * and linear, heads that do not split, ...), or the weight and the fields. */
+gc_status gc_pretrained_read_config(const char *dir, gc_text_encoder_config *config);
+/* The same from the `length` bytes of a config.json (`name` in messages); no weights checked. */
+gc_status gc_pretrained_parse_config(const char *text, size_t length, const char *name,
+                                     gc_text_encoder_config *config);
+/* gc_bert_check_weights for a configuration of either family. */
+gc_status gc_pretrained_check_weights(const gc_safetensors *file, const gc_text_encoder_config *config,
+                                      const char *config_name);
+/* The weights of the folder `dir` (one file or its shards, one shard in host memory at a time)
+ * into `encoder`, checked as gc_pretrained_read_config checks them against the encoder's
+ * configuration; `unused` (or NULL) as for gc_bert_load_weights. */
+gc_status gc_pretrained_load_weights(const char *dir, const gc_text_encoder *encoder, gc_bert_unused *unused);
+/* The encoder's weights under its family's Hugging Face names (bare: BertModel's, LlamaModel's)
+ * and the kept `unused` tensors, to `path` (atomically). */
+gc_status gc_pretrained_save_weights(const char *path, const gc_text_encoder *encoder, const gc_bert_unused *unused);
+/* A whole folder written at `dir`, which must not exist or be empty, all or nothing: the files
+ * of the folder `source` (NULL: none) that describe the model and its tokenizer (config.json,
+ * tokenizer.json, sentence-transformers' modules, ...) copied, and model.safetensors. What
+ * transformers, sentence-transformers and gc_pretrained_load load. */
+gc_status gc_pretrained_save(const char *dir, const gc_text_encoder *encoder, const gc_bert_unused *unused,
+                             const char *source);
+/* gc_bert_load for a folder of either family. */
+gc_status gc_pretrained_load(const char *dir, gc_device device, gc_text_encoder *encoder, gc_tokenizer **tokenizer,
+                             gc_bert_unused *unused);
+
 /* texts[0..count) (count >= 1) -> representations [count, D] on the encoder's device, in
  * f32 for a 16-bit encoder (gc_working_dtype): eval
  * mode (no dropout), no graph, `batch` texts at a time, each tokenized to at most max_length
  * tokens (batches padded to their longest text). NULL (error set) when memory runs out. */
 gc_tensor *gc_encode_texts(const gc_text_encoder *encoder, const gc_tokenizer *tokenizer, const char *const *texts,
                            int64_t count, int64_t max_length, int64_t batch);
+/* The same with `prompt` (or NULL) before every text (gc_tokenize_prompted): a decoder
+ * embedder's instruction for queries; its documents are encoded without one. */
+gc_tensor *gc_encode_texts_prompted(const gc_text_encoder *encoder, const gc_tokenizer *tokenizer, const char *prompt,
+                                    const char *const *texts, int64_t count, int64_t max_length, int64_t batch);
+/* The prompt `name` ("query", "document", ...) of the folder's sentence-transformers
+ * configuration (config_sentence_transformers.json's "prompts") into *prompt, a new string
+ * to free(); NULL when the folder has none of that name. GC_ERR_FORMAT naming the file when
+ * it is not such a configuration. */
+gc_status gc_pretrained_prompt(const char *dir, const char *name, char **prompt);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 /* Tokenizers: text -> token ids and attention masks, ready for a text encoder.
  *
- * Two kinds, one interface:
+ * Three kinds, one interface:
  *  - bytes (gc_tokenizer_bytes): [CLS] followed by the text's UTF-8 bytes, byte b as id
  *    b + GC_TOKEN_FIRST_BYTE. No vocabulary file, every text representable; the
  *    from-scratch models of `gradcache train` use it.
@@ -21,8 +21,24 @@
  *    Truncation to `max_length` cuts the text's tokens, never the template's: [SEP] stays.
  *    Invalid UTF-8 in a text counts as U+FFFD (which clean_text removes).
  *
- * The character classes come from the reference itself (nn/text/unicode_tables.c); the test
- * tests/test_wordpiece.c checks the ids against the reference's on a fixed set of strings. */
+ *  - byte-level BPE (gc_tokenizer_load): a tokenizer.json of GPT-2's, Llama-3's or Qwen's kind
+ *    (the decoder family's, gradcache/pretrained.h), tokenizing exactly as the reference does:
+ *      1. added tokens as above (special tokens such as <|endoftext|>, whose ids may extend
+ *         the model's vocabulary);
+ *      2. the normaliser: none, or NFC (Qwen's);
+ *      3. the pre-tokeniser's split into pieces by GPT-2's regular expression (ByteLevel's
+ *         own), Qwen2's or Llama-3's (a Split before a ByteLevel): letters, numbers (Qwen2:
+ *         one digit a piece, Llama-3: up to three), punctuation and whitespace runs, and the
+ *         English contractions; then each piece's UTF-8 bytes as GPT-2's byte characters;
+ *      4. BPE: the characters of a piece merged pair by pair by the rank of their merge
+ *         (ignore_merges: a piece in the vocabulary whole is one token);
+ *      5. the post-processor's template (TemplateProcessing, maybe in a Sequence with a
+ *         ByteLevel): Qwen3-Embedding's <|endoftext|> after the text, Llama-3's
+ *         <|begin_of_text|> before it.
+ *    Another normaliser, pre-tokeniser pattern or post-processor is refused by name.
+ * The character classes come from the reference itself (nn/text/unicode_tables.c,
+ * unicode_bpe_tables.c); tests/test_wordpiece.c and tests/test_bpe.c check the ids against the
+ * reference's on fixed sets of strings. */
 #ifndef GRADCACHE_TOKENIZER_H
 #define GRADCACHE_TOKENIZER_H
 
@@ -79,6 +95,13 @@ typedef enum gc_padding {
  * or an allocation error with *ids = *mask = NULL. */
 gc_status gc_tokenize(const gc_tokenizer *tokenizer, const char *const *texts, int64_t count, int64_t max_length,
                       gc_padding padding, gc_dtype mask_dtype, gc_device device, gc_tensor **ids, gc_tensor **mask);
+/* gc_tokenize with `prompt` (or NULL) written before every text: the instruction a decoder
+ * embedder wants before its queries ("Instruct: ...\nQuery:", gc_pretrained_prompt), tokenized
+ * with the text as one string, as sentence-transformers does, its tokens counting toward
+ * max_length (truncation cuts the text's end). */
+gc_status gc_tokenize_prompted(const gc_tokenizer *tokenizer, const char *prompt, const char *const *texts,
+                               int64_t count, int64_t max_length, gc_padding padding, gc_dtype mask_dtype,
+                               gc_device device, gc_tensor **ids, gc_tensor **mask);
 
 #ifdef __cplusplus
 }

@@ -17,6 +17,10 @@ gc_status gc_json_file_parse(const char *name, const char *text, size_t length, 
  * read, GC_ERR_FORMAT when it is larger or not JSON. */
 gc_status gc_json_file_read(const char *path, size_t max_size, gc_json **document);
 
+/* The whole file at `path` into *text (a new buffer, NUL-terminated after its *size bytes):
+ * GC_ERR_IO when it cannot be read, GC_ERR_FORMAT when it is larger than max_size. */
+gc_status gc_file_read_bounded(const char *path, size_t max_size, char **text, size_t *size);
+
 /* Records GC_ERR_FORMAT as "<name>: <problem>" and returns it. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))

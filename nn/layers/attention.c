@@ -1,6 +1,14 @@
-/* Multi-head self-attention with a padding mask, as BERT computes it:
- *     softmax(Q K^T / sqrt(Dh) + (mask - 1) 10000) V
- * per head, each head a Dh = dim / heads slice of the projections. */
+/* Multi-head self-attention with a padding mask, as BERT computes it,
+ *     softmax(Q K^T / sqrt(Dh) + bias) V
+ * per head, the bias -10000 on every key a query may not see; and the decoder family's
+ * variants (gradcache/nn.h, gc_attention_options): grouped-query attention, a causal mask,
+ * rotary positions, RMSNorms of the heads' queries and keys, projections without biases.
+ *
+ * Grouped-query attention without copies: query head h uses key/value head h / G (G = heads /
+ * kv_heads, transformers' repeat_kv), so the G query heads of one key head are adjacent and
+ * the queries [B, H, T, Dh] are [B * kv_heads, G * T, Dh] as they lie: one batched matmul
+ * against the keys [B * kv_heads, T, Dh] gives every head's scores, [B, H, T, T] as they lie.
+ * With kv_heads = heads (BERT) this is plain multi-head attention. */
 #include <math.h>
 
 #include "layer_util.h"
@@ -9,44 +17,59 @@
 #define PROJECTIONS(layer) {&(layer)->query, &(layer)->key, &(layer)->value, &(layer)->output}
 static const char *const projection_names[4] = {"query", "key", "value", "output"};
 
-gc_status gc_attention_init(gc_attention *layer, int64_t dim, int heads, double dropout, gc_dtype dtype,
-                            gc_device device, gc_generator *init) {
-    if (heads <= 0 || dim <= 0 || dim % heads != 0)
+/* options with kv_heads and head_dim filled in, checked against dim and heads. */
+static gc_attention_options resolved(int64_t dim, int heads, const gc_attention_options *given) {
+    gc_attention_options o = given ? *given : (gc_attention_options){0};
+    if (heads <= 0 || dim <= 0 || (!o.head_dim && dim % heads != 0))
         gc_fatal("attention: dim %lld does not split into %d heads", (long long)dim, heads);
+    if (!o.head_dim) o.head_dim = dim / heads;
+    if (!o.kv_heads) o.kv_heads = heads;
+    if (o.kv_heads < 0 || heads % o.kv_heads)
+        gc_fatal("attention: %d heads do not split into %d key/value heads", heads, o.kv_heads);
+    if (o.head_dim < 0 || (o.rope_theta > 0 && o.head_dim % 2) || o.rope_scale < 0 || o.qk_norm_eps < 0)
+        gc_fatal("attention: head_dim %lld (even with rotary positions), rope_scale %g and qk_norm_eps %g must not be "
+                 "negative", (long long)o.head_dim, o.rope_scale, o.qk_norm_eps);
+    return o;
+}
+
+gc_status gc_attention_init(gc_attention *layer, int64_t dim, int heads, double dropout,
+                            const gc_attention_options *options, gc_dtype dtype, gc_device device, gc_generator *init) {
     gc_nn_check_dropout("attention", dropout);
-    *layer = (gc_attention){.heads = heads, .dropout = dropout};
-    gc_linear *projections[4] = PROJECTIONS(layer);
-    for (int i = 0; i < 4; i++) {
-        gc_status status = gc_linear_init(projections[i], dim, dim, true, dtype, device, init);
-        if (status != GC_OK) {
-            gc_attention_free(layer);
-            return status;
-        }
-    }
-    return GC_OK;
+    gc_attention_options o = resolved(dim, heads, options);
+    *layer = (gc_attention){.heads = heads, .dropout = dropout, .options = o};
+    int64_t queries = heads * o.head_dim, keys = o.kv_heads * o.head_dim;
+    gc_status status = gc_linear_init(&layer->query, dim, queries, !o.no_qkv_bias, dtype, device, init);
+    if (status == GC_OK) status = gc_linear_init(&layer->key, dim, keys, !o.no_qkv_bias, dtype, device, init);
+    if (status == GC_OK) status = gc_linear_init(&layer->value, dim, keys, !o.no_qkv_bias, dtype, device, init);
+    if (status == GC_OK) status = gc_linear_init(&layer->output, queries, dim, !o.no_output_bias, dtype, device, init);
+    if (status == GC_OK && o.qk_norm_eps > 0)
+        status = gc_rmsnorm_layer_init(&layer->query_norm, o.head_dim, o.qk_norm_eps, dtype, device);
+    if (status == GC_OK && o.qk_norm_eps > 0)
+        status = gc_rmsnorm_layer_init(&layer->key_norm, o.head_dim, o.qk_norm_eps, dtype, device);
+    if (status != GC_OK) gc_attention_free(layer);
+    return status;
 }
 
-/* x [B, T, dim] -> [B * H, T, Dh]: the projection, with each head's slice brought together
- * so that one batched matmul serves every (sequence, head) pair. */
-static gc_tensor *project_heads(const gc_linear *projection, const gc_tensor *x, int heads) {
-    int64_t batch = x->shape[0], length = x->shape[1], head_dim = x->shape[2] / heads;
+/* x [B, T, dim] -> [B, n, T, Dh]: the projection to n heads, each head's queries or keys
+ * normalised (`norm`, when it has a weight) and rotated (`rotary`, or NULL) as transformers
+ * does, on [B, T, n, Dh], then the heads brought before the positions. */
+static gc_tensor *project_heads(const gc_linear *projection, const gc_layernorm_layer *norm, const gc_tensor *rotary,
+                                const gc_tensor *x, int n, int64_t head_dim) {
+    int64_t batch = x->shape[0], length = x->shape[1];
     gc_tensor *y = gc_linear_forward(projection, x);
-    y = gc_nn_then(y, gc_reshape(y, GC_SHAPE(batch, length, heads, head_dim)));
-    y = gc_nn_then(y, gc_permute(y, (const int[]){0, 2, 1, 3})); /* [B, H, T, Dh] */
-    return gc_nn_then(y, gc_reshape(y, GC_SHAPE(batch * heads, length, head_dim)));
+    y = gc_nn_then(y, gc_reshape(y, GC_SHAPE(batch, length, n, head_dim)));
+    if (norm && norm->gamma) y = gc_nn_then(y, gc_layernorm_layer_forward(norm, y));
+    if (rotary) y = gc_nn_then(y, gc_rope(y, rotary));
+    return gc_nn_then(y, gc_permute(y, (const int[]){0, 2, 1, 3}));
 }
 
-/* scores [B * H, T, T] + (mask [B, T] - 1) 10000, broadcast over heads and queries. */
-static gc_tensor *add_padding_bias(const gc_tensor *scores, const gc_tensor *mask, int heads) {
-    int64_t batch = mask->shape[0], length = mask->shape[1];
-    gc_tensor *bias = gc_sub_scalar(mask, 1);
-    bias = gc_nn_then(bias, gc_mul_scalar(bias, 10000));
-    bias = gc_nn_then(bias, gc_reshape(bias, GC_SHAPE(batch, 1, 1, length)));
+/* scores [B * kv_heads, G * T, T] (= [B, H, T, T]) + bias, broadcast over heads. */
+static gc_tensor *add_bias(const gc_tensor *scores, const gc_tensor *bias, int64_t batch, int heads, int64_t length) {
+    if (!scores) return NULL;
     gc_tensor *per_head = gc_reshape(scores, GC_SHAPE(batch, heads, length, length));
     gc_tensor *biased = gc_add(per_head, bias);
     gc_tensor_release(per_head);
-    gc_tensor_release(bias);
-    return gc_nn_then(biased, gc_reshape(biased, GC_SHAPE(batch * heads, length, length)));
+    return gc_nn_then(biased, gc_reshape(biased, scores->ndim, scores->shape));
 }
 
 static void check_inputs(const gc_attention *layer, const gc_tensor *x, const gc_tensor *mask) {
@@ -57,39 +80,58 @@ static void check_inputs(const gc_attention *layer, const gc_tensor *x, const gc
     gc_nn_check_mask("attention", mask, x->shape[0], x->shape[1], x->dtype, x->device);
 }
 
-gc_tensor *gc_attention_forward(const gc_attention *layer, const gc_tensor *x /* [B, T, dim] */,
-                                const gc_tensor *mask /* [B, T] or NULL */, bool training) {
+gc_tensor *gc_attention_forward_with(const gc_attention *layer, const gc_tensor *x /* [B, T, dim] */,
+                                     const gc_attention_inputs *inputs, bool training) {
     if (!x) return NULL;
-    check_inputs(layer, x, mask);
-    int heads = layer->heads;
-    int64_t batch = x->shape[0], length = x->shape[1], dim = x->shape[2], head_dim = dim / heads;
-    gc_tensor *query = project_heads(&layer->query, x, heads); /* [B * H, T, Dh] */
-    gc_tensor *key = project_heads(&layer->key, x, heads);
-    gc_tensor *scores = gc_matmul(query, key, false, true); /* [B * H, T, T] */
+    check_inputs(layer, x, inputs->mask);
+    const gc_attention_options *o = &layer->options;
+    int heads = layer->heads, groups = heads / o->kv_heads;
+    int64_t batch = x->shape[0], length = x->shape[1], head_dim = o->head_dim;
+    gc_tensor *query = project_heads(&layer->query, &layer->query_norm, inputs->rotary, x, heads, head_dim);
+    query = gc_nn_then(query, gc_reshape(query, GC_SHAPE(batch * o->kv_heads, groups * length, head_dim)));
+    gc_tensor *key = project_heads(&layer->key, &layer->key_norm, inputs->rotary, x, o->kv_heads, head_dim);
+    key = gc_nn_then(key, gc_reshape(key, GC_SHAPE(batch * o->kv_heads, length, head_dim)));
+    gc_tensor *scores = gc_matmul(query, key, false, true); /* [B * kv_heads, G * T, T] */
     gc_tensor_release(query);
     gc_tensor_release(key);
     scores = gc_nn_then(scores, gc_mul_scalar(scores, 1 / sqrt((double)head_dim)));
-    if (mask) scores = gc_nn_then(scores, add_padding_bias(scores, mask, heads));
+    if (inputs->bias) scores = gc_nn_then(scores, add_bias(scores, inputs->bias, batch, heads, length));
     gc_tensor *probs = gc_nn_then(scores, gc_softmax(scores));
     probs = gc_nn_then(probs, gc_nn_dropout(probs, layer->dropout, training));
 
-    gc_tensor *value = project_heads(&layer->value, x, heads);
-    gc_tensor *context = gc_matmul(probs, value, false, false); /* [B * H, T, Dh] */
+    gc_tensor *value = project_heads(&layer->value, NULL, NULL, x, o->kv_heads, head_dim);
+    value = gc_nn_then(value, gc_reshape(value, GC_SHAPE(batch * o->kv_heads, length, head_dim)));
+    gc_tensor *context = gc_matmul(probs, value, false, false); /* [B * kv_heads, G * T, Dh] */
     gc_tensor_release(probs);
     gc_tensor_release(value);
     context = gc_nn_then(context, gc_reshape(context, GC_SHAPE(batch, heads, length, head_dim)));
     context = gc_nn_then(context, gc_permute(context, (const int[]){0, 2, 1, 3})); /* [B, T, H, Dh] */
-    context = gc_nn_then(context, gc_reshape(context, GC_SHAPE(batch, length, dim)));
+    context = gc_nn_then(context, gc_reshape(context, GC_SHAPE(batch, length, heads * head_dim)));
     return gc_nn_then(context, gc_linear_forward(&layer->output, context));
+}
+
+gc_tensor *gc_attention_forward(const gc_attention *layer, const gc_tensor *x /* [B, T, dim] */,
+                                const gc_tensor *mask /* [B, T] or NULL */, bool training) {
+    if (!x) return NULL;
+    check_inputs(layer, x, mask);
+    gc_attention_inputs inputs;
+    if (gc_attention_inputs_make(layer, x, mask, &inputs) != GC_OK) return NULL;
+    gc_tensor *y = gc_attention_forward_with(layer, x, &inputs, training);
+    gc_attention_inputs_free(&inputs);
+    return y;
 }
 
 void gc_attention_params(const gc_attention *layer, const char *prefix, gc_param_list *list) {
     char name[GC_PARAM_NAME_MAX];
     const gc_linear *projections[4] = PROJECTIONS(layer);
     for (int i = 0; i < 4; i++) gc_linear_params(projections[i], gc_nn_join(name, prefix, projection_names[i]), list);
+    if (layer->query_norm.gamma) gc_layernorm_layer_params(&layer->query_norm, gc_nn_join(name, prefix, "query_norm"), list);
+    if (layer->key_norm.gamma) gc_layernorm_layer_params(&layer->key_norm, gc_nn_join(name, prefix, "key_norm"), list);
 }
 
 void gc_attention_free(gc_attention *layer) {
     gc_linear *projections[4] = PROJECTIONS(layer);
     for (int i = 0; i < 4; i++) gc_linear_free(projections[i]);
+    gc_layernorm_layer_free(&layer->query_norm);
+    gc_layernorm_layer_free(&layer->key_norm);
 }

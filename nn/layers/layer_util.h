@@ -66,6 +66,26 @@ static inline const char *gc_nn_join(char name_out[GC_PARAM_NAME_MAX], const cha
     return name_out;
 }
 
+/* What the attention layers of one forward share (attention_inputs.c): made once by a text
+ * encoder for all its layers. */
+typedef struct gc_attention_inputs {
+    const gc_tensor *mask; /* [B, T] or NULL: the padding mask, as given */
+    gc_tensor *bias;       /* added to the scores [B, H, T, T]: [B, 1, 1, T] (padding), [1, 1, T, T]
+                            * (causal) or [B, 1, T, T] (both); NULL when no key is hidden */
+    gc_tensor *rotary;     /* [T, head_dim]: gc_rope_table, for rotary positions; else NULL */
+} gc_attention_inputs;
+
+/* The inputs of `layer`'s attention over x [B, T, dim] with `mask`; an allocation error
+ * leaves nothing allocated. */
+gc_status gc_attention_inputs_make(const gc_attention *layer, const gc_tensor *x, const gc_tensor *mask,
+                                   gc_attention_inputs *inputs);
+void gc_attention_inputs_free(gc_attention_inputs *inputs);
+/* gc_attention_forward and gc_encoder_layer_forward given the shared inputs. */
+gc_tensor *gc_attention_forward_with(const gc_attention *layer, const gc_tensor *x, const gc_attention_inputs *inputs,
+                                     bool training);
+gc_tensor *gc_encoder_layer_forward_with(const gc_encoder_layer *layer, const gc_tensor *x,
+                                         const gc_attention_inputs *inputs, bool training);
+
 /* Releases `used` and returns `result`, so that a chain of ops that each consume the last
  * intermediate reads top to bottom: h = gc_nn_then(h, gc_relu(h)). A NULL result (an
  * allocation failure) flows on through the NULL-tolerant ops to the chain's end. */

@@ -1,8 +1,13 @@
 /* A text encoder: token and position embeddings, a stack of encoder layers, pooling to one
- * vector per sequence, and an optional projection. */
+ * vector per sequence, and an optional projection. The decoder family's models are such an
+ * encoder too (gradcache/nn.h): pre-norm RMSNorm layers with rotary positions, which take
+ * the learned table's place. */
 #include <stdlib.h>
 
 #include "layer_util.h"
+
+/* Positions come from a learned table unless the attention rotates them. */
+static bool learned_positions(const gc_text_encoder_config *config) { return !(config->attention.rope_theta > 0); }
 
 static void check_config(const gc_text_encoder_config *config) {
     if (config->vocab <= 0 || config->max_length <= 0 || config->layers < 0 || config->projection < 0 ||
@@ -20,19 +25,17 @@ static gc_status init_parts(gc_text_encoder *encoder, gc_device device, gc_gener
     const gc_text_encoder_config *c = &encoder->config;
     double eps = c->layernorm_eps ? c->layernorm_eps : GC_NN_LAYERNORM_EPS;
     gc_status status = gc_embedding_layer_init(&encoder->tokens, c->vocab, c->dim, c->dtype, device, init);
-    if (status == GC_OK)
+    if (status == GC_OK && learned_positions(c))
         status = gc_embedding_layer_init(&encoder->positions, c->max_length, c->dim, c->dtype, device, init);
     if (status == GC_OK && c->type_vocab)
         status = gc_embedding_layer_init(&encoder->token_types, c->type_vocab, c->dim, c->dtype, device, init);
     if (status == GC_OK && !c->pre_norm)
         status = gc_layernorm_layer_init(&encoder->embedding_norm, c->dim, eps, c->dtype, device);
-    for (int i = 0; status == GC_OK && i < c->layers; i++) {
-        status = gc_encoder_layer_init(&encoder->layers[i], c->dim, c->heads, c->hidden, c->activation, c->dropout,
-                                       c->pre_norm, c->dtype, device, init);
-        encoder->layers[i].attention_norm.eps = encoder->layers[i].mlp_norm.eps = eps;
-    }
+    for (int i = 0; status == GC_OK && i < c->layers; i++)
+        status = gc_encoder_layer_init(&encoder->layers[i], c, device, init);
     if (status == GC_OK && c->pre_norm)
-        status = gc_layernorm_layer_init(&encoder->final_norm, c->dim, eps, c->dtype, device);
+        status = c->rms_norm ? gc_rmsnorm_layer_init(&encoder->final_norm, c->dim, eps, c->dtype, device)
+                             : gc_layernorm_layer_init(&encoder->final_norm, c->dim, eps, c->dtype, device);
     if (status == GC_OK && c->projection)
         status = gc_linear_init(&encoder->projection, c->dim, c->projection, true, c->dtype, device, init);
     return status;
@@ -55,14 +58,19 @@ gc_status gc_text_encoder_init(gc_text_encoder *encoder, const gc_text_encoder_c
 
 int64_t gc_text_encoder_numel(const gc_text_encoder_config *config) {
     check_config(config);
-    int64_t d = config->dim, hidden = config->hidden;
-    int64_t attention = 4 * (d * d + d);                    /* query, key, value, output: weight and bias */
-    int64_t mlp = (d * hidden + hidden) + (hidden * d + d); /* in and out: weight and bias */
-    int64_t norms = 2 * (2 * d);                            /* attention_norm and mlp_norm */
-    int64_t embeddings = (config->vocab + config->max_length + config->type_vocab) * d;
+    const gc_attention_options *a = &config->attention;
+    int64_t d = config->dim, hidden = config->hidden, norm = config->rms_norm ? d : 2 * d;
+    int64_t head_dim = a->head_dim ? a->head_dim : d / config->heads;
+    int64_t queries = config->heads * head_dim, keys = (a->kv_heads ? a->kv_heads : config->heads) * head_dim;
+    int64_t attention = (d * queries + 2 * d * keys) + (a->no_qkv_bias ? 0 : queries + 2 * keys) + /* q, k, v */
+                        queries * d + (a->no_output_bias ? 0 : d) +                              /* output */
+                        (a->qk_norm_eps > 0 ? 2 * head_dim : 0);                                 /* q, k norms */
+    int64_t mlp = config->gated_mlp ? 3 * d * hidden + (config->no_mlp_bias ? 0 : 2 * hidden + d)
+                                    : 2 * d * hidden + hidden + d;
+    int64_t embeddings = (config->vocab + (learned_positions(config) ? config->max_length : 0) + config->type_vocab) * d;
     int64_t projection = config->projection ? config->projection * d + config->projection : 0;
     /* one norm outside the layers: the embedding norm (post-norm) or the final norm (pre-norm) */
-    return embeddings + 2 * d + config->layers * (attention + mlp + norms) + projection;
+    return embeddings + norm + config->layers * (attention + mlp + 2 * norm) + projection;
 }
 
 static void check_inputs(const gc_text_encoder *encoder, const gc_tensor *ids, const gc_tensor *mask) {
@@ -79,10 +87,8 @@ static void check_inputs(const gc_text_encoder *encoder, const gc_tensor *ids, c
 }
 
 /* ids i32 [B, T] -> [B, T, dim]: each token's vector, plus type 0's (BERT adds it first), plus
- * its position's. */
+ * its position's when they are learned. */
 static gc_tensor *embed(const gc_text_encoder *encoder, const gc_tensor *ids) {
-    gc_tensor *positions = gc_arange(ids->shape[1], 0, 1, GC_I32, ids->device);
-    gc_tensor *position_vectors = gc_nn_then(positions, gc_embedding_layer_forward(&encoder->positions, positions));
     gc_tensor *token_vectors = gc_embedding_layer_forward(&encoder->tokens, ids);
     if (encoder->config.type_vocab) {
         gc_tensor *type = gc_zeros(GC_SHAPE(1), GC_I32, ids->device);
@@ -91,23 +97,38 @@ static gc_tensor *embed(const gc_text_encoder *encoder, const gc_tensor *ids) {
         gc_tensor_release(type_vector);
         token_vectors = gc_nn_then(token_vectors, typed);
     }
+    if (!learned_positions(&encoder->config)) return token_vectors;
+    gc_tensor *positions = gc_arange(ids->shape[1], 0, 1, GC_I32, ids->device);
+    gc_tensor *position_vectors = gc_nn_then(positions, gc_embedding_layer_forward(&encoder->positions, positions));
     gc_tensor *sum = gc_add(token_vectors, position_vectors); /* [T, dim] broadcasts over B */
     gc_tensor_release(token_vectors);
     gc_tensor_release(position_vectors);
     return sum;
 }
 
-gc_tensor *gc_text_encoder_forward(const gc_text_encoder *encoder, const gc_tensor *ids /* i32 [B, T] */,
-                                   const gc_tensor *mask /* [B, T] or NULL */, bool training) {
+gc_tensor *gc_text_encoder_hidden(const gc_text_encoder *encoder, const gc_tensor *ids /* i32 [B, T] */,
+                                  const gc_tensor *mask /* [B, T] or NULL */, bool training) {
     if (!ids) return NULL;
     check_inputs(encoder, ids, mask);
     const gc_text_encoder_config *config = &encoder->config;
     gc_tensor *h = embed(encoder, ids); /* [B, T, dim] */
     if (!config->pre_norm) h = gc_nn_then(h, gc_layernorm_layer_forward(&encoder->embedding_norm, h));
     h = gc_nn_then(h, gc_nn_dropout(h, config->dropout, training));
+    /* every layer's attention is configured alike: one set of inputs (bias, rotary table) serves all */
+    gc_attention_inputs inputs = {.mask = mask};
+    if (h && config->layers && gc_attention_inputs_make(&encoder->layers[0].attention, h, mask, &inputs) != GC_OK)
+        h = gc_nn_then(h, NULL);
     for (int i = 0; i < config->layers; i++)
-        h = gc_nn_then(h, gc_encoder_layer_forward(&encoder->layers[i], h, mask, training));
+        h = gc_nn_then(h, gc_encoder_layer_forward_with(&encoder->layers[i], h, &inputs, training));
+    gc_attention_inputs_free(&inputs);
     if (config->pre_norm) h = gc_nn_then(h, gc_layernorm_layer_forward(&encoder->final_norm, h));
+    return h;
+}
+
+gc_tensor *gc_text_encoder_forward(const gc_text_encoder *encoder, const gc_tensor *ids /* i32 [B, T] */,
+                                   const gc_tensor *mask /* [B, T] or NULL */, bool training) {
+    const gc_text_encoder_config *config = &encoder->config;
+    gc_tensor *h = gc_text_encoder_hidden(encoder, ids, mask, training); /* [B, T, dim] */
     h = gc_nn_then(h, gc_pool(h, mask, config->pooling)); /* [B, dim] */
     if (config->projection) h = gc_nn_then(h, gc_linear_forward(&encoder->projection, h));
     if (config->normalize) h = gc_nn_then(h, gc_l2_normalize(h, 1e-12));
@@ -118,7 +139,8 @@ void gc_text_encoder_params(const gc_text_encoder *encoder, const char *prefix, 
     const gc_text_encoder_config *config = &encoder->config;
     char name[GC_PARAM_NAME_MAX], layer_name[32];
     gc_embedding_layer_params(&encoder->tokens, gc_nn_join(name, prefix, "embeddings.tokens"), list);
-    gc_embedding_layer_params(&encoder->positions, gc_nn_join(name, prefix, "embeddings.positions"), list);
+    if (learned_positions(config))
+        gc_embedding_layer_params(&encoder->positions, gc_nn_join(name, prefix, "embeddings.positions"), list);
     if (config->type_vocab)
         gc_embedding_layer_params(&encoder->token_types, gc_nn_join(name, prefix, "embeddings.token_types"), list);
     if (!config->pre_norm)

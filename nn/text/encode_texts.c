@@ -4,11 +4,13 @@
 #include "gradcache/pretrained.h"
 
 /* Encodes texts[start, end) into rows [start, end) of result [count, D]. */
-static gc_status encode_rows(const gc_text_encoder *encoder, const gc_tokenizer *tokenizer, const char *const *texts,
-                             int64_t start, int64_t end, int64_t max_length, gc_tensor *result) {
+static gc_status encode_rows(const gc_text_encoder *encoder, const gc_tokenizer *tokenizer, const char *prompt,
+                             const char *const *texts, int64_t start, int64_t end, int64_t max_length,
+                             gc_tensor *result) {
     gc_tensor *ids, *mask; /* [end - start, T] */
-    gc_status status = gc_tokenize(tokenizer, texts + start, end - start, max_length, GC_PAD_TO_LONGEST,
-                                   encoder->config.dtype, encoder->tokens.weight->device, &ids, &mask);
+    gc_status status = gc_tokenize_prompted(tokenizer, prompt, texts + start, end - start, max_length,
+                                            GC_PAD_TO_LONGEST, encoder->config.dtype, encoder->tokens.weight->device,
+                                            &ids, &mask);
     if (status != GC_OK) return status;
     gc_tensor *output = gc_text_encoder_forward(encoder, ids, mask, false); /* [end - start, D] */
     gc_tensor *widened = output && output->dtype != result->dtype ? gc_cast(output, result->dtype) : NULL;
@@ -26,6 +28,11 @@ static gc_status encode_rows(const gc_text_encoder *encoder, const gc_tokenizer 
 
 gc_tensor *gc_encode_texts(const gc_text_encoder *encoder, const gc_tokenizer *tokenizer, const char *const *texts,
                            int64_t count, int64_t max_length, int64_t batch) {
+    return gc_encode_texts_prompted(encoder, tokenizer, NULL, texts, count, max_length, batch);
+}
+
+gc_tensor *gc_encode_texts_prompted(const gc_text_encoder *encoder, const gc_tokenizer *tokenizer, const char *prompt,
+                                    const char *const *texts, int64_t count, int64_t max_length, int64_t batch) {
     if (count < 1 || batch < 1)
         gc_fatal("encode_texts: %lld texts in batches of %lld (want at least 1 of each)", (long long)count,
                  (long long)batch);
@@ -39,7 +46,7 @@ gc_tensor *gc_encode_texts(const gc_text_encoder *encoder, const gc_tokenizer *t
     gc_tensor *result = gc_empty(GC_SHAPE(count, width), gc_working_dtype(c->dtype), encoder->tokens.weight->device);
     gc_status status = result ? GC_OK : gc_last_status();
     for (int64_t start = 0; start < count && status == GC_OK; start += batch)
-        status = encode_rows(encoder, tokenizer, texts, start, start + batch < count ? start + batch : count,
+        status = encode_rows(encoder, tokenizer, prompt, texts, start, start + batch < count ? start + batch : count,
                              max_length, result);
     gc_set_grad_enabled(previous);
     if (status == GC_OK) return result;

@@ -21,6 +21,7 @@ void gc_tokenizer_free(const gc_tokenizer *tokenizer) {
     free(owned->slots);
     free(owned->prefix);
     free(owned->added);
+    free(owned->bpe.merges);
     free(owned);
 }
 
@@ -56,7 +57,14 @@ static const gc_added_token *added_token_at(const gc_tokenizer *tokenizer, const
     return best;
 }
 
-/* The text between added tokens goes through WordPiece; the added tokens are ids as they are. */
+/* A text between added tokens through the tokenizer's model. */
+static bool encode_text(const gc_tokenizer *tokenizer, const char *text, size_t length, int32_t *ids, int64_t *count,
+                        int64_t limit) {
+    return tokenizer->bpe_model ? gc_bpe_encode_text(tokenizer, text, length, ids, count, limit)
+                          : gc_wordpiece_encode_text(tokenizer, text, length, ids, count, limit);
+}
+
+/* The text between added tokens goes through the model; the added tokens are ids as they are. */
 static bool encode_pieces(const gc_tokenizer *tokenizer, const char *text, int32_t *ids, int64_t *count,
                           int64_t limit) {
     const char *segment = text;
@@ -66,11 +74,11 @@ static bool encode_pieces(const gc_tokenizer *tokenizer, const char *text, int32
             at++;
             continue;
         }
-        if (!gc_wordpiece_encode_text(tokenizer, segment, (size_t)(at - segment), ids, count, limit)) return false;
+        if (!encode_text(tokenizer, segment, (size_t)(at - segment), ids, count, limit)) return false;
         if (*count < limit) ids[(*count)++] = token->id;
         segment = at += token->length;
     }
-    return *count >= limit || gc_wordpiece_encode_text(tokenizer, segment, strlen(segment), ids, count, limit);
+    return *count >= limit || encode_text(tokenizer, segment, strlen(segment), ids, count, limit);
 }
 
 int64_t gc_tokenizer_encode(const gc_tokenizer *tokenizer, const char *text, int64_t max_length, int32_t *ids) {
@@ -90,8 +98,32 @@ int64_t gc_tokenizer_encode(const gc_tokenizer *tokenizer, const char *text, int
     return count;
 }
 
+/* The ids of `prompt` followed by `text` (one string: a split may join them, as it does in
+ * the reference), at most max_length. */
+static int64_t encode_prompted(const gc_tokenizer *tokenizer, const char *prompt, const char *text, int64_t max_length,
+                               int32_t *ids) {
+    if (!prompt) return gc_tokenizer_encode(tokenizer, text, max_length, ids);
+    size_t prompt_length = strlen(prompt), text_length = strlen(text);
+    char *joined = malloc(prompt_length + text_length + 1);
+    if (!joined) {
+        gc_set_error(GC_ERR_OUT_OF_MEMORY, "tokenize: out of host memory for a prompted text");
+        return -1;
+    }
+    memcpy(joined, prompt, prompt_length);
+    memcpy(joined + prompt_length, text, text_length + 1);
+    int64_t count = gc_tokenizer_encode(tokenizer, joined, max_length, ids);
+    free(joined);
+    return count;
+}
+
 gc_status gc_tokenize(const gc_tokenizer *tokenizer, const char *const *texts, int64_t count, int64_t max_length,
                       gc_padding padding, gc_dtype mask_dtype, gc_device device, gc_tensor **ids, gc_tensor **mask) {
+    return gc_tokenize_prompted(tokenizer, NULL, texts, count, max_length, padding, mask_dtype, device, ids, mask);
+}
+
+gc_status gc_tokenize_prompted(const gc_tokenizer *tokenizer, const char *prompt, const char *const *texts,
+                               int64_t count, int64_t max_length, gc_padding padding, gc_dtype mask_dtype,
+                               gc_device device, gc_tensor **ids, gc_tensor **mask) {
     *ids = *mask = NULL;
     if (count < 0 || max_length < 1)
         gc_fatal("tokenize: %lld texts of at most %lld tokens", (long long)count, (long long)max_length);
@@ -107,7 +139,7 @@ gc_status gc_tokenize(const gc_tokenizer *tokenizer, const char *const *texts, i
     int64_t width = padding == GC_PAD_TO_MAX_LENGTH ? max_length : 1;
     gc_status status = GC_OK;
     for (int64_t row = 0; row < count && status == GC_OK; row++) {
-        lengths[row] = gc_tokenizer_encode(tokenizer, texts[row], max_length, id_values + row * max_length);
+        lengths[row] = encode_prompted(tokenizer, prompt, texts[row], max_length, id_values + row * max_length);
         if (lengths[row] < 0) status = gc_last_status();
         else if (lengths[row] > width) width = lengths[row];
     }

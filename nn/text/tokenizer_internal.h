@@ -23,8 +23,34 @@ typedef struct gc_bert_normalizer {
     bool clean_text, handle_chinese_chars, strip_accents, lowercase;
 } gc_bert_normalizer;
 
+/* Byte-level BPE (bpe.c, bpe_split.c): the pre-tokeniser's split of a text into pieces. */
+typedef enum gc_bpe_split {
+    GC_BPE_SPLIT_NONE,   /* the text is one piece */
+    GC_BPE_SPLIT_GPT2,   /* ByteLevel's own regex (use_regex) */
+    GC_BPE_SPLIT_QWEN2,  /* Qwen2's Split regex: single digits */
+    GC_BPE_SPLIT_LLAMA3  /* Llama-3's: runs of up to three digits */
+} gc_bpe_split;
+
+/* A merge of the hash: the pair (left << 32 | right, UINT64_MAX for an empty slot), its
+ * rank in the merges list and the id of the merged token. */
+typedef struct gc_bpe_merge {
+    uint64_t pair;
+    int32_t rank, merged;
+} gc_bpe_merge;
+
+typedef struct gc_bpe_settings {
+    gc_bpe_merge *merges;  /* [merge_slots]: open-addressing hash of pairs */
+    size_t merge_slots;    /* a power of two, at least twice the merges */
+    int32_t unk_id;        /* -1: a character without a token is dropped, as the reference does */
+    bool ignore_merges;    /* a piece in the vocabulary is taken whole (Llama-3) */
+    bool nfc;              /* the NFC normaliser */
+    bool add_prefix_space; /* ByteLevel's: a space before a text that does not start with one */
+    gc_bpe_split split;
+} gc_bpe_settings;
+
 struct gc_tokenizer {
     bool bytes;                /* the byte-level tokenizer: nothing below is used */
+    bool bpe_model;            /* byte-level BPE: `bpe` below, not WordPiece's fields */
     char **vocab;              /* [vocab_size]: the text of each id */
     int64_t vocab_size;
     int32_t *slots;            /* [slot_count]: open-addressing hash of vocab texts -> id, -1 empty */
@@ -39,6 +65,7 @@ struct gc_tokenizer {
     int n_before, n_after;
     gc_added_token *added;     /* [n_added] */
     int n_added;
+    gc_bpe_settings bpe;
 };
 
 /* The id of the vocabulary entry spelled by `length` bytes, or -1. */
@@ -65,5 +92,42 @@ bool gc_bert_is_punctuation(uint32_t code);
  * ids[*count ..] while *count < limit. False when host memory ran out. */
 bool gc_wordpiece_encode_text(const gc_tokenizer *tokenizer, const char *text, size_t length, int32_t *ids,
                               int64_t *count, int64_t limit);
+
+/* NFC of the code points, in place (codes->failed when host memory ran out). */
+void gc_nfc(gc_codes *codes);
+
+/* --- byte-level BPE --- */
+/* The merges hash, with room for `count` merges. */
+gc_status gc_bpe_merges_init(gc_tokenizer *tokenizer, size_t count);
+/* Adds merge number `rank` of the pair (left, right) into `merged`; false when the pair is
+ * there already (its first rank stays). */
+bool gc_bpe_merges_add(gc_tokenizer *tokenizer, int32_t left, int32_t right, int32_t rank, int32_t merged);
+
+/* A symbol of a piece being merged: its token, and its neighbours (-1: none). */
+typedef struct gc_bpe_symbol {
+    int32_t id, prev, next;
+} gc_bpe_symbol;
+typedef struct gc_bpe_candidate {
+    int32_t rank, position, merged;
+} gc_bpe_candidate;
+/* The buffers a text's pieces reuse. */
+typedef struct gc_bpe_work {
+    gc_bpe_symbol *symbols;  /* [capacity] */
+    gc_bpe_candidate *heap;  /* [3 capacity] */
+    size_t capacity, heap_count;
+    char *text;              /* the piece's characters, UTF-8 */
+    size_t text_capacity;
+} gc_bpe_work;
+void gc_bpe_work_free(gc_bpe_work *work);
+
+/* One piece of `length` bytes through the model: appends ids to ids[*count ..] while
+ * *count < limit. False when host memory ran out. */
+bool gc_bpe_encode_piece(const gc_tokenizer *tokenizer, const char *piece, size_t length, gc_bpe_work *work,
+                         int32_t *ids, int64_t *count, int64_t limit);
+/* The length of the pre-tokeniser's piece that starts at codes[at] (at < n). */
+size_t gc_bpe_piece_length(gc_bpe_split split, const uint32_t *codes, size_t n, size_t at);
+/* A text with no added token in it through NFC (if set), the split and the model. */
+bool gc_bpe_encode_text(const gc_tokenizer *tokenizer, const char *text, size_t length, int32_t *ids, int64_t *count,
+                        int64_t limit);
 
 #endif

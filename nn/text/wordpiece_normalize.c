@@ -55,8 +55,7 @@ void gc_codes_push(gc_codes *codes, uint32_t code) {
     codes->items[codes->count++] = code;
 }
 
-/* NFD of one character into parts[]; returns how many (at most GC_UNICODE_MAPPING_MAX). */
-static int decompose(uint32_t code, uint32_t parts[GC_UNICODE_MAPPING_MAX]) {
+int gc_unicode_decompose(uint32_t code, uint32_t parts[GC_UNICODE_MAPPING_MAX]) {
     if (code >= HANGUL_FIRST && code <= HANGUL_LAST) {
         uint32_t index = code - HANGUL_FIRST, tail = index % TAIL_COUNT;
         parts[0] = LEADS + index / (VOWEL_COUNT * TAIL_COUNT);
@@ -85,7 +84,7 @@ static void push_lowercase(uint32_t code, gc_codes *out) {
 /* The strip-accents and lowercase steps of one character. */
 static void push_folded(const gc_bert_normalizer *normalizer, uint32_t code, gc_codes *out) {
     uint32_t parts[GC_UNICODE_MAPPING_MAX] = {code};
-    int count = normalizer->strip_accents ? decompose(code, parts) : 1;
+    int count = normalizer->strip_accents ? gc_unicode_decompose(code, parts) : 1;
     for (int i = 0; i < count; i++) {
         if (normalizer->strip_accents && gc_unicode_in(&gc_unicode_nonspacing_mark, parts[i])) continue;
         if (normalizer->lowercase) push_lowercase(parts[i], out);

@@ -1,0 +1,182 @@
+/* A pretrained decoder-family model (tests/fixtures/tiny_qwen3: GQA, q/k norms, last-token
+ * pooling, normalised) trained through the library:
+ *  - GradCache: the cached step's gradients equal the full batch's (gc_cache_verify) in f64
+ *    to 1e-10 and in f32 to 1e-5 (invariant 3), the query tower prompted;
+ *  - bf16 and f16 (with the loss scaler) with f32 master weights: a few AdamW steps lower the
+ *    loss as f32's do, the first loss within the 16-bit type's rounding of f32's;
+ *  - saved back as a folder (gc_pretrained_save) that gc_pretrained_load reads to the same
+ *    embeddings, bitwise. (tests/test_decoder_transformers.sh loads it with transformers.) */
+#include <math.h>
+#include <unistd.h>
+
+#include "checkpoint_files.h"
+#include "check.h"
+
+#define FOLDER GC_TEST_FIXTURES "/tiny_qwen3"
+
+static const char *const queries[] = {"where is the cat", "naïve café", "東京 123", "a mat", "what is retrieval",
+                                      "gradient cache"};
+static const char *const passages[] = {"the cat sat on the mat", "a café in Paris", "Tokyo has 14 million",
+                                       "mats are flat", "finding passages for a query", "chunks of a batch"};
+
+typedef struct run {
+    gc_text_encoder encoder;
+    gc_tokenizer *tokenizer;
+    gc_bert_unused unused;
+    gc_param_list params;
+    gc_batch inputs[2];
+    gc_tensor *tensors[4]; /* q ids, q mask, p ids, p mask */
+} run;
+
+static gc_tensor *forward(void *state, const gc_batch *chunk) {
+    return gc_text_encoder_forward(state, chunk->tensors[0], chunk->tensors[1], true);
+}
+
+static void open_run(run *r, gc_dtype dtype) {
+    gc_text_encoder_config config;
+    REQUIRE(gc_pretrained_read_config(FOLDER, &config) == GC_OK);
+    config.dtype = dtype;
+    gc_generator init = {1, 0};
+    REQUIRE(gc_text_encoder_init(&r->encoder, &config, gc_cpu(), &init) == GC_OK);
+    REQUIRE(gc_pretrained_load_weights(FOLDER, &r->encoder, &r->unused) == GC_OK);
+    char path[512];
+    snprintf(path, sizeof path, "%s/tokenizer.json", FOLDER);
+    REQUIRE(gc_tokenizer_load(path, &r->tokenizer) == GC_OK);
+    r->params = (gc_param_list){0};
+    gc_text_encoder_params(&r->encoder, "", &r->params);
+    char *prompt;
+    REQUIRE(gc_pretrained_prompt(FOLDER, "query", &prompt) == GC_OK && prompt);
+    REQUIRE(gc_tokenize_prompted(r->tokenizer, prompt, queries, 6, 32, GC_PAD_TO_LONGEST, dtype, gc_cpu(),
+                                 &r->tensors[0], &r->tensors[1]) == GC_OK);
+    REQUIRE(gc_tokenize(r->tokenizer, passages, 6, 32, GC_PAD_TO_LONGEST, dtype, gc_cpu(), &r->tensors[2],
+                        &r->tensors[3]) == GC_OK);
+    free(prompt);
+    r->inputs[0] = (gc_batch){2, {"ids", "mask"}, {r->tensors[0], r->tensors[1]}};
+    r->inputs[1] = (gc_batch){2, {"ids", "mask"}, {r->tensors[2], r->tensors[3]}};
+}
+
+static void close_run(run *r) {
+    RELEASE(r->tensors[0], r->tensors[1], r->tensors[2], r->tensors[3]);
+    gc_param_list_free(&r->params);
+    gc_bert_unused_free(&r->unused);
+    gc_tokenizer_free(r->tokenizer);
+    gc_text_encoder_free(&r->encoder);
+}
+
+/* One tied encoder, chunks of 2 and 4 (an uneven last chunk). */
+static gc_cache *make_cache(run *r, const gc_loss_scaler *scaler) {
+    static gc_contrastive_options options = {.similarity = GC_SIMILARITY_COSINE, .temperature = 0.05};
+    gc_cache_config config = {.n_models = 2,
+                              .models = {{&r->encoder, forward, 2, &r->params}, {&r->encoder, forward, 4, &r->params}},
+                              .loss = gc_contrastive_loss_fn(&options), .scaler = scaler};
+    return gc_cache_new(&config);
+}
+
+static void test_verify(void) {
+    const gc_dtype dtypes[2] = {GC_F64, GC_F32};
+    const double bounds[2] = {1e-10, 1e-5};
+    for (int d = 0; d < 2; d++) {
+        run r;
+        open_run(&r, dtypes[d]);
+        gc_cache *cache = make_cache(&r, NULL);
+        double worst = 1;
+        REQUIRE(gc_cache_verify(cache, r.inputs, dtypes[d] == GC_F64 ? 1e-12 : 1e-6, &worst, NULL, 0) == GC_OK);
+        CHECK_MSG(worst <= bounds[d], "%s: largest relative gradient difference %.3g", gc_dtype_name(dtypes[d]), worst);
+        gc_cache_free(cache);
+        close_run(&r);
+    }
+}
+
+/* `steps` AdamW steps of the cached step in `dtype` (f16 with the loss scaler); the losses. */
+static void train(gc_dtype dtype, int steps, double *losses, run *r) {
+    open_run(r, dtype);
+    gc_loss_scaler scaler;
+    gc_loss_scaler_init(&scaler);
+    scaler.scale = 1024; /* 2^16 overflows this model's f16 gradients: backing off would skip the first steps */
+    gc_cache *cache = make_cache(r, dtype == GC_F16 ? &scaler : NULL);
+    gc_adamw opt;
+    REQUIRE(gc_adamw_init(&opt, &r->params, 3e-4, 0.9, 0.999, 1e-6, 0.01) == GC_OK);
+    for (int step = 0; step < steps; step++) {
+        gc_param_list_zero_grad(&r->params);
+        REQUIRE(gc_cache_step(cache, r->inputs, &losses[step], NULL) == GC_OK);
+        bool found_inf = false;
+        if (dtype == GC_F16) REQUIRE(gc_loss_scaler_check_grads(&r->params, &found_inf) == GC_OK);
+        if (!found_inf) REQUIRE(gc_adamw_step_scaled(&opt, dtype == GC_F16 ? 1 / scaler.scale : 1) == GC_OK);
+        if (dtype == GC_F16) gc_loss_scaler_update(&scaler, found_inf);
+    }
+    bool masters = true;
+    for (int i = 0; i < r->params.count; i++) masters = masters && (dtype == GC_F32) == (opt.master[i] == NULL);
+    CHECK_MSG(masters, "%s: f32 masters for every 16-bit parameter and none for f32", gc_dtype_name(dtype));
+    gc_adamw_free(&opt);
+    gc_cache_free(cache);
+}
+
+static void test_half_precision(void) {
+    double reference[4];
+    run f32;
+    train(GC_F32, 4, reference, &f32);
+    CHECK_MSG(reference[3] < reference[0], "f32: loss %g then %g", reference[0], reference[3]);
+    close_run(&f32);
+    const gc_dtype halves[2] = {GC_BF16, GC_F16};
+    for (int h = 0; h < 2; h++) {
+        double losses[4];
+        run r;
+        train(halves[h], 4, losses, &r);
+        /* the first loss is f32's up to the 16-bit weights and activations: a few steps of the type */
+        double u = halves[h] == GC_BF16 ? 0x1p-8 : 0x1p-11;
+        CHECK_MSG(fabs(losses[0] - reference[0]) <= 64 * u * fabs(reference[0]), "%s: first loss %g against f32's %g",
+                  gc_dtype_name(halves[h]), losses[0], reference[0]);
+        CHECK_MSG(isfinite(losses[3]) && losses[3] < losses[0], "%s: loss %g then %g", gc_dtype_name(halves[h]),
+                  losses[0], losses[3]);
+        close_run(&r);
+    }
+}
+
+/* Trained, saved, loaded again: the same embeddings bitwise. Written where
+ * test_decoder_transformers.sh finds it when given a folder (argv[1]). */
+static void test_save(const char *keep) {
+    double losses[2];
+    run r;
+    train(GC_F32, 2, losses, &r);
+    char scratch[PATH_MAX], folder[PATH_MAX + 16];
+    gc_test_make_folder(scratch);
+    snprintf(folder, sizeof folder, "%s/saved", keep ? keep : scratch);
+    REQUIRE(gc_pretrained_save(folder, &r.encoder, &r.unused, FOLDER) == GC_OK);
+    CHECK(gc_pretrained_save(folder, &r.encoder, &r.unused, FOLDER) == GC_ERR_IO); /* never over a folder */
+    gc_clear_error();
+    gc_text_encoder loaded;
+    gc_tokenizer *tokenizer;
+    REQUIRE(gc_pretrained_load(folder, gc_cpu(), &loaded, &tokenizer, NULL) == GC_OK);
+    CHECK(loaded.config.normalize && loaded.config.pooling == GC_POOL_LAST);
+    gc_tensor *want = gc_encode_texts(&r.encoder, r.tokenizer, passages, 6, 32, 3);
+    gc_tensor *got = gc_encode_texts(&loaded, tokenizer, passages, 6, 32, 3);
+    gc_test_expect_close(want, got, 0, 0, "saved and loaded again");
+    if (keep) { /* the trained model's hidden states for the ids, for transformers to compare */
+        gc_tensor *hidden = gc_text_encoder_hidden(&r.encoder, r.tensors[2], r.tensors[3], false);
+        gc_param_list out = {0};
+        gc_param_list_add(&out, "", "ids", r.tensors[2], false);
+        gc_param_list_add(&out, "", "mask", r.tensors[3], false);
+        gc_param_list_add(&out, "", "hidden", hidden, false);
+        snprintf(folder, sizeof folder, "%s/outputs.safetensors", keep);
+        REQUIRE(gc_safetensors_save_plain(folder, &out, NULL) == GC_OK);
+        gc_param_list_free(&out);
+        gc_tensor_release(hidden);
+    }
+    RELEASE(want, got);
+    gc_tokenizer_free(tokenizer);
+    gc_text_encoder_free(&loaded);
+    close_run(&r);
+    gc_folder_remove(scratch);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) { /* test_decoder_transformers.sh: only the saved folder */
+        test_save(argv[1]);
+        return gc_test_result();
+    }
+    GC_TEST_CASE(test_verify);
+    GC_TEST_CASE(test_half_precision);
+    test_save(NULL);
+    CHECK_MSG(gc_memory_get_stats(gc_cpu()).live_bytes == 0, "tensors left alive");
+    return gc_test_result();
+}

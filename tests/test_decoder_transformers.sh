@@ -1,0 +1,44 @@
+#!/bin/bash
+# A decoder-family model trained through the library and saved back (tests/test_decoder_train.c,
+# given a folder: $1 the program) loads in transformers (AutoModel) and computes the engine's
+# last hidden states for the same ids, within test_decoder_parity.c's f32 bound. Skipped (77)
+# where no python3 has PyTorch and transformers (GC_TEST_PYTHON names one, e.g. a venv's).
+set -u
+program=$1
+python=
+for candidate in ${GC_TEST_PYTHON:-} python3 /usr/bin/python3; do
+    if command -v "$candidate" >/dev/null && "$candidate" -c 'import torch, transformers, safetensors' 2>/dev/null; then
+        python=$candidate
+        break
+    fi
+done
+if [ -z "$python" ]; then
+    echo "skip: no python3 with PyTorch and transformers (set GC_TEST_PYTHON)"
+    exit 77
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$program" "$work" || { echo "FAIL: $program $work"; exit 1; }
+"$python" - "$work" <<'PY'
+import sys
+
+import torch
+import transformers
+from safetensors.torch import load_file
+
+work = sys.argv[1]
+model = transformers.AutoModel.from_pretrained(work + "/saved", attn_implementation="eager").float().eval()
+out = load_file(work + "/outputs.safetensors")
+ids, mask, hidden = out["ids"].long(), out["mask"], out["hidden"]
+with torch.no_grad():
+    want = model(input_ids=ids, attention_mask=mask.long()).last_hidden_state
+c = model.config
+head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+# test_decoder_parity.c's bound: 4 x 2 N u max|h|, N the roundings along the longest chain
+chain = c.num_hidden_layers * (4 * c.hidden_size + head_dim + 2 * ids.shape[1] + c.num_attention_heads * head_dim
+                               + c.intermediate_size) + c.hidden_size
+bound = 8 * chain * 2.0 ** -24 * want.abs().max().item()
+difference = ((hidden - want).abs() * mask[..., None]).max().item()
+print("transformers against the engine: %.3g (bound %.3g)" % (difference, bound))
+sys.exit(0 if difference <= bound else 1)
+PY
