@@ -22,7 +22,7 @@
  * how it sees the global batch (gathered or around the ring). The ring is tiled, so "tiled"
  * leaves the exchange to auto and "full" gathers. */
 static const char *const loss_names[] = {"auto", "tiled", "full", "gather", "ring", NULL};
-static const struct {
+static const struct { /* loss_names[i]'s settings */
     gc_contrastive_method method;
     gc_global_loss global;
 } loss_choices[] = {
