@@ -5,8 +5,9 @@
 #   test_decoder_transformers.sh DECODER_HIDDEN COMMAND...
 # COMMAND, given the folder to write as one more argument, trains and saves: test_decoder_train
 # (the library's step, gc_pretrained_save) or `gradcache train --init ... --out` (the trainer's
-# run folder). Skipped (77) where no python3 has PyTorch and transformers (GC_TEST_PYTHON
-# names one, e.g. a venv's).
+# run folder). A folder trained in f16 or bf16 holds 16-bit weights: both sides widen the same
+# stored values and compute in f32, so the f32 bound holds for it too. Skipped (77) where no
+# python3 has PyTorch and transformers (GC_TEST_PYTHON names one, e.g. a venv's).
 set -u
 hidden_program=$1
 shift
