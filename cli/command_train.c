@@ -15,8 +15,10 @@
     "Trains a dual text encoder (or one tied encoder with --tied) on query<TAB>positive pairs with the\n"     \
     "in-batch contrastive loss; --gc computes each step with Gradient Cache. Writes DIR/log.jsonl,\n"          \
     "DIR/checkpoint.safetensors (for --resume) and DIR/model.safetensors (for gradcache eval). With --init,\n" \
-    "fine-tunes a pretrained BERT-family model (one encoder for both sides) and DIR is a model folder too:\n"  \
-    "config.json, tokenizer.json and model.safetensors under Hugging Face's names."
+    "fine-tunes a pretrained model (one encoder for both sides) of the BERT family or a decoder-style\n"      \
+    "embedder (Llama, Mistral, Qwen2, Qwen3; its query prompt before each query), and DIR is a model\n"      \
+    "folder too: the folder's config.json, tokenizer files and sentence-transformers files, and\n"           \
+    "model.safetensors under Hugging Face's names, which transformers loads."
 
 /* --loss: how a --gc step computes the loss's gradient (tiled or full), and across processes
  * how it sees the global batch (gathered or around the ring). The ring is tiled, so "tiled"
@@ -67,9 +69,11 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
         {"out", CLI_FLAG_STRING, &f->out, 0, 0, NULL, "the run folder (log, checkpoint, model)"},
         {"model-size", CLI_FLAG_CHOICE, &f->model_size, 0, 0, gc_model_size_names, "the encoder preset"},
         {"init", CLI_FLAG_STRING, &f->init, 0, 0, NULL,
-         "start from a pretrained model folder (config.json, model.safetensors, tokenizer.json) instead of a preset"},
+         "start from a pretrained model folder (config.json, model.safetensors or its shards, tokenizer.json) of "
+         "the BERT family or a decoder-style embedder (llama, mistral, qwen2, qwen3) instead of a preset"},
         {"max-length", CLI_FLAG_INT, &f->max_length, 2, 4096, NULL,
-         "tokens per text ([CLS] and UTF-8 bytes; with --init, WordPiece tokens with [CLS] and [SEP])"},
+         "tokens per text ([CLS] and UTF-8 bytes; with --init, the folder's tokens, its special tokens and "
+         "prompt included)"},
         {"precision", CLI_FLAG_CHOICE, &flags->precision, 0, 0, cli_precision_names,
          "parameters and activations: f32, or f16 / bf16 with f32 master weights (f16: loss scaling)"},
         {"tied", CLI_FLAG_BOOL, &f->tied, 0, 0, NULL, "one encoder for queries and passages"},
@@ -158,7 +162,7 @@ static int train(gc_trainer *trainer, const train_flags *f, report *r) {
     /* reported by process 0 once everything is set up: a failure stays one line */
     const gc_bert_unused *unused = &info.model->unused;
     if (unused->count && r->printer)
-        fprintf(stderr, "gradcache train: note: %s/model.safetensors: %d weight%s unused by the encoder (%s)\n",
+        fprintf(stderr, "gradcache train: note: %s: %d weight%s unused by the encoder (%s)\n",
                 f->config.init, unused->count, unused->count == 1 ? "" : "s", unused->names);
     cli_progress_begin(&r->bar, stderr, info.step, info.total_steps, f->log_every, info.limit.bytes);
     gc_status status = gc_trainer_run(trainer);

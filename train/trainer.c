@@ -116,7 +116,8 @@ static gc_status load_data(gc_trainer *t) {
 static gc_status build_model(gc_trainer *t, bool resume) {
     const gc_trainer_config *c = &t->config;
     if (c->init) {
-        if (gc_dual_encoder_from_folder(&t->model, c->init, c->max_length, c->dtype, t->device) != GC_OK)
+        if (gc_dual_encoder_from_folder(&t->model, c->init, c->max_length, c->dtype, t->device) != GC_OK ||
+            gc_dual_encoder_check_prompts(&t->model) != GC_OK)
             return failed("--init");
     } else {
         gc_text_encoder_config config = gc_model_preset(c->model_size, c->max_length);

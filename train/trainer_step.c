@@ -55,7 +55,8 @@ static gc_status run_step(gc_trainer *t, gc_step_record *record) {
     gc_train_dist_share(&t->dist, c->batch_size, &share_start, &share); /* this rank's examples */
     gc_training_batch batch;
     gc_status status = gc_training_batch_make(&t->pairs, examples + share_start, share, (int)c->hard_negatives,
-                                              t->model.tokenizer, c->max_length, c->dtype, t->device, &batch);
+                                              t->model.tokenizer, t->model.prompts, c->max_length, c->dtype, t->device,
+                                              &batch);
     if (status != GC_OK) return status;
     gc_memory_reset_peak(t->device);
     gc_cache_report report = {0};
