@@ -9,7 +9,7 @@
 #include "gradcache/ops.h"
 
 static const char *collective_name(gc_collective kind) {
-    static const char *const names[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast"};
+    static const char *const names[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "shift"};
     return names[kind];
 }
 
@@ -160,6 +160,22 @@ gc_dist_work *gc_dist_broadcast_start(gc_process_group *group, gc_tensor *t, int
     work->input = work->output = staged_copy(work, t, false);
     if (work->input && !native(group, t)) work->caller_output = gc_tensor_retain(t);
     return launch(work);
+}
+
+gc_dist_work *gc_dist_shift_start(gc_process_group *group, const gc_tensor *send, gc_tensor *receive) {
+    char ts[96], tr[96];
+    if (send->dtype != receive->dtype || !gc_device_equal(send->device, receive->device) ||
+        (group->world == 1 && gc_nbytes(send) != gc_nbytes(receive)))
+        gc_fatal("shift: rank %d sends %s and receives %s (one dtype and device; in a world of one, one size)",
+                 group->rank, gc_tensor_str(send, ts, sizeof ts), gc_tensor_str(receive, tr, sizeof tr));
+    gc_dist_work *work = new_work(group, GC_COLLECTIVE_SHIFT, GC_DIST_SUM, send);
+    work->input = staged_copy(work, send, false);
+    if (work->input) set_output(work, receive);
+    return launch(work);
+}
+
+gc_status gc_dist_shift(gc_process_group *group, const gc_tensor *send, gc_tensor *receive) {
+    return gc_dist_work_wait(gc_dist_shift_start(group, send, receive));
 }
 
 gc_status gc_dist_all_reduce(gc_process_group *group, gc_tensor *t, gc_dist_op op) {

@@ -42,6 +42,9 @@ static gc_status run_work(tcp_state *state, gc_dist_work *work) {
         return gc_ring_run(ring, &buffer, GC_RING_ALL_REDUCE, work->op, work->what);
     case GC_COLLECTIVE_BROADCAST:
         return gc_ring_broadcast(ring, gc_data(out), gc_nbytes(out), work->root, work->what);
+    case GC_COLLECTIVE_SHIFT:
+        return gc_ring_shift(ring, gc_data(work->input), gc_nbytes(work->input), gc_data(out), gc_nbytes(out),
+                             work->what);
     case GC_COLLECTIVE_REDUCE_SCATTER:
     case GC_COLLECTIVE_ALL_GATHER: {
         gc_tensor *rows = work->kind == GC_COLLECTIVE_ALL_GATHER ? out : work->input;

@@ -24,6 +24,10 @@ typedef struct dist_scenario {
     gc_dist_backend backend;   /* the group's; the models live on cuda:0 for NCCL, else the CPU */
     bool tiled_loss;           /* the ranks' loss: the tiled contrastive loss (tiles of 3 rows)
                                   instead of infonce; the one process keeps infonce */
+    gc_global_loss global_loss; /* with the tiled loss: gathered, around the ring, or AUTO */
+    double ring_share;         /* AUTO's share (0: the default, which these batches never reach) */
+    bool ring;                 /* the cached step must report the ring, and gc_cache_verify must
+                                  find it equal to the plain step (which runs it too) */
 } dist_scenario;
 
 static void add_all(gc_param_list *into, const char *prefix, const gc_param_list *from) {
@@ -81,13 +85,27 @@ static double *param_grads(const gc_param_list *params, int64_t *n) {
     return values;
 }
 
-/* The step (cached or plain) of `config` on `inputs`. */
-static gc_status step(const dist_scenario *s, gc_cache_config *config, gc_batch *inputs, double *loss) {
+/* The step (cached or plain) of `config` on `inputs`; a cached step's report says whether
+ * the loss ran around the ring. */
+static gc_status step(const dist_scenario *s, gc_cache_config *config, gc_batch *inputs, double *loss, bool *ring) {
     gc_cache *cache = gc_cache_new(config);
+    gc_cache_report report = {0};
     gc_status status = s->full_batch ? gc_cache_full_batch_step(cache, inputs, loss)
-                                     : gc_cache_step(cache, inputs, loss, NULL);
+                                     : gc_cache_step(cache, inputs, loss, &report);
+    *ring = report.ring_loss;
     gc_cache_free(cache);
     return status;
+}
+
+/* gc_cache_verify with the ring: the cached step's parameter gradients equal the plain
+ * step's (both through the ring) to the tolerance of the one-process comparison. */
+static void verify_ring(const dist_scenario *s, gc_cache_config *config, gc_batch *inputs, double tolerance) {
+    gc_cache *cache = gc_cache_new(config);
+    double relative;
+    CHECK_MSG(gc_cache_verify(cache, inputs, 1e-6, &relative, NULL, 0) == GC_OK, "%s: %s", s->name, gc_last_error());
+    CHECK_MSG(relative <= tolerance, "%s: gc_cache_verify through the ring: relative difference %.3g", s->name,
+              relative);
+    gc_cache_free(cache);
 }
 
 static int dist_cache_body(int rank, int world, void *arg) {
@@ -142,9 +160,13 @@ static int dist_cache_body(int rank, int world, void *arg) {
         .sync_every_backward = s->sync_every_backward,
     };
     if (s->tiled_loss) config.loss = gc_contrastive_loss_fn(&tiled);
+    config.global_loss = s->global_loss;
+    config.ring_share = s->ring_share;
     gc_ddp_stats before = gc_ddp_get_stats(ddp);
     double loss = 0, ref_loss = 0;
-    CHECK_MSG(step(s, &config, inputs, &loss) == GC_OK, "%s: %s", s->name, gc_last_error());
+    bool ring = false;
+    CHECK_MSG(step(s, &config, inputs, &loss, &ring) == GC_OK, "%s: %s", s->name, gc_last_error());
+    CHECK_MSG(s->full_batch || ring == s->ring, "%s: the step %s the ring", s->name, ring ? "took" : "did not take");
     gc_ddp_stats after = gc_ddp_get_stats(ddp);
     /* reducing every backward, a model's backward reduces the buckets of its own parameters */
     int64_t chunks = s->full_batch ? 1 : (s->counts[rank] + s->chunk - 1) / s->chunk; /* per model, both alike */
@@ -165,7 +187,8 @@ static int dist_cache_body(int rank, int world, void *arg) {
     ref_config.loss = (gc_loss_fn){.forward = infonce};
     ref_config.group = NULL;
     ref_config.ddp = NULL;
-    REQUIRE(step(s, &ref_config, ref_inputs, &ref_loss) == GC_OK);
+    ref_config.global_loss = GC_GLOBAL_LOSS_AUTO;
+    REQUIRE(step(s, &ref_config, ref_inputs, &ref_loss, &ring) == GC_OK);
 
     /* f32: the steps add the same terms in other orders (the ring's sum over ranks, chunked
      * matmuls): ~1e-7 per rounding, under 1e-5 after the few ops here. f64: ~1e-16 each. */
@@ -177,6 +200,7 @@ static int dist_cache_body(int rank, int world, void *arg) {
               ref_loss);
     free(got);
     free(want);
+    if (s->ring) verify_ring(s, &config, inputs, tolerance);
 
     gc_adamw opt, ref_opt;
     REQUIRE(gc_adamw_init(&opt, &params, 1e-2, 0.9, 0.999, 1e-8, 0.01) == GC_OK);
@@ -204,37 +228,72 @@ static int dist_cache_body(int rank, int world, void *arg) {
     return gc_test_result();
 }
 
-/* Every scenario in a world of 2, and (worlds > 2) of 4, through `backend`, each run given
- * `seconds` in all. */
-static void dist_cache_run_all(gc_dist_backend backend, int worlds, double seconds) {
+/* Every scenario in a world of 2, and (worlds > 2) of 4, through `backend` (those with the ring
+ * loss when `ring`), each run given `seconds` in all. */
+static void dist_cache_run_all(gc_dist_backend backend, int worlds, bool ring, double seconds) {
     const dist_scenario two[] = {
-        {"f32, equal rows", GC_F32, {8, 8}, 0, 2, false, false, false, false, GC_DIST_TCP, false},
-        {"f64, unequal rows, 1 hard negative", GC_F64, {5, 11}, 1, 3, false, false, false, false, GC_DIST_TCP, false},
-        {"f32, tied, unequal rows", GC_F32, {7, 3}, 0, 2, true, false, false, false, GC_DIST_TCP, false},
-        {"f32, kept last graph", GC_F32, {6, 6}, 1, 4, false, true, false, false, GC_DIST_TCP, false},
-        {"f32, sync every backward", GC_F32, {8, 8}, 0, 2, false, false, true, false, GC_DIST_TCP, false},
-        {"f64, plain step, unequal rows", GC_F64, {9, 4}, 1, 4, false, false, false, true, GC_DIST_TCP, false},
+        {"f32, equal rows", GC_F32, {8, 8}, 0, 2, false, false, false, false,
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false},
+        {"f64, unequal rows, 1 hard negative", GC_F64, {5, 11}, 1, 3, false, false, false, false,
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false},
+        {"f32, tied, unequal rows", GC_F32, {7, 3}, 0, 2, true, false, false, false,
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false},
+        {"f32, kept last graph", GC_F32, {6, 6}, 1, 4, false, true, false, false,
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false},
+        {"f32, sync every backward", GC_F32, {8, 8}, 0, 2, false, false, true, false,
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false},
+        {"f64, plain step, unequal rows", GC_F64, {9, 4}, 1, 4, false, false, false, true,
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false},
         {"f64, tiled loss, unequal rows, 1 hard negative", GC_F64, {5, 8}, 1, 3, false, false, false, false,
-         GC_DIST_TCP, true},
-        {"f32, tiled loss, tied", GC_F32, {7, 7}, 0, 2, true, false, false, false, GC_DIST_TCP, true},
+         GC_DIST_TCP, true, GC_GLOBAL_LOSS_AUTO, 0, false},
+        {"f32, tiled loss, tied", GC_F32, {7, 7}, 0, 2, true, false, false, false,
+         GC_DIST_TCP, true, GC_GLOBAL_LOSS_AUTO, 0, false},
+    };
+    const dist_scenario two_ring[] = {
+        {"f64, ring loss, unequal rows, 1 hard negative", GC_F64, {5, 8}, 1, 3, false, false, false, false, GC_DIST_TCP,
+         true, GC_GLOBAL_LOSS_RING, 0, true},
+        {"f32, ring loss, tied, kept last graph", GC_F32, {7, 7}, 0, 2, true, true, false, false, GC_DIST_TCP, true,
+         GC_GLOBAL_LOSS_RING, 0, true},
+        {"f64, ring loss, plain step", GC_F64, {6, 3}, 1, 4, false, false, false, true, GC_DIST_TCP, true,
+         GC_GLOBAL_LOSS_RING, 0, false},
+        /* a share of the memory limit so small that the gathered batch passes it */
+        {"f64, auto takes the ring", GC_F64, {4, 5}, 0, 2, false, false, false, false, GC_DIST_TCP, true,
+         GC_GLOBAL_LOSS_AUTO, 1e-15, true},
+        {"f64, gather forced, auto would ring", GC_F64, {4, 5}, 0, 2, false, false, false, false, GC_DIST_TCP, true,
+         GC_GLOBAL_LOSS_GATHER, 1e-15, false},
     };
     const dist_scenario four[] = {
-        {"f32, equal rows", GC_F32, {4, 4, 4, 4}, 0, 2, false, false, false, false, GC_DIST_TCP, false},
-        {"f64, unequal rows, 2 hard negatives", GC_F64, {3, 1, 6, 4}, 2, 2, false, false, false, false, GC_DIST_TCP, false},
-        {"f64, tied, unequal rows", GC_F64, {2, 5, 1, 3}, 0, 2, true, true, false, false, GC_DIST_TCP, false},
-        {"f32, sync every backward", GC_F32, {4, 4, 4, 4}, 1, 1, true, false, true, false, GC_DIST_TCP, false},
-        {"f64, tiled loss, unequal rows", GC_F64, {3, 1, 6, 4}, 1, 2, false, false, false, false, GC_DIST_TCP, true},
+        {"f32, equal rows", GC_F32, {4, 4, 4, 4}, 0, 2, false, false, false, false,
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false},
+        {"f64, unequal rows, 2 hard negatives", GC_F64, {3, 1, 6, 4}, 2, 2, false, false, false, false,
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false},
+        {"f64, tied, unequal rows", GC_F64, {2, 5, 1, 3}, 0, 2, true, true, false, false,
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false},
+        {"f32, sync every backward", GC_F32, {4, 4, 4, 4}, 1, 1, true, false, true, false,
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false},
+        {"f64, tiled loss, unequal rows", GC_F64, {3, 1, 6, 4}, 1, 2, false, false, false, false,
+         GC_DIST_TCP, true, GC_GLOBAL_LOSS_AUTO, 0, false},
     };
-    for (size_t i = 0; i < sizeof two / sizeof *two; i++) {
-        dist_scenario s = two[i];
-        s.backend = backend;
-        CHECK_MSG(dist_all_pass(2, dist_cache_body, &s, seconds), "world 2: %s", s.name);
-    }
-    for (size_t i = 0; worlds > 2 && i < sizeof four / sizeof *four; i++) {
-        dist_scenario s = four[i];
-        s.backend = backend;
-        CHECK_MSG(dist_all_pass(4, dist_cache_body, &s, seconds), "world 4: %s", s.name);
-    }
+    const dist_scenario four_ring[] = {
+        {"f64, ring loss, unequal rows, 2 hard negatives", GC_F64, {3, 1, 6, 4}, 2, 2, false, false, false, false,
+         GC_DIST_TCP, true, GC_GLOBAL_LOSS_RING, 0, true},
+        {"f32, ring loss, tied, sync every backward", GC_F32, {4, 4, 4, 4}, 1, 1, true, false, true, false,
+         GC_DIST_TCP, true, GC_GLOBAL_LOSS_RING, 0, true},
+    };
+    struct {
+        const dist_scenario *scenarios;
+        size_t count;
+        int world;
+    } runs[] = {{two, sizeof two / sizeof *two, 2},
+                {two_ring, ring ? sizeof two_ring / sizeof *two_ring : 0, 2},
+                {four, worlds > 2 ? sizeof four / sizeof *four : 0, 4},
+                {four_ring, worlds > 2 && ring ? sizeof four_ring / sizeof *four_ring : 0, 4}};
+    for (size_t k = 0; k < sizeof runs / sizeof *runs; k++)
+        for (size_t i = 0; i < runs[k].count; i++) {
+            dist_scenario s = runs[k].scenarios[i];
+            s.backend = backend;
+            CHECK_MSG(dist_all_pass(runs[k].world, dist_cache_body, &s, seconds), "world %d: %s", runs[k].world, s.name);
+        }
 }
 
 #endif

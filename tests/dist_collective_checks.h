@@ -207,6 +207,32 @@ static void check_async(gc_process_group *group, gc_device device) {
     }
 }
 
+/* Rank r sends 2r rows of 3 (rank 0 none: sizes differ per rank) and receives rank r-1's;
+ * then 1,000,003 values in f64, with the next shift started before waiting for it (the
+ * ring's steps overlap that way). The bytes sent count in the group's statistics. */
+static void check_shift(gc_process_group *group, gc_device device) {
+    int rank = gc_dist_rank(group), world = gc_dist_world_size(group), prev = (rank + world - 1) % world;
+    gc_dist_stats before = gc_dist_get_stats(group);
+    gc_tensor *mine = moved(values_of(2 * rank * 3, 0, rank, GC_F32, 3), device);
+    gc_tensor *got = moved(gc_empty(GC_SHAPE(2 * prev, 3), GC_F32, gc_cpu()), device);
+    gc_tensor *want = values_of(2 * prev * 3, 0, prev, GC_F32, 3);
+    CHECK_MSG(gc_dist_shift(group, mine, got) == GC_OK, "%s", gc_last_error());
+    CHECK_MSG(holds(got, want, 0), "shift: rank %d did not get rank %d's %d rows", rank, prev, 2 * prev);
+    const int64_t n = 1000003;
+    gc_tensor *big = moved(values_of(n, 0, rank, GC_F64, 0), device), *big_want = values_of(n, 0, prev, GC_F64, 0);
+    gc_tensor *big_got = moved(gc_empty(GC_SHAPE(n), GC_F64, gc_cpu()), device);
+    gc_tensor *again = moved(gc_empty(GC_SHAPE(n), GC_F64, gc_cpu()), device);
+    gc_dist_work *first = gc_dist_shift_start(group, big, big_got), *second = gc_dist_shift_start(group, big, again);
+    CHECK(gc_dist_work_wait(first) == GC_OK && gc_dist_work_wait(second) == GC_OK);
+    CHECK_MSG(holds(big_got, big_want, 0) && holds(again, big_want, 0), "shift of %lld f64: rank %d differs",
+              (long long)n, rank);
+    gc_dist_stats after = gc_dist_get_stats(group);
+    CHECK(after.collectives - before.collectives == 3);
+    CHECK_MSG(after.bytes - before.bytes == (int64_t)(gc_nbytes(mine) + 2 * gc_nbytes(big)),
+              "shift: %lld bytes counted", (long long)(after.bytes - before.bytes));
+    RELEASE(mine, got, want, big, big_want, big_got, again);
+}
+
 /* Seven bytes of host memory from every rank (not a multiple of the word), in rank order. */
 static void check_all_gather_host(gc_process_group *group) {
     int rank = gc_dist_rank(group), world = gc_dist_world_size(group);
@@ -244,6 +270,7 @@ static void check_collectives(gc_process_group *group, gc_device device) {
     check_in_place(group, device, 300007);
     check_broadcast(group, device);
     check_async(group, device);
+    check_shift(group, device);
     check_all_gather_host(group);
     CHECK(gc_dist_barrier(group) == GC_OK);
 }

@@ -16,6 +16,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -180,6 +181,27 @@ static inline gc_process_group *dist_test_group(double timeout) {
         exit(GC_TEST_SETUP_ERROR);
     }
     return group;
+}
+
+/* For a rank that is to stop with a fatal error: its stderr goes to the file `base`.RANK
+ * (`base` a name from mkstemp), which dist_read_stderr reads after the run. */
+static inline void dist_stderr_to_file(const char *base, int rank) {
+    char path[256];
+    snprintf(path, sizeof path, "%s.%d", base, rank);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    REQUIRE(fd >= 0 && dup2(fd, STDERR_FILENO) >= 0);
+    close(fd);
+}
+
+/* What rank `rank` wrote to its stderr file (the first size - 1 bytes), the file removed. */
+static inline void dist_read_stderr(const char *base, int rank, char *text, size_t size) {
+    char path[256];
+    snprintf(path, sizeof path, "%s.%d", base, rank);
+    FILE *file = fopen(path, "r");
+    REQUIRE(file);
+    text[fread(text, 1, size - 1, file)] = 0;
+    fclose(file);
+    remove(path);
 }
 
 #endif

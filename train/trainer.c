@@ -73,6 +73,12 @@ static gc_status check_config(const gc_trainer_config *c) {
         return refuse("--model-size %d: no such preset (0 to %d)", c->model_size, presets - 1);
     if (!(c->lr > 0) || !(c->temperature > 0))
         return refuse("--lr %g, --temperature %g: both must be positive", c->lr, c->temperature);
+    if (c->global_loss == GC_GLOBAL_LOSS_RING && !c->gc)
+        return refuse("--loss ring needs --gc (a plain step gathers)");
+    if (c->global_loss == GC_GLOBAL_LOSS_RING && c->loss == GC_CONTRASTIVE_FULL)
+        return refuse("--loss ring with the full loss (GC_CONTRASTIVE_FULL): the ring computes the tiled one");
+    if ((unsigned)c->global_loss > GC_GLOBAL_LOSS_RING)
+        return refuse("--loss: global_loss %d is none of AUTO, GATHER and RING", (int)c->global_loss);
     return GC_OK;
 }
 
@@ -131,7 +137,8 @@ static gc_status load_data(gc_trainer *t) {
 static gc_status build_model(gc_trainer *t, bool resume) {
     const gc_trainer_config *c = &t->config;
     if (c->init) {
-        if (gc_dual_encoder_from_folder(&t->model, c->init, c->max_length, c->dtype, t->device) != GC_OK)
+        if (gc_dual_encoder_from_folder(&t->model, c->init, c->max_length, c->dtype, t->device) != GC_OK ||
+            gc_dual_encoder_check_prompts(&t->model) != GC_OK)
             return failed("--init");
     } else {
         gc_text_encoder_config config = gc_model_preset(c->model_size, c->max_length);
@@ -198,6 +205,8 @@ static gc_status set_up(gc_trainer *t, bool resume) {
         .keep_last_graph = true, /* one forward fewer per side; the same numbers */
         .auto_chunk = t->config.gc && !t->dist.group, /* ranks could not agree on a retry */
         .group = t->dist.group,
+        /* the plain step holds the whole local batch's activations: the gathered rows are no burden */
+        .global_loss = t->config.gc ? t->config.global_loss : GC_GLOBAL_LOSS_GATHER,
         .ddp = t->dist.ddp,
         .scaler = t->progress.scaled ? &t->progress.scaler : NULL, /* read at each step */
     };

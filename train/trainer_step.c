@@ -53,7 +53,8 @@ static gc_status run_step(gc_trainer *t, gc_step_record *record) {
     gc_train_dist_share(&t->dist, c->batch_size, &share_start, &share); /* this rank's examples */
     gc_training_batch batch;
     gc_status status = gc_training_batch_make(&t->pairs, examples + share_start, share, (int)c->hard_negatives,
-                                              t->model.tokenizer, c->max_length, c->dtype, t->device, &batch);
+                                              t->model.tokenizer, t->model.prompts, c->max_length, c->dtype, t->device,
+                                              &batch);
     if (status != GC_OK) return status;
     gc_memory_reset_peak(t->device);
     gc_cache_report report = {0};
@@ -89,7 +90,8 @@ static gc_status run_step(gc_trainer *t, gc_step_record *record) {
                                .peak_bytes = peak,
                                .chunk_sizes = {t->progress.chunk_sizes[0], t->progress.chunk_sizes[1]},
                                .loss_scale = loss_scale,
-                               .skipped = skipped};
+                               .skipped = skipped,
+                               .global_loss = !t->dist.group ? "local" : report.ring_loss ? "ring" : "gather"};
     t->progress.step = step + 1;
     return GC_OK;
 }

@@ -15,9 +15,9 @@
  * authenticated (docs/DESIGN.md, "Security").
  *
  * A process group runs collectives on tensors. Every rank must call the same collectives in
- * the same order with tensors of the same shape and dtype (all_gather excepted: dim 0 may
- * differ per rank); this is checked where it is cheap and is otherwise a programmer error
- * that a timeout turns into an error. Two backends share this interface:
+ * the same order with tensors of the same shape and dtype (all_gather and shift excepted: the
+ * rows, or the sizes, may differ per rank); this is checked where it is cheap and is
+ * otherwise a programmer error that a timeout turns into an error. Two backends share this interface:
  *   - GC_DIST_TCP: a ring of TCP connections between the ranks. all_reduce is written out
  *     as a reduce-scatter then an all-gather around the ring, in segments so that sending,
  *     receiving and adding overlap: the readable reference of "ring all-reduce" (gloo's
@@ -274,6 +274,16 @@ gc_status gc_dist_any(gc_process_group *group, bool *flag);
 /* t (the same shape on every rank) becomes root's t on every rank. */
 gc_dist_work *gc_dist_broadcast_start(gc_process_group *group, gc_tensor *t, int root);
 gc_status gc_dist_broadcast(gc_process_group *group, gc_tensor *t, int root);
+
+/* One step of a ring: every rank sends `send` to rank + 1 and receives rank - 1's into
+ * `receive` (ranks modulo the world size; in a world of one, send is copied into receive).
+ * Shapes may differ between ranks and steps -- a ring's step carries another rank's block --
+ * but `receive` must have exactly as many bytes as the previous rank's `send`, and one dtype
+ * and device throughout. On TCP the sizes travel with the bytes, and a mismatch stops the
+ * receiving rank naming both (the ranks disagree: a programmer error); NCCL (ncclSend and
+ * ncclRecv in one group) cannot tell. What this rank sends counts in gc_dist_get_stats. */
+gc_dist_work *gc_dist_shift_start(gc_process_group *group, const gc_tensor *send, gc_tensor *receive);
+gc_status gc_dist_shift(gc_process_group *group, const gc_tensor *send, gc_tensor *receive);
 
 /* Returns once every rank has entered it. */
 gc_status gc_dist_barrier(gc_process_group *group);

@@ -142,7 +142,8 @@ void gc_batch_sampler_free(gc_batch_sampler *sampler);
 void gc_epoch_order(uint64_t seed, int64_t epoch, int64_t count, int64_t *order);
 
 /* The two inputs of a step: the queries, and the passages (each example's positive followed by
- * its first `negatives` negatives, the layout gc_contrastive_loss expects). */
+ * its first `negatives` negatives, the layout gc_contrastive_loss expects), each side's text
+ * after its prompt (gc_tokenize_prompted) when `prompts` (or NULL) has one. */
 typedef struct gc_training_batch {
     gc_tensor *query_ids, *query_mask;     /* [B, T <= max_length] */
     gc_tensor *passage_ids, *passage_mask; /* [B (1 + negatives), T' <= max_length] */
@@ -154,8 +155,8 @@ typedef struct gc_training_batch {
  * allocation error (nothing left allocated); more negatives than the pairs have is a
  * programmer error. */
 gc_status gc_training_batch_make(const gc_pairs *pairs, const int64_t *examples, int64_t count, int negatives,
-                                 const gc_tokenizer *tokenizer, int64_t max_length, gc_dtype mask_dtype,
-                                 gc_device device, gc_training_batch *batch);
+                                 const gc_tokenizer *tokenizer, char *const prompts[2], int64_t max_length,
+                                 gc_dtype mask_dtype, gc_device device, gc_training_batch *batch);
 void gc_training_batch_release(gc_training_batch *batch);
 
 /* ---- dual encoders -------------------------------------------------------------------------- */
@@ -172,9 +173,10 @@ typedef struct gc_dual_encoder {
     bool tied;
     gc_text_encoder towers[2];     /* [1] unused when tied */
     gc_param_list params;          /* "query.*" and "passage.*", or "encoder.*" when tied */
-    const gc_tokenizer *tokenizer; /* bytes for a preset; a pretrained folder's WordPiece (owned) */
+    const gc_tokenizer *tokenizer; /* bytes for a preset; a pretrained folder's own (owned) */
     int64_t max_length;            /* tokens per text */
     char *pretrained;              /* the folder a pretrained model came from, else NULL */
+    char *prompts[2];              /* what the folder writes before a query's and a passage's text, or NULL */
     gc_bert_unused unused;         /* pretrained: the file's weights the encoder does not use, saved back */
 } gc_dual_encoder;
 
@@ -182,10 +184,13 @@ typedef struct gc_dual_encoder {
  * stream), the byte tokenizer, config->max_length tokens. */
 gc_status gc_dual_encoder_init(gc_dual_encoder *model, const gc_text_encoder_config *config, bool tied,
                                gc_device device, uint64_t seed);
-/* The pretrained model of folder `dir` (config.json, model.safetensors, tokenizer.json:
- * gradcache/pretrained.h) as one tied encoder on `device`, its parameters in `dtype` (f32, f16
- * or bf16), tokenizing to max_length tokens (at most its positions: GC_ERR_FORMAT otherwise; 0
- * for 128, or its positions if fewer). Nothing is left allocated on failure. */
+/* The pretrained model of folder `dir`, of either family (a BERT or a decoder-style embedder:
+ * config.json, model.safetensors or its shards, tokenizer.json; gradcache/pretrained.h), as one
+ * tied encoder on `device`, its parameters in `dtype` (f32, f16 or bf16), tokenizing to
+ * max_length tokens (at most its positions: GC_ERR_FORMAT otherwise; 0 for 128, or its
+ * positions if fewer), with the "query" and "document" prompts of its sentence-transformers
+ * configuration (gc_pretrained_prompt) before the texts of each side. Nothing is left
+ * allocated on failure. */
 gc_status gc_dual_encoder_from_folder(gc_dual_encoder *model, const char *dir, int64_t max_length, gc_dtype dtype,
                                       gc_device device);
 /* A model folder (one holding config.json: as above, in f32), or a run folder or model file
@@ -195,11 +200,21 @@ gc_status gc_dual_encoder_from_folder(gc_dual_encoder *model, const char *dir, i
  * its name, shape and dtype, and no other tensor. */
 gc_status gc_dual_encoder_load(const char *path, int64_t max_length, gc_device device, gc_dual_encoder *model);
 /* Writes the model into folder `dir` (created if missing): dir/model.safetensors, the
- * parameters and their description; for a pretrained model, under Hugging Face's names next
- * to copies of its folder's config.json, tokenizer.json and sentence-transformers files, so
- * that `dir` is a model folder again. Every file is written atomically (gradcache/files.h). */
+ * parameters and their description; for a pretrained model, under its family's Hugging Face
+ * names next to copies of its folder's files (gc_pretrained_copy_files), so that `dir` is a
+ * model folder again, one that transformers loads. A shards' index in `dir` (a model saved
+ * over the sharded folder it came from) is removed: model.safetensors holds the weights now.
+ * Every file is written atomically (gradcache/files.h). */
 gc_status gc_dual_encoder_save(const gc_dual_encoder *model, const char *dir);
 gc_text_encoder *gc_dual_encoder_tower(gc_dual_encoder *model, int side); /* 0 query, 1 passage */
+/* GC_ERR_CONFIG naming the folder's file when a side's prompt takes all of max_length tokens:
+ * every text of that side would be cut away, its embeddings all alike. */
+gc_status gc_dual_encoder_check_prompts(const gc_dual_encoder *model);
+/* texts[0..count) encoded as side `side` (0 query, 1 passage) is: its tower, its prompt, the
+ * model's max_length (gc_encode_texts_prompted: eval mode, `batch` texts at a time); NULL
+ * (error set) when memory runs out or gc_dual_encoder_check_prompts refuses. */
+gc_tensor *gc_dual_encoder_encode(gc_dual_encoder *model, int side, const char *const *texts, int64_t count,
+                                  int64_t batch);
 void gc_dual_encoder_free(gc_dual_encoder *model);
 /* GradCache's model function for a tower: chunk {ids, mask} -> representation (training mode). */
 gc_tensor *gc_dual_encoder_forward_train(void *tower, const gc_batch *chunk);
@@ -221,8 +236,8 @@ typedef struct gc_retrieval_metrics {
  * (nothing is ranked then); or an allocation error. */
 gc_status gc_retrieval_evaluate(const gc_tensor *queries, const gc_tensor *candidates, const int64_t *positive,
                                 gc_retrieval_metrics *metrics);
-/* The first `count` pairs: every query encoded with the query tower, every distinct positive
- * with the passage tower (eval mode, `batch` texts at a time), and ranked as above. */
+/* The first `count` pairs: every query encoded as a query, every distinct positive as a
+ * passage (gc_dual_encoder_encode, `batch` texts at a time), and ranked as above. */
 gc_status gc_retrieval_evaluate_pairs(gc_dual_encoder *model, const gc_pairs *pairs, int64_t count, int64_t batch,
                                       gc_retrieval_metrics *metrics);
 /* The distinct texts among texts[0..count), in byte order, into *distinct (an array the caller
@@ -271,6 +286,8 @@ typedef struct gc_step_record {
     int64_t chunk_sizes[2];        /* rows per chunk, query and passage side (plain: the batch) */
     double loss_scale;             /* the scale the step's gradients carried (1 without loss scaling) */
     bool skipped;                  /* an inf or nan gradient: no update, and the scale halved */
+    const char *global_loss;       /* how the loss saw the global batch: "gather" or "ring" across
+                                      processes, "local" in one (a static string) */
 } gc_step_record;
 
 /* A run: a dual encoder trained on query/positive pairs with the in-batch contrastive loss
@@ -295,6 +312,11 @@ typedef struct gc_trainer_config {
     bool gc;                    /* --gc: Gradient Cache steps; else plain full-batch steps */
     int64_t chunk_sizes[2];     /* --gc-chunk-size: rows per chunk, queries and passages */
     gc_contrastive_method loss; /* --loss: with gc, how the loss's gradient is computed */
+    gc_global_loss global_loss; /* --loss: across processes, the gathered loss or the ring's
+                                   (gc_cache_config.global_loss; AUTO: the ring when the gathered
+                                   representations and their gradients would take more than a
+                                   quarter of the memory limit); RING needs gc and no FULL loss,
+                                   and a plain step gathers */
     int64_t steps, epochs;      /* --steps, else --epochs (0: one) */
     double lr;                  /* --lr: the peak rate (warm-up over 10% of the steps, then down to 0) */
     double temperature;         /* --temperature */
