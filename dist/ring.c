@@ -253,5 +253,6 @@ gc_status gc_ring_shift(gc_ring *ring, const void *send, size_t send_size, void 
         }
         if (moved) deadline = gc_deadline_after(ring->timeout);
     }
+    ring->sent_bytes += (int64_t)send_size; /* the payload, as NCCL's count has it (not the size header) */
     return GC_OK;
 }

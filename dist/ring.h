@@ -27,7 +27,8 @@ typedef struct gc_ring {
     double timeout;        /* seconds a collective may go without progress */
     size_t segment_bytes;  /* the unit of pipelining */
     uint8_t *scratch;      /* [segment_bytes]: a received segment before it is added */
-    int64_t sent_bytes;    /* bytes sent to the next rank so far (the bytes on the wire) */
+    int64_t sent_bytes;    /* data bytes sent to the next rank so far (the bytes on the wire but a
+                              shift's 8-byte size header) */
 } gc_ring;
 
 /* A buffer cut into world chunks: chunk c is elements [offset[c], offset[c] + count[c]). */

@@ -209,7 +209,7 @@ static void check_async(gc_process_group *group, gc_device device) {
 
 /* Rank r sends 2r rows of 3 (rank 0 none: sizes differ per rank) and receives rank r-1's;
  * then 1,000,003 values in f64, with the next shift started before waiting for it (the
- * ring's steps overlap that way). The bytes sent count in the group's statistics. */
+ * ring's steps overlap that way). The bytes moved and sent count in the group's statistics. */
 static void check_shift(gc_process_group *group, gc_device device) {
     int rank = gc_dist_rank(group), world = gc_dist_world_size(group), prev = (rank + world - 1) % world;
     gc_dist_stats before = gc_dist_get_stats(group);
@@ -230,6 +230,9 @@ static void check_shift(gc_process_group *group, gc_device device) {
     CHECK(after.collectives - before.collectives == 3);
     CHECK_MSG(after.bytes - before.bytes == (int64_t)(gc_nbytes(mine) + 2 * gc_nbytes(big)),
               "shift: %lld bytes counted", (long long)(after.bytes - before.bytes));
+    int64_t sent = after.sent_bytes - before.sent_bytes; /* each payload once to the next rank */
+    CHECK_MSG(sent == (world > 1 ? (int64_t)(gc_nbytes(mine) + 2 * gc_nbytes(big)) : 0),
+              "shift: rank %d sent %lld bytes", rank, (long long)sent);
     RELEASE(mine, got, want, big, big_want, big_got, again);
 }
 
