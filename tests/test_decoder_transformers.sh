@@ -11,13 +11,8 @@
 set -u
 hidden_program=$1
 shift
-python=
-for candidate in ${GC_TEST_PYTHON:-} python3 /usr/bin/python3; do
-    if command -v "$candidate" >/dev/null && "$candidate" -c 'import torch, transformers, safetensors' 2>/dev/null; then
-        python=$candidate
-        break
-    fi
-done
+. "$(dirname "$0")/find_python.sh"
+find_python torch transformers safetensors
 if [ -z "$python" ]; then
     echo "skip: no python3 with PyTorch and transformers (set GC_TEST_PYTHON)"
     exit 77
