@@ -30,7 +30,8 @@ static int parse_flags(int argc, char **argv, eval_flags *f) {
     *f = (eval_flags){.split = "dev", .batch_size = 256};
     cli_flag table[] = {
         {"model", CLI_FLAG_STRING, &f->model, 0, 0, NULL,
-         "a run folder or a model folder (config.json, model.safetensors, tokenizer.json), or a model file (required)"},
+         "a run folder, a model folder of the BERT family or a decoder-style embedder (config.json, model.safetensors "
+         "or its shards, tokenizer.json; its query prompt before each query), or a model file (required)"},
         {"data", CLI_FLAG_STRING, &f->data, 0, 0, NULL, "a pair file, or a folder holding SPLIT.tsv (required)"},
         {"split", CLI_FLAG_STRING, &f->split, 0, 0, NULL, "the file of a --data folder to evaluate on"},
         {"batch-size", CLI_FLAG_INT, &f->batch_size, 1, 1 << 24, NULL, "texts encoded at a time"},

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "commands.h"
 #include "errors.h"
@@ -15,11 +16,28 @@
     "Trains a dual text encoder (or one tied encoder with --tied) on query<TAB>positive pairs with the\n"     \
     "in-batch contrastive loss; --gc computes each step with Gradient Cache. Writes DIR/log.jsonl,\n"          \
     "DIR/checkpoint.safetensors (for --resume) and DIR/model.safetensors (for gradcache eval). With --init,\n" \
-    "fine-tunes a pretrained BERT-family model (one encoder for both sides) and DIR is a model folder too:\n"  \
-    "config.json, tokenizer.json and model.safetensors under Hugging Face's names."
+    "fine-tunes a pretrained model (one encoder for both sides) of the BERT family or a decoder-style\n"      \
+    "embedder (Llama, Mistral, Qwen2, Qwen3; its query prompt before each query), and DIR is a model\n"      \
+    "folder too: the folder's config.json, tokenizer files and sentence-transformers files, and\n"           \
+    "model.safetensors under Hugging Face's names, which transformers loads."
 
-/* --loss: how a --gc step computes the loss's gradient, in gc_contrastive_method's order. */
-static const char *const loss_names[] = {"auto", "tiled", "full", NULL};
+/* --zero: what a data-parallel run shards, in gc_zero's order. "2" reduces once per step, as
+ * every other stage does (the same bytes on the wire as without ZeRO); "2b" after every
+ * chunk's backward (the least gradient memory, the bytes times the chunks): see docs/TRAIN.md. */
+static const char *const zero_names[] = {"0", "1", "2", "2b", NULL};
+
+/* --loss: how a --gc step computes the loss's gradient (tiled or full), and across processes
+ * how it sees the global batch (gathered or around the ring). The ring is tiled, so "tiled"
+ * leaves the exchange to auto and "full" gathers. */
+static const char *const loss_names[] = {"auto", "tiled", "full", "gather", "ring", NULL};
+static const struct { /* loss_names[i]'s settings */
+    gc_contrastive_method method;
+    gc_global_loss global;
+} loss_choices[] = {
+    {GC_CONTRASTIVE_AUTO, GC_GLOBAL_LOSS_AUTO},  {GC_CONTRASTIVE_TILED, GC_GLOBAL_LOSS_AUTO},
+    {GC_CONTRASTIVE_FULL, GC_GLOBAL_LOSS_GATHER}, {GC_CONTRASTIVE_AUTO, GC_GLOBAL_LOSS_GATHER},
+    {GC_CONTRASTIVE_AUTO, GC_GLOBAL_LOSS_RING},
+};
 
 /* The flags: the run's settings, and what the program makes of the rest. */
 typedef struct train_flags {
@@ -28,7 +46,8 @@ typedef struct train_flags {
     const char *matryoshka;    /* parsed into config.matryoshka_* */
     int device;                /* an index into cli_device_choices */
     int precision;             /* CLI_PRECISION_*: config.dtype */
-    int loss;                  /* an index into loss_names: config.loss */
+    int loss;                  /* an index into loss_names: config.loss and config.global_loss */
+    int zero;                  /* an index into zero_names: config.zero */
     int64_t log_every;
     bool resume;
 } train_flags;
@@ -73,9 +92,11 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
         {"out", CLI_FLAG_STRING, &f->out, 0, 0, NULL, "the run folder (log, checkpoint, model)"},
         {"model-size", CLI_FLAG_CHOICE, &f->model_size, 0, 0, gc_model_size_names, "the encoder preset"},
         {"init", CLI_FLAG_STRING, &f->init, 0, 0, NULL,
-         "start from a pretrained model folder (config.json, model.safetensors, tokenizer.json) instead of a preset"},
+         "start from a pretrained model folder (config.json, model.safetensors or its shards, tokenizer.json) of "
+         "the BERT family or a decoder-style embedder (llama, mistral, qwen2, qwen3) instead of a preset"},
         {"max-length", CLI_FLAG_INT, &f->max_length, 2, 4096, NULL,
-         "tokens per text ([CLS] and UTF-8 bytes; with --init, WordPiece tokens with [CLS] and [SEP])"},
+         "tokens per text ([CLS] and UTF-8 bytes; with --init, the folder's tokens, its special tokens and "
+         "prompt included)"},
         {"precision", CLI_FLAG_CHOICE, &flags->precision, 0, 0, cli_precision_names,
          "parameters and activations: f32, or f16 / bf16 with f32 master weights (f16: loss scaling)"},
         {"tied", CLI_FLAG_BOOL, &f->tied, 0, 0, NULL, "one encoder for queries and passages"},
@@ -90,6 +111,9 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
          "with --gc, also at most N real (unpadded) tokens per chunk, each chunk cut to its longest text"},
         {"reduce-half", CLI_FLAG_BOOL, &f->reduce_half, 0, 0, NULL,
          "data-parallel f16/bf16: average gradients in their own dtype (half the traffic) instead of f32"},
+        {"zero", CLI_FLAG_CHOICE, &flags->zero, 0, 0, zero_names,
+         "data-parallel, sharded over the processes: 0 nothing, 1 AdamW's state, 2 the gradients too (reduced once "
+         "per step), 2b the gradients reduced after every --gc chunk's backward (least memory, more traffic)"},
         {"device", CLI_FLAG_CHOICE, &flags->device, 0, 0, cli_device_choices, "where to train (cuda: the first GPU)"},
         {"mem-limit", CLI_FLAG_SIZE, &f->mem_limit, 0, 0, NULL,
          "a byte limit on the device's memory, e.g. 512M (default: GC_MEM_LIMIT's, else on the CPU 2/3 of the "
@@ -102,7 +126,9 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
         {"temperature", CLI_FLAG_DOUBLE, &f->temperature, 1e-4, 100, NULL, "the contrastive loss's temperature"},
         {"loss", CLI_FLAG_CHOICE, &flags->loss, 0, 0, loss_names,
          "with --gc, the loss's gradient: tiled (no batch x batch matrix), full, or auto (tiled above one tile of "
-         "rows: 512 on the CPU, 4096 on a GPU)"},
+         "rows: 512 on the CPU, 4096 on a GPU); across processes, gather (every process holds every "
+         "representation), ring (each its own; the passages travel), or auto (the ring when the gathered "
+         "representations and their gradients would take more than a quarter of the memory limit)"},
         {"hard-negatives", CLI_FLAG_INT, &f->hard_negatives, 0, 64, NULL,
          "negatives per example: the first N negative columns"},
         {"positives", CLI_FLAG_INT, &f->positives, 1, 64, NULL,
@@ -128,10 +154,13 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
     if (f->steps && f->epochs) return cli_fail("train", 2, "--steps and --epochs cannot be used together");
     if (flags->gc_chunk_size && !f->gc) return cli_fail("train", 2, "--gc-chunk-size needs --gc");
     if (f->chunk_tokens && !f->gc) return cli_fail("train", 2, "--gc-chunk-tokens needs --gc");
-    if (flags->loss != GC_CONTRASTIVE_AUTO && !f->gc)
-        return cli_fail("train", 2, "--loss needs --gc (the plain step differentiates the full loss)");
+    if (flags->loss != 0 && !f->gc)
+        return cli_fail("train", 2, "--loss %s needs --gc (the plain step gathers and differentiates the full loss)",
+                        loss_names[flags->loss]);
     f->dtype = cli_precision_dtype(flags->precision);
-    f->loss = (gc_contrastive_method)flags->loss;
+    f->loss = loss_choices[flags->loss].method;
+    f->global_loss = loss_choices[flags->loss].global;
+    f->zero = (gc_zero)flags->zero;
     if (flags->matryoshka && parse_prefixes(flags->matryoshka, f)) return 2;
     return flags->gc_chunk_size ? parse_chunk_sizes(flags->gc_chunk_size, f->chunk_sizes) : 0;
 }
@@ -142,6 +171,7 @@ typedef struct report {
     bool printer;    /* process 0 prints: the others train in silence */
     int64_t first;   /* the step the run started after (a resumed run's checkpoint's) */
     double first_loss, last_loss, seconds;
+    const char *global_loss; /* the last step's */
 } report;
 
 /* gc_trainer_config.on_step */
@@ -151,6 +181,13 @@ static void on_step(void *user, const gc_step_record *record) {
     if (record->step == r->first + 1) r->first_loss = record->loss;
     r->last_loss = record->loss;
     r->seconds += record->seconds;
+    r->global_loss = record->global_loss;
+}
+
+/* The summary's word on how the last step's loss saw the global batch (nothing in one process). */
+static const char *exchange_note(const char *global_loss) {
+    if (!strcmp(global_loss, "ring")) return " (the loss around the ring)";
+    return strcmp(global_loss, "gather") ? "" : " (the loss over the gathered batch)";
 }
 
 static int train(gc_trainer *trainer, const train_flags *f, report *r) {
@@ -166,8 +203,10 @@ static int train(gc_trainer *trainer, const train_flags *f, report *r) {
     /* reported by process 0 once everything is set up: a failure stays one line */
     const gc_bert_unused *unused = &info.model->unused;
     if (unused->count && r->printer)
-        fprintf(stderr, "gradcache train: note: %s/model.safetensors: %d weight%s unused by the encoder (%s)\n",
+        fprintf(stderr, "gradcache train: note: %s: %d weight%s unused by the encoder (%s)\n",
                 f->config.init, unused->count, unused->count == 1 ? "" : "s", unused->names);
+    if (r->printer && info.world > 1)
+        fprintf(stderr, "gradcache train: %d processes started by %s\n", info.world, info.launcher);
     cli_progress_begin(&r->bar, stderr, info.step, info.total_steps, f->log_every, info.limit.bytes);
     gc_status status = gc_trainer_run(trainer);
     cli_progress_end(&r->bar);
@@ -177,9 +216,9 @@ static int train(gc_trainer *trainer, const train_flags *f, report *r) {
                         memory && !f->config.gc ? " (a plain step holds the whole batch's activations: try --gc)" : "");
     }
     if (r->printer)
-        printf("trained steps %lld-%lld of %lld in %.1f s, loss %.4f -> %.4f; wrote %s and %s\n",
+        printf("trained steps %lld-%lld of %lld in %.1f s, loss %.4f -> %.4f%s; wrote %s and %s\n",
                (long long)info.step + 1, (long long)info.stop_step, (long long)info.total_steps, r->seconds,
-               r->first_loss, r->last_loss, info.model_path, info.checkpoint_path);
+               r->first_loss, r->last_loss, exchange_note(r->global_loss), info.model_path, info.checkpoint_path);
     return 0;
 }
 

@@ -9,7 +9,7 @@
 #include "gradcache/ops.h"
 
 static const char *collective_name(gc_collective kind) {
-    static const char *const names[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast"};
+    static const char *const names[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "shift"};
     return names[kind];
 }
 
@@ -63,6 +63,7 @@ gc_status gc_dist_work_wait(gc_dist_work *work) {
         gc_work_fail(work, gc_last_status(), gc_last_error());
     gc_status status = work->status;
     if (status != GC_OK) gc_set_error(status, "%s", work->message);
+    work->group->stats.sent_bytes += work->sent_bytes;
     gc_tensor_release(work->input);
     if (work->output != work->input) gc_tensor_release(work->output);
     gc_tensor_release(work->caller_output);
@@ -95,6 +96,15 @@ static void take_counts(const char *name, gc_dist_work *work, const int64_t *cou
     if (sum != rows) gc_fatal("%s: the counts sum to %lld rows, the tensor has %lld", name, (long long)sum, (long long)rows);
 }
 
+/* Whether `part` is rows [start, start + counts[rank]) of `whole` itself (the same storage):
+ * an in-place reduce-scatter (part is the output) or all-gather (part is the input). */
+static bool own_rows_of(const gc_tensor *whole, const gc_tensor *part, const int64_t *counts, int rank) {
+    int64_t start = 0;
+    for (int r = 0; r < rank; r++) start += counts[r];
+    size_t row = whole->shape[0] ? (size_t)(gc_numel(whole) / whole->shape[0]) : 0;
+    return part->storage == whole->storage && part->offset == whole->offset + (size_t)start * row;
+}
+
 /* input and output have the same dtype, device and dims after the first. */
 static void check_rows_alike(const char *name, const gc_tensor *a, const gc_tensor *b) {
     char ta[96], tb[96];
@@ -122,7 +132,9 @@ gc_dist_work *gc_dist_reduce_scatter_start(gc_process_group *group, const gc_ten
     if (output->shape[0] != work->counts[group->rank])
         gc_fatal("reduce_scatter: rank %d's output has %lld rows, its count is %lld", group->rank,
                  (long long)output->shape[0], (long long)work->counts[group->rank]);
-    work->input = staged_copy(work, input, true); /* the ring adds into it */
+    /* the ring adds into its input: a copy, unless the caller gave it up (output its own rows) */
+    bool in_place = own_rows_of(input, output, work->counts, group->rank);
+    work->input = staged_copy(work, input, !in_place);
     if (work->input) set_output(work, output);
     return launch(work);
 }
@@ -148,6 +160,22 @@ gc_dist_work *gc_dist_broadcast_start(gc_process_group *group, gc_tensor *t, int
     work->input = work->output = staged_copy(work, t, false);
     if (work->input && !native(group, t)) work->caller_output = gc_tensor_retain(t);
     return launch(work);
+}
+
+gc_dist_work *gc_dist_shift_start(gc_process_group *group, const gc_tensor *send, gc_tensor *receive) {
+    char ts[96], tr[96];
+    if (send->dtype != receive->dtype || !gc_device_equal(send->device, receive->device) ||
+        (group->world == 1 && gc_nbytes(send) != gc_nbytes(receive)))
+        gc_fatal("shift: rank %d sends %s and receives %s (one dtype and device; in a world of one, one size)",
+                 group->rank, gc_tensor_str(send, ts, sizeof ts), gc_tensor_str(receive, tr, sizeof tr));
+    gc_dist_work *work = new_work(group, GC_COLLECTIVE_SHIFT, GC_DIST_SUM, send);
+    work->input = staged_copy(work, send, false);
+    if (work->input) set_output(work, receive);
+    return launch(work);
+}
+
+gc_status gc_dist_shift(gc_process_group *group, const gc_tensor *send, gc_tensor *receive) {
+    return gc_dist_work_wait(gc_dist_shift_start(group, send, receive));
 }
 
 gc_status gc_dist_all_reduce(gc_process_group *group, gc_tensor *t, gc_dist_op op) {

@@ -7,6 +7,7 @@
 
 #include "ddp_internal.h"
 #include "gradcache/autograd.h"
+#include "gradcache/memory.h"
 #include "gradcache/ops.h"
 
 /* What must agree across ranks about a parameter, as exact f64 values (the group gathers
@@ -92,6 +93,24 @@ static bool joins(const gc_ddp *ddp, const gc_tensor *param, const gc_tensor *fi
     return first && param->dtype == first->dtype && gc_device_equal(param->device, first->device) && bytes < cap;
 }
 
+gc_status gc_ddp_allocate_buffer(gc_ddp *ddp, gc_ddp_bucket *bucket, bool keep_gradients) {
+    const gc_tensor *first = ddp->slots[bucket->first].param;
+    gc_memory_role role = gc_memory_set_role(GC_MEMORY_GRADIENTS);
+    bucket->buffer = gc_zeros(GC_SHAPE(bucket->numel), first->dtype, first->device);
+    gc_memory_set_role(role);
+    if (!bucket->buffer) return gc_last_status();
+    gc_status status = GC_OK;
+    for (int s = bucket->first; s < bucket->first + bucket->count; s++) {
+        gc_ddp_slot *slot = &ddp->slots[s];
+        gc_tensor *flat = gc_slice0(bucket->buffer, slot->offset, slot->offset + gc_numel(slot->param));
+        slot->view = gc_reshape(flat, slot->param->ndim, slot->param->shape);
+        gc_tensor_release(flat);
+        if (!keep_gradients) gc_set_grad(slot->param, slot->view);
+        else if (status == GC_OK) status = gc_ddp_restore_view(slot);
+    }
+    return status;
+}
+
 gc_status gc_ddp_build_buckets(gc_ddp *ddp, const gc_param_list *params) {
     ddp->slots = calloc((size_t)(params->count > 0 ? params->count : 1), sizeof *ddp->slots);
     ddp->buckets = calloc((size_t)(params->count > 0 ? params->count : 1), sizeof *ddp->buckets);
@@ -111,28 +130,24 @@ gc_status gc_ddp_build_buckets(gc_ddp *ddp, const gc_param_list *params) {
             bucket_bytes = 0;
         }
         ddp->slots[ddp->n_slots++] = (gc_ddp_slot){
-            .ddp = ddp, .param = gc_tensor_retain(param), .name = params->items[i].name, .bucket = ddp->n_buckets - 1};
+            .ddp = ddp, .param = gc_tensor_retain(param), .offset = open->numel, .bucket = ddp->n_buckets - 1,
+            .expected = true};
+        gc_param_list_add(&ddp->params, "", params->items[i].name, param, params->items[i].no_decay);
         open->count++;
+        open->numel += gc_numel(param);
         bucket_bytes += gc_nbytes(param);
     }
-    /* the buffers, and each gradient a view into its bucket */
+    for (int s = 0; s < ddp->n_slots; s++) ddp->slots[s].name = ddp->params.items[s].name; /* the list is complete */
+    /* the buffers, and each gradient a view into its bucket (ZeRO-2: when a backward first
+     * reaches the bucket) */
     for (int b = 0; b < ddp->n_buckets; b++) {
         gc_ddp_bucket *bucket = &ddp->buckets[b];
-        int64_t numel = 0;
-        for (int s = bucket->first; s < bucket->first + bucket->count; s++) numel += gc_numel(ddp->slots[s].param);
-        const gc_tensor *first = ddp->slots[bucket->first].param;
-        bucket->buffer = gc_zeros(GC_SHAPE(numel), first->dtype, first->device);
-        if (!bucket->buffer) return gc_last_status();
         bucket->pending = bucket->count;
-        int64_t offset = 0;
-        for (int s = bucket->first; s < bucket->first + bucket->count; s++) {
-            gc_ddp_slot *slot = &ddp->slots[s];
-            int64_t n = gc_numel(slot->param);
-            gc_tensor *flat = gc_slice0(bucket->buffer, offset, offset + n);
-            slot->view = gc_reshape(flat, slot->param->ndim, slot->param->shape);
-            gc_tensor_release(flat);
-            gc_set_grad(slot->param, slot->view);
-            offset += n;
+        if (ddp->options.zero < GC_ZERO_2) {
+            gc_status status = gc_ddp_allocate_buffer(ddp, bucket, false);
+            if (status != GC_OK) return status;
+        } else {
+            for (int s = bucket->first; s < bucket->first + bucket->count; s++) gc_set_grad(ddp->slots[s].param, NULL);
         }
     }
     ddp->stats.buckets = ddp->n_buckets;

@@ -11,7 +11,8 @@ typedef enum gc_collective {
     GC_COLLECTIVE_ALL_REDUCE,
     GC_COLLECTIVE_REDUCE_SCATTER,
     GC_COLLECTIVE_ALL_GATHER,
-    GC_COLLECTIVE_BROADCAST
+    GC_COLLECTIVE_BROADCAST,
+    GC_COLLECTIVE_SHIFT
 } gc_collective;
 
 /* One collective in flight. The front-end allocates every tensor on the caller's thread
@@ -22,13 +23,15 @@ struct gc_dist_work {
     gc_dist_op op;
     int root;                 /* broadcast */
     gc_tensor *input;         /* what the backend reads, on its native device */
-    gc_tensor *output;        /* what it writes (all_reduce, broadcast: input itself) */
+    gc_tensor *output;        /* what it writes (all_reduce, broadcast: input itself; shift: what
+                                 the previous rank sends) */
     gc_tensor *caller_output; /* the caller's tensor, when output is a staged copy of it */
     int64_t *counts;          /* [world] rows per rank (reduce_scatter, all_gather) */
     char what[96];            /* "all_reduce #3 ([1024] f32)", for messages */
     /* set by the backend when the work is over */
     gc_status status;
     char message[512];
+    int64_t sent_bytes;       /* what this rank sent to its peers for it */
     bool done;
     void *backend_data;
 };

@@ -176,6 +176,24 @@ static bool gather_or_scatter(gc_process_group *group, gc_dist_work *work, nccl_
     return true;
 }
 
+/* One step of a ring: the send to rank + 1 and the receive from rank - 1 in one NCCL group, so
+ * that neither waits for the other (a world of one copies). Bytes, whatever the dtype. */
+static bool shift(gc_process_group *group, gc_dist_work *work, double deadline, char *why, size_t size) {
+    nccl_state *state = group->state;
+    int world = group->world, rank = group->rank;
+    if (world == 1) {
+        copy_rows(state, gc_data(work->output), gc_data(work->input), 1, gc_nbytes(work->input));
+        return true;
+    }
+    GC_NCCL_CHECK(ncclGroupStart());
+    GC_NCCL_CHECK(ncclSend(gc_data(work->input), gc_nbytes(work->input), ncclUint8, (rank + 1) % world, state->comm,
+                           state->stream));
+    GC_NCCL_CHECK(ncclRecv(gc_data(work->output), gc_nbytes(work->output), ncclUint8, (rank + world - 1) % world,
+                           state->comm, state->stream));
+    GC_NCCL_CHECK(ncclGroupEnd());
+    return settle(state, deadline, work->what, why, size);
+}
+
 /* Enqueues the collective itself; false when NCCL refused it (the message is in why). */
 static bool enqueue(gc_process_group *group, gc_dist_work *work, nccl_work *nw, char *why, size_t size) {
     nccl_state *state = group->state;
@@ -193,6 +211,7 @@ static bool enqueue(gc_process_group *group, gc_dist_work *work, nccl_work *nw, 
                                     state->stream));
         return settle(state, deadline, work->what, why, size);
     }
+    if (work->kind == GC_COLLECTIVE_SHIFT) return shift(group, work, deadline, why, size);
     /* reduce-scatter and all-gather: rows per rank, padded to the largest count if unequal */
     const gc_tensor *rows_of = work->kind == GC_COLLECTIVE_ALL_GATHER ? out : work->input;
     size_t row = rows_of->shape[0] ? (size_t)(gc_numel(rows_of) / rows_of->shape[0]) : 0;
@@ -248,6 +267,20 @@ static void release_work(gc_process_group *group, gc_dist_work *work) {
     work->backend_data = NULL;
 }
 
+/* What a ring algorithm sends per rank for the work (gc_dist_stats.sent_bytes): NCCL does not
+ * say which algorithm it picked, so this is the ring's count, the one the TCP backend measures. */
+static int64_t ring_bytes(const gc_process_group *group, const gc_dist_work *work) {
+    int64_t world = group->world, bytes = (int64_t)gc_nbytes(work->output);
+    switch (work->kind) {
+    case GC_COLLECTIVE_ALL_REDUCE: return 2 * (world - 1) * bytes / world;
+    case GC_COLLECTIVE_REDUCE_SCATTER: return (world - 1) * (int64_t)gc_nbytes(work->input) / world;
+    case GC_COLLECTIVE_ALL_GATHER: return (world - 1) * bytes / world;
+    case GC_COLLECTIVE_BROADCAST: return world > 1 ? bytes : 0;
+    case GC_COLLECTIVE_SHIFT: return world > 1 ? (int64_t)gc_nbytes(work->input) : 0;
+    }
+    return 0;
+}
+
 static void nccl_start(gc_process_group *group, gc_dist_work *work) {
     nccl_state *state = group->state;
     if (state->broken) {
@@ -272,6 +305,7 @@ static void nccl_start(gc_process_group *group, gc_dist_work *work) {
     }
     GC_CUDA_CHECK(cudaEventCreateWithFlags(&nw->done, cudaEventDisableTiming));
     GC_CUDA_CHECK(cudaEventRecord(nw->done, state->stream));
+    work->sent_bytes = ring_bytes(group, work);
 }
 
 static void nccl_wait(gc_process_group *group, gc_dist_work *work) {

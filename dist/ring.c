@@ -95,6 +95,7 @@ static gc_status send_step(run *r, const char *what) {
     long sent = gc_socket_send_some(r->ring->next_fd, data + r->send_done, bytes - r->send_done, &closed);
     if (closed) return broken(r->ring, what, false);
     r->moved |= sent > 0;
+    r->ring->sent_bytes += sent;
     r->send_done += (size_t)sent;
     if (r->send_done == bytes) {
         r->send_done = 0;
@@ -181,8 +182,77 @@ gc_status gc_ring_broadcast(gc_ring *ring, void *data, size_t size, int root, co
             long moved = gc_socket_send_some(ring->next_fd, bytes + sent, chunk, &closed);
             if (closed) return broken(ring, what, false);
             sent += (size_t)moved;
+            ring->sent_bytes += moved;
             if (moved > 0) deadline = gc_deadline_after(ring->timeout);
         }
     }
+    return GC_OK;
+}
+
+/* One direction of a shift: the 8-byte size header (little-endian), then the payload. */
+typedef struct shift_stream {
+    uint8_t header[8];
+    uint8_t *payload;
+    size_t size, done; /* done counts the header's bytes too */
+} shift_stream;
+
+static bool stream_done(const shift_stream *s) { return s->done == sizeof s->header + s->size; }
+
+/* Where the next bytes of the stream go or come from, and how many are left there. */
+static uint8_t *stream_at(shift_stream *s, size_t *left) {
+    if (s->done < sizeof s->header) {
+        *left = sizeof s->header - s->done;
+        return s->header + s->done;
+    }
+    *left = s->size - (s->done - sizeof s->header);
+    return s->payload + (s->done - sizeof s->header);
+}
+
+static uint64_t header_size(const shift_stream *s) {
+    uint64_t size = 0;
+    for (int i = 7; i >= 0; i--) size = size << 8 | s->header[i];
+    return size;
+}
+
+gc_status gc_ring_shift(gc_ring *ring, const void *send, size_t send_size, void *receive, size_t receive_size,
+                        const char *what) {
+    if (ring->world == 1) {
+        if (send_size) memmove(receive, send, send_size); /* the front-end checked the sizes */
+        return GC_OK;
+    }
+    shift_stream out = {.payload = (uint8_t *)send, .size = send_size}, in = {.payload = receive, .size = receive_size};
+    for (int i = 0; i < 8; i++) out.header[i] = (uint8_t)((uint64_t)send_size >> (8 * i));
+    double deadline = gc_deadline_after(ring->timeout);
+    while (!stream_done(&out) || !stream_done(&in)) {
+        bool sending = !stream_done(&out), receiving = !stream_done(&in);
+        struct pollfd polls[2] = {{.fd = sending ? ring->next_fd : -1, .events = POLLOUT},
+                                  {.fd = receiving ? ring->prev_fd : -1, .events = POLLIN}};
+        int ready = poll(polls, 2, gc_ms_until(deadline));
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready <= 0) return stalled(ring, what, receiving);
+        bool closed, moved = false;
+        size_t left;
+        if (polls[1].revents) {
+            bool in_header = in.done < sizeof in.header;
+            uint8_t *at = stream_at(&in, &left);
+            long got = gc_socket_recv_some(ring->prev_fd, at, left, &closed);
+            if (closed) return broken(ring, what, true);
+            in.done += (size_t)got;
+            moved |= got > 0;
+            if (in_header && in.done == sizeof in.header && header_size(&in) != receive_size)
+                gc_fatal("%s: rank %d sent %llu bytes, rank %d expects %zu (the ranks disagree on the sizes)", what,
+                         wrap(ring->rank - 1, ring->world), (unsigned long long)header_size(&in), ring->rank,
+                         receive_size);
+        }
+        if (polls[0].revents & (POLLOUT | POLLERR | POLLHUP)) {
+            uint8_t *at = stream_at(&out, &left);
+            long sent = gc_socket_send_some(ring->next_fd, at, left, &closed);
+            if (closed) return broken(ring, what, false);
+            out.done += (size_t)sent;
+            moved |= sent > 0;
+        }
+        if (moved) deadline = gc_deadline_after(ring->timeout);
+    }
+    ring->sent_bytes += (int64_t)send_size; /* the payload, as NCCL's count has it (not the size header) */
     return GC_OK;
 }

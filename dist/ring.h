@@ -27,6 +27,8 @@ typedef struct gc_ring {
     double timeout;        /* seconds a collective may go without progress */
     size_t segment_bytes;  /* the unit of pipelining */
     uint8_t *scratch;      /* [segment_bytes]: a received segment before it is added */
+    int64_t sent_bytes;    /* data bytes sent to the next rank so far (the bytes on the wire but a
+                              shift's 8-byte size header) */
 } gc_ring;
 
 /* A buffer cut into world chunks: chunk c is elements [offset[c], offset[c] + count[c]). */
@@ -53,5 +55,13 @@ gc_status gc_ring_connect(gc_process_group *group, gc_ring *ring);
 
 /* data[0, size) of rank `root` is copied to every rank, forwarded along the ring. */
 gc_status gc_ring_broadcast(gc_ring *ring, void *data, size_t size, int root, const char *what);
+
+/* One step of a ring: send[0, send_size) goes to the next rank while the previous rank's
+ * bytes arrive in receive[0, receive_size), both at once through poll(). Each side is preceded
+ * by 8 bytes giving its size, so that a receiver expecting another size stops the program
+ * naming both (the ranks disagree on the sizes: a programmer error) instead of taking the next
+ * collective's bytes for its own. In a world of one, send is moved into receive. */
+gc_status gc_ring_shift(gc_ring *ring, const void *send, size_t send_size, void *receive, size_t receive_size,
+                        const char *what);
 
 #endif

@@ -42,6 +42,9 @@ static gc_status run_work(tcp_state *state, gc_dist_work *work) {
         return gc_ring_run(ring, &buffer, GC_RING_ALL_REDUCE, work->op, work->what);
     case GC_COLLECTIVE_BROADCAST:
         return gc_ring_broadcast(ring, gc_data(out), gc_nbytes(out), work->root, work->what);
+    case GC_COLLECTIVE_SHIFT:
+        return gc_ring_shift(ring, gc_data(work->input), gc_nbytes(work->input), gc_data(out), gc_nbytes(out),
+                             work->what);
     case GC_COLLECTIVE_REDUCE_SCATTER:
     case GC_COLLECTIVE_ALL_GATHER: {
         gc_tensor *rows = work->kind == GC_COLLECTIVE_ALL_GATHER ? out : work->input;
@@ -54,12 +57,14 @@ static gc_status run_work(tcp_state *state, gc_dist_work *work) {
         size_t mine = count[ring->rank] * buffer.element_size;
         if (work->kind == GC_COLLECTIVE_ALL_GATHER) {
             buffer.data = gc_data(out);
-            if (mine) memcpy(buffer.data + offset[ring->rank] * buffer.element_size, gc_data(work->input), mine);
+            uint8_t *place = buffer.data + offset[ring->rank] * buffer.element_size;
+            if (mine && place != gc_data(work->input)) memcpy(place, gc_data(work->input), mine); /* else in place */
             return gc_ring_run(ring, &buffer, GC_RING_ALL_GATHER, work->op, work->what);
         }
         buffer.data = gc_data(work->input);
         gc_status status = gc_ring_run(ring, &buffer, GC_RING_REDUCE_SCATTER, work->op, work->what);
-        if (status == GC_OK && mine) memcpy(gc_data(out), buffer.data + offset[ring->rank] * buffer.element_size, mine);
+        uint8_t *reduced = buffer.data + offset[ring->rank] * buffer.element_size;
+        if (status == GC_OK && mine && reduced != gc_data(out)) memcpy(gc_data(out), reduced, mine); /* else in place */
         return status;
     }
     }
@@ -82,6 +87,7 @@ static void *communicate(void *arg) {
         bool broken = state->broken;
         pthread_mutex_unlock(&state->lock);
 
+        state->ring.sent_bytes = 0;
         if (broken) {
             gc_work_fail(work, GC_ERR_PEER, state->failure);
         } else if (run_work(state, work) != GC_OK) {
@@ -92,6 +98,7 @@ static void *communicate(void *arg) {
         }
 
         pthread_mutex_lock(&state->lock);
+        work->sent_bytes = state->ring.sent_bytes;
         state->broken = broken;
         state->head = (state->head + 1) % state->capacity;
         state->count--;

@@ -30,6 +30,11 @@ gc_cache *gc_cache_new(const gc_cache_config *config) {
         gc_fatal("cache: auto_chunk with a process group of %d ranks (size the chunks explicitly)",
                  gc_dist_world_size(config->group));
     if (config->ddp && !config->group) gc_fatal("cache: a bucketer (ddp) without its process group (group)");
+    if ((unsigned)config->global_loss > GC_GLOBAL_LOSS_RING || !(config->ring_share >= 0))
+        gc_fatal("cache: global_loss %d, ring_share %g (AUTO, GATHER or RING; a share >= 0)", (int)config->global_loss,
+                 config->ring_share);
+    if (config->global_loss == GC_GLOBAL_LOSS_RING && !config->loss.group_value_and_grad)
+        gc_fatal("cache: global_loss RING with a loss that has no ring (group_value_and_grad is NULL)");
     gc_cache *cache = malloc(sizeof *cache);
     if (!cache) gc_fatal("cache: out of host memory");
     cache->config = *config;
@@ -74,10 +79,15 @@ static gc_status loss_backward(const gc_cache *cache, gc_tensor *value) {
 }
 
 /* The loss over `leaves` and d loss / d leaf (times the loss scale) into grads[m], new
- * references: the loss's own value_and_grad when it has one (the tiled loss), else its forward
- * and a backward seeded with the loss scale. */
-static gc_status loss_gradients(const gc_cache *cache, gc_tensor *const *leaves, double *loss, gc_tensor **grads) {
+ * references: around the ring, the loss's own collectives over this rank's leaves; else the
+ * loss's own value_and_grad when it has one (the tiled loss), or its forward and a backward
+ * seeded with the loss scale. */
+static gc_status loss_gradients(const gc_cache *cache, gc_tensor *const *leaves, bool ring, double *loss,
+                                gc_tensor **grads) {
     const gc_cache_config *config = &cache->config;
+    if (ring)
+        return config->loss.group_value_and_grad(config->group, leaves, config->n_models, config->loss.args,
+                                                 gc_cache_loss_scale(cache), loss, grads);
     if (config->loss.value_and_grad)
         return config->loss.value_and_grad(leaves, config->n_models, config->loss.args, gc_cache_loss_scale(cache),
                                            loss, grads);
@@ -94,18 +104,20 @@ static gc_status loss_gradients(const gc_cache *cache, gc_tensor *const *leaves,
     return status;
 }
 
-gc_status gc_cache_loss(const gc_cache *cache, gc_tensor *const *leaves, double *loss, gc_tensor **grads) {
+gc_status gc_cache_loss(const gc_cache *cache, gc_tensor *const *leaves, double *loss, gc_tensor **grads, bool *ring) {
     int n = cache->config.n_models;
     gc_tensor *global[GC_CACHE_MAX_MODELS] = {0}, *global_grads[GC_CACHE_MAX_MODELS] = {0};
-    int64_t own_start[GC_CACHE_MAX_MODELS];
-    /* across processes the loss sees the global batch, and each rank keeps its rows' gradient */
-    gc_status status = gc_cache_gather_leaves(cache, leaves, global, own_start);
-    if (status == GC_OK) status = loss_gradients(cache, global, loss, global_grads);
-    if (status == GC_OK) status = gc_cache_own_rows(cache, global_grads, own_start, leaves, grads);
+    /* across processes the loss sees the global batch -- gathered, or around the ring from each
+     * rank's own rows -- and each rank keeps its rows' gradient */
+    gc_cache_exchange exchange;
+    gc_status status = gc_cache_global_batch(cache, leaves, global, &exchange);
+    if (status == GC_OK) status = loss_gradients(cache, global, exchange.ring, loss, global_grads);
+    if (status == GC_OK) status = gc_cache_own_rows(cache, global_grads, exchange.own_start, leaves, grads);
     for (int m = 0; m < n; m++) {
         gc_tensor_release(global[m]);
         gc_tensor_release(global_grads[m]);
     }
+    if (ring) *ring = exchange.ring;
     return status;
 }
 
@@ -253,7 +265,7 @@ static gc_status forward_backward(const gc_cache *cache, int m, model_pass *pass
             gc_rng_replay_end(&saved);
         }
         check_second_pass(m, c, rep, seed);
-        bool last = last_model && c == pass->n_chunks - 1, synced = gc_cache_sync_before(sync, last);
+        bool last = last_model && c == pass->n_chunks - 1, synced = gc_cache_sync_before(sync, last, model->params);
         gc_status status = rep ? gc_cache_backward(config->backward, rep, seed, config->user) : gc_last_status();
         status = gc_cache_sync_after(sync, synced, last, status);
         gc_tensor_release(rep);
@@ -285,7 +297,7 @@ static gc_status attempt(gc_cache *cache, const gc_batch *inputs, double *loss, 
         p = phase_begin(measure, device);
         gc_tensor *leaves[GC_CACHE_MAX_MODELS], *grads[GC_CACHE_MAX_MODELS] = {0};
         for (int m = 0; m < n; m++) leaves[m] = passes[m].leaf;
-        status = gc_cache_loss(cache, leaves, loss, grads);
+        status = gc_cache_loss(cache, leaves, loss, grads, &local.ring_loss);
         for (int m = 0; m < n; m++) {
             passes[m].cache = grads[m];
             local.cache_bytes += 2 * gc_nbytes(passes[m].leaf);

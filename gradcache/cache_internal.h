@@ -19,18 +19,26 @@ gc_status gc_cache_backward(gc_backward_fn backward, gc_tensor *output, gc_tenso
 /* The scale a step's gradients carry: the scaler's, or 1 without one. */
 double gc_cache_loss_scale(const gc_cache *cache);
 /* Step 3 (cache.c): the loss over the leaves, this rank's or, with a process group, every
- * rank's (gathered), and the cache: grads[i] (a new reference) is d loss / d this rank's rows
- * of leaves[i], times the loss scale, and times the world size across processes. */
-gc_status gc_cache_loss(const gc_cache *cache, gc_tensor *const *leaves, double *loss, gc_tensor **grads);
+ * rank's (gathered, or around the ring), and the cache: grads[i] (a new reference) is
+ * d loss / d this rank's rows of leaves[i], times the loss scale, and times the world size
+ * across processes. *ring (may be NULL) tells whether the loss ran around the ring. */
+gc_status gc_cache_loss(const gc_cache *cache, gc_tensor *const *leaves, double *loss, gc_tensor **grads, bool *ring);
 
 /* --- across processes (distributed.c): what the steps of cache.c and verify.c ask of the
  * process group; each is the identity (or nothing) without one --- */
 
-/* The global batch of each model: every rank's leaves[m] gathered in rank order into
- * global[m] (a new reference, requiring a gradient), this rank's rows starting at
- * own_start[m]. Without a group, global[m] is leaves[m] itself (retained), own_start 0. */
-gc_status gc_cache_gather_leaves(const gc_cache *cache, gc_tensor *const *leaves, gc_tensor **global,
-                                 int64_t *own_start);
+/* How step 3's loss sees the global batch. */
+typedef struct gc_cache_exchange {
+    bool ring;                                /* the loss's own ring over this rank's rows */
+    int64_t own_start[GC_CACHE_MAX_MODELS];   /* this rank's first row in global[m] */
+} gc_cache_exchange;
+
+/* The global batch of each model, as config.global_loss decides: every rank's leaves[m]
+ * gathered in rank order into global[m] (a new reference, requiring a gradient), this rank's
+ * rows starting at own_start[m]; or, for the ring (and without a group), global[m] is
+ * leaves[m] itself (retained), own_start 0. */
+gc_status gc_cache_global_batch(const gc_cache *cache, gc_tensor *const *leaves, gc_tensor **global,
+                                gc_cache_exchange *exchange);
 /* This rank's rows of each global gradient: grads[m] = global_grads[m] rows [own_start[m],
  * + rows of leaves[m]) times the world size (the bucketer averages over the ranks). Without a
  * group, global_grads[m] itself (retained). */
@@ -43,12 +51,12 @@ gc_status gc_cache_own_rows(const gc_cache *cache, gc_tensor *const *global_grad
 typedef struct gc_cache_sync {
     gc_ddp *ddp;  /* NULL: nothing to do */
     bool outer;   /* the caller's setting before the step, restored after it */
-    bool every;   /* sync_every_backward */
+    bool every;   /* sync_every_backward, or a bucketer that reduces every backward (ZeRO-2b) */
 } gc_cache_sync;
 gc_status gc_cache_sync_begin(const gc_cache *cache, int64_t backwards, gc_cache_sync *sync);
-/* Sets the sync of the next backward (the step's last one when `last`); returns whether it
- * is synced. */
-bool gc_cache_sync_before(const gc_cache_sync *sync, bool last);
+/* Sets the sync of the next backward (the step's last one when `last`), which reaches the
+ * parameters `reached` (the model's; NULL: unknown); returns whether it is synced. */
+bool gc_cache_sync_before(const gc_cache_sync *sync, bool last, const gc_param_list *reached);
 /* After that backward, given its status: a synced backward's reduction is waited for. */
 gc_status gc_cache_sync_after(const gc_cache_sync *sync, bool synced, bool last, gc_status status);
 void gc_cache_sync_end(const gc_cache_sync *sync);

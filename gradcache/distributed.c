@@ -1,35 +1,96 @@
 /* Gradient Cache across processes (see "Data-parallel" in gradcache/cache.h): what the step
- * in cache.c asks of the process group -- the global batch for the loss, each rank's share of
- * its gradient, and one gradient reduction per step. Nothing here calls back into cache.c. */
+ * in cache.c asks of the process group -- the global batch for the loss (gathered, or left to
+ * the loss's ring), each rank's share of its gradient, and one gradient reduction per step.
+ * Nothing here calls back into cache.c. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "cache_internal.h"
 #include "gradcache/autograd.h"
+#include "gradcache/memory.h"
 #include "gradcache/ops.h"
 
-gc_status gc_cache_gather_leaves(const gc_cache *cache, gc_tensor *const *leaves, gc_tensor **global,
-                                 int64_t *own_start) {
+/* What each rank tells the others before the gather: its rows of every model, and the memory
+ * its representations' device allows (all 8-byte numbers: no padding travels). */
+typedef struct rank_rows {
+    int64_t rows[GC_CACHE_MAX_MODELS];
+    double limit; /* bytes */
+} rank_rows;
+
+/* The memory limit of the device, or its memory without one. */
+static double memory_allowed(gc_device device) {
+    size_t limit = gc_memory_get_stats(device).limit_bytes, free_bytes, total;
+    if (limit) return (double)limit;
+    gc_memory_device_info(device, &free_bytes, &total);
+    return (double)total;
+}
+
+/* The bytes of one row of t (dim 0 indexes the rows). */
+static double row_bytes(const gc_tensor *t) {
+    double bytes = (double)gc_dtype_size(t->dtype);
+    for (int d = 1; d < t->ndim; d++) bytes *= (double)t->shape[d];
+    return bytes;
+}
+
+/* GC_GLOBAL_LOSS_AUTO: the ring when the gathered representations and their gradients would
+ * take more than the share of the smallest rank's allowance (every rank decides alike from
+ * the same numbers). */
+static bool ring_wanted(const gc_cache_config *config, gc_tensor *const *leaves, const rank_rows *all, int world) {
+    double smallest = all[0].limit, gathered = 0;
+    for (int r = 1; r < world; r++) smallest = all[r].limit < smallest ? all[r].limit : smallest;
+    for (int m = 0; m < config->n_models; m++)
+        for (int r = 0; r < world; r++) gathered += 2 * (double)all[r].rows[m] * row_bytes(leaves[m]);
+    double share = config->ring_share > 0 ? config->ring_share : GC_CACHE_RING_SHARE;
+    return gathered > share * smallest;
+}
+
+/* Model m's leaves of every rank, in rank order, into a new global tensor requiring a
+ * gradient; counts[world] are each rank's rows. */
+static gc_tensor *gather(gc_process_group *group, const gc_tensor *leaf, const int64_t *counts, int world) {
+    int64_t shape[GC_MAX_DIMS], total = 0;
+    for (int r = 0; r < world; r++) total += counts[r];
+    memcpy(shape, leaf->shape, sizeof shape);
+    shape[0] = total;
+    gc_tensor *global = gc_empty(leaf->ndim, shape, leaf->dtype, leaf->device);
+    if (global && gc_dist_work_wait(gc_dist_all_gather_start(group, leaf, global, counts)) != GC_OK) {
+        gc_tensor_release(global);
+        return NULL;
+    }
+    if (global) gc_set_requires_grad(global, true);
+    return global;
+}
+
+gc_status gc_cache_global_batch(const gc_cache *cache, gc_tensor *const *leaves, gc_tensor **global,
+                                gc_cache_exchange *exchange) {
     const gc_cache_config *config = &cache->config;
     gc_process_group *group = config->group;
     int n = config->n_models;
-    for (int m = 0; m < n; m++) global[m] = NULL, own_start[m] = 0;
-    if (!group) {
+    *exchange = (gc_cache_exchange){.ring = group && config->global_loss == GC_GLOBAL_LOSS_RING};
+    if (!group || exchange->ring) {
         for (int m = 0; m < n; m++) global[m] = gc_tensor_retain(leaves[m]);
         return GC_OK;
     }
+    for (int m = 0; m < n; m++) global[m] = NULL;
     int world = gc_dist_world_size(group), rank = gc_dist_rank(group);
+    bool choosing = config->global_loss == GC_GLOBAL_LOSS_AUTO && config->loss.group_value_and_grad;
+    rank_rows mine = {.limit = choosing ? memory_allowed(leaves[0]->device) : 0};
+    rank_rows *all = malloc((size_t)world * sizeof *all);
     int64_t *counts = malloc((size_t)world * sizeof *counts);
-    if (!counts) gc_fatal("cache: out of host memory for %d ranks", world);
-    gc_status status = GC_OK;
+    if (!all || !counts) gc_fatal("cache: out of host memory for %d ranks", world);
+    for (int m = 0; m < n; m++) mine.rows[m] = leaves[m]->shape[0];
+    gc_status status = gc_dist_all_gather_host(group, &mine, sizeof mine, all);
+    if (status == GC_OK && choosing) exchange->ring = ring_wanted(config, leaves, all, world);
     for (int m = 0; m < n && status == GC_OK; m++) {
-        global[m] = gc_dist_all_gather(group, leaves[m], counts);
-        if (!global[m]) {
-            status = gc_last_status();
-            break;
+        if (exchange->ring) {
+            global[m] = gc_tensor_retain(leaves[m]);
+            continue;
         }
-        for (int r = 0; r < rank; r++) own_start[m] += counts[r];
-        gc_set_requires_grad(global[m], true);
+        for (int r = 0; r < world; r++) counts[r] = all[r].rows[m];
+        for (int r = 0; r < rank; r++) exchange->own_start[m] += counts[r];
+        global[m] = gather(group, leaves[m], counts, world);
+        if (!global[m]) status = gc_last_status();
     }
+    free(all);
     free(counts);
     return status;
 }
@@ -54,8 +115,9 @@ gc_status gc_cache_own_rows(const gc_cache *cache, gc_tensor *const *global_grad
 
 gc_status gc_cache_sync_begin(const gc_cache *cache, int64_t backwards, gc_cache_sync *sync) {
     gc_ddp *ddp = cache->config.ddp;
+    /* ZeRO-2b reduces every chunk's backward into the shards, so that no bucket outlives it */
     *sync = (gc_cache_sync){.ddp = ddp, .outer = ddp ? gc_ddp_require_sync(ddp) : false,
-                            .every = cache->config.sync_every_backward};
+                            .every = cache->config.sync_every_backward || (ddp && gc_ddp_reduces_every_backward(ddp))};
     if (!sync->ddp || !sync->every || !sync->outer) return GC_OK;
     /* one reduction per backward: every rank must run as many, or the collectives would not
      * match; the max of (n, -n) gives the largest and the smallest count at once */
@@ -74,11 +136,14 @@ gc_status gc_cache_sync_begin(const gc_cache *cache, int64_t backwards, gc_cache
     return status;
 }
 
-bool gc_cache_sync_before(const gc_cache_sync *sync, bool last) {
+bool gc_cache_sync_before(const gc_cache_sync *sync, bool last, const gc_param_list *reached) {
     if (!sync->ddp) return false;
     /* the caller's setting decides whether this step syncs at all (an outer accumulation) */
     bool synced = sync->outer && (last || sync->every);
     gc_ddp_set_require_sync(sync->ddp, synced);
+    /* reducing every backward, each reduces only its own model's gradients: the other models'
+     * buckets neither hold its buckets up nor get reduced as zeros */
+    if (synced && sync->every && reached) gc_ddp_expect_params(sync->ddp, reached);
     return synced;
 }
 

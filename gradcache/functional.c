@@ -68,7 +68,7 @@ gc_status gc_functional_loss(const gc_loss_fn *loss, gc_process_group *group, co
         leaves[m] = gc_detach(reps[m]); /* leaves of their own: the caller's are left alone */
         gc_set_requires_grad(leaves[m], true);
     }
-    gc_status status = gc_cache_loss(&cache, leaves, value, grads);
+    gc_status status = gc_cache_loss(&cache, leaves, value, grads, NULL);
     for (int m = 0; m < count; m++) gc_tensor_release(leaves[m]);
     return status;
 }

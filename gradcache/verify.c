@@ -17,11 +17,11 @@ gc_status gc_cache_full_batch_step(gc_cache *cache, const gc_batch *inputs, doub
         if (!leaves[m]) status = gc_last_status();
         else gc_set_requires_grad(leaves[m], true);
     }
-    if (status == GC_OK) status = gc_cache_loss(cache, leaves, loss, grads);
+    if (status == GC_OK) status = gc_cache_loss(cache, leaves, loss, grads, NULL);
     gc_cache_sync sync = {0};
     if (status == GC_OK) status = gc_cache_sync_begin(cache, n, &sync); /* one backward per model */
     for (int m = 0; m < n && status == GC_OK; m++) {
-        bool last = m == n - 1, synced = gc_cache_sync_before(&sync, last);
+        bool last = m == n - 1, synced = gc_cache_sync_before(&sync, last, config->models[m].params);
         status = gc_cache_backward(config->backward, reps[m], grads[m], config->user);
         status = gc_cache_sync_after(&sync, synced, last, status);
     }

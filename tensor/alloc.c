@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "alloc.h"
 #include "backend.h"
@@ -147,7 +148,30 @@ static void *allocate_locked(const gc_backend *backend, gc_device device, device
     return ptr;
 }
 
-void *gc_alloc(gc_device device, size_t nbytes) {
+/* The role of this thread's allocations (memory.h). */
+static _Thread_local gc_memory_role current_role = GC_MEMORY_OTHER;
+
+static void check_role(const char *op, gc_memory_role role) {
+    if ((int)role < 0 || role >= GC_MEMORY_ROLES) gc_fatal("%s: no memory role %d", op, (int)role);
+}
+
+gc_memory_role gc_memory_set_role(gc_memory_role role) {
+    check_role("memory_set_role", role);
+    gc_memory_role previous = current_role;
+    current_role = role;
+    return previous;
+}
+
+gc_memory_role gc_memory_get_role(void) { return current_role; }
+
+const char *gc_memory_role_name(gc_memory_role role) {
+    static const char *const names[GC_MEMORY_ROLES] = {"other", "parameters", "gradients", "optimizer"};
+    check_role("memory_role_name", role);
+    return names[role];
+}
+
+void *gc_alloc(gc_device device, size_t nbytes, gc_memory_role role) {
+    check_role("alloc", role);
     pthread_once(&pools_once, init_pools);
     const gc_backend *backend = gc_backend_for(device);
     char name[16];
@@ -175,7 +199,11 @@ void *gc_alloc(gc_device device, size_t nbytes) {
     void *ptr = allocate_locked(backend, device, pool, nbytes);
     if (ptr) {
         stats->live_bytes += nbytes;
-        if (stats->live_bytes > stats->peak_bytes) stats->peak_bytes = stats->live_bytes;
+        stats->role_live_bytes[role] += nbytes;
+        if (stats->live_bytes > stats->peak_bytes) { /* the split of a new peak is the split right now */
+            stats->peak_bytes = stats->live_bytes;
+            memcpy(stats->role_peak_bytes, stats->role_live_bytes, sizeof stats->role_peak_bytes);
+        }
         stats->alloc_count++;
     }
     size_t live = stats->live_bytes;
@@ -186,12 +214,14 @@ void *gc_alloc(gc_device device, size_t nbytes) {
     return ptr;
 }
 
-void gc_free(gc_device device, void *ptr, size_t nbytes) {
+void gc_free(gc_device device, void *ptr, size_t nbytes, gc_memory_role role) {
     if (!ptr) return;
+    check_role("free", role);
     const gc_backend *backend = gc_backend_for(device);
     pthread_mutex_lock(&pools_lock);
     device_pool *pool = pool_for(device);
     pool->stats.live_bytes -= nbytes;
+    pool->stats.role_live_bytes[role] -= nbytes;
     pool->stats.free_count++;
     size_t reserved = pool->caching ? gc_alloc_size_class(nbytes) : nbytes;
     /* Keep the block for reuse; should even this small malloc fail, give the block back. */
@@ -236,6 +266,7 @@ void gc_memory_reset_peak(gc_device device) {
     pthread_mutex_lock(&pools_lock);
     device_pool *pool = pool_for(device);
     pool->stats.peak_bytes = pool->stats.live_bytes;
+    memcpy(pool->stats.role_peak_bytes, pool->stats.role_live_bytes, sizeof pool->stats.role_peak_bytes);
     pool->stats.peak_reserved_bytes = pool->stats.reserved_bytes;
     pthread_mutex_unlock(&pools_lock);
 }

@@ -10,12 +10,14 @@
 
 #include "gradcache/device.h"
 #include "gradcache/error.h"
+#include "gradcache/memory.h"
 
-/* nbytes of device memory, or NULL with GC_ERR_MEM_LIMIT / GC_ERR_OUT_OF_MEMORY recorded.
- * A request of 0 bytes returns a valid, unique pointer. */
-void *gc_alloc(gc_device device, size_t nbytes);
-/* ptr must come from gc_alloc(device, nbytes) with the same nbytes. NULL is a no-op. */
-void gc_free(gc_device device, void *ptr, size_t nbytes);
+/* nbytes of device memory, counted under `role`, or NULL with GC_ERR_MEM_LIMIT /
+ * GC_ERR_OUT_OF_MEMORY recorded. A request of 0 bytes returns a valid, unique pointer. */
+void *gc_alloc(gc_device device, size_t nbytes, gc_memory_role role);
+/* ptr must come from gc_alloc(device, nbytes, role) with the same nbytes and role. NULL is a
+ * no-op. */
+void gc_free(gc_device device, void *ptr, size_t nbytes, gc_memory_role role);
 
 /* Turns the block cache on or off for a device (turning it off empties it). */
 void gc_alloc_set_caching(gc_device device, bool enabled);

@@ -63,11 +63,12 @@ static gc_tensor *tensor_over(gc_storage *storage, size_t offset, int ndim, cons
 
 gc_tensor *gc_empty(int ndim, const int64_t *shape, gc_dtype dtype, gc_device device) {
     size_t nbytes = (size_t)shape_numel("empty", ndim, shape) * gc_dtype_size(dtype);
-    void *data = gc_alloc(device, nbytes);
+    gc_memory_role role = gc_memory_get_role();
+    void *data = gc_alloc(device, nbytes, role);
     if (!data) return NULL;
     gc_storage *storage = malloc(sizeof *storage);
     if (!storage) gc_fatal("tensor: out of host memory for a storage header");
-    *storage = (gc_storage){.data = data, .nbytes = nbytes, .device = device, .refcount = 1};
+    *storage = (gc_storage){.data = data, .nbytes = nbytes, .device = device, .role = role, .refcount = 1};
     return tensor_over(storage, 0, ndim, shape, dtype);
 }
 
@@ -125,7 +126,7 @@ void gc_tensor_release(gc_tensor *t) {
     if (t->ext_free) t->ext_free(t->ext);
     gc_storage *storage = t->storage;
     if (--storage->refcount == 0) {
-        gc_free(storage->device, storage->data, storage->nbytes);
+        gc_free(storage->device, storage->data, storage->nbytes, storage->role);
         free(storage);
     }
     free(t);

@@ -3,8 +3,8 @@
  * parameter the gradient one process gets over the whole global batch (norm-relative
  * <= 1e-5 in f32, <= 1e-10 in f64), and after an AdamW step the parameters must be equal on
  * every rank, bitwise, and to the one process's to the same tolerance; the bucketer must
- * run exactly one all-reduce per bucket per step with sync suppressed, one per bucket per
- * synced backward without. The one process runs on the CPU: on a GPU this also checks the
+ * run exactly one all-reduce per bucket per step with sync suppressed, one per bucket of the
+ * model's parameters per synced backward without. The one process runs on the CPU: on a GPU this also checks the
  * CUDA backend against the CPU. No dropout: the ranks draw their own masks, which one
  * process cannot reproduce. */
 #ifndef GC_TESTS_DIST_CACHE_CHECKS_H
@@ -25,6 +25,10 @@ typedef struct dist_scenario {
     gc_dist_backend backend;   /* the group's; the models live on cuda:0 for NCCL, else the CPU */
     bool tiled_loss;           /* the ranks' loss: the tiled contrastive loss (tiles of 3 rows)
                                   instead of infonce; the one process keeps infonce */
+    gc_global_loss global_loss; /* with the tiled loss: gathered, around the ring, or AUTO */
+    double ring_share;         /* AUTO's share (0: the default, which these batches never reach) */
+    bool ring;                 /* the cached step must report the ring, and gc_cache_verify must
+                                  find it equal to the plain step (which runs it too) */
     const gc_loss_fn *loss;    /* NULL: as tiled_loss says; else the ranks' loss, whose forward
                                   the one process differentiates by autograd */
     int positives;             /* passages per query before its hard negatives (0: one) */
@@ -100,14 +104,29 @@ static double *param_grads(const gc_param_list *params, int64_t *n) {
     return values;
 }
 
-/* The step (cached or plain) of `config` on `inputs`. */
-static gc_status step(const dist_scenario *s, gc_cache_config *config, gc_batch *inputs, double *loss) {
+/* The step (cached or plain) of `config` on `inputs`; a cached step's report says whether
+ * the loss ran around the ring. */
+static gc_status step(const dist_scenario *s, gc_cache_config *config, gc_batch *inputs, double *loss, bool *ring) {
+    *ring = false;
     if (s->functional && config->group) return functional_step(config, inputs, loss);
     gc_cache *cache = gc_cache_new(config);
+    gc_cache_report report = {0};
     gc_status status = s->full_batch ? gc_cache_full_batch_step(cache, inputs, loss)
-                                     : gc_cache_step(cache, inputs, loss, NULL);
+                                     : gc_cache_step(cache, inputs, loss, &report);
+    *ring = report.ring_loss;
     gc_cache_free(cache);
     return status;
+}
+
+/* gc_cache_verify with the ring: the cached step's parameter gradients equal the plain
+ * step's (both through the ring) to the tolerance of the one-process comparison. */
+static void verify_ring(const dist_scenario *s, gc_cache_config *config, gc_batch *inputs, double tolerance) {
+    gc_cache *cache = gc_cache_new(config);
+    double relative;
+    CHECK_MSG(gc_cache_verify(cache, inputs, 1e-6, &relative, NULL, 0) == GC_OK, "%s: %s", s->name, gc_last_error());
+    CHECK_MSG(relative <= tolerance, "%s: gc_cache_verify through the ring: relative difference %.3g", s->name,
+              relative);
+    gc_cache_free(cache);
 }
 
 static int dist_cache_body(int rank, int world, void *arg) {
@@ -121,6 +140,7 @@ static int dist_cache_body(int rank, int world, void *arg) {
     int steps = s->accumulate > 1 ? s->accumulate : 1;
     gc_tensor *xq = gc_uniform(GC_SHAPE(steps * total, IN), s->dtype, gc_cpu(), -1, 1, 30, 0);
     gc_tensor *xp = gc_uniform(GC_SHAPE(steps * total * group_size, IN), s->dtype, gc_cpu(), -1, 1, 31, 0);
+    gc_tensor *my_q = NULL, *my_p = NULL; /* the last step's rows of this rank */
     REQUIRE(xq && xp);
 
     /* this rank's models start elsewhere: the bucketer must broadcast rank 0's values */
@@ -145,6 +165,7 @@ static int dist_cache_body(int rank, int world, void *arg) {
     free(mine);
     free(theirs);
 
+    gc_batch inputs[2] = {{1, {"x"}, {NULL}}, {1, {"x"}, {NULL}}};
     /* infonce's loss: dot products at temperature 0.5, query i's positive passage i (Np / Nq) */
     gc_contrastive_options tiled = {.similarity = GC_SIMILARITY_DOT, .temperature = 0.5,
                                     .method = GC_CONTRASTIVE_TILED, .tile_size = 3};
@@ -159,22 +180,28 @@ static int dist_cache_body(int rank, int world, void *arg) {
     };
     if (s->tiled_loss) config.loss = gc_contrastive_loss_fn(&tiled);
     if (s->loss) config.loss = *s->loss;
+    config.global_loss = s->global_loss;
+    config.ring_share = s->ring_share;
     gc_ddp_stats before = gc_ddp_get_stats(ddp);
     double loss = 0, ref_loss = 0;
+    bool ring = false;
     for (int k = 0; k < steps; k++) {
-        gc_tensor *my_q = rank_rows(xq, k, total, start, s->counts[rank], 1, device);
-        gc_tensor *my_p = rank_rows(xp, k, total, start, s->counts[rank], group_size, device);
-        gc_batch inputs[2] = {{1, {"x"}, {my_q}}, {1, {"x"}, {my_p}}};
-        if (steps > 1) gc_ddp_micro_batch(ddp, k, steps);
-        CHECK_MSG(step(s, &config, inputs, &loss) == GC_OK, "%s: %s", s->name, gc_last_error());
         RELEASE(my_q, my_p);
+        inputs[0].tensors[0] = my_q = rank_rows(xq, k, total, start, s->counts[rank], 1, device);
+        inputs[1].tensors[0] = my_p = rank_rows(xp, k, total, start, s->counts[rank], group_size, device);
+        if (steps > 1) gc_ddp_micro_batch(ddp, k, steps);
+        CHECK_MSG(step(s, &config, inputs, &loss, &ring) == GC_OK, "%s: %s", s->name, gc_last_error());
     }
+    CHECK_MSG(s->full_batch || ring == s->ring, "%s: the step %s the ring", s->name, ring ? "took" : "did not take");
     gc_ddp_stats after = gc_ddp_get_stats(ddp);
-    int64_t chunks = (s->counts[rank] + s->chunk - 1) / s->chunk * 2; /* both models, same chunk count */
-    int64_t backwards = s->full_batch ? 2 : chunks, syncs = s->sync_every_backward ? backwards : 1;
-    CHECK_MSG(after.all_reduces - before.all_reduces == syncs * after.buckets,
-              "%s: %lld all-reduces for %d buckets and %lld synced backwards", s->name,
-              (long long)(after.all_reduces - before.all_reduces), after.buckets, (long long)syncs);
+    /* reducing every backward, a model's backward reduces the buckets of its own parameters */
+    int64_t chunks = s->full_batch ? 1 : (s->counts[rank] + s->chunk - 1) / s->chunk; /* per model, both alike */
+    int64_t reductions = s->sync_every_backward
+                             ? chunks * (dist_buckets_holding(ddp, &q.params) + dist_buckets_holding(ddp, &second->params))
+                             : after.buckets;
+    CHECK_MSG(after.all_reduces - before.all_reduces == reductions,
+              "%s: %lld all-reduces for %d buckets, want %lld", s->name,
+              (long long)(after.all_reduces - before.all_reduces), after.buckets, (long long)reductions);
     CHECK_MSG(after.buckets >= (s->tied ? 2 : 3), "%d buckets", after.buckets); /* small buckets split them */
 
     gc_cache_config ref_config = config;
@@ -186,11 +213,12 @@ static int dist_cache_body(int rank, int world, void *arg) {
                               : (gc_loss_fn){.forward = infonce};
     ref_config.group = NULL;
     ref_config.ddp = NULL;
+    ref_config.global_loss = GC_GLOBAL_LOSS_AUTO;
     for (int k = 0; k < steps; k++) { /* the steps' gradients add up in the parameters' */
         gc_tensor *q_rows = rank_rows(xq, k, total, 0, total, 1, gc_cpu());
         gc_tensor *p_rows = rank_rows(xp, k, total, 0, total, group_size, gc_cpu());
         gc_batch ref_inputs[2] = {{1, {"x"}, {q_rows}}, {1, {"x"}, {p_rows}}};
-        REQUIRE(step(s, &ref_config, ref_inputs, &ref_loss) == GC_OK);
+        REQUIRE(step(s, &ref_config, ref_inputs, &ref_loss, &ring) == GC_OK);
         RELEASE(q_rows, p_rows);
     }
 
@@ -204,6 +232,7 @@ static int dist_cache_body(int rank, int world, void *arg) {
               ref_loss);
     free(got);
     free(want);
+    if (s->ring) verify_ring(s, &config, inputs, tolerance);
 
     gc_adamw opt, ref_opt;
     REQUIRE(gc_adamw_init(&opt, &params, 1e-2, 0.9, 0.999, 1e-8, 0.01) == GC_OK);
@@ -226,42 +255,77 @@ static int dist_cache_body(int rank, int world, void *arg) {
     free_encoder(&p);
     free_encoder(&ref_q);
     free_encoder(&ref_p);
-    RELEASE(xq, xp);
+    RELEASE(xq, xp, my_q, my_p);
     gc_process_group_free(group);
     return gc_test_result();
 }
 
-/* Every scenario in a world of 2, and (worlds > 2) of 4, through `backend`, each run given
- * `seconds` in all. */
-static inline void dist_cache_run_all(gc_dist_backend backend, int worlds, double seconds) {
+/* Every scenario in a world of 2, and (worlds > 2) of 4, through `backend` (those with the ring
+ * loss when `ring`), each run given `seconds` in all. */
+static inline void dist_cache_run_all(gc_dist_backend backend, int worlds, bool ring, double seconds) {
     const dist_scenario two[] = {
-        {"f32, equal rows", GC_F32, {8, 8}, 0, 2, false, false, false, false, GC_DIST_TCP, false, NULL, 0, 0, false},
-        {"f64, unequal rows, 1 hard negative", GC_F64, {5, 11}, 1, 3, false, false, false, false, GC_DIST_TCP, false, NULL, 0, 0, false},
-        {"f32, tied, unequal rows", GC_F32, {7, 3}, 0, 2, true, false, false, false, GC_DIST_TCP, false, NULL, 0, 0, false},
-        {"f32, kept last graph", GC_F32, {6, 6}, 1, 4, false, true, false, false, GC_DIST_TCP, false, NULL, 0, 0, false},
-        {"f32, sync every backward", GC_F32, {8, 8}, 0, 2, false, false, true, false, GC_DIST_TCP, false, NULL, 0, 0, false},
-        {"f64, plain step, unequal rows", GC_F64, {9, 4}, 1, 4, false, false, false, true, GC_DIST_TCP, false, NULL, 0, 0, false},
+        {"f32, equal rows", GC_F32, {8, 8}, 0, 2, false, false, false, false,
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+        {"f64, unequal rows, 1 hard negative", GC_F64, {5, 11}, 1, 3, false, false, false, false,
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+        {"f32, tied, unequal rows", GC_F32, {7, 3}, 0, 2, true, false, false, false,
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+        {"f32, kept last graph", GC_F32, {6, 6}, 1, 4, false, true, false, false,
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+        {"f32, sync every backward", GC_F32, {8, 8}, 0, 2, false, false, true, false,
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+        {"f64, plain step, unequal rows", GC_F64, {9, 4}, 1, 4, false, false, false, true,
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
         {"f64, tiled loss, unequal rows, 1 hard negative", GC_F64, {5, 8}, 1, 3, false, false, false, false,
-         GC_DIST_TCP, true, NULL, 0, 0, false},
-        {"f32, tiled loss, tied", GC_F32, {7, 7}, 0, 2, true, false, false, false, GC_DIST_TCP, true, NULL, 0, 0, false},
+         GC_DIST_TCP, true, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+        {"f32, tiled loss, tied", GC_F32, {7, 7}, 0, 2, true, false, false, false,
+         GC_DIST_TCP, true, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+    };
+    const dist_scenario two_ring[] = {
+        {"f64, ring loss, unequal rows, 1 hard negative", GC_F64, {5, 8}, 1, 3, false, false, false, false, GC_DIST_TCP,
+         true, GC_GLOBAL_LOSS_RING, 0, true, NULL, 0, 0, false},
+        {"f32, ring loss, tied, kept last graph", GC_F32, {7, 7}, 0, 2, true, true, false, false, GC_DIST_TCP, true,
+         GC_GLOBAL_LOSS_RING, 0, true, NULL, 0, 0, false},
+        {"f64, ring loss, plain step", GC_F64, {6, 3}, 1, 4, false, false, false, true, GC_DIST_TCP, true,
+         GC_GLOBAL_LOSS_RING, 0, false, NULL, 0, 0, false},
+        /* a share of the memory limit so small that the gathered batch passes it */
+        {"f64, auto takes the ring", GC_F64, {4, 5}, 0, 2, false, false, false, false, GC_DIST_TCP, true,
+         GC_GLOBAL_LOSS_AUTO, 1e-15, true, NULL, 0, 0, false},
+        {"f64, gather forced, auto would ring", GC_F64, {4, 5}, 0, 2, false, false, false, false, GC_DIST_TCP, true,
+         GC_GLOBAL_LOSS_GATHER, 1e-15, false, NULL, 0, 0, false},
     };
     const dist_scenario four[] = {
-        {"f32, equal rows", GC_F32, {4, 4, 4, 4}, 0, 2, false, false, false, false, GC_DIST_TCP, false, NULL, 0, 0, false},
-        {"f64, unequal rows, 2 hard negatives", GC_F64, {3, 1, 6, 4}, 2, 2, false, false, false, false, GC_DIST_TCP, false, NULL, 0, 0, false},
-        {"f64, tied, unequal rows", GC_F64, {2, 5, 1, 3}, 0, 2, true, true, false, false, GC_DIST_TCP, false, NULL, 0, 0, false},
-        {"f32, sync every backward", GC_F32, {4, 4, 4, 4}, 1, 1, true, false, true, false, GC_DIST_TCP, false, NULL, 0, 0, false},
-        {"f64, tiled loss, unequal rows", GC_F64, {3, 1, 6, 4}, 1, 2, false, false, false, false, GC_DIST_TCP, true, NULL, 0, 0, false},
+        {"f32, equal rows", GC_F32, {4, 4, 4, 4}, 0, 2, false, false, false, false,
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+        {"f64, unequal rows, 2 hard negatives", GC_F64, {3, 1, 6, 4}, 2, 2, false, false, false, false,
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+        {"f64, tied, unequal rows", GC_F64, {2, 5, 1, 3}, 0, 2, true, true, false, false,
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+        {"f32, sync every backward", GC_F32, {4, 4, 4, 4}, 1, 1, true, false, true, false,
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+        {"f64, tiled loss, unequal rows", GC_F64, {3, 1, 6, 4}, 1, 2, false, false, false, false,
+         GC_DIST_TCP, true, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
     };
-    for (size_t i = 0; i < sizeof two / sizeof *two; i++) {
-        dist_scenario s = two[i];
-        s.backend = backend;
-        CHECK_MSG(dist_all_pass(2, dist_cache_body, &s, seconds), "world 2: %s", s.name);
-    }
-    for (size_t i = 0; worlds > 2 && i < sizeof four / sizeof *four; i++) {
-        dist_scenario s = four[i];
-        s.backend = backend;
-        CHECK_MSG(dist_all_pass(4, dist_cache_body, &s, seconds), "world 4: %s", s.name);
-    }
+    const dist_scenario four_ring[] = {
+        {"f64, ring loss, unequal rows, 2 hard negatives", GC_F64, {3, 1, 6, 4}, 2, 2, false, false, false, false,
+         GC_DIST_TCP, true, GC_GLOBAL_LOSS_RING, 0, true, NULL, 0, 0, false},
+        {"f32, ring loss, tied, sync every backward", GC_F32, {4, 4, 4, 4}, 1, 1, true, false, true, false,
+         GC_DIST_TCP, true, GC_GLOBAL_LOSS_RING, 0, true, NULL, 0, 0, false},
+    };
+    struct {
+        const dist_scenario *scenarios;
+        size_t count;
+        int world;
+    } runs[] = {{two, sizeof two / sizeof *two, 2},
+                {two_ring, ring ? sizeof two_ring / sizeof *two_ring : 0, 2},
+                {four, worlds > 2 ? sizeof four / sizeof *four : 0, 4},
+                {four_ring, worlds > 2 && ring ? sizeof four_ring / sizeof *four_ring : 0, 4}};
+    for (size_t k = 0; k < sizeof runs / sizeof *runs; k++)
+        for (size_t i = 0; i < runs[k].count; i++) {
+            dist_scenario s = runs[k].scenarios[i];
+            s.backend = backend;
+            CHECK_MSG(dist_all_pass(runs[k].world, dist_cache_body, &s, seconds), "world %d: %s", runs[k].world, s.name);
+        }
 }
 
 #endif

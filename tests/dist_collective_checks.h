@@ -169,6 +169,27 @@ static void check_broadcast(gc_process_group *group, gc_device device) {
     }
 }
 
+/* In place: a reduce-scatter whose output is its input's own rows (the ring reduces into the
+ * caller's buffer, no copy of it), and an all-gather whose input is its output's own rows,
+ * give what the out-of-place forms give. */
+static void check_in_place(gc_process_group *group, gc_device device, int64_t total) {
+    int rank = gc_dist_rank(group), world = gc_dist_world_size(group);
+    int64_t start = 0, counts[DIST_SPAWN_MAX];
+    for (int r = 0; r < world; r++) counts[r] = total / world + (r < total % world);
+    for (int r = 0; r < rank; r++) start += counts[r];
+    gc_tensor *buffer = moved(values_of(total, 0, rank, GC_F32, 0), device);
+    gc_tensor *mine = gc_slice0(buffer, start, start + counts[rank]);
+    gc_tensor *want = reference_of(total, world, GC_F32, GC_DIST_SUM);
+    CHECK_MSG(gc_dist_reduce_scatter(group, buffer, mine, counts, GC_DIST_SUM) == GC_OK, "%s", gc_last_error());
+    CHECK_MSG(holds(mine, want, (size_t)start), "in-place reduce_scatter of %lld: rank %d's rows differ",
+              (long long)total, rank);
+    /* every rank's reduced rows gathered back into place: the whole sum, everywhere */
+    CHECK_MSG(gc_dist_work_wait(gc_dist_all_gather_start(group, mine, buffer, counts)) == GC_OK, "%s",
+              gc_last_error());
+    CHECK_MSG(holds(buffer, want, 0), "in-place all_gather of %lld: rank %d's buffer differs", (long long)total, rank);
+    RELEASE(buffer, mine, want);
+}
+
 /* Five works in flight at once, waited newest first: they still complete in order. */
 static void check_async(gc_process_group *group, gc_device device) {
     int rank = gc_dist_rank(group), world = gc_dist_world_size(group);
@@ -184,6 +205,35 @@ static void check_async(gc_process_group *group, gc_device device) {
         CHECK(holds(t[i], want[i], 0));
         RELEASE(t[i], want[i]);
     }
+}
+
+/* Rank r sends 2r rows of 3 (rank 0 none: sizes differ per rank) and receives rank r-1's;
+ * then 1,000,003 values in f64, with the next shift started before waiting for it (the
+ * ring's steps overlap that way). The bytes moved and sent count in the group's statistics. */
+static void check_shift(gc_process_group *group, gc_device device) {
+    int rank = gc_dist_rank(group), world = gc_dist_world_size(group), prev = (rank + world - 1) % world;
+    gc_dist_stats before = gc_dist_get_stats(group);
+    gc_tensor *mine = moved(values_of(2 * rank * 3, 0, rank, GC_F32, 3), device);
+    gc_tensor *got = moved(gc_empty(GC_SHAPE(2 * prev, 3), GC_F32, gc_cpu()), device);
+    gc_tensor *want = values_of(2 * prev * 3, 0, prev, GC_F32, 3);
+    CHECK_MSG(gc_dist_shift(group, mine, got) == GC_OK, "%s", gc_last_error());
+    CHECK_MSG(holds(got, want, 0), "shift: rank %d did not get rank %d's %d rows", rank, prev, 2 * prev);
+    const int64_t n = 1000003;
+    gc_tensor *big = moved(values_of(n, 0, rank, GC_F64, 0), device), *big_want = values_of(n, 0, prev, GC_F64, 0);
+    gc_tensor *big_got = moved(gc_empty(GC_SHAPE(n), GC_F64, gc_cpu()), device);
+    gc_tensor *again = moved(gc_empty(GC_SHAPE(n), GC_F64, gc_cpu()), device);
+    gc_dist_work *first = gc_dist_shift_start(group, big, big_got), *second = gc_dist_shift_start(group, big, again);
+    CHECK(gc_dist_work_wait(first) == GC_OK && gc_dist_work_wait(second) == GC_OK);
+    CHECK_MSG(holds(big_got, big_want, 0) && holds(again, big_want, 0), "shift of %lld f64: rank %d differs",
+              (long long)n, rank);
+    gc_dist_stats after = gc_dist_get_stats(group);
+    CHECK(after.collectives - before.collectives == 3);
+    CHECK_MSG(after.bytes - before.bytes == (int64_t)(gc_nbytes(mine) + 2 * gc_nbytes(big)),
+              "shift: %lld bytes counted", (long long)(after.bytes - before.bytes));
+    int64_t sent = after.sent_bytes - before.sent_bytes; /* each payload once to the next rank */
+    CHECK_MSG(sent == (world > 1 ? (int64_t)(gc_nbytes(mine) + 2 * gc_nbytes(big)) : 0),
+              "shift: rank %d sent %lld bytes", rank, (long long)sent);
+    RELEASE(mine, got, want, big, big_want, big_got, again);
 }
 
 /* Seven bytes of host memory from every rank (not a multiple of the word), in rank order. */
@@ -219,8 +269,11 @@ static void check_collectives(gc_process_group *group, gc_device device) {
     check_reduce_scatter(group, device, ascending, total);
     check_all_gather(group, device, gather_counts);
     check_all_gather(group, device, ascending);
+    check_in_place(group, device, 1);
+    check_in_place(group, device, 300007);
     check_broadcast(group, device);
     check_async(group, device);
+    check_shift(group, device);
     check_all_gather_host(group);
     CHECK(gc_dist_barrier(group) == GC_OK);
 }

@@ -16,6 +16,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -61,6 +62,20 @@ static inline int dist_free_port(void) {
     }
     close(fd);
     return ntohs(addr.sin_port);
+}
+
+/* Unsets every variable by which gc_dist_env_read recognises a launcher (and the master's), so
+ * that a test's own settings are all there is, even when the tests themselves run under srun
+ * or mpirun. */
+static inline void dist_forget_launchers(void) {
+    static const char *const names[] = {
+        "WORLD_SIZE", "RANK", "LOCAL_WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "GC_DIST_SECRET",
+        "GC_DIST_SECRET_FILE", "GC_DIST_BIND", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+        "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_SIZE", "PMI_RANK", "MPI_LOCALNRANKS",
+        "MPI_LOCALRANKID", "SLURM_PROCID", "SLURM_STEP_ID", "SLURM_NTASKS", "SLURM_NNODES", "SLURM_NODEID",
+        "SLURM_LOCALID", "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_STEP_NODELIST",
+        "SLURM_JOB_NODELIST", "SLURM_JOB_ID"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) unsetenv(names[i]);
 }
 
 static inline void dist_set_env(int rank, int world, int port) {
@@ -142,6 +157,21 @@ static inline bool dist_all_pass(int world, dist_body body, void *arg, double se
     return ok;
 }
 
+/* How many of the bucketer's buckets hold a parameter of `params`. */
+static inline int64_t dist_buckets_holding(const gc_ddp *ddp, const gc_param_list *params) {
+    int64_t holding = 0;
+    for (int b = 0; b < gc_ddp_bucket_count(ddp); b++) {
+        bool holds = false;
+        for (int i = 0; i < gc_ddp_get_bucket(ddp, b).n_params; i++) {
+            int64_t offset;
+            gc_tensor *t = gc_ddp_bucket_param(ddp, b, i, &offset)->tensor;
+            for (int j = 0; j < params->count; j++) holds |= params->items[j].tensor == t;
+        }
+        holding += holds;
+    }
+    return holding;
+}
+
 /* A process group for a test body (the TCP backend; every rank of the spawned world). */
 static inline gc_process_group *dist_test_group(double timeout) {
     gc_dist_options options = {.backend = GC_DIST_TCP, .timeout_seconds = timeout};
@@ -151,6 +181,27 @@ static inline gc_process_group *dist_test_group(double timeout) {
         exit(GC_TEST_SETUP_ERROR);
     }
     return group;
+}
+
+/* For a rank that is to stop with a fatal error: its stderr goes to the file `base`.RANK
+ * (`base` a name from mkstemp), which dist_read_stderr reads after the run. */
+static inline void dist_stderr_to_file(const char *base, int rank) {
+    char path[256];
+    snprintf(path, sizeof path, "%s.%d", base, rank);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    REQUIRE(fd >= 0 && dup2(fd, STDERR_FILENO) >= 0);
+    close(fd);
+}
+
+/* What rank `rank` wrote to its stderr file (the first size - 1 bytes), the file removed. */
+static inline void dist_read_stderr(const char *base, int rank, char *text, size_t size) {
+    char path[256];
+    snprintf(path, sizeof path, "%s.%d", base, rank);
+    FILE *file = fopen(path, "r");
+    REQUIRE(file);
+    text[fread(text, 1, size - 1, file)] = 0;
+    fclose(file);
+    remove(path);
 }
 
 #endif

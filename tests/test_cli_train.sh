@@ -31,7 +31,7 @@ for mode in gc plain; do
         check [ -s "$out/$file" ] "$mode: no $file"
     done
     check [ "$(wc -l <"$out/log.jsonl")" -eq 20 ] "$mode: the log has $(wc -l <"$out/log.jsonl") lines, not 20"
-    for key in epoch loss lr grad_norm examples_per_second peak_bytes chunk_sizes loss_scale skipped seconds; do
+    for key in epoch loss lr grad_norm examples_per_second peak_bytes chunk_sizes loss_scale skipped global_loss seconds; do
         grep -q "^{\"step\":20,.*\"$key\":" "$out/log.jsonl" || fail "$mode: no $key in the log"
     done
     # the model learns: the last loss is below the first (seeded, so not a matter of luck)
@@ -99,7 +99,7 @@ expect_error "--batch-size 500: $pairs has only 200 examples" "$gradcache" train
 expect_error "--hard-negatives 2: $pairs has 1 negative column" "$gradcache" train "${common[@]}" --hard-negatives 2
 expect_error "--gc-chunk-size: expected N or N,M" "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,x
 expect_error "--gc-chunk-size needs --gc" "$gradcache" train "${common[@]}" --gc-chunk-size 4
-expect_error "--loss needs --gc" "$gradcache" train "${common[@]}" --loss tiled
+expect_error "--loss tiled needs --gc" "$gradcache" train "${common[@]}" --loss tiled
 expect_error "--loss: expected one of" "$gradcache" train "${common[@]}" --gc --loss flat
 expect_error "--steps and --epochs cannot be used together" "$gradcache" train "${common[@]}" --epochs 1
 expect_error "--data is required" "$gradcache" train --steps 1

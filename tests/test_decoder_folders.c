@@ -17,7 +17,8 @@ static void expect_refused(const char *folder, gc_status want, const char *file,
 static void test_config_refusals(void) {
     static const char *const edits[][3] = {
         {"\"model_type\": \"qwen2\"", "\"model_type\": \"gemma\"",
-         "config.json: \"model_type\" is \"gemma\", not one of the supported \"llama\", \"mistral\", \"qwen2\", \"qwen3\""},
+         "config.json: \"model_type\" is \"gemma\", not one of the supported \"bert\", \"llama\", \"mistral\", "
+         "\"qwen2\", \"qwen3\""},
         {"\"rope_type\": \"default\"", "\"rope_type\": \"yarn\"",
          "config.json: \"rope_parameters.rope_type\" is \"yarn\", a rotary scaling gradcache does not implement"},
         {"\"num_key_value_heads\": 2", "\"num_key_value_heads\": 3",

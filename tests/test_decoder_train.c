@@ -46,7 +46,8 @@ static void open_run(run *r, gc_dtype dtype) {
     gc_text_encoder_params(&r->encoder, "", &r->params);
     char *prompt;
     REQUIRE(gc_pretrained_prompt(FOLDER, "query", &prompt) == GC_OK && prompt);
-    REQUIRE(gc_tokenize_prompted(r->tokenizer, prompt, queries, 6, 32, GC_PAD_TO_LONGEST, dtype, gc_cpu(),
+    /* 64 tokens, the fixture's positions: its small vocabulary spends 32 on the prompt alone */
+    REQUIRE(gc_tokenize_prompted(r->tokenizer, prompt, queries, 6, 64, GC_PAD_TO_LONGEST, dtype, gc_cpu(),
                                  &r->tensors[0], &r->tensors[1]) == GC_OK);
     REQUIRE(gc_tokenize(r->tokenizer, passages, 6, 32, GC_PAD_TO_LONGEST, dtype, gc_cpu(), &r->tensors[2],
                         &r->tensors[3]) == GC_OK);
@@ -132,15 +133,16 @@ static void test_half_precision(void) {
     }
 }
 
-/* Trained, saved, loaded again: the same embeddings bitwise. Written where
- * test_decoder_transformers.sh finds it when given a folder (argv[1]). */
+/* Trained, saved, loaded again: the same embeddings bitwise. Saved at `keep` when given (argv[1]:
+ * test_decoder_transformers.sh loads it with transformers). */
 static void test_save(const char *keep) {
     double losses[2];
     run r;
     train(GC_F32, 2, losses, &r);
     char scratch[PATH_MAX], folder[PATH_MAX + 16];
     gc_test_make_folder(scratch);
-    snprintf(folder, sizeof folder, "%s/saved", keep ? keep : scratch);
+    snprintf(folder, sizeof folder, "%s", keep ? keep : scratch);
+    if (!keep) strcat(folder, "/saved");
     REQUIRE(gc_pretrained_save(folder, &r.encoder, &r.unused, FOLDER) == GC_OK);
     CHECK(gc_pretrained_save(folder, &r.encoder, &r.unused, FOLDER) == GC_ERR_IO); /* never over a folder */
     gc_clear_error();
@@ -151,17 +153,6 @@ static void test_save(const char *keep) {
     gc_tensor *want = gc_encode_texts(&r.encoder, r.tokenizer, passages, 6, 32, 3);
     gc_tensor *got = gc_encode_texts(&loaded, tokenizer, passages, 6, 32, 3);
     gc_test_expect_close(want, got, 0, 0, "saved and loaded again");
-    if (keep) { /* the trained model's hidden states for the ids, for transformers to compare */
-        gc_tensor *hidden = gc_text_encoder_hidden(&r.encoder, r.tensors[2], r.tensors[3], false);
-        gc_param_list out = {0};
-        gc_param_list_add(&out, "", "ids", r.tensors[2], false);
-        gc_param_list_add(&out, "", "mask", r.tensors[3], false);
-        gc_param_list_add(&out, "", "hidden", hidden, false);
-        snprintf(folder, sizeof folder, "%s/outputs.safetensors", keep);
-        REQUIRE(gc_safetensors_save_plain(folder, &out, NULL) == GC_OK);
-        gc_param_list_free(&out);
-        gc_tensor_release(hidden);
-    }
     RELEASE(want, got);
     gc_tokenizer_free(tokenizer);
     gc_text_encoder_free(&loaded);
@@ -169,13 +160,46 @@ static void test_save(const char *keep) {
     gc_folder_remove(scratch);
 }
 
+/* The trainer's model of the folder (gc_dual_encoder_from_folder): one tied encoder in bf16, the
+ * folder's tokenizer and prompts, which gc_dual_encoder_encode puts before each side's texts. */
+static void test_dual_encoder(void) {
+    gc_dual_encoder model;
+    REQUIRE(gc_dual_encoder_from_folder(&model, FOLDER, 64, GC_BF16, gc_cpu()) == GC_OK); /* room after the prompt */
+    char *prompt;
+    REQUIRE(gc_pretrained_prompt(FOLDER, "query", &prompt) == GC_OK && prompt);
+    CHECK(model.tied && model.towers[0].config.dtype == GC_BF16 && model.max_length == 64);
+    CHECK(model.prompts[0] && strcmp(model.prompts[0], prompt) == 0);
+    CHECK(model.prompts[1] && model.prompts[1][0] == '\0'); /* the fixture's "document": "" */
+    gc_tensor *got = gc_dual_encoder_encode(&model, 0, queries, 6, 4);
+    gc_tensor *want = gc_encode_texts_prompted(&model.towers[0], model.tokenizer, prompt, queries, 6, 64, 4);
+    gc_tensor *bare = gc_encode_texts(&model.towers[0], model.tokenizer, queries, 6, 64, 4);
+    REQUIRE(got && want && bare);
+    gc_test_expect_close(want, got, 0, 0, "queries encoded after the folder's prompt");
+    double with[6 * 32], without[6 * 32], moved = 0; /* [6, 32]: the fixture's width */
+    REQUIRE(gc_numel(got) == 6 * 32);
+    gc_to_host_f64(got, with);
+    gc_to_host_f64(bare, without);
+    for (int i = 0; i < 6 * 32; i++) moved = fmax(moved, fabs(with[i] - without[i]));
+    CHECK_MSG(moved > 1e-2, "the prompt moved the unit-length embeddings by %g only", moved);
+    RELEASE(got, want, bare);
+    free(prompt);
+    gc_dual_encoder_free(&model);
+    /* in 32 tokens the prompt leaves no room for a query: refused, not encoded */
+    REQUIRE(gc_dual_encoder_from_folder(&model, FOLDER, 32, GC_F32, gc_cpu()) == GC_OK);
+    CHECK(gc_dual_encoder_encode(&model, 0, queries, 6, 4) == NULL && gc_last_status() == GC_ERR_CONFIG);
+    CHECK(strstr(gc_last_error(), "config_sentence_transformers.json: the query prompt is 32 tokens or more"));
+    gc_clear_error();
+    gc_dual_encoder_free(&model);
+}
+
 int main(int argc, char **argv) {
-    if (argc > 1) { /* test_decoder_transformers.sh: only the saved folder */
+    if (argc > 1) { /* test_decoder_transformers.sh: only the saved folder, at argv[1] */
         test_save(argv[1]);
         return gc_test_result();
     }
     GC_TEST_CASE(test_verify);
     GC_TEST_CASE(test_half_precision);
+    GC_TEST_CASE(test_dual_encoder);
     test_save(NULL);
     CHECK_MSG(gc_memory_get_stats(gc_cpu()).live_bytes == 0, "tensors left alive");
     return gc_test_result();

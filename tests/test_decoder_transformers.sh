@@ -1,24 +1,26 @@
 #!/bin/bash
-# A decoder-family model trained through the library and saved back (tests/test_decoder_train.c,
-# given a folder: $1 the program) loads in transformers (AutoModel) and computes the engine's
-# last hidden states for the same ids, within test_decoder_parity.c's f32 bound. Skipped (77)
-# where no python3 has PyTorch and transformers (GC_TEST_PYTHON names one, e.g. a venv's).
+# A decoder-family model trained by gradcache and saved back as a folder loads in transformers
+# (AutoModel) and computes the engine's last hidden states for the same ids
+# (tests/decoder_hidden.c), within test_decoder_parity.c's f32 bound. Usage:
+#   test_decoder_transformers.sh DECODER_HIDDEN COMMAND...
+# COMMAND, given the folder to write as one more argument, trains and saves: test_decoder_train
+# (the library's step, gc_pretrained_save) or `gradcache train --init ... --out` (the trainer's
+# run folder). A folder trained in f16 or bf16 holds 16-bit weights: both sides widen the same
+# stored values and compute in f32, so the f32 bound holds for it too. Skipped (77) where no
+# python3 has PyTorch and transformers (GC_TEST_PYTHON names one, e.g. a venv's).
 set -u
-program=$1
-python=
-for candidate in ${GC_TEST_PYTHON:-} python3 /usr/bin/python3; do
-    if command -v "$candidate" >/dev/null && "$candidate" -c 'import torch, transformers, safetensors' 2>/dev/null; then
-        python=$candidate
-        break
-    fi
-done
+hidden_program=$1
+shift
+. "$(dirname "$0")/find_python.sh"
+find_python torch transformers safetensors
 if [ -z "$python" ]; then
     echo "skip: no python3 with PyTorch and transformers (set GC_TEST_PYTHON)"
     exit 77
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$program" "$work" || { echo "FAIL: $program $work"; exit 1; }
+"$@" "$work/saved" || { echo "FAIL: $* $work/saved"; exit 1; }
+"$hidden_program" "$work/saved" "$work/outputs.safetensors" || { echo "FAIL: $hidden_program"; exit 1; }
 "$python" - "$work" <<'PY'
 import sys
 

@@ -4,8 +4,9 @@
  * accumulated sum once (gradient accumulation); zero_grad keeps the gradients as views of
  * the buckets, and a gradient replaced behind the bucketer's back is still reduced; ranks
  * with different parameters are refused at set-up, naming the parameter, on every rank. In
- * one process (a world of 1): a parameter no backward reached, and a backward during a
- * reduction, stop the program with one line; find_unused_parameters lets the first pass. */
+ * one process (a world of 1): a parameter no backward reached, a backward during a
+ * reduction, and one reaching a parameter gc_ddp_expect_params left out, stop the program
+ * with one line; find_unused_parameters lets the first pass. */
 #include <fcntl.h>
 
 #include "check.h"
@@ -147,7 +148,7 @@ static bool dies_with(void (*fn)(void), const char *want) {
 
 /* A world of one: the bucketer's checks need no peer. */
 static gc_ddp *solo_ddp(mlp_encoder *e, bool find_unused, gc_process_group **group) {
-    unsetenv("WORLD_SIZE");
+    dist_forget_launchers();
     *group = gc_process_group_from_env(&(gc_dist_options){.backend = GC_DIST_TCP});
     REQUIRE(*group);
     gc_ddp *ddp = gc_ddp_new(*group, &e->params, &(gc_ddp_options){.find_unused_parameters = find_unused});
@@ -180,6 +181,19 @@ static void backward_during_reduction(void) {
     for (int i = 0; i < 2; i++) backward_of(&e, x, 1.0); /* no gc_ddp_wait in between */
 }
 
+/* A backward announced to reach w1 and b1 only (gc_ddp_expect_params) reaches w2 too. */
+static void backward_not_announced(void) {
+    mlp_encoder e = make_encoder(GC_F32, 1, 0);
+    gc_process_group *group;
+    gc_ddp *ddp = solo_ddp(&e, false, &group);
+    gc_param_list first = {0};
+    gc_param_list_add(&first, "", "w1", e.w1, false);
+    gc_param_list_add(&first, "", "b1", e.b1, false);
+    gc_ddp_expect_params(ddp, &first);
+    gc_tensor *x = gc_ones(GC_SHAPE(2, IN), GC_F32, gc_cpu());
+    backward_of(&e, x, 1.0);
+}
+
 int main(void) {
     for (int world = 2; world <= 4; world += 2) CHECK_MSG(dist_all_pass(world, reduce_body, NULL, 60), "world %d", world);
     bool fewer = false, wider = false;
@@ -188,6 +202,7 @@ int main(void) {
     CHECK(dist_all_pass(2, mismatch_body, &wider, 60));
     CHECK(dies_with(unused_parameter, "ddp: parameter 'w2' got no gradient since the last reduction"));
     CHECK(dies_with(backward_during_reduction, "ddp: a backward reached"));
+    CHECK(dies_with(backward_not_announced, "ddp: a backward reached 'w2', which gc_ddp_expect_params said it would not"));
     /* with find_unused_parameters, w2 is reduced as it is (zero) */
     mlp_encoder e = make_encoder(GC_F32, 1, 0);
     gc_process_group *group;

@@ -1,8 +1,10 @@
 /* Failures become errors, never hangs: a rank killed mid-run, a rank that stops taking
- * part, a peer that never arrives, an unreachable master, a port in use, ranks that disagree
- * on the world size, and malformed environment variables. Timeouts are shortened to a few
+ * part, the same two in the middle of a ring loss, a peer that never arrives, an unreachable
+ * master, a port in use, ranks that disagree on the world size or on a shift's size, and
+ * malformed environment variables. Timeouts are shortened to a few
  * seconds; each surviving rank checks its own error (GC_ERR_PEER, a message naming the
  * collective and a rank) and how long it took. */
+#include <sys/time.h>
 #include <time.h>
 
 #include "check.h"
@@ -70,6 +72,76 @@ static int stuck_body(int rank, int world, void *arg) {
     return gc_test_result();
 }
 
+/* The ring loss of 1500 rows a side per rank, until a call fails: the failure must be
+ * GC_ERR_PEER naming a collective and a rank, within `limit` seconds more than the slowest
+ * call that succeeded, and the group broken after it (the next call fails at once). */
+static void ring_until_failure(gc_process_group *group, double limit) {
+    int rank = gc_dist_rank(group);
+    gc_tensor *q = gc_test_random(GC_SHAPE(1500, 16), GC_F32, 1 + (uint64_t)rank);
+    gc_tensor *p = gc_test_random(GC_SHAPE(1500, 16), GC_F32, 9 + (uint64_t)rank);
+    REQUIRE(q && p);
+    gc_contrastive_options options = {.similarity = GC_SIMILARITY_COSINE, .temperature = 0.05, .symmetric = true};
+    gc_status status = GC_OK;
+    double slowest = 0, took = 0, value;
+    for (int i = 0; i < 1000 && status == GC_OK; i++) {
+        gc_tensor *gq = NULL, *gp = NULL;
+        double start = seconds_now();
+        status = gc_contrastive_loss_ring(group, q, p, &options, 1, &value, &gq, &gp);
+        took = seconds_now() - start;
+        if (status == GC_OK && took > slowest) slowest = took;
+        RELEASE(gq, gp);
+    }
+    fprintf(stderr, "rank %d, after %.2f s (the slowest call took %.2f s): %s\n", rank, took, slowest, gc_last_error());
+    CHECK_MSG(status == GC_ERR_PEER && strstr(gc_last_error(), " #") && strstr(gc_last_error(), "rank "),
+              "rank %d: status %d: %s", rank, (int)status, gc_last_error());
+    CHECK_MSG(took < slowest + limit, "rank %d: the failure took %.1f s to show", rank, took);
+    double again = seconds_now();
+    gc_tensor *gq = NULL, *gp = NULL;
+    CHECK(gc_contrastive_loss_ring(group, q, p, &options, 1, &value, &gq, &gp) == GC_ERR_PEER && !gq && !gp);
+    CHECK(strstr(gc_last_error(), "failed earlier") != NULL && seconds_now() - again < 0.5);
+    RELEASE(q, p);
+}
+
+static void die(int signal) {
+    (void)signal;
+    raise(SIGKILL);
+}
+
+/* Alive and silent from the middle of whatever it was doing (the communication thread
+ * finishes the transfers already started; nothing more comes), then gone. */
+static void stall(int signal) {
+    (void)signal;
+    sleep(4 * (unsigned)TIMEOUT);
+    _exit(0);
+}
+
+/* `rank` runs `handler` 0.3 s into its ring losses, in the middle of one; every rank loops
+ * over ring losses until one fails. */
+static int ring_failure_body(int rank, int victim, void (*handler)(int), double timeout, double limit) {
+    gc_process_group *group = dist_test_group(timeout);
+    if (rank == victim) {
+        signal(SIGALRM, handler);
+        struct itimerval soon = {.it_value = {0, 300 * 1000}};
+        setitimer(ITIMER_REAL, &soon, NULL);
+    }
+    ring_until_failure(group, limit);
+    gc_process_group_free(group);
+    return gc_test_result();
+}
+
+/* Rank 2 of 3 is killed: the others learn it from the closed connections, long before the
+ * timeout. */
+static int killed_in_ring_body(int rank, int world, void *arg) {
+    (void)world, (void)arg;
+    return ring_failure_body(rank, 2, die, TIMEOUT * 5, TIMEOUT);
+}
+
+/* Rank 1 of 3 stalls: the others fail at the timeout. */
+static int stuck_in_ring_body(int rank, int world, void *arg) {
+    (void)world, (void)arg;
+    return ring_failure_body(rank, 1, stall, TIMEOUT, TIMEOUT + 1.5);
+}
+
 /* Forming a group fails with GC_ERR_PEER or the given status, within the timeout plus a
  * margin, and the message holds `want`. */
 static int expect_group_failure(gc_status expected, const char *want) {
@@ -112,6 +184,37 @@ static int world_mismatch_body(int rank, int world, void *arg) {
     return expect_group_failure(GC_ERR_PEER, "rank 1");
 }
 
+/* Rank 1 expects 8 bytes where rank 0 shifts it 16 (stderr to a file per rank): rank 1 stops
+ * naming both sizes, and rank 0's next collective fails instead of taking a wrong size. */
+static int shift_sizes_body(int rank, int world, void *arg) {
+    (void)world;
+    dist_stderr_to_file(arg, rank);
+    gc_process_group *group = dist_test_group(TIMEOUT * 5);
+    gc_tensor *send = gc_zeros(GC_SHAPE(4), GC_F32, gc_cpu());
+    gc_tensor *receive = gc_empty(GC_SHAPE(rank ? 2 : 4), GC_F32, gc_cpu());
+    gc_dist_shift(group, send, receive); /* rank 1 does not return */
+    CHECK(gc_dist_barrier(group) == GC_ERR_PEER);
+    RELEASE(send, receive);
+    gc_process_group_free(group);
+    return gc_test_result();
+}
+
+static void check_shift_sizes(void) {
+    char base[] = "/tmp/gc_shift_sizesXXXXXX";
+    int fd = mkstemp(base), status[2];
+    REQUIRE(fd >= 0);
+    close(fd);
+    double elapsed;
+    CHECK(dist_run(2, NULL, 0, shift_sizes_body, base, 30, status, &elapsed));
+    char text[1024], ignored[1024];
+    dist_read_stderr(base, 1, text, sizeof text);
+    dist_read_stderr(base, 0, ignored, sizeof ignored);
+    CHECK_MSG(status[0] == 0 && status[1] == 128 + SIGABRT, "sizes differ: ranks exited with %d and %d", status[0],
+              status[1]);
+    CHECK_MSG(strstr(text, "shift #0 ([4] f32 cpu): rank 0 sent 16 bytes, rank 1 expects 8"), "rank 1 said: %s", text);
+    remove(base);
+}
+
 /* Runs `body` in the listed ranks of `world` and checks that each exited 0 (but `killed`,
  * which must have died of SIGKILL; -1 for none). */
 static void run_case(const char *name, int world, const int *ranks, int n_ranks, dist_body body, void *arg,
@@ -150,7 +253,7 @@ static void check_env(void) {
         CHECK_MSG(strstr(gc_last_error(), cases[i].want) != NULL, "wanted '%s' in '%s'", cases[i].want,
                   gc_last_error());
     }
-    unsetenv("WORLD_SIZE");
+    dist_forget_launchers();
     gc_dist_env env;
     CHECK(gc_dist_env_read(&env) == GC_OK && !env.launched && env.world_size == 1 && env.rank == 0);
     setenv("GC_DIST_TIMEOUT", "soon", 1);
@@ -176,11 +279,14 @@ int main(void) {
     int all3[] = {0, 1, 2}, first_two[] = {0, 1}, second[] = {1}, first[] = {0};
     run_case("a rank killed", 3, all3, 3, killed_body, NULL, 2);
     run_case("a rank stuck", 3, all3, 3, stuck_body, NULL, -1);
+    run_case("a rank killed in a ring loss", 3, all3, 3, killed_in_ring_body, NULL, 2);
+    run_case("a rank stuck in a ring loss", 3, all3, 3, stuck_in_ring_body, NULL, -1);
     run_case("a peer that never arrives", 3, first_two, 2, missing_peer_body, NULL, -1);
     run_case("no master", 2, second, 1, no_master_body, NULL, -1);
     int busy_fd, busy = listening_port(&busy_fd);
     run_case("port in use", 2, first, 1, port_in_use_body, &busy, -1);
     close(busy_fd);
     run_case("world sizes differ", 2, first_two, 2, world_mismatch_body, NULL, -1);
+    check_shift_sizes();
     return gc_test_result();
 }

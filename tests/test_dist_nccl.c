@@ -1,5 +1,6 @@
-/* The NCCL backend on a GPU (skipped without one): the collective checks and distributed
- * Gradient Cache of the TCP tests, through NCCL on CUDA tensors; CUDA tensors through the
+/* The NCCL backend on a GPU (skipped without one): the collective checks (shifts included),
+ * distributed Gradient Cache, the ring loss's checks and ZeRO (its stages against the unsharded
+ * run, to NCCL's tolerance) of the TCP tests, through NCCL on CUDA tensors; CUDA tensors through the
  * TCP ring (staged through the host); the TCP ring's result equal to NCCL's; and a peer
  * that leaves during an all-gather of unequal rows (padded buffers in flight).
  *
@@ -9,6 +10,8 @@
  * of one process runs, and the test says so. */
 #include "dist_cache_checks.h"
 #include "dist_collective_checks.h"
+#include "dist_ring_loss_checks.h"
+#include "dist_zero_checks.h"
 #include "gradcache/config.h"
 #if GC_HAVE_NCCL
 #include <nccl.h>
@@ -38,6 +41,19 @@ static int collectives_body(int rank, int world, void *arg) {
     CHECK_MSG(differ == 0, "%lld sums of the ring and of NCCL differ beyond rounding", (long long)differ);
     RELEASE(ring, theirs);
     gc_process_group_free(nccl);
+    return gc_test_result();
+}
+
+/* The ring contrastive loss through NCCL (ncclSend and ncclRecv for its shifts) against the
+ * all-gather loss through NCCL and one process on the CPU: every case of
+ * dist_ring_loss_checks.h. */
+static int ring_loss_body(int rank, int world, void *arg) {
+    (void)world, (void)arg;
+    gc_device device = rank_device(rank);
+    gc_process_group *group = gc_process_group_from_env(&(gc_dist_options){GC_DIST_NCCL, 60, device});
+    REQUIRE(group);
+    check_ring_loss(group, device);
+    gc_process_group_free(group);
     return gc_test_result();
 }
 
@@ -88,12 +104,17 @@ int main(void) {
                         "running the world of one process only\n", version);
         worlds = 1;
     }
-    /* 11 runs of at most 10 s, inside the test's own limit of 120 s (tests/meson.build), so
-     * that a run that hangs is reported by name */
+    /* 22 runs of at most 10 s each, so that a run that hangs is reported by name while the runs
+     * before it take their usual seconds (the limits add up to more than the test's own 120 s,
+     * tests/meson.build, which bench/gpu_check.sh's shipped part needs to fit one call; the
+     * GradCache scenarios with the ring loss are the TCP test's: the ring loss itself is
+     * checked through NCCL here) */
     for (int world = 1; world <= worlds; world++)
         CHECK_MSG(dist_all_pass(world, collectives_body, NULL, 10), "collectives, world %d", world);
     if (worlds > 1) {
-        dist_cache_run_all(GC_DIST_NCCL, 2, 10);
+        dist_cache_run_all(GC_DIST_NCCL, 2, false, 10);
+        CHECK_MSG(dist_all_pass(2, ring_loss_body, NULL, 10), "the ring loss through NCCL");
+        dist_zero_run_all(GC_DIST_NCCL, 2, 10);
         CHECK_MSG(dist_all_pass(2, peer_gone_body, NULL, 10), "a peer gone during an all-gather of unequal rows");
     }
     return gc_test_result();

@@ -1,8 +1,11 @@
 /* The tiled contrastive loss on CUDA (its tile kernels) against the untiled reference on the
  * CPU: every option and tile size of the CPU test, larger tiles that take several blocks per
  * row and per column block (rows of 300 and 600 scores, 8 lanes per column), a non-finite
- * representation, and the working memory at batch 16,384. */
-#include "loss_tiled_cases.h"
+ * representation, and the working memory at batch 16,384. And the ring loss on CUDA in a
+ * world of one process (every device path of its passes; its shifts copy): every case of
+ * dist_ring_loss_checks.h against the all-gather loss on the GPU and one process on the CPU
+ * (several ranks on GPUs: test_dist_nccl). */
+#include "dist_ring_loss_checks.h"
 
 static void test_large_tiles(gc_device device) {
     const loss_case cases[] = {
@@ -59,5 +62,9 @@ int main(void) {
     test_large_tiles(device);
     test_non_finite(device);
     test_memory_at_16384(device);
+    gc_process_group *alone = gc_process_group_new(&(gc_dist_env){.rank = 0, .world_size = 1}, &(gc_dist_options){0});
+    REQUIRE(alone);
+    check_ring_loss(alone, device);
+    gc_process_group_free(alone);
     return gc_test_result();
 }

@@ -1,4 +1,5 @@
-/* Memory accounting on the CPU: exact live/peak/count, the byte limit (API and
+/* Memory accounting on the CPU: exact live/peak/count, their split by role (and the split of
+ * the peak taken when it is reached), the byte limit (API and
  * GC_MEM_LIMIT), the size-class cache (the same code CUDA uses, on by default for the CPU
  * too), and that a failed allocation leaks nothing. */
 #include <fcntl.h>
@@ -33,6 +34,49 @@ static void test_exact_accounting(void) {
     CHECK(gc_memory_get_stats(cpu).reserved_bytes == before.reserved_bytes + 3 * 512);
     gc_memory_empty_cache(cpu);
     CHECK(gc_memory_get_stats(cpu).reserved_bytes == before.reserved_bytes);
+}
+
+/* Each storage counts under the role set when it was made, until it is freed (a later role
+ * does not move it); the peak's split is the live split at the moment of the peak. */
+static void test_roles(void) {
+    gc_memory_reset_peak(cpu);
+    gc_memory_stats before = gc_memory_get_stats(cpu);
+    CHECK(gc_memory_get_role() == GC_MEMORY_OTHER);
+    gc_memory_role previous = gc_memory_set_role(GC_MEMORY_PARAMETERS);
+    gc_tensor *weights = gc_zeros(GC_SHAPE(100), GC_F32, cpu); /* 400 bytes */
+    gc_memory_set_role(GC_MEMORY_OPTIMIZER);
+    gc_tensor *moments = gc_zeros(GC_SHAPE(50), GC_F32, cpu); /* 200 */
+    CHECK(gc_memory_set_role(previous) == GC_MEMORY_OPTIMIZER && gc_memory_get_role() == GC_MEMORY_OTHER);
+    gc_tensor *activation = gc_zeros(GC_SHAPE(1000), GC_F32, cpu); /* 4000: the peak */
+    REQUIRE(weights && moments && activation);
+    gc_memory_stats during = gc_memory_get_stats(cpu);
+    size_t want[GC_MEMORY_ROLES] = {4000, 400, 0, 200};
+    for (int r = 0; r < GC_MEMORY_ROLES; r++)
+        CHECK_MSG(during.role_live_bytes[r] == before.role_live_bytes[r] + want[r], "%s: %zu live bytes",
+                  gc_memory_role_name((gc_memory_role)r), during.role_live_bytes[r]);
+    gc_tensor_release(activation);
+    gc_memory_set_role(GC_MEMORY_GRADIENTS);
+    gc_tensor *grads = gc_zeros(GC_SHAPE(100), GC_F32, cpu); /* 400, below the peak */
+    gc_memory_set_role(GC_MEMORY_OTHER);
+    REQUIRE(grads);
+    gc_memory_stats after = gc_memory_get_stats(cpu);
+    size_t sum = 0;
+    for (int r = 0; r < GC_MEMORY_ROLES; r++) sum += after.role_peak_bytes[r];
+    CHECK(sum == after.peak_bytes && after.peak_bytes == during.live_bytes);
+    CHECK(after.role_peak_bytes[GC_MEMORY_GRADIENTS] == before.role_live_bytes[GC_MEMORY_GRADIENTS]); /* came later */
+    CHECK(after.role_peak_bytes[GC_MEMORY_OTHER] == before.role_live_bytes[GC_MEMORY_OTHER] + 4000);
+    CHECK(after.role_live_bytes[GC_MEMORY_OTHER] == before.role_live_bytes[GC_MEMORY_OTHER]);
+    gc_memory_reset_peak(cpu);
+    after = gc_memory_get_stats(cpu);
+    CHECK(memcmp(after.role_peak_bytes, after.role_live_bytes, sizeof after.role_peak_bytes) == 0);
+    RELEASE(weights, moments, grads);
+    CHECK(memcmp(gc_memory_get_stats(cpu).role_live_bytes, before.role_live_bytes, sizeof before.role_live_bytes) == 0);
+    CHECK(strcmp(gc_memory_role_name(GC_MEMORY_OPTIMIZER), "optimizer") == 0);
+}
+
+static void bad_role(void *arg) {
+    (void)arg;
+    gc_memory_set_role(GC_MEMORY_ROLES);
 }
 
 static void test_views_allocate_nothing(void) {
@@ -164,23 +208,23 @@ static void test_block_cache(void) {
     gc_alloc_set_caching(cpu, true);
     gc_memory_empty_cache(cpu); /* no block left by the tests before */
     gc_memory_stats start = gc_memory_get_stats(cpu);
-    void *first = gc_alloc(cpu, 1000);
+    void *first = gc_alloc(cpu, 1000, GC_MEMORY_OTHER);
     REQUIRE(first);
     gc_memory_stats one = gc_memory_get_stats(cpu);
     CHECK(one.live_bytes == start.live_bytes + 1000);               /* exact, not the class size */
     CHECK(one.reserved_bytes == start.reserved_bytes + 1024);       /* the class size */
     CHECK(one.driver_alloc_count == start.driver_alloc_count + 1);
-    gc_free(cpu, first, 1000);
+    gc_free(cpu, first, 1000, GC_MEMORY_OTHER);
     CHECK(gc_memory_get_stats(cpu).reserved_bytes == start.reserved_bytes + 1024); /* kept */
-    void *second = gc_alloc(cpu, 900); /* same class: reused, no new backend allocation */
+    void *second = gc_alloc(cpu, 900, GC_MEMORY_OTHER); /* same class: reused, no new backend allocation */
     CHECK(second == first);
     CHECK(gc_memory_get_stats(cpu).driver_alloc_count == one.driver_alloc_count);
     CHECK(gc_memory_get_stats(cpu).live_bytes == start.live_bytes + 900);
-    void *third = gc_alloc(cpu, 5000); /* another class: a new block */
+    void *third = gc_alloc(cpu, 5000, GC_MEMORY_OTHER); /* another class: a new block */
     REQUIRE(third);
     CHECK(gc_memory_get_stats(cpu).driver_alloc_count == one.driver_alloc_count + 1);
-    gc_free(cpu, second, 900);
-    gc_free(cpu, third, 5000);
+    gc_free(cpu, second, 900, GC_MEMORY_OTHER);
+    gc_free(cpu, third, 5000, GC_MEMORY_OTHER);
     gc_memory_empty_cache(cpu);
     gc_memory_stats end = gc_memory_get_stats(cpu);
     CHECK(end.live_bytes == start.live_bytes && end.reserved_bytes == start.reserved_bytes);
@@ -249,6 +293,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     test_exact_accounting();
+    test_roles();
+    gc_test_expect_fatal(bad_role, NULL, "memory_set_role: no memory role 4");
     test_views_allocate_nothing();
     test_zero_byte_tensor();
     test_limit();

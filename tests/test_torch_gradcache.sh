@@ -7,13 +7,8 @@
 set -u
 gradcache=$1
 script=$2
-python=
-for candidate in python3 /usr/bin/python3; do
-    if command -v "$candidate" >/dev/null && "$candidate" -c 'import torch' 2>/dev/null; then
-        python=$candidate
-        break
-    fi
-done
+. "$(dirname "$0")/find_python.sh"
+find_python torch
 if [ -z "$python" ]; then
     echo "skip: no python3 with PyTorch (apt-get install python3-torch)"
     exit 77

@@ -192,7 +192,7 @@ static bool row_spells(const gc_tensor *ids, int64_t row, const char *text) {
 static void batch_with_missing_negatives(void *pairs) {
     int64_t examples[] = {0};
     gc_training_batch batch;
-    gc_training_batch_make(pairs, examples, 1, 2, gc_tokenizer_bytes(), 4, GC_F32, gc_cpu(), &batch);
+    gc_training_batch_make(pairs, examples, 1, 2, gc_tokenizer_bytes(), NULL, 4, GC_F32, gc_cpu(), &batch);
 }
 
 static void test_training_batch(void) {
@@ -201,8 +201,8 @@ static void test_training_batch(void) {
     REQUIRE(gc_pairs_parse(data, sizeof data - 1, "memory", &pairs) == GC_OK);
     int64_t examples[] = {2, 0};
     gc_training_batch batch;
-    REQUIRE(gc_training_batch_make(&pairs, examples, 2, 1, gc_tokenizer_bytes(), 4, GC_BF16, gc_cpu(), &batch) ==
-            GC_OK);
+    REQUIRE(gc_training_batch_make(&pairs, examples, 2, 1, gc_tokenizer_bytes(), NULL, 4, GC_BF16, gc_cpu(),
+                                   &batch) == GC_OK);
     CHECK(batch.query_ids->shape[0] == 2 && batch.query_ids->shape[1] == 3); /* [CLS] + 2 bytes: the longest */
     CHECK(batch.passage_ids->shape[0] == 4 && batch.passage_mask->shape[0] == 4);
     CHECK(batch.query_mask->dtype == GC_BF16 && batch.passage_mask->dtype == GC_BF16); /* the model's dtype */
@@ -211,6 +211,13 @@ static void test_training_batch(void) {
     CHECK(row_spells(batch.passage_ids, 0, "p2") && row_spells(batch.passage_ids, 1, "n2"));
     CHECK(row_spells(batch.passage_ids, 2, "p0") && row_spells(batch.passage_ids, 3, "n0"));
     CHECK(batch.inputs[0].tensors[0] == batch.query_ids && batch.inputs[1].tensors[1] == batch.passage_mask);
+    gc_training_batch_release(&batch);
+    /* a decoder embedder's prompts (gc_dual_encoder.prompts): each side's texts after its own */
+    char query_prompt[] = "Q:", passage_prompt[] = "D", *prompts[2] = {query_prompt, passage_prompt};
+    REQUIRE(gc_training_batch_make(&pairs, examples, 2, 1, gc_tokenizer_bytes(), prompts, 8, GC_F32, gc_cpu(),
+                                   &batch) == GC_OK);
+    CHECK(row_spells(batch.query_ids, 0, "Q:q2") && row_spells(batch.query_ids, 1, "Q:q0"));
+    CHECK(row_spells(batch.passage_ids, 0, "Dp2") && row_spells(batch.passage_ids, 3, "Dn0"));
     gc_training_batch_release(&batch);
     gc_test_expect_fatal(batch_with_missing_negatives, &pairs, "training_batch: 2 negatives asked, the pairs have 1");
     gc_pairs_free(&pairs);

@@ -1,8 +1,9 @@
 /* The trainer as library calls (gc_trainer of gradcache/train.h), on the 64 pairs of
- * tests/fixtures/word_pairs.tsv: settings that cannot work are GC_ERR_CONFIG with one line and
- * nothing written; gc_trainer_step, gc_trainer_run and the on_step callback see the same steps;
- * a run stopped, saved and resumed equals an uninterrupted one byte for byte; a step past the
- * run's last is refused. (The gradcache program's use of it: test_cli_train.sh and the rest.) */
+ * tests/fixtures/word_pairs.tsv: settings that cannot work (--loss ring's among them) are
+ * GC_ERR_CONFIG with one line and nothing written; gc_trainer_step, gc_trainer_run and the
+ * on_step callback see the same steps; a run stopped, saved and resumed equals an
+ * uninterrupted one byte for byte; a step past the run's last is refused. (The gradcache
+ * program's use of it: test_cli_train.sh and the rest.) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,8 +60,19 @@ static void test_refused(void) {
     config.data = PAIRS;
     config.model_size = 3;
     expect_refused(&config, "--model-size 3: no such preset");
-    /* a missing file is no setting: the reader's status and line */
     config.model_size = 0;
+    /* the ring is the cached step's, and tiled */
+    config.global_loss = GC_GLOBAL_LOSS_RING;
+    config.gc = false;
+    expect_refused(&config, "--loss ring needs --gc");
+    config.gc = true;
+    config.loss = GC_CONTRASTIVE_FULL;
+    expect_refused(&config, "--loss ring with the full loss (GC_CONTRASTIVE_FULL)");
+    config.loss = GC_CONTRASTIVE_AUTO;
+    config.global_loss = (gc_global_loss)3;
+    expect_refused(&config, "--loss: global_loss 3 is none of AUTO, GATHER and RING");
+    config.global_loss = GC_GLOBAL_LOSS_AUTO;
+    /* a missing file is no setting: the reader's status and line */
     config.data = GC_TEST_FIXTURES "/missing.tsv";
     gc_trainer *trainer;
     CHECK(gc_trainer_new(&config, &trainer) == GC_ERR_IO && trainer == NULL);
@@ -108,6 +120,7 @@ static void test_steps(void) {
         CHECK(gc_trainer_step(trainer, &record) == GC_OK && record.step == step && record.epoch == 0);
         CHECK(by_step.count == step && by_step.records[step - 1].loss == record.loss);
         CHECK(record.loss == by_run.records[step - 1].loss && record.lr == by_run.records[step - 1].lr);
+        CHECK(!strcmp(record.global_loss, "local")); /* one process: nothing gathered or passed on */
     }
     gc_trainer_free(trainer);
     char a[300], b[300];

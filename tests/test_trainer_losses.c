@@ -75,6 +75,9 @@ static void test_positives(void) {
     config.positives = 2;
     config.hard_negatives = 1;
     expect_refused(&config, "--hard-negatives 1: " PAIRS " has 0 negative columns");
+    config.hard_negatives = 0;
+    config.global_loss = GC_GLOBAL_LOSS_RING; /* the ring computes one positive */
+    expect_refused(&config, "--loss ring with --positives 2 or --matryoshka");
 }
 
 static void test_matryoshka(void) {
@@ -171,6 +174,8 @@ static void test_accumulate(void) {
     gc_trainer_free(trainer);
     config.batch_size = 16, config.accumulate = 5;
     expect_refused(&config, "--batch-size 16 times --accumulate 5: " PAIRS " has only 64 examples");
+    config.accumulate = 2, config.zero = GC_ZERO_1;
+    expect_refused(&config, "--accumulate 2 with --zero: the sharded reductions under accumulation are not checked");
 }
 
 /* --gc-chunk-tokens: a budget above the whole batch's tokens, with one chunk per side, is the

@@ -85,19 +85,21 @@ static const char **gather_texts(const gc_pairs *pairs, const int64_t *examples,
 }
 
 gc_status gc_training_batch_make(const gc_pairs *pairs, const int64_t *examples, int64_t count, int negatives,
-                                 const gc_tokenizer *tokenizer, int64_t max_length, gc_dtype mask_dtype,
-                                 gc_device device, gc_training_batch *batch) {
+                                 const gc_tokenizer *tokenizer, char *const prompts[2], int64_t max_length,
+                                 gc_dtype mask_dtype, gc_device device, gc_training_batch *batch) {
     *batch = (gc_training_batch){0};
     if (negatives < 0 || negatives > pairs->negatives)
         gc_fatal("training_batch: %d negatives asked, the pairs have %d", negatives, pairs->negatives);
     /* column 0 is the query, 1 the positive, 2.. the negatives */
     const char **queries = gather_texts(pairs, examples, count, 0, 1);
     const char **passages = gather_texts(pairs, examples, count, 1, 1 + negatives);
-    gc_status status = gc_tokenize(tokenizer, queries, count, max_length, GC_PAD_TO_LONGEST, mask_dtype, device,
-                                   &batch->query_ids, &batch->query_mask);
+    gc_status status = gc_tokenize_prompted(tokenizer, prompts ? prompts[0] : NULL, queries, count, max_length,
+                                            GC_PAD_TO_LONGEST, mask_dtype, device, &batch->query_ids,
+                                            &batch->query_mask);
     if (status == GC_OK)
-        status = gc_tokenize(tokenizer, passages, count * (1 + negatives), max_length, GC_PAD_TO_LONGEST, mask_dtype,
-                             device, &batch->passage_ids, &batch->passage_mask);
+        status = gc_tokenize_prompted(tokenizer, prompts ? prompts[1] : NULL, passages, count * (1 + negatives),
+                                      max_length, GC_PAD_TO_LONGEST, mask_dtype, device, &batch->passage_ids,
+                                      &batch->passage_mask);
     free(queries);
     free(passages);
     if (status != GC_OK) {

@@ -59,12 +59,41 @@ gc_text_encoder *gc_dual_encoder_tower(gc_dual_encoder *model, int side) {
     return &model->towers[model->tied ? 0 : side];
 }
 
+gc_status gc_dual_encoder_check_prompts(const gc_dual_encoder *model) {
+    int32_t *ids = malloc((size_t)model->max_length * sizeof *ids);
+    if (!ids) gc_fatal("dual_encoder_check_prompts: out of host memory for %lld token ids", (long long)model->max_length);
+    gc_status status = GC_OK;
+    for (int side = 0; side < 2 && status == GC_OK; side++) {
+        if (!model->prompts[side]) continue;
+        int64_t length = gc_tokenizer_encode(model->tokenizer, model->prompts[side], model->max_length, ids);
+        if (length < 0) {
+            status = gc_last_status();
+        } else if (length == model->max_length) { /* its special tokens included: what a text would get */
+            gc_set_error(GC_ERR_CONFIG, "%s/config_sentence_transformers.json: the %s prompt is %lld tokens or more, "
+                         "leaving none of the %lld tokens per text for the text", model->pretrained,
+                         side ? "document" : "query", (long long)length, (long long)model->max_length);
+            status = GC_ERR_CONFIG;
+        }
+    }
+    free(ids);
+    return status;
+}
+
+gc_tensor *gc_dual_encoder_encode(gc_dual_encoder *model, int side, const char *const *texts, int64_t count,
+                                  int64_t batch) {
+    if (gc_dual_encoder_check_prompts(model) != GC_OK) return NULL;
+    return gc_encode_texts_prompted(gc_dual_encoder_tower(model, side), model->tokenizer, model->prompts[side], texts,
+                                    count, model->max_length, batch);
+}
+
 void gc_dual_encoder_free(gc_dual_encoder *model) {
     gc_param_list_free(&model->params);
     for (int t = 0; t < (model->tied ? 1 : 2); t++) gc_text_encoder_free(&model->towers[t]);
     gc_tokenizer_free(model->tokenizer);
     gc_bert_unused_free(&model->unused);
     free(model->pretrained);
+    free(model->prompts[0]);
+    free(model->prompts[1]);
     *model = (gc_dual_encoder){0};
 }
 

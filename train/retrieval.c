@@ -178,11 +178,8 @@ gc_status gc_retrieval_evaluate_pairs_at(gc_dual_encoder *model, const gc_pairs 
     const char **words;
     int64_t n_words = gc_distinct_texts(positives, count, &words, positive_index);
     /* [count, D] */
-    gc_tensor *query_reps = gc_encode_texts(gc_dual_encoder_tower(model, 0), model->tokenizer, queries, count,
-                                            model->max_length, batch);
-    gc_tensor *word_reps = query_reps ? gc_encode_texts(gc_dual_encoder_tower(model, 1), model->tokenizer, words,
-                                                        n_words, model->max_length, batch)
-                                      : NULL; /* [n_words, D] */
+    gc_tensor *query_reps = gc_dual_encoder_encode(model, 0, queries, count, batch);
+    gc_tensor *word_reps = query_reps ? gc_dual_encoder_encode(model, 1, words, n_words, batch) : NULL; /* [n_words, D] */
     gc_status status = word_reps ? evaluate_prefixes(query_reps, word_reps, positive_index, dims, n_dims, metrics)
                                  : gc_last_status();
     gc_tensor_release(query_reps);

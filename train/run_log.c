@@ -68,7 +68,8 @@ gc_status gc_run_log_append(gc_run_log *log, const gc_step_record *r) {
             ",\"examples_per_second\":%.1f,\"peak_bytes\":%zu,\"chunk_sizes\":[%lld,%lld]", r->examples_per_second,
             r->peak_bytes, (long long)r->chunk_sizes[0], (long long)r->chunk_sizes[1]);
     print_number(log->file, "loss_scale", r->loss_scale);
-    fprintf(log->file, ",\"skipped\":%s,\"seconds\":%.6f}\n", r->skipped ? "true" : "false", r->seconds);
+    fprintf(log->file, ",\"skipped\":%s,\"global_loss\":\"%s\",\"seconds\":%.6f}\n", r->skipped ? "true" : "false",
+            r->global_loss, r->seconds);
     if (fflush(log->file) != 0) return io_error(log->path, "append to");
     return GC_OK;
 }

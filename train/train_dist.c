@@ -23,9 +23,9 @@ gc_status gc_train_dist_begin(gc_train_dist *dist, int64_t batch_size, gc_device
     return dist->group ? GC_OK : gc_last_status();
 }
 
-gc_status gc_train_dist_attach(gc_train_dist *dist, const gc_param_list *params, bool reduce_in_f32) {
+gc_status gc_train_dist_attach(gc_train_dist *dist, const gc_param_list *params, bool reduce_in_f32, gc_zero zero) {
     if (!dist->group) return GC_OK;
-    dist->ddp = gc_ddp_new(dist->group, params, &(gc_ddp_options){.reduce_in_f32 = reduce_in_f32});
+    dist->ddp = gc_ddp_new(dist->group, params, &(gc_ddp_options){.reduce_in_f32 = reduce_in_f32, .zero = zero});
     return dist->ddp ? GC_OK : gc_last_status();
 }
 

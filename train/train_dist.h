@@ -25,8 +25,9 @@ typedef struct gc_train_dist {
  * group's forming. */
 gc_status gc_train_dist_begin(gc_train_dist *dist, int64_t batch_size, gc_device *device);
 /* The bucketer over the model's parameters (which it broadcasts from rank 0); half
- * gradients reduced in f32 or in their own dtype (gc_ddp_options.reduce_in_f32). */
-gc_status gc_train_dist_attach(gc_train_dist *dist, const gc_param_list *params, bool reduce_in_f32);
+ * gradients reduced in f32 or in their own dtype (gc_ddp_options.reduce_in_f32); sharded
+ * from GC_ZERO_1 on (gc_ddp_options.zero). */
+gc_status gc_train_dist_attach(gc_train_dist *dist, const gc_param_list *params, bool reduce_in_f32, gc_zero zero);
 void gc_train_dist_end(gc_train_dist *dist);
 
 int gc_train_dist_rank(const gc_train_dist *dist);

@@ -8,7 +8,7 @@
 #include "numbers.h"
 #include "train_state.h"
 
-#define OPTIMIZER_PREFIX "optimizer"
+#define OPTIMIZER_PREFIX GC_TRAIN_OPTIMIZER_PREFIX
 
 static const char *const CHUNK_SIZE_KEYS[2] = {"train.query_chunk_size", "train.passage_chunk_size"};
 
@@ -62,15 +62,16 @@ static void describe(gc_metadata *metadata, const gc_dual_encoder *model, int64_
     }
 }
 
-gc_status gc_train_state_save(const char *path, const gc_dual_encoder *model, const gc_adamw *optimizer,
-                              const gc_train_progress *progress, const gc_metadata *settings,
+gc_status gc_train_state_save(const char *path, const gc_dual_encoder *model, const gc_param_list *optimizer_state,
+                              int64_t optimizer_step, const gc_train_progress *progress, const gc_metadata *settings,
                               const gc_train_plan *plan, const gc_rng_context *ranks) {
     gc_metadata metadata = {0};
-    describe(&metadata, model, optimizer->step, progress, settings, plan, ranks);
+    describe(&metadata, model, optimizer_step, progress, settings, plan, ranks);
     gc_param_list tensors = {0};
     for (int i = 0; i < model->params.count; i++)
         gc_param_list_add(&tensors, "", model->params.items[i].name, model->params.items[i].tensor, false);
-    gc_adamw_state(optimizer, OPTIMIZER_PREFIX, &tensors);
+    for (int i = 0; i < optimizer_state->count; i++)
+        gc_param_list_add(&tensors, "", optimizer_state->items[i].name, optimizer_state->items[i].tensor, false);
     gc_status status = gc_safetensors_save(path, &tensors, gc_metadata_entries(&metadata));
     gc_param_list_free(&tensors);
     gc_metadata_free(&metadata);
@@ -117,16 +118,15 @@ static gc_status check_description(const gc_safetensors *file, const char *path,
     return status;
 }
 
-/* GC_ERR_FORMAT unless the checkpoint was written by a run of `world` processes. */
-static gc_status check_world(const gc_safetensors *file, const char *path, int world) {
+/* How many processes wrote the checkpoint (absent: 1). Any number resumes: see
+ * read_generators for the dropout masks. */
+static gc_status read_world(const gc_safetensors *file, const char *path, int *world) {
     int64_t written = 1;
     if (gc_safetensors_metadata(file, "dist.world_size") &&
         gc_metadata_read_int(file, path, "dist.world_size", 2, 1 << 20, &written) != GC_OK)
         return GC_ERR_FORMAT;
-    if (written == world) return GC_OK;
-    gc_set_error(GC_ERR_FORMAT, "%s was written by a run of %lld process%s, this run has %d (each process draws its "
-                 "own dropout masks: resume with as many)", path, (long long)written, written == 1 ? "" : "es", world);
-    return GC_ERR_FORMAT;
+    *world = (int)written;
+    return GC_OK;
 }
 
 static gc_status refuse(const char *path, const char *fmt, ...)
@@ -209,13 +209,17 @@ static gc_status read_scaler(const gc_safetensors *file, const char *path, gc_tr
     return status;
 }
 
-/* The generators: every rank's offsets at most GC_TRAIN_MAX_RNG_OFFSET along (room for the
- * rest of the run), and this rank's of the fresh run's seed (the dropout stream --seed and
- * the rank name), loaded into progress->rng. */
-static gc_status read_generators(const gc_safetensors *file, const char *path, const gc_train_plan *plan,
+/* The generators of the `written` ranks that wrote the checkpoint: every offset at most
+ * GC_TRAIN_MAX_RNG_OFFSET along (room for the rest of the run), and this rank's of the fresh
+ * run's seed (the dropout stream --seed and the rank name), loaded into progress->rng. A rank
+ * the checkpoint has no state of (a run resumed with more processes) starts its own stream
+ * at the largest offset any rank reached: past what earlier ranks of its name drew when they
+ * kept pace with the others, so its masks are not drawn again. */
+static gc_status read_generators(const gc_safetensors *file, const char *path, const gc_train_plan *plan, int written,
                                  gc_train_progress *progress) {
     gc_status status = GC_OK;
-    for (int rank = 0; rank < plan->world && status == GC_OK; rank++) {
+    uint64_t furthest[1 + GC_MAX_CUDA_DEVICES] = {0};
+    for (int rank = 0; rank < written && status == GC_OK; rank++) {
         for (int slot = 0; slot < 1 + GC_MAX_CUDA_DEVICES && status == GC_OK; slot++) {
             char key[64];
             uint64_t seed, offset;
@@ -230,8 +234,11 @@ static gc_status read_generators(const gc_safetensors *file, const char *path, c
                 return refuse(path, "metadata '%s' is %llu, past the largest offset a run reaches, 2^62", key,
                               (unsigned long long)offset);
             if (status == GC_OK && rank == plan->rank) progress->rng.devices[slot].offset = offset;
+            if (status == GC_OK && offset > furthest[slot]) furthest[slot] = offset;
         }
     }
+    for (int slot = 0; slot < 1 + GC_MAX_CUDA_DEVICES && plan->rank >= written; slot++)
+        progress->rng.devices[slot].offset = furthest[slot];
     return status;
 }
 
@@ -259,62 +266,72 @@ static gc_status read_optimizer_state(const gc_safetensors *file, gc_param_list 
     return GC_OK;
 }
 
-/* After gc_adamw_load_state: the file's optimizer entries were exactly AdamW's two moments of
- * every parameter (after step 0) or none at all (at step 0). Anything else would continue
- * to another model than the one the run would have trained. */
-static gc_status check_optimizer_entries(const char *path, const gc_adamw *optimizer, const gc_param_list *entries,
+/* After the state was loaded (whose checks pair the moments and the masters): the file's
+ * optimizer entries were exactly AdamW's state of the model's parameters, the moments of
+ * every one after step 0 and none at step 0. Anything else would continue to another model
+ * than the one the run would have trained. */
+static gc_status check_optimizer_entries(const char *path, const gc_param_list *params, const gc_param_list *entries,
                                          int64_t step) {
-    gc_param_list loaded = {0};
-    gc_adamw_state(optimizer, OPTIMIZER_PREFIX, &loaded);
-    gc_status status = GC_OK;
-    for (int i = 0; i < entries->count && status == GC_OK; i++)
-        if (!gc_param_list_find(&loaded, entries->items[i].name))
-            status = refuse(path, "unexpected tensor '%s' (AdamW keeps exp_avg, exp_avg_sq and, for a 16-bit parameter, master)",
-                            entries->items[i].name);
-    for (int i = 0; i < optimizer->params.count && status == GC_OK; i++) {
-        bool has = optimizer->exp_avg[i] != NULL;
+    char names[GC_ADAMW_STATE_KINDS][GC_PARAM_NAME_MAX];
+    int known = 0;
+    for (int i = 0; i < params->count; i++) {
+        gc_adamw_state_names(OPTIMIZER_PREFIX, params->items[i].name, names);
+        bool has = gc_param_list_find(entries, names[0]) != NULL;
         if (has != (step > 0))
-            status = refuse(path, "%s AdamW moments for '%s' (%s.exp_avg.%s) at step %lld", has ? "holds" : "has no",
-                            optimizer->params.items[i].name, OPTIMIZER_PREFIX, optimizer->params.items[i].name,
-                            (long long)step);
+            return refuse(path, "%s AdamW moments for '%s' (%s) at step %lld", has ? "holds" : "has no",
+                          params->items[i].name, names[0], (long long)step);
+        for (int k = 0; k < GC_ADAMW_STATE_KINDS; k++) known += gc_param_list_find(entries, names[k]) != NULL;
     }
-    gc_param_list_free(&loaded);
-    return status;
+    for (int i = 0; i < entries->count && known < entries->count; i++) {
+        const char *name = entries->items[i].name;
+        bool expected = false;
+        for (int p = 0; p < params->count && !expected; p++) {
+            gc_adamw_state_names(OPTIMIZER_PREFIX, params->items[p].name, names);
+            for (int k = 0; k < GC_ADAMW_STATE_KINDS; k++) expected |= strcmp(name, names[k]) == 0;
+        }
+        if (!expected)
+            return refuse(path, "unexpected tensor '%s' (AdamW keeps exp_avg, exp_avg_sq and, for a 16-bit parameter, "
+                          "master)", name);
+    }
+    return GC_OK;
 }
 
 gc_status gc_train_state_load_from(const gc_safetensors *file, const char *path, gc_dual_encoder *model,
-                                   gc_adamw *optimizer, gc_train_progress *progress, const gc_metadata *settings,
+                                   gc_train_optim *optimizer, gc_train_progress *progress, const gc_metadata *settings,
                                    const gc_train_plan *plan) {
     gc_status status;
     int64_t optimizer_step = 0;
+    int written = 1;
     gc_param_list state = {0};
     static const char *const optimizer_entries[] = {OPTIMIZER_PREFIX ".", NULL};
     status = check_values(file, path, settings);
     if (status == GC_OK) status = check_description(file, path, model);
-    if (status == GC_OK) status = check_world(file, path, plan->world);
+    if (status == GC_OK) status = read_world(file, path, &written);
     if (status == GC_OK) status = read_counters(file, path, plan, progress, &optimizer_step);
     if (status == GC_OK && progress->scaled) status = read_scaler(file, path, progress);
     if (status == GC_OK) status = check_optimizer_step(path, progress, optimizer_step);
     if (status == GC_OK) status = read_chunk_sizes(file, path, plan, progress);
-    if (status == GC_OK) status = read_generators(file, path, plan, progress);
+    if (status == GC_OK) status = read_generators(file, path, plan, written, progress);
     if (status == GC_OK) {
         gc_metadata expected = {0};
-        describe(&expected, model, 0, progress, settings, plan, NULL);
+        gc_train_plan writer = *plan; /* whose generators the file holds */
+        writer.world = written;
+        describe(&expected, model, 0, progress, settings, &writer, NULL);
         status = check_keys(file, path, &expected);
         gc_metadata_free(&expected);
     }
     if (status == GC_OK) status = gc_safetensors_load_exact(file, &model->params, optimizer_entries);
     if (status == GC_OK) status = read_optimizer_state(file, &state);
     if (status == GC_OK) {
-        status = gc_adamw_load_state(optimizer, OPTIMIZER_PREFIX, &state, optimizer_step);
+        status = gc_train_optim_load_state(optimizer, OPTIMIZER_PREFIX, &state, optimizer_step);
         if (status == GC_ERR_FORMAT) status = refuse(path, "%s", gc_last_error()); /* the file's name first */
     }
-    if (status == GC_OK) status = check_optimizer_entries(path, optimizer, &state, optimizer_step);
+    if (status == GC_OK) status = check_optimizer_entries(path, &model->params, &state, optimizer_step);
     gc_param_list_free(&state);
     return status;
 }
 
-gc_status gc_train_state_load(const char *path, gc_dual_encoder *model, gc_adamw *optimizer,
+gc_status gc_train_state_load(const char *path, gc_dual_encoder *model, gc_train_optim *optimizer,
                               gc_train_progress *progress, const gc_metadata *settings, const gc_train_plan *plan) {
     gc_safetensors *file;
     gc_status status = gc_safetensors_open(path, &file);

@@ -11,8 +11,10 @@
  *   - "rng.<device>.seed" and "rng.<device>.offset" (decimal) for the default generator of
  *     every device ("cpu", "cuda:0", ...): the dropout masks of the next step; in a
  *     data-parallel run those of rank 0, with "rng.rank<R>.<device>.seed" and ".offset" for
- *     every other rank R, and "dist.world_size" (absent: 1) -- each rank draws its own masks,
- *     so a run resumes only with as many processes as wrote it;
+ *     every other rank R, and "dist.world_size" (absent: 1) -- each rank draws its own masks;
+ *     a run resumed with another number of processes continues each rank's stream that the
+ *     file holds and starts the others' past every offset it holds (the data order is the
+ *     same at any world size: the global batch of a step is a function of the step);
  *   - with --precision f16 or bf16, AdamW's f32 master weights ("optimizer.master.<param>";
  *     the parameters hold the masters rounded to 16 bits) and, with f16, the loss scaler's
  *     state: "scaler.scale" (exact), "scaler.growth_tracker", "scaler.skipped_steps";
@@ -31,6 +33,10 @@
 #include "gradcache/rng.h"
 #include "gradcache/train.h"
 #include "metadata.h"
+#include "train_optim.h"
+
+/* AdamW's entries are "<prefix>.exp_avg.<param>", ... (gc_adamw_state_names). */
+#define GC_TRAIN_OPTIMIZER_PREFIX "optimizer"
 
 /* The largest generator offset a checkpoint may hold: 2^62 words, leaving as many again
  * for the rest of the run (a step draws one word per dropped element). */
@@ -58,16 +64,19 @@ typedef struct gc_train_progress {
  * it saves are left out: free to change. */
 void gc_train_settings(const gc_trainer_config *config, const gc_pairs *pairs, gc_metadata *settings);
 
-/* Writes the checkpoint to `path` atomically; ranks[plan->world] are the random-number
- * states of every rank of the run (ranks[0] is progress->rng in a world of one). */
-gc_status gc_train_state_save(const char *path, const gc_dual_encoder *model, const gc_adamw *optimizer,
+/* Writes the checkpoint to `path` atomically: the model, optimizer_state (AdamW's whole state
+ * under GC_TRAIN_OPTIMIZER_PREFIX: gc_train_optim_state) after optimizer_step steps, and the
+ * progress; ranks[plan->world] are the random-number states of every rank of the run
+ * (ranks[0] is progress->rng in a world of one). */
+gc_status gc_train_state_save(const char *path, const gc_dual_encoder *model, const gc_param_list *optimizer_state,
+                              int64_t optimizer_step,
                               const gc_train_progress *progress, const gc_metadata *settings,
                               const gc_train_plan *plan, const gc_rng_context *ranks);
 /* Loads the checkpoint at `path` into `model`, `optimizer` (moments and step) and *progress
  * (with the random-number state of plan->rank), which holds on entry the state a fresh run
  * starts from. Before anything is loaded, the file must have been written with `settings`,
  * describe `model` (format and model.*, value for value: gc_model_describe) and fit `plan`:
- * dist.world_size the run's world, train.step at most the run's steps,
+ * dist.world_size any (the generators of that many ranks), train.step at most the run's steps,
  * train.epoch and train.position where that step falls, optimizer.step equal to train.step
  * less the steps the f16 loss scaler skipped (scaler.* in [0, FLT_MAX] and within the run),
  * chunk sizes present with --gc only and no larger than the fresh run's, the generators of
@@ -76,11 +85,11 @@ gc_status gc_train_state_save(const char *path, const gc_dual_encoder *model, co
  * shapes and dtype, AdamW's two moments of every parameter after step 0 (none at step 0),
  * and no other tensor. GC_ERR_IO or GC_ERR_FORMAT naming the file and the first entry that
  * does not fit. */
-gc_status gc_train_state_load(const char *path, gc_dual_encoder *model, gc_adamw *optimizer,
+gc_status gc_train_state_load(const char *path, gc_dual_encoder *model, gc_train_optim *optimizer,
                               gc_train_progress *progress, const gc_metadata *settings, const gc_train_plan *plan);
 /* The same from an opened file (`path` names it in messages); for the fuzzer. */
 gc_status gc_train_state_load_from(const gc_safetensors *file, const char *path, gc_dual_encoder *model,
-                                   gc_adamw *optimizer, gc_train_progress *progress, const gc_metadata *settings,
+                                   gc_train_optim *optimizer, gc_train_progress *progress, const gc_metadata *settings,
                                    const gc_train_plan *plan);
 
 #endif

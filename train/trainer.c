@@ -83,6 +83,38 @@ static gc_status check_config(const gc_trainer_config *c) {
         if (c->matryoshka_dims[j] < 1 || !isfinite(c->matryoshka_weights[j]) || c->matryoshka_weights[j] < 0)
             return refuse("--matryoshka: prefix %lld weighted %g (a prefix has at least 1 dimension, a weight is "
                           "finite and not negative)", (long long)c->matryoshka_dims[j], c->matryoshka_weights[j]);
+    if (c->global_loss == GC_GLOBAL_LOSS_RING && !c->gc)
+        return refuse("--loss ring needs --gc (a plain step gathers)");
+    if (c->global_loss == GC_GLOBAL_LOSS_RING && c->loss == GC_CONTRASTIVE_FULL)
+        return refuse("--loss ring with the full loss (GC_CONTRASTIVE_FULL): the ring computes the tiled one");
+    if (c->global_loss == GC_GLOBAL_LOSS_RING && (c->positives > 1 || c->matryoshka_count))
+        return refuse("--loss ring with --positives %lld or --matryoshka: the ring computes the one-positive loss",
+                      (long long)c->positives);
+    if (c->accumulate > 1 && c->zero != GC_ZERO_0)
+        return refuse("--accumulate %lld with --zero: the sharded reductions under accumulation are not checked yet",
+                      (long long)c->accumulate);
+    if ((unsigned)c->global_loss > GC_GLOBAL_LOSS_RING)
+        return refuse("--loss: global_loss %d is none of AUTO, GATHER and RING", (int)c->global_loss);
+    return GC_OK;
+}
+
+/* --zero 2b reduces after every chunk's backward, so every process must run as many: the
+ * largest and the smallest share of the batch must make as many chunks on each side. */
+static gc_status check_zero(const gc_trainer *t) {
+    const gc_trainer_config *c = &t->config;
+    int world = gc_train_dist_world(&t->dist);
+    if (c->zero != GC_ZERO_2_EVERY_BACKWARD || !c->gc || world == 1) return GC_OK;
+    int64_t most = (c->batch_size + world - 1) / world, least = c->batch_size / world;
+    for (int side = 0; side < 2; side++) {
+        int64_t per_example = side ? gc_trainer_positives(c) + c->hard_negatives : 1, chunk = c->chunk_sizes[side];
+        int64_t many = (most * per_example + chunk - 1) / chunk, few = (least * per_example + chunk - 1) / chunk;
+        if (many != few)
+            return refuse("--zero 2b: every process must run as many chunks, but --batch-size %lld over %d processes "
+                          "gives %lld and %lld %s rows, %lld and %lld chunks of %lld (make the batch a multiple of the "
+                          "processes)", (long long)c->batch_size, world, (long long)(most * per_example),
+                          (long long)(least * per_example), side ? "passage" : "query", (long long)many,
+                          (long long)few, (long long)chunk);
+    }
     return GC_OK;
 }
 
@@ -128,6 +160,7 @@ static gc_status load_data(gc_trainer *t) {
     gc_status status = gc_train_dist_begin(&t->dist, c->batch_size, &t->device);
     if (status == GC_OK && gc_device_check_dtype(t->device, c->dtype) != GC_OK)
         status = refuse("--precision %s: %s", gc_dtype_name(c->dtype), gc_last_error());
+    if (status == GC_OK) status = check_zero(t);
     if (status != GC_OK) return status;
     t->limit = gc_mem_limit_apply(t->device, c->mem_limit, t->dist.env.local_world_size);
     t->data_path = gc_data_path(c->data, "train");
@@ -161,13 +194,14 @@ static gc_status load_data(gc_trainer *t) {
     return GC_OK;
 }
 
-/* The model, the optimizer and the state a fresh run starts from, or the checkpoint's; then,
- * data-parallel, the gradient bucketer, which also makes every rank start from rank 0's
- * parameters. */
+/* The model; data-parallel, the gradient bucketer, which also makes every rank start from
+ * rank 0's parameters; the optimizer; and the state a fresh run starts from, or the
+ * checkpoint's (which every rank reads whole). */
 static gc_status build_model(gc_trainer *t, bool resume) {
     const gc_trainer_config *c = &t->config;
     if (c->init) {
-        if (gc_dual_encoder_from_folder(&t->model, c->init, c->max_length, c->dtype, t->device) != GC_OK)
+        if (gc_dual_encoder_from_folder(&t->model, c->init, c->max_length, c->dtype, t->device) != GC_OK ||
+            gc_dual_encoder_check_prompts(&t->model) != GC_OK)
             return failed("--init");
     } else {
         gc_text_encoder_config config = gc_model_preset(c->model_size, c->max_length);
@@ -175,9 +209,11 @@ static gc_status build_model(gc_trainer *t, bool resume) {
         if (gc_dual_encoder_init(&t->model, &config, c->tied, t->device, stream_seed(c->seed, STREAM_INIT)) != GC_OK)
             return gc_trainer_failed(t, "cannot build the model");
     }
-    if (gc_adamw_init(&t->optimizer, &t->model.params, c->lr, 0.9, 0.999, 1e-8, GC_TRAIN_WEIGHT_DECAY) != GC_OK)
+    /* the bucketer first: a sharded optimizer is built over its buckets */
+    if (gc_train_dist_attach(&t->dist, &t->model.params, !c->reduce_half, c->zero) != GC_OK)
+        return failed("cannot set up data-parallel training");
+    if (gc_train_optim_init(&t->optimizer, &t->dist, &t->model.params, c->lr, GC_TRAIN_WEIGHT_DECAY) != GC_OK)
         return failed("cannot build the optimizer");
-    t->optimizer_ready = true;
     /* warm-up over the first 10% of the steps, then linear decay to 0 */
     t->schedule = (gc_lr_schedule){c->lr, 0, t->plan.total_steps / 10, t->plan.total_steps, GC_LR_LINEAR};
     gc_manual_seed(gc_train_dist_dropout_seed(&t->dist, stream_seed(c->seed, STREAM_DROPOUT)));
@@ -193,8 +229,6 @@ static gc_status build_model(gc_trainer *t, bool resume) {
             return failed("--resume");
         gc_rng_restore(&t->progress.rng);
     }
-    if (gc_train_dist_attach(&t->dist, &t->model.params, !c->reduce_half) != GC_OK)
-        return failed("cannot set up data-parallel training");
     return GC_OK;
 }
 
@@ -243,6 +277,8 @@ static gc_status set_up(gc_trainer *t, bool resume) {
         /* ranks could not agree on a retry, and a retry zeroes the gradients accumulated so far */
         .auto_chunk = t->config.gc && !t->dist.group && gc_trainer_accumulation(&t->config) == 1,
         .group = t->dist.group,
+        /* the plain step holds the whole local batch's activations: the gathered rows are no burden */
+        .global_loss = t->config.gc ? t->config.global_loss : GC_GLOBAL_LOSS_GATHER,
         .ddp = t->dist.ddp,
         .scaler = t->progress.scaled ? &t->progress.scaler : NULL, /* read at each step */
     };
@@ -288,8 +324,8 @@ void gc_trainer_free(gc_trainer *t) {
     if (!t) return;
     gc_run_log_close(&t->log);
     if (t->cache) gc_cache_free(t->cache);
+    gc_train_optim_free(&t->optimizer); /* before the bucketer its shards are views of */
     gc_train_dist_end(&t->dist);
-    if (t->optimizer_ready) gc_adamw_free(&t->optimizer);
     gc_dual_encoder_free(&t->model);
     gc_metadata_free(&t->settings);
     gc_pairs_free(&t->pairs);
@@ -304,6 +340,7 @@ void gc_trainer_free(gc_trainer *t) {
 gc_trainer_info gc_trainer_get_info(const gc_trainer *t) {
     return (gc_trainer_info){.rank = gc_train_dist_rank(&t->dist),
                              .world = gc_train_dist_world(&t->dist),
+                             .launcher = gc_dist_launcher_name(t->dist.env.launcher),
                              .step = t->progress.step,
                              .stop_step = t->stop_step,
                              .total_steps = t->plan.total_steps,

@@ -7,6 +7,7 @@
 #include "metadata.h"
 #include "run_log.h"
 #include "train_dist.h"
+#include "train_optim.h"
 #include "train_state.h"
 
 /* Gradient clipping and AdamW's weight decay: those of BERT-style fine-tuning. */
@@ -25,8 +26,7 @@ struct gc_trainer {
     gc_train_plan plan;         /* the steps, the batches, the world: what a checkpoint must fit */
     int64_t stop_step;          /* the last step gc_trainer_run takes: plan.total_steps, or stop_after */
     gc_dual_encoder model;
-    gc_adamw optimizer;
-    bool optimizer_ready;
+    gc_train_optim optimizer;   /* AdamW, whole or over this rank's shards (--zero) */
     gc_lr_schedule schedule;
     gc_contrastive_options loss_options; /* the loss keeps a pointer to it */
     gc_matryoshka_options matryoshka;    /* over the contrastive loss, when count > 0 (a pointer too) */

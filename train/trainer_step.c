@@ -23,9 +23,7 @@ static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
 static gc_status check_overflow(gc_trainer *t, bool *skipped) {
     *skipped = false;
     if (!t->progress.scaled) return GC_OK;
-    gc_status status = gc_loss_scaler_check_grads(&t->model.params, skipped);
-    if (status == GC_OK && t->dist.group) status = gc_dist_any(t->dist.group, skipped);
-    return status;
+    return gc_train_optim_check_grads(&t->optimizer, &t->model.params, skipped);
 }
 
 /* Unscales (1 / divisor: the loss scale times the batches accumulated, whose summed gradients
@@ -34,7 +32,7 @@ static gc_status check_overflow(gc_trainer *t, bool *skipped) {
 static gc_status clip_and_update(gc_trainer *t, double loss, double divisor, double *grad_norm) {
     double grad_scale = 1 / divisor;
     gc_clear_error(); /* a nan norm with an error recorded means clipping ran out of memory */
-    *grad_norm = gc_clip_grad_scale(&t->model.params, GC_TRAIN_MAX_GRAD_NORM, &grad_scale);
+    *grad_norm = gc_train_optim_clip_grad_scale(&t->optimizer, &t->model.params, GC_TRAIN_MAX_GRAD_NORM, &grad_scale);
     if (isnan(*grad_norm) && gc_last_status() != GC_OK) return gc_last_status();
     if (!isfinite(loss) || isnan(*grad_norm)) {
         /* an update would spread the nan into every parameter: stop while the last
@@ -43,13 +41,14 @@ static gc_status clip_and_update(gc_trainer *t, double loss, double divisor, dou
                      *grad_norm);
         return GC_ERR_FORMAT;
     }
-    return gc_adamw_step_scaled(&t->optimizer, grad_scale);
+    return gc_train_optim_step_scaled(&t->optimizer, grad_scale);
 }
 
 /* One batch of an update: this rank's share of examples[0..batch_size), tokenized, and its
- * gradients added to the parameters' (a cached or a plain step); its loss into *loss and the
- * largest peak of live bytes it saw into *peak. */
-static gc_status batch_gradients(gc_trainer *t, const int64_t *examples, double *loss, size_t *peak) {
+ * gradients added to the parameters' (a cached or a plain step); its loss into *loss, the
+ * largest peak of live bytes it saw into *peak, and whether its loss ran around the ring into
+ * *ring. */
+static gc_status batch_gradients(gc_trainer *t, const int64_t *examples, double *loss, size_t *peak, bool *ring) {
     const gc_trainer_config *c = &t->config;
     int64_t share_start, share;
     gc_train_dist_share(&t->dist, c->batch_size, &share_start, &share); /* this rank's examples */
@@ -57,7 +56,8 @@ static gc_status batch_gradients(gc_trainer *t, const int64_t *examples, double 
     /* each example's passages: its positives, then its hard negatives */
     int passage_columns = (int)(gc_trainer_positives(c) - 1 + c->hard_negatives);
     gc_status status = gc_training_batch_make(&t->pairs, examples + share_start, share, passage_columns,
-                                              t->model.tokenizer, c->max_length, c->dtype, t->device, &batch);
+                                              t->model.tokenizer, t->model.prompts, c->max_length, c->dtype, t->device,
+                                              &batch);
     if (status != GC_OK) return status;
     gc_memory_reset_peak(t->device);
     gc_cache_report report = {0};
@@ -65,6 +65,7 @@ static gc_status batch_gradients(gc_trainer *t, const int64_t *examples, double 
     else status = gc_cache_full_batch_step(t->cache, batch.inputs, loss);
     gc_training_batch_release(&batch);
     if (c->gc) memcpy(t->progress.chunk_sizes, report.chunk_sizes, sizeof t->progress.chunk_sizes);
+    *ring = report.ring_loss;
     /* a cached step measures its phases itself, resetting the peak at each: the step's peak
      * is the largest of theirs and of what followed the last reset */
     *peak = max_size(*peak, max_size(max_size(report.forward_peak_bytes, report.loss_peak_bytes),
@@ -80,11 +81,12 @@ static gc_status run_step(gc_trainer *t, gc_step_record *record) {
     const int64_t *examples = gc_batch_sampler_batch(&t->batches, step, &epoch);
     double start = gc_seconds(), loss = 0;
     size_t peak = 0;
+    bool ring = false;
     gc_status status = GC_OK;
     for (int64_t b = 0; b < batches && status == GC_OK; b++) {
         if (t->dist.ddp && batches > 1) gc_ddp_micro_batch(t->dist.ddp, (int)b, (int)batches);
         double batch_loss = NAN;
-        status = batch_gradients(t, examples + b * c->batch_size, &batch_loss, &peak);
+        status = batch_gradients(t, examples + b * c->batch_size, &batch_loss, &peak, &ring);
         loss += batch_loss / (double)batches; /* the update's loss: the mean of its batches' */
     }
     if (status != GC_OK) return status;
@@ -92,7 +94,8 @@ static gc_status run_step(gc_trainer *t, gc_step_record *record) {
     double loss_scale = t->progress.scaled ? t->progress.scaler.scale : 1, grad_norm = NAN;
     bool skipped = false;
     status = check_overflow(t, &skipped);
-    t->optimizer.lr = gc_lr_at(&t->schedule, step);
+    gc_adamw *adamw = gc_train_optim_adamw(&t->optimizer);
+    adamw->lr = gc_lr_at(&t->schedule, step);
     if (status == GC_OK && !skipped) status = clip_and_update(t, loss, loss_scale * (double)batches, &grad_norm);
     if (status == GC_OK && t->progress.scaled) gc_loss_scaler_update(&t->progress.scaler, skipped);
     gc_train_dist_zero_grad(&t->dist, &t->model.params);
@@ -102,30 +105,34 @@ static gc_status run_step(gc_trainer *t, gc_step_record *record) {
     *record = (gc_step_record){.step = step + 1,
                                .epoch = epoch,
                                .loss = loss,
-                               .lr = t->optimizer.lr,
+                               .lr = adamw->lr,
                                .grad_norm = grad_norm,
                                .examples_per_second = (double)(c->batch_size * batches) / seconds,
                                .seconds = seconds,
                                .peak_bytes = peak,
                                .chunk_sizes = {t->progress.chunk_sizes[0], t->progress.chunk_sizes[1]},
                                .loss_scale = loss_scale,
-                               .skipped = skipped};
+                               .skipped = skipped,
+                               .global_loss = !t->dist.group ? "local" : ring ? "ring" : "gather"};
     t->progress.step = step + 1;
     return GC_OK;
 }
 
 /* The checkpoint and the model file, both written atomically by rank 0, with every rank's
- * random-number state (every rank takes part). */
+ * random-number state and AdamW's whole state (every rank takes part). */
 gc_status gc_trainer_save(gc_trainer *t) {
     gc_batch_sampler_locate(&t->batches, t->progress.step, &t->progress.epoch, &t->progress.position);
     t->progress.rng = gc_rng_capture();
     int world = t->plan.world;
     gc_rng_context *every_rank = malloc((size_t)world * sizeof *every_rank);
     if (!every_rank) gc_fatal("train: out of host memory for %d random-number states", world);
+    gc_param_list state = {0}; /* rank 0's */
     gc_status status = gc_train_dist_gather_rng(&t->dist, &t->progress.rng, every_rank);
+    if (status == GC_OK) status = gc_train_optim_state(&t->optimizer, GC_TRAIN_OPTIMIZER_PREFIX, &state);
     if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0)
-        status = gc_train_state_save(t->checkpoint_path, &t->model, &t->optimizer, &t->progress, &t->settings, &t->plan,
-                                     every_rank);
+        status = gc_train_state_save(t->checkpoint_path, &t->model, &state, gc_train_optim_adamw(&t->optimizer)->step,
+                                     &t->progress, &t->settings, &t->plan, every_rank);
+    gc_param_list_free(&state);
     if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0) status = gc_dual_encoder_save(&t->model, t->out);
     free(every_rank);
     return status;

@@ -29,14 +29,18 @@
  * check after the step skips the whole step. bf16 needs no scaler.
  *
  * Data-parallel (include/gradcache/dist.h, ddp.h): each rank gives its own part of the
- * global batch. With a process group, step 3 sees the global batch: every model's
- * representations are all-gathered over the ranks (unequal rows per rank allowed), every
- * rank computes the same loss, and each keeps the slice of the cache for its own rows,
- * scaled by the world size, so that averaging the parameter gradients over the ranks gives
- * exactly the gradient of the global loss (what one process would get over the whole global
- * batch). With a bucketer, sync is suppressed for every backward of step 4 but the very last,
- * which is followed by gc_ddp_wait: one all-reduce per bucket per step, however many chunks
- * and models (tied ones included) there are. */
+ * global batch. With a process group, step 3's loss is over the global batch, seen one of two
+ * ways (config.global_loss): every model's representations all-gathered over the ranks
+ * (unequal rows per rank allowed), every rank computing the same loss and keeping the slice
+ * of the cache for its own rows; or, for a loss that offers one (the contrastive loss's ring,
+ * gc_loss_fn.group_value_and_grad), the loss run around the ranks on each rank's own rows,
+ * which returns their gradients directly -- nothing is gathered, and a rank holds its own
+ * representations, not the global batch's. Either way the cache is scaled by the world
+ * size, so that averaging the parameter gradients over the ranks gives exactly the gradient
+ * of the global loss (what one process would get over the whole global batch). With a
+ * bucketer, sync is suppressed for every backward of step 4 but the very last, which is
+ * followed by gc_ddp_wait: one all-reduce per bucket per step, however many chunks and
+ * models (tied ones included) there are. */
 #ifndef GRADCACHE_CACHE_H
 #define GRADCACHE_CACHE_H
 
@@ -100,6 +104,23 @@ typedef struct gc_cached_model {
                                     automatic chunk size; may be NULL otherwise */
 } gc_cached_model;
 
+/* How step 3's loss sees the global batch across processes (gc_cache_config.global_loss). */
+typedef enum gc_global_loss {
+    GC_GLOBAL_LOSS_AUTO,   /* the ring when the loss offers one and the gathered representations and
+                              their gradients would take more than ring_share of the memory limit of
+                              their device (gc_memory_set_limit; the device's memory without one) on
+                              any rank; else the gather */
+    GC_GLOBAL_LOSS_GATHER, /* every rank's representations all-gathered; every rank computes the loss
+                              over them and keeps its own rows of the gradients */
+    GC_GLOBAL_LOSS_RING    /* the loss's own ring over each rank's rows (loss.group_value_and_grad,
+                              which must be set): nothing is gathered */
+} gc_global_loss;
+
+/* GC_GLOBAL_LOSS_AUTO's share of the memory limit: the gathered representations and their
+ * gradients may take a quarter of it, the rest being the models' (parameters, gradients,
+ * optimizer state, one chunk's activations) and the loss's working memory. */
+#define GC_CACHE_RING_SHARE 0.25
+
 typedef struct gc_cache_config {
     int n_models;
     gc_cached_model models[GC_CACHE_MAX_MODELS];
@@ -119,9 +140,15 @@ typedef struct gc_cache_config {
                                               updating the scaler are the caller's */
     gc_process_group *group;               /* NULL: one process; else the loss sees every
                                               rank's representations (see the top) */
+    gc_global_loss global_loss;            /* with a group: gathered, around the ring, or chosen
+                                              per step by the memory it would take (AUTO, 0) */
+    double ring_share;                     /* AUTO's share of the memory limit (0:
+                                              GC_CACHE_RING_SHARE); every rank must give the same */
     gc_ddp *ddp;                           /* NULL: none; else one reduction per step */
     bool sync_every_backward;              /* with ddp: reduce after every chunk's backward
-                                              instead (what suppression saves, measured) */
+                                              instead (what suppression saves, measured); a
+                                              bucketer at GC_ZERO_2_EVERY_BACKWARD does so
+                                              whatever this says */
 } gc_cache_config;
 
 /* Time (seconds) and peak live bytes (on the representations' device) of each phase. */
@@ -132,6 +159,7 @@ typedef struct gc_cache_report {
     int64_t chunk_sizes[GC_CACHE_MAX_MODELS]; /* the sizes used (after any automatic halving) */
     int retries;                  /* automatic chunk sizing: attempts that ran out of memory */
     double loss_scale;            /* the scale the step's gradients carry (1 without a scaler) */
+    bool ring_loss;               /* the loss ran around the ring: no representation was gathered */
 } gc_cache_report;
 
 typedef struct gc_cache gc_cache;

@@ -2,8 +2,8 @@
  * collectives they use to combine tensors.
  *
  * A run is WORLD_SIZE processes, each with a RANK in [0, WORLD_SIZE), started by
- * `gradcache launch` (or torchrun, or a cluster's launcher) with the environment variables
- * of that ecosystem (gc_dist_env_read). Rank 0 serves a small key-value store at
+ * `gradcache launch`, torchrun, Slurm's srun or MPI's mpirun, each with the environment
+ * variables of its ecosystem (gc_dist_env_read). Rank 0 serves a small key-value store at
  * MASTER_ADDR:MASTER_PORT (gc_store); through it the processes exchange what they need to
  * connect (addresses, NCCL's unique id) and then form a process group.
  *
@@ -15,9 +15,9 @@
  * authenticated (docs/DESIGN.md, "Security").
  *
  * A process group runs collectives on tensors. Every rank must call the same collectives in
- * the same order with tensors of the same shape and dtype (all_gather excepted: dim 0 may
- * differ per rank); this is checked where it is cheap and is otherwise a programmer error
- * that a timeout turns into an error. Two backends share this interface:
+ * the same order with tensors of the same shape and dtype (all_gather and shift excepted: the
+ * rows, or the sizes, may differ per rank); this is checked where it is cheap and is
+ * otherwise a programmer error that a timeout turns into an error. Two backends share this interface:
  *   - GC_DIST_TCP: a ring of TCP connections between the ranks. all_reduce is written out
  *     as a reduce-scatter then an all-gather around the ring, in segments so that sending,
  *     receiving and adding overlap: the readable reference of "ring all-reduce" (gloo's
@@ -63,28 +63,60 @@ typedef struct gc_dist_secret {
     uint8_t bytes[GC_DIST_SECRET_MAX];
 } gc_dist_secret;
 
+/* What started this process: whose variables gc_dist_env_read found. */
+typedef enum gc_dist_launcher {
+    GC_DIST_ALONE,    /* none: a single process */
+    GC_DIST_TORCHRUN, /* WORLD_SIZE, RANK, ...: gradcache launch, torchrun, any launcher that sets them */
+    GC_DIST_OPENMPI,  /* OMPI_COMM_WORLD_SIZE, ...: Open MPI's mpirun and mpiexec */
+    GC_DIST_PMI,      /* PMI_SIZE, PMI_RANK: MPICH's and Intel MPI's mpiexec (Hydra), srun --mpi=pmi2 */
+    GC_DIST_SLURM,    /* SLURM_PROCID, SLURM_NTASKS, ... in a job step: srun */
+} gc_dist_launcher;
+/* A phrase naming it, for the one line a program prints ("Slurm (srun)"). */
+const char *gc_dist_launcher_name(gc_dist_launcher launcher);
+
 typedef struct gc_dist_env {
-    bool launched;        /* WORLD_SIZE was set: this process is one of a distributed run */
-    int rank;             /* RANK, in [0, world_size) */
-    int world_size;       /* WORLD_SIZE (>= 1) */
-    int local_rank;       /* LOCAL_RANK: this process's index on its machine */
-    int local_world_size; /* LOCAL_WORLD_SIZE: processes on its machine */
-    char master_addr[GC_DIST_ADDR_MAX]; /* MASTER_ADDR: where rank 0 serves the store */
-    int master_port;      /* MASTER_PORT */
+    gc_dist_launcher launcher;
+    bool launched;        /* a launcher's variables were set: this process is one of a distributed run */
+    int rank;             /* in [0, world_size) */
+    int world_size;       /* >= 1 */
+    int local_rank;       /* this process's index on its machine */
+    int local_world_size; /* processes on its machine */
+    char master_addr[GC_DIST_ADDR_MAX]; /* where rank 0 serves the store */
+    int master_port;
     char bind_addr[GC_DIST_ADDR_MAX];   /* GC_DIST_BIND: the interface rank 0's store listens on
                                            (empty: MASTER_ADDR's; 0.0.0.0: every interface) */
     gc_dist_secret secret; /* GC_DIST_SECRET_FILE's bytes or GC_DIST_SECRET (world > 1 only) */
 } gc_dist_env;
 
-/* Reads the variables above. Without WORLD_SIZE: a single process (launched false, rank 0
- * of 1) and GC_OK. GC_ERR_FORMAT naming the variable when one is malformed or out of range
- * (WORLD_SIZE < 1, RANK outside [0, WORLD_SIZE), a port outside 1..65535, MASTER_ADDR or
- * MASTER_PORT missing in a run of several processes). LOCAL_RANK and LOCAL_WORLD_SIZE
- * default to RANK and WORLD_SIZE. A run of several processes needs its secret: the file
- * named by GC_DIST_SECRET_FILE (a regular file no other user may read, of GC_DIST_SECRET_MIN
- * to GC_DIST_SECRET_MAX bytes, the same on every machine), else GC_DIST_SECRET's text;
- * without one, or with a bad one, GC_ERR_FORMAT (GC_ERR_IO: the file cannot be read). A
- * process of a world of one needs none. */
+/* Reads the environment of the first launcher, in this order, whose variables are set (each
+ * read strictly: GC_ERR_FORMAT naming the variable when one is malformed, out of range or
+ * missing):
+ *   1. torchrun's (WORLD_SIZE set; gradcache launch sets them too): WORLD_SIZE, RANK,
+ *      LOCAL_WORLD_SIZE and LOCAL_RANK (defaults: every process and RANK's place among them),
+ *      MASTER_ADDR and MASTER_PORT (needed by a world of several). Explicit variables win:
+ *      set them to override what a cluster's launcher says.
+ *   2. Open MPI's (OMPI_COMM_WORLD_SIZE set): OMPI_COMM_WORLD_SIZE, _RANK, _LOCAL_SIZE,
+ *      _LOCAL_RANK;
+ *   3. PMI's (PMI_SIZE set): PMI_SIZE, PMI_RANK, and MPI_LOCALNRANKS, MPI_LOCALRANKID where
+ *      set. MPI does not say where rank 0 runs: MASTER_ADDR, else 127.0.0.1 when every process
+ *      is on this machine (else GC_ERR_FORMAT); MASTER_PORT, else 29500. MPI comes before
+ *      Slurm because mpirun inside an allocation starts its processes through srun's daemons,
+ *      whose SLURM_ variables describe the daemons;
+ *   4. Slurm's (SLURM_PROCID and SLURM_STEP_ID set: a task of an srun step; the batch script
+ *      itself has no step and is one process): SLURM_NTASKS, SLURM_PROCID, SLURM_NNODES,
+ *      SLURM_NODEID, SLURM_LOCALID, the tasks of this node from SLURM_STEP_TASKS_PER_NODE
+ *      (else SLURM_TASKS_PER_NODE; "2(x3),1"); the master MASTER_ADDR, else 127.0.0.1 on one
+ *      node, else the first host of SLURM_STEP_NODELIST (else SLURM_JOB_NODELIST; a compressed
+ *      list such as "node[01-04,07]"), where Slurm's block and cyclic distributions put task
+ *      0; the port MASTER_PORT, else 10000 + SLURM_JOB_ID mod 10000;
+ *   5. none: a single process (launched false, rank 0 of 1) and GC_OK.
+ * env->launcher says which (gc_dist_launcher_name, for the line rank 0 prints). GC_DIST_BIND
+ * names the store's interface whatever the launcher. A run of several processes needs its
+ * secret: the file named by GC_DIST_SECRET_FILE (a regular file no other user may read, of
+ * GC_DIST_SECRET_MIN to GC_DIST_SECRET_MAX bytes, the same on every machine), else
+ * GC_DIST_SECRET's text, which only gradcache launch makes: a run started by srun, mpirun or
+ * torchrun needs GC_DIST_SECRET_FILE. Without one, or with a bad one, GC_ERR_FORMAT
+ * (GC_ERR_IO: the file cannot be read). A process of a world of one needs none. */
 gc_status gc_dist_env_read(gc_dist_env *env);
 
 /* The timeout of collectives and rendezvous in seconds: GC_DIST_TIMEOUT when set (a
@@ -185,6 +217,10 @@ gc_store *gc_dist_store(gc_process_group *group);
 typedef struct gc_dist_stats {
     int64_t collectives; /* collectives started */
     int64_t bytes;       /* tensor bytes they covered (each collective's input on this rank) */
+    int64_t sent_bytes;  /* bytes this rank sent to its peers for the collectives waited for: on
+                            the wire, counted by the TCP ring as it sends; NCCL's are the bytes its
+                            ring algorithm sends (2 (W-1)/W of an all-reduce's buffer, (W-1)/W of a
+                            reduce-scatter's input or an all-gather's output) */
 } gc_dist_stats;
 gc_dist_stats gc_dist_get_stats(const gc_process_group *group);
 
@@ -203,7 +239,11 @@ gc_status gc_dist_all_reduce(gc_process_group *group, gc_tensor *t, gc_dist_op o
 /* input [R, ...] is the same shape on every rank; output [counts[rank], ...] receives rows
  * [start, start + counts[rank]) of op over every rank's input, where start is the sum of
  * the counts of the ranks before. counts has world_size entries summing to R; NULL splits R
- * as evenly as possible (the first R % world_size ranks get one row more). */
+ * as evenly as possible (the first R % world_size ranks get one row more). In place: when
+ * output is input's own rows [start, start + counts[rank]) (a gc_slice0 of it), the collective
+ * reduces in the input itself instead of a copy of it, and the input's other rows hold
+ * partial sums afterwards. With the even split, the TCP ring's reduce-scatter adds each row
+ * in the order its all-reduce does: rank r's rows are bitwise those of the all-reduce. */
 gc_dist_work *gc_dist_reduce_scatter_start(gc_process_group *group, const gc_tensor *input, gc_tensor *output,
                                       const int64_t *counts, gc_dist_op op);
 gc_status gc_dist_reduce_scatter(gc_process_group *group, const gc_tensor *input, gc_tensor *output,
@@ -211,7 +251,8 @@ gc_status gc_dist_reduce_scatter(gc_process_group *group, const gc_tensor *input
 
 /* output [sum of counts, ...] receives every rank's input [counts[rank], ...] in rank order
  * (rows may differ per rank; the other dims and the dtype may not). counts has world_size
- * entries, the same on every rank. */
+ * entries, the same on every rank. In place: input may be output's own rows (a gc_slice0 of
+ * it), which are then not copied. */
 gc_dist_work *gc_dist_all_gather_start(gc_process_group *group, const gc_tensor *input, gc_tensor *output,
                                   const int64_t *counts);
 /* The blocking form for when the counts are not known: exchanges the ranks' row counts
@@ -233,6 +274,16 @@ gc_status gc_dist_any(gc_process_group *group, bool *flag);
 /* t (the same shape on every rank) becomes root's t on every rank. */
 gc_dist_work *gc_dist_broadcast_start(gc_process_group *group, gc_tensor *t, int root);
 gc_status gc_dist_broadcast(gc_process_group *group, gc_tensor *t, int root);
+
+/* One step of a ring: every rank sends `send` to rank + 1 and receives rank - 1's into
+ * `receive` (ranks modulo the world size; in a world of one, send is copied into receive).
+ * Shapes may differ between ranks and steps -- a ring's step carries another rank's block --
+ * but `receive` must have exactly as many bytes as the previous rank's `send`, and one dtype
+ * and device throughout. On TCP the sizes travel with the bytes, and a mismatch stops the
+ * receiving rank naming both (the ranks disagree: a programmer error); NCCL (ncclSend and
+ * ncclRecv in one group) cannot tell. What this rank sends counts in gc_dist_get_stats. */
+gc_dist_work *gc_dist_shift_start(gc_process_group *group, const gc_tensor *send, gc_tensor *receive);
+gc_status gc_dist_shift(gc_process_group *group, const gc_tensor *send, gc_tensor *receive);
 
 /* Returns once every rank has entered it. */
 gc_status gc_dist_barrier(gc_process_group *group);

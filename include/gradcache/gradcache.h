@@ -28,5 +28,6 @@
 #include "gradcache/tensor.h"
 #include "gradcache/tokenizer.h"
 #include "gradcache/train.h"
+#include "gradcache/zero.h"
 
 #endif

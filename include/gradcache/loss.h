@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 
+#include "gradcache/dist.h"
 #include "gradcache/tensor.h"
 
 #ifdef __cplusplus
@@ -101,6 +102,34 @@ gc_status gc_contrastive_loss_tiled(const gc_tensor *queries, const gc_tensor *p
                                     const gc_contrastive_options *options, double seed, double *value,
                                     gc_tensor **grad_queries, gc_tensor **grad_passages);
 
+/* The same loss over the global batch of a process group, without gathering it: the ring of
+ * Inf-CL (docs/DESIGN.md, "The ring loss"). queries [nq, D] and passages [np, D] are this
+ * rank's rows; the global queries and passages are every rank's in rank order (the rows may
+ * differ per rank, zero included). Each rank keeps its queries; the passage blocks travel once
+ * around the ring for the log-sum-exps (with the passages' running column sums, symmetric)
+ * and once more for the gradients, each block's gradient travelling with it back to its
+ * owner; the next block's transfer overlaps the current block's tiles. *value is the global
+ * loss, the same on every rank; the gradients are seed times d loss / d this rank's rows --
+ * what the tiled loss over the gathered batch gives for these rows -- in the inputs' dtypes.
+ * options as for the tiled loss, except: targets, when given, are the global batch's, i32
+ * [global Nq] indexing the global passages, the same on every rank (NULL: global query i's
+ * positive is global passage i (Np / Nq)); method is not used (the ring always tiles); the
+ * tile is sized by this rank's rows. Every rank must call it with the same options, D and
+ * dtype (checked: a difference stops the program naming both ranks).
+ * Memory per rank beyond its inputs: its queries' gradient, and two blocks and two block
+ * gradients in flight (its passages' gradient arrives in one of them): about 5 (B / N) D
+ * working-precision numbers for B rows per side over N ranks, one tile of scores and
+ * O(B / N) numbers -- never the global batch (explicit targets and the counts of their
+ * positives are O(B) numbers). Sent per rank: 2 (N - 1) blocks of rows
+ * and N block gradients, plus O(B / N) numbers per step.
+ * Returns GC_OK; an allocation error (the buffers are made before anything travels, and the
+ * ranks agree on it: the others return GC_ERR_PEER); GC_ERR_NON_FINITE on every rank when the
+ * loss is not finite (a rank's message names its own bad row, or says its rows are finite);
+ * GC_ERR_PEER when a peer fails or stalls (the group's timeout). Nothing is kept on error. */
+gc_status gc_contrastive_loss_ring(gc_process_group *group, const gc_tensor *queries, const gc_tensor *passages,
+                                   const gc_contrastive_options *options, double seed, double *value,
+                                   gc_tensor **grad_queries, gc_tensor **grad_passages);
+
 /* The tile the loss uses for a batch whose larger side has `rows` rows on `device`:
  * options->tile_size when set, else rows / 32 (so one tile of scores is at most 0.1% of the
  * rows x rows matrix) kept between 512 and the device's largest tile (GC_CONTRASTIVE_TILE_CPU
@@ -126,13 +155,21 @@ typedef struct gc_loss_fn {
      * unscaled gradient would already have flushed to zero. */
     gc_status (*value_and_grad)(gc_tensor *const *reps, int count, void *args, double seed, double *value,
                                 gc_tensor **grads);
+    /* Optional: the loss over a process group's global batch without gathering it (the ring
+     * contrastive loss): reps[i] are this rank's rows of model i's representations; writes the
+     * global loss (the same on every rank) and seed times d loss / d reps[i] into grads[i], as
+     * value_and_grad does. Every rank calls it at once: it runs collectives. GradCache uses it
+     * across processes as gc_cache_config.global_loss says. */
+    gc_status (*group_value_and_grad)(gc_process_group *group, gc_tensor *const *reps, int count, void *args,
+                                      double seed, double *value, gc_tensor **grads);
     void *args;
 } gc_loss_fn;
 
 /* A gc_loss_fn for gc_contrastive_loss over two representations (queries, passages) with
  * `options` (kept by pointer: it must outlive the gc_loss_fn). Its value_and_grad is
  * gc_contrastive_value_and_grad, except with GC_CONTRASTIVE_FULL, where it is NULL (GradCache
- * then runs the forward and its own backward, through gc_cache_config.backward). */
+ * then runs the forward and its own backward, through gc_cache_config.backward); its
+ * group_value_and_grad is gc_contrastive_loss_ring. */
 gc_loss_fn gc_contrastive_loss_fn(const gc_contrastive_options *options);
 
 /* --- Matryoshka representations (arXiv 2205.13147) ---

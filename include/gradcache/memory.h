@@ -30,6 +30,26 @@
 extern "C" {
 #endif
 
+/* What an allocation is for, so that live and peak bytes can be split by purpose: a storage
+ * takes the role its thread has set when it is allocated (gc_memory_set_role) and keeps it.
+ * The bucketer (ddp.h) allocates its gradient buffers as GRADIENTS and the optimizers their
+ * state and master weights as OPTIMIZER; a program sets PARAMETERS around the making of its
+ * model; the rest -- activations, their gradients, the loss, collectives' staging -- is OTHER. */
+typedef enum gc_memory_role {
+    GC_MEMORY_OTHER,
+    GC_MEMORY_PARAMETERS,
+    GC_MEMORY_GRADIENTS,
+    GC_MEMORY_OPTIMIZER,
+    GC_MEMORY_ROLES
+} gc_memory_role;
+
+/* Sets the role of the calling thread's next allocations and returns the previous one, so
+ * that scopes nest (OTHER at first). A role outside the enum is a programmer error. */
+gc_memory_role gc_memory_set_role(gc_memory_role role);
+gc_memory_role gc_memory_get_role(void);
+/* "other", "parameters", "gradients", "optimizer". */
+const char *gc_memory_role_name(gc_memory_role role);
+
 typedef struct gc_memory_stats {
     size_t live_bytes;     /* bytes held by live storages right now */
     size_t peak_bytes;     /* the highest live_bytes since start or the last peak reset */
@@ -44,10 +64,16 @@ typedef struct gc_memory_stats {
     uint64_t alloc_count;  /* allocations served since start */
     uint64_t free_count;   /* storages freed since start */
     uint64_t driver_alloc_count; /* cudaMalloc (CPU: malloc) calls made (a cache hit makes none) */
+    size_t role_live_bytes[GC_MEMORY_ROLES]; /* live_bytes split by role: they add up to it */
+    size_t role_peak_bytes[GC_MEMORY_ROLES]; /* the split of peak_bytes: each role's live bytes at
+                                                the moment the peak was reached (they add up to it;
+                                                a role's own highest count may have come at
+                                                another moment) */
 } gc_memory_stats;
 
 gc_memory_stats gc_memory_get_stats(gc_device device);
-/* Sets peak_bytes to the current live_bytes (and peak_reserved_bytes to reserved_bytes). */
+/* Sets peak_bytes to the current live_bytes (and peak_reserved_bytes to reserved_bytes, the
+ * split of the peak to the split of the live bytes). */
 void gc_memory_reset_peak(gc_device device);
 /* 0 removes the limit. A limit below the current live bytes only affects new allocations. */
 void gc_memory_set_limit(gc_device device, size_t limit_bytes);

@@ -76,6 +76,10 @@ gc_status gc_adamw_step_scaled(gc_adamw *opt, double grad_scale);
  * next step. A parameter with no state yet (no step has seen a gradient for it) has no
  * entries. The step count is kept by the caller (see gradcache/checkpoint.h). */
 void gc_adamw_state(const gc_adamw *opt, const char *prefix, gc_param_list *list);
+/* The names gc_adamw_state gives parameter `param`'s state, in this order: the first moment,
+ * the second, the master. A name longer than GC_PARAM_NAME_MAX - 1 is a programmer error. */
+#define GC_ADAMW_STATE_KINDS 3
+void gc_adamw_state_names(const char *prefix, const char *param, char names[GC_ADAMW_STATE_KINDS][GC_PARAM_NAME_MAX]);
 /* The most steps AdamW counts: the bias corrections use the count as a double, exact up to
  * 2^53. A step beyond it is a programmer error; a loaded count beyond it, GC_ERR_FORMAT. */
 #define GC_ADAMW_MAX_STEP (INT64_C(1) << 53)
@@ -102,6 +106,13 @@ double gc_clip_grad_norm(const gc_param_list *params, double max_norm);
  * max_norm / (total + 1e-6). The gradients are left as they are. Returns the total (nan, and
  * *grad_scale unchanged, as gc_clip_grad_norm). */
 double gc_clip_grad_scale(const gc_param_list *params, double max_norm, double *grad_scale);
+
+/* The pieces of the above, for gradients split over processes (a ZeRO optimizer's shards,
+ * gradcache/zero.h), whose sums of squares add: the sum of squares whose root is
+ * gc_clip_grad_norm's total (nan after a failed allocation), and the clipping of
+ * gc_clip_grad_scale given a total (the norm of the gradients the step will use). */
+double gc_grad_squared_sum(const gc_param_list *params);
+void gc_clip_scale_for_norm(double total, double max_norm, double *grad_scale);
 
 /* --- learning-rate schedule: linear warm-up, then constant, or linear or cosine decay to min ---
  * The rate of step s (0-based), with W = warmup_steps and T = total_steps:

@@ -124,12 +124,22 @@ gc_status gc_pretrained_load_weights(const char *dir, const gc_text_encoder *enc
 /* The encoder's weights under its family's Hugging Face names (bare: BertModel's, LlamaModel's)
  * and the kept `unused` tensors, to `path` (atomically). */
 gc_status gc_pretrained_save_weights(const char *path, const gc_text_encoder *encoder, const gc_bert_unused *unused);
+/* Copies into the folder `dir` (which exists) the files of the folder `source` that describe
+ * the model and its tokenizer, those it has of config.json, generation_config.json,
+ * tokenizer.json and tokenizer_config.json, special_tokens_map.json, vocab.txt, vocab.json,
+ * merges.txt and sentence-transformers' modules.json, sentence_bert_config.json,
+ * config_sentence_transformers.json and 1_Pooling/config.json, each atomically: not the
+ * weights, nor the shards' index, which would name shards that a saved folder does not have. */
+gc_status gc_pretrained_copy_files(const char *source, const char *dir);
 /* A whole folder written at `dir`, which must not exist or be empty, all or nothing: the files
- * of the folder `source` (NULL: none) that describe the model and its tokenizer (config.json,
- * tokenizer.json, sentence-transformers' modules, ...) copied, and model.safetensors. What
- * transformers, sentence-transformers and gc_pretrained_load load. */
+ * of the folder `source` (NULL: none) copied (gc_pretrained_copy_files), and the weights as one
+ * model.safetensors. What transformers, sentence-transformers and gc_pretrained_load load. */
 gc_status gc_pretrained_save(const char *dir, const gc_text_encoder *encoder, const gc_bert_unused *unused,
                              const char *source);
+/* The folder's tokenizer.json into *tokenizer (free it with gc_tokenizer_free; NULL on
+ * failure): GC_ERR_FORMAT naming the file when it has more tokens than the configuration's
+ * vocabulary, whose embeddings its ids index. */
+gc_status gc_pretrained_load_tokenizer(const char *dir, const gc_text_encoder_config *config, gc_tokenizer **tokenizer);
 /* gc_bert_load for a folder of either family. */
 gc_status gc_pretrained_load(const char *dir, gc_device device, gc_text_encoder *encoder, gc_tokenizer **tokenizer,
                              gc_bert_unused *unused);

@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "gradcache/cache.h"
+#include "gradcache/ddp.h"
 #include "gradcache/device.h"
 #include "gradcache/error.h"
 #include "gradcache/loss.h"
@@ -164,7 +165,8 @@ void gc_epoch_order(uint64_t seed, int64_t epoch, int64_t count, int64_t *order)
 
 /* The two inputs of a step: the queries, and the passages (each example's positive followed by
  * its first `negatives` further columns, the layout gc_contrastive_loss expects: with k
- * positives, `negatives` is k - 1 plus the hard negatives). */
+ * positives, `negatives` is k - 1 plus the hard negatives), each side's text after its prompt
+ * (gc_tokenize_prompted) when `prompts` (or NULL) has one. */
 typedef struct gc_training_batch {
     gc_tensor *query_ids, *query_mask;     /* [B, T <= max_length] */
     gc_tensor *passage_ids, *passage_mask; /* [B (1 + negatives), T' <= max_length] */
@@ -176,8 +178,8 @@ typedef struct gc_training_batch {
  * allocation error (nothing left allocated); more negatives than the pairs have is a
  * programmer error. */
 gc_status gc_training_batch_make(const gc_pairs *pairs, const int64_t *examples, int64_t count, int negatives,
-                                 const gc_tokenizer *tokenizer, int64_t max_length, gc_dtype mask_dtype,
-                                 gc_device device, gc_training_batch *batch);
+                                 const gc_tokenizer *tokenizer, char *const prompts[2], int64_t max_length,
+                                 gc_dtype mask_dtype, gc_device device, gc_training_batch *batch);
 void gc_training_batch_release(gc_training_batch *batch);
 
 /* ---- dual encoders -------------------------------------------------------------------------- */
@@ -194,9 +196,10 @@ typedef struct gc_dual_encoder {
     bool tied;
     gc_text_encoder towers[2];     /* [1] unused when tied */
     gc_param_list params;          /* "query.*" and "passage.*", or "encoder.*" when tied */
-    const gc_tokenizer *tokenizer; /* bytes for a preset; a pretrained folder's WordPiece (owned) */
+    const gc_tokenizer *tokenizer; /* bytes for a preset; a pretrained folder's own (owned) */
     int64_t max_length;            /* tokens per text */
     char *pretrained;              /* the folder a pretrained model came from, else NULL */
+    char *prompts[2];              /* what the folder writes before a query's and a passage's text, or NULL */
     gc_bert_unused unused;         /* pretrained: the file's weights the encoder does not use, saved back */
 } gc_dual_encoder;
 
@@ -204,10 +207,13 @@ typedef struct gc_dual_encoder {
  * stream), the byte tokenizer, config->max_length tokens. */
 gc_status gc_dual_encoder_init(gc_dual_encoder *model, const gc_text_encoder_config *config, bool tied,
                                gc_device device, uint64_t seed);
-/* The pretrained model of folder `dir` (config.json, model.safetensors, tokenizer.json:
- * gradcache/pretrained.h) as one tied encoder on `device`, its parameters in `dtype` (f32, f16
- * or bf16), tokenizing to max_length tokens (at most its positions: GC_ERR_FORMAT otherwise; 0
- * for 128, or its positions if fewer). Nothing is left allocated on failure. */
+/* The pretrained model of folder `dir`, of either family (a BERT or a decoder-style embedder:
+ * config.json, model.safetensors or its shards, tokenizer.json; gradcache/pretrained.h), as one
+ * tied encoder on `device`, its parameters in `dtype` (f32, f16 or bf16), tokenizing to
+ * max_length tokens (at most its positions: GC_ERR_FORMAT otherwise; 0 for 128, or its
+ * positions if fewer), with the "query" and "document" prompts of its sentence-transformers
+ * configuration (gc_pretrained_prompt) before the texts of each side. Nothing is left
+ * allocated on failure. */
 gc_status gc_dual_encoder_from_folder(gc_dual_encoder *model, const char *dir, int64_t max_length, gc_dtype dtype,
                                       gc_device device);
 /* A model folder (one holding config.json: as above, in f32), or a run folder or model file
@@ -217,11 +223,21 @@ gc_status gc_dual_encoder_from_folder(gc_dual_encoder *model, const char *dir, i
  * its name, shape and dtype, and no other tensor. */
 gc_status gc_dual_encoder_load(const char *path, int64_t max_length, gc_device device, gc_dual_encoder *model);
 /* Writes the model into folder `dir` (created if missing): dir/model.safetensors, the
- * parameters and their description; for a pretrained model, under Hugging Face's names next
- * to copies of its folder's config.json, tokenizer.json and sentence-transformers files, so
- * that `dir` is a model folder again. Every file is written atomically (gradcache/files.h). */
+ * parameters and their description; for a pretrained model, under its family's Hugging Face
+ * names next to copies of its folder's files (gc_pretrained_copy_files), so that `dir` is a
+ * model folder again, one that transformers loads. A shards' index in `dir` (a model saved
+ * over the sharded folder it came from) is removed: model.safetensors holds the weights now.
+ * Every file is written atomically (gradcache/files.h). */
 gc_status gc_dual_encoder_save(const gc_dual_encoder *model, const char *dir);
 gc_text_encoder *gc_dual_encoder_tower(gc_dual_encoder *model, int side); /* 0 query, 1 passage */
+/* GC_ERR_CONFIG naming the folder's file when a side's prompt takes all of max_length tokens:
+ * every text of that side would be cut away, its embeddings all alike. */
+gc_status gc_dual_encoder_check_prompts(const gc_dual_encoder *model);
+/* texts[0..count) encoded as side `side` (0 query, 1 passage) is: its tower, its prompt, the
+ * model's max_length (gc_encode_texts_prompted: eval mode, `batch` texts at a time); NULL
+ * (error set) when memory runs out or gc_dual_encoder_check_prompts refuses. */
+gc_tensor *gc_dual_encoder_encode(gc_dual_encoder *model, int side, const char *const *texts, int64_t count,
+                                  int64_t batch);
 void gc_dual_encoder_free(gc_dual_encoder *model);
 /* GradCache's model function for a tower: chunk {ids, mask} -> representation (training mode). */
 gc_tensor *gc_dual_encoder_forward_train(void *tower, const gc_batch *chunk);
@@ -243,8 +259,8 @@ typedef struct gc_retrieval_metrics {
  * (nothing is ranked then); or an allocation error. */
 gc_status gc_retrieval_evaluate(const gc_tensor *queries, const gc_tensor *candidates, const int64_t *positive,
                                 gc_retrieval_metrics *metrics);
-/* The first `count` pairs: every query encoded with the query tower, every distinct positive
- * with the passage tower (eval mode, `batch` texts at a time), and ranked as above. */
+/* The first `count` pairs: every query encoded as a query, every distinct positive as a
+ * passage (gc_dual_encoder_encode, `batch` texts at a time), and ranked as above. */
 gc_status gc_retrieval_evaluate_pairs(gc_dual_encoder *model, const gc_pairs *pairs, int64_t count, int64_t batch,
                                       gc_retrieval_metrics *metrics);
 /* The same at each of n_dims prefixes of the embeddings (Matryoshka: the first dims[j] columns,
@@ -298,6 +314,8 @@ typedef struct gc_step_record {
     int64_t chunk_sizes[2];        /* rows per chunk, query and passage side (plain: the batch) */
     double loss_scale;             /* the scale the step's gradients carried (1 without loss scaling) */
     bool skipped;                  /* an inf or nan gradient: no update, and the scale halved */
+    const char *global_loss;       /* how the loss saw the global batch: "gather" or "ring" across
+                                      processes, "local" in one (a static string) */
 } gc_step_record;
 
 /* A run: a dual encoder trained on query/positive pairs with the in-batch contrastive loss
@@ -326,6 +344,11 @@ typedef struct gc_trainer_config {
     int64_t chunk_tokens;       /* --gc-chunk-tokens: also at most this many real tokens per chunk, each
                                    chunk cut to its longest text (gc_split_by_tokens); 0: no budget */
     gc_contrastive_method loss; /* --loss: with gc, how the loss's gradient is computed */
+    gc_global_loss global_loss; /* --loss: across processes, the gathered loss or the ring's
+                                   (gc_cache_config.global_loss; AUTO: the ring when the gathered
+                                   representations and their gradients would take more than a
+                                   quarter of the memory limit); RING needs gc and no FULL loss,
+                                   and a plain step gathers */
     int64_t steps, epochs;      /* --steps, else --epochs (0: one) */
     double lr;                  /* --lr: the peak rate (warm-up over 10% of the steps, then down to 0) */
     double temperature;         /* --temperature */
@@ -342,6 +365,13 @@ typedef struct gc_trainer_config {
     gc_device device;           /* --device: a launched run on CUDA takes cuda:LOCAL_RANK */
     size_t mem_limit;           /* --mem-limit: bytes on the device; 0: gc_mem_limit_apply's default */
     bool reduce_half;           /* --reduce-half: data-parallel 16-bit gradients averaged in their dtype */
+    /* --zero: data-parallel, what is sharded over the processes (gradcache/zero.h): nothing,
+     * AdamW's state (GC_ZERO_1), the gradients too, reduced once per step (GC_ZERO_2) or after
+     * every chunk's backward (GC_ZERO_2_EVERY_BACKWARD). Not a setting of the checkpoint: the
+     * stages compute the same numbers (to the rounding of the clipping norm's sum, and of the
+     * order of additions at 2b), and a checkpoint resumes at any stage. A world of one has
+     * nothing to shard and ignores it. */
+    gc_zero zero;
     int64_t save_every;         /* --save-every: steps between checkpoints (0: only at the stop step) */
     int64_t stop_after;         /* --stop-after: the last step gc_trainer_run takes, as if interrupted (0: all) */
     /* called after every step's log line, on every process (process 0 writes the log), or NULL */
@@ -358,18 +388,23 @@ typedef struct gc_trainer gc_trainer;
  * seeds the default generators, and (process 0) creates the run folder, removes the
  * temporaries a killed run's saves left there and starts log.jsonl anew. The config's strings
  * are read before it returns.
- * Under a launcher (RANK, WORLD_SIZE, ...: gradcache/dist.h) the run is data-parallel: the
- * batch split over the processes, the loss over all of it, one gradient reduction per step,
+ * Under a launcher (torchrun's variables, Open MPI's, PMI's or a Slurm step's:
+ * gc_dist_env_read) the run is data-parallel: the batch split over the processes, the loss
+ * over all of it, one gradient reduction per step (per chunk at GC_ZERO_2_EVERY_BACKWARD),
  * process 0 alone writing. GC_ERR_CONFIG when a setting cannot work (more hard negatives than
  * the data has, a batch larger than the data or smaller than the processes, a dtype the device
  * lacks, a malformed launcher environment); else the status of what failed, its message
  * naming the file or the setting. On failure *trainer is NULL and nothing is left allocated. */
 gc_status gc_trainer_new(const gc_trainer_config *config, gc_trainer **trainer);
 /* The run in config->out continued from its checkpoint, bit for bit as if it had not stopped
- * (same device): as gc_trainer_new, and the checkpoint is trusted only as far as it is
- * checked: written with these settings, by as many processes, describing the model these
- * settings build, every counter and generator where such a run could have left it, no entry
- * such a run would not write. The log keeps the checkpoint's steps. */
+ * (same device, as many processes; any --zero stage): as gc_trainer_new, and the checkpoint
+ * is trusted only as far as it is checked: written with these settings, describing the model
+ * these settings build, every counter and generator where such a run could have left it, no entry
+ * such a run would not write. The log keeps the checkpoint's steps. With another number of
+ * processes it resumes too, not bitwise: each step takes the same global batch (a function of
+ * the seed and the step), split otherwise over the processes, whose dropout streams continue
+ * where the checkpoint left them (a process it has no stream of starts its own past every
+ * offset it holds), and the sums add in another order. */
 gc_status gc_trainer_resume(const gc_trainer_config *config, gc_trainer **trainer);
 /* One step (every process calls it): the batch, the gradients, clipping and the update (f16:
  * skipped when a gradient of any process overflowed), the log line, on_step, then the
@@ -387,6 +422,7 @@ void gc_trainer_free(gc_trainer *trainer);
 /* Where a run is; the pointers stay valid until gc_trainer_free. */
 typedef struct gc_trainer_info {
     int rank, world;          /* this process in a data-parallel run (0 and 1 when not launched) */
+    const char *launcher;     /* whose environment said so (gc_dist_launcher_name) */
     int64_t step;             /* steps done (a resumed run starts at its checkpoint's) */
     int64_t stop_step;        /* where gc_trainer_run stops */
     int64_t total_steps;      /* the run's length, which the learning rate's schedule spans */

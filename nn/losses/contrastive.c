@@ -149,10 +149,20 @@ static gc_status contrastive_value_and_grad(gc_tensor *const *reps, int count, v
     return gc_contrastive_value_and_grad(reps[0], reps[1], args, seed, value, &grads[0], &grads[1]);
 }
 
+static gc_status contrastive_group_value_and_grad(gc_process_group *group, gc_tensor *const *reps, int count,
+                                                  void *args, double seed, double *value, gc_tensor **grads) {
+    check_count(count);
+    return gc_contrastive_loss_ring(group, reps[0], reps[1], args, seed, value, &grads[0], &grads[1]);
+}
+
 gc_loss_fn gc_contrastive_loss_fn(const gc_contrastive_options *options) {
     if (!options) gc_fatal("contrastive_loss_fn: options is NULL");
     bool full = options->method == GC_CONTRASTIVE_FULL;
     return (gc_loss_fn){.forward = contrastive_forward,
                         .value_and_grad = full ? NULL : contrastive_value_and_grad,
+                        /* the ring computes one positive per query: several are gathered */
+                        .group_value_and_grad = gc_contrastive_positive_count(options) > 1
+                                                    ? NULL
+                                                    : contrastive_group_value_and_grad,
                         .args = (void *)options};
 }

@@ -7,9 +7,9 @@
 #include "gradcache/ops.h"
 #include "tensor/op_util.h"
 
-void gc_contrastive_check_arguments(const gc_tensor *queries, const gc_tensor *passages,
-                                    const gc_contrastive_options *options) {
-    char tq[128], tp[128], tt[128];
+void gc_contrastive_check_options(const gc_tensor *queries, const gc_tensor *passages,
+                                  const gc_contrastive_options *options) {
+    char tq[128], tp[128];
     if (!options) gc_fatal("contrastive_loss: options is NULL");
     gc_tensor_str(queries, tq, sizeof tq);
     gc_tensor_str(passages, tp, sizeof tp);
@@ -32,22 +32,38 @@ void gc_contrastive_check_arguments(const gc_tensor *queries, const gc_tensor *p
                  (long long)options->tile_size);
     if (options->positives < 0)
         gc_fatal("contrastive_loss: %lld positives per query (0 or 1: one)", (long long)options->positives);
+}
+
+void gc_contrastive_check_targets(const char *op, const gc_tensor *queries, int64_t n_queries,
+                                  const gc_tensor *targets) {
+    char tq[128], tt[128];
+    if (targets->dtype != GC_I32 || targets->ndim != 1 || targets->shape[0] != n_queries)
+        gc_fatal("%s: needs i32 targets [%lld] for queries %s, got %s", op, (long long)n_queries,
+                 gc_tensor_str(queries, tq, sizeof tq), gc_tensor_str(targets, tt, sizeof tt));
+    gc_check_same_device(op, queries, targets);
+}
+
+void gc_contrastive_check_arguments(const gc_tensor *queries, const gc_tensor *passages,
+                                    const gc_contrastive_options *options) {
+    char tq[128], tp[128], tt[128];
+    gc_contrastive_check_options(queries, passages, options);
     int64_t n_queries = queries->shape[0], n_passages = passages->shape[0];
     int64_t positives = gc_contrastive_positive_count(options);
     const gc_tensor *targets = options->targets;
-    if (targets) {
-        gc_tensor_str(targets, tt, sizeof tt);
-        bool one = positives == 1 && targets->ndim == 1, several = positives > 1 && targets->ndim == 2;
-        if (targets->dtype != GC_I32 || !(one || several) || targets->shape[0] != n_queries ||
-            (several && targets->shape[1] != positives))
-        {
-            if (positives == 1)
-                gc_fatal("contrastive_loss: needs i32 targets [%lld] for queries %s, got %s", (long long)n_queries, tq,
-                         tt);
+    gc_tensor_str(queries, tq, sizeof tq);
+    gc_tensor_str(passages, tp, sizeof tp);
+    if (targets && positives == 1) {
+        gc_contrastive_check_targets("contrastive_loss", queries, n_queries, targets);
+    } else if (targets) {
+        if (targets->dtype != GC_I32 || targets->ndim != 2 || targets->shape[0] != n_queries ||
+            targets->shape[1] != positives)
             gc_fatal("contrastive_loss: needs i32 targets [%lld, %lld] for queries %s with %lld positives each, got %s",
-                     (long long)n_queries, (long long)positives, tq, (long long)positives, tt);
-        }
+                     (long long)n_queries, (long long)positives, tq, (long long)positives,
+                     gc_tensor_str(targets, tt, sizeof tt));
         gc_check_same_device("contrastive_loss", queries, targets);
+    } else if (n_queries > 0 && positives == 1 && n_passages % n_queries != 0) {
+        gc_fatal("contrastive_loss: %lld passages %s are not a multiple of %lld queries %s (give targets)",
+                 (long long)n_passages, tp, (long long)n_queries, tq);
     } else if (n_queries > 0 && (n_passages % n_queries != 0 || n_passages / n_queries < positives)) {
         gc_fatal("contrastive_loss: %lld passages %s are not a multiple of %lld queries %s with %lld positives each "
                  "(give targets)", (long long)n_passages, tp, (long long)n_queries, tq, (long long)positives);
@@ -104,8 +120,8 @@ static gc_status first_non_finite_row(const gc_tensor *x, int64_t chunk, int64_t
     return status;
 }
 
-gc_status gc_contrastive_explain_non_finite(const gc_tensor *queries, const gc_tensor *passages,
-                                            const gc_contrastive_options *options, double value, int64_t chunk) {
+gc_status gc_contrastive_find_non_finite(const char *who, const gc_tensor *queries, const gc_tensor *passages,
+                                         int64_t chunk) {
     const gc_tensor *sides[2] = {queries, passages};
     const char *names[2] = {"query", "passage"};
     bool previous = gc_set_grad_enabled(false);
@@ -116,16 +132,28 @@ gc_status gc_contrastive_explain_non_finite(const gc_tensor *queries, const gc_t
         status = first_non_finite_row(sides[s], chunk, &row);
         if (status == GC_OK && row >= 0) {
             status = GC_ERR_NON_FINITE;
-            gc_set_error(status, "contrastive_loss: %s row %lld of %s holds an inf or a nan", names[s], (long long)row,
+            gc_set_error(status, "%s %s row %lld of %s holds an inf or a nan", who, names[s], (long long)row,
                          gc_tensor_str(sides[s], text, sizeof text));
         }
     }
     gc_set_grad_enabled(previous);
+    return status;
+}
+
+gc_status gc_contrastive_explain_non_finite(const gc_tensor *queries, const gc_tensor *passages,
+                                            const gc_contrastive_options *options, double value, int64_t chunk) {
+    gc_status status = gc_contrastive_find_non_finite("contrastive_loss:", queries, passages, chunk);
     if (status != GC_OK) return status;
+    char text[128];
     gc_set_error(GC_ERR_NON_FINITE,
                  "contrastive_loss: the loss is %g with finite representations %s: the scores overflow at temperature "
                  "%g", value, gc_tensor_str(queries, text, sizeof text), options->temperature);
     return GC_ERR_NON_FINITE;
+}
+
+double gc_contrastive_weight(const gc_contrastive_options *options, int64_t n_queries) {
+    double mean = n_queries ? 1.0 / (double)n_queries : NAN;
+    return (options->reduction == GC_LOSS_MEAN ? mean : 1.0) * (options->symmetric ? 0.5 : 1.0);
 }
 
 int64_t gc_contrastive_rows(const gc_tensor *queries, const gc_tensor *passages) {

@@ -24,6 +24,13 @@
  * devices, the similarity, the temperature, the targets' shape, the tile size. */
 void gc_contrastive_check_arguments(const gc_tensor *queries, const gc_tensor *passages,
                                     const gc_contrastive_options *options);
+/* The checks of gc_contrastive_check_arguments but the targets'. */
+void gc_contrastive_check_options(const gc_tensor *queries, const gc_tensor *passages,
+                                  const gc_contrastive_options *options);
+/* targets are i32 [n_queries] on queries' device; `op` names the loss in the one line that
+ * stops the program. */
+void gc_contrastive_check_targets(const char *op, const gc_tensor *queries, int64_t n_queries,
+                                  const gc_tensor *targets);
 
 /* Positives per query: options->positives, 0 counting as 1. */
 int64_t gc_contrastive_positive_count(const gc_contrastive_options *options);
@@ -44,6 +51,13 @@ gc_status gc_contrastive_multi_value_and_grad(const gc_tensor *queries, const gc
 gc_tensor *gc_contrastive_targets(const gc_tensor *queries, const gc_tensor *passages,
                                   const gc_contrastive_options *options);
 
+/* GC_ERR_NON_FINITE with the message "<who> query row 3 of [6, 4] f32 cpu holds an inf or a
+ * nan" (or passage) for the first row of queries or passages holding one; GC_OK when every
+ * row is finite (or an allocation error). Read back `chunk` rows at a time; records nothing
+ * on the tape. */
+gc_status gc_contrastive_find_non_finite(const char *who, const gc_tensor *queries, const gc_tensor *passages,
+                                         int64_t chunk);
+
 /* After the loss came out as `value`, an inf or a nan: GC_ERR_NON_FINITE with a message
  * naming the side and the first row holding an inf or a nan, or, when every representation is
  * finite, the scores' overflow at the temperature (or an allocation error). The inputs are
@@ -55,6 +69,11 @@ gc_status gc_contrastive_explain_non_finite(const gc_tensor *queries, const gc_t
 /* options->tile_size, or the device's largest default tile: the method
  * GC_CONTRASTIVE_AUTO tiles above it. */
 int64_t gc_contrastive_largest_tile(const gc_contrastive_options *options, gc_device device);
+
+/* w, the weight of one query's term in one direction over `n_queries` queries (of the whole
+ * batch): 1 for a sum, 1 / n_queries for a mean (nan for none, as the untiled loss), halved
+ * when symmetric (the mean of the two directions). */
+double gc_contrastive_weight(const gc_contrastive_options *options, int64_t n_queries);
 
 /* The larger of the two sides' row counts. */
 int64_t gc_contrastive_rows(const gc_tensor *queries, const gc_tensor *passages);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "gradcache/memory.h"
 #include "gradcache/optim.h"
 #include "optimizer.h"
 #include "tensor/op_internal.h"
@@ -57,28 +58,28 @@ gc_status gc_adamw_step(gc_adamw *opt) { return gc_adamw_step_scaled(opt, 1); }
 /* --- state for checkpoints --- */
 
 /* A parameter's state tensors, in the order of the arrays below. */
-enum { EXP_AVG, EXP_AVG_SQ, MASTER, KINDS };
-static const char *const state_kinds[KINDS] = {"exp_avg", "exp_avg_sq", "master"};
+enum { EXP_AVG, EXP_AVG_SQ, MASTER, KINDS = GC_ADAMW_STATE_KINDS };
 
-/* "<prefix>.<kind>.<param>" ("<kind>.<param>" for an empty prefix) into name. */
-static void state_name(char name[GC_PARAM_NAME_MAX], const char *op, const char *prefix, const char *kind,
-                       const char *param) {
+void gc_adamw_state_names(const char *prefix, const char *param, char names[GC_ADAMW_STATE_KINDS][GC_PARAM_NAME_MAX]) {
+    static const char *const kinds[KINDS] = {"exp_avg", "exp_avg_sq", "master"};
     bool dotted = prefix && *prefix;
-    int length = snprintf(name, GC_PARAM_NAME_MAX, "%s%s%s.%s", dotted ? prefix : "", dotted ? "." : "", kind, param);
-    if (length >= GC_PARAM_NAME_MAX)
-        gc_fatal("%s: the state name of parameter '%s' under prefix '%s' is longer than %d characters", op, param,
-                 dotted ? prefix : "", GC_PARAM_NAME_MAX - 1);
+    for (int k = 0; k < KINDS; k++) {
+        int length = snprintf(names[k], GC_PARAM_NAME_MAX, "%s%s%s.%s", dotted ? prefix : "", dotted ? "." : "",
+                              kinds[k], param);
+        if (length >= GC_PARAM_NAME_MAX)
+            gc_fatal("adamw_state_names: the state name of parameter '%s' under prefix '%s' is longer than %d "
+                     "characters", param, dotted ? prefix : "", GC_PARAM_NAME_MAX - 1);
+    }
 }
 
 void gc_adamw_state(const gc_adamw *opt, const char *prefix, gc_param_list *list) {
     gc_tensor **states[KINDS] = {opt->exp_avg, opt->exp_avg_sq, opt->master};
-    char name[GC_PARAM_NAME_MAX];
-    for (int i = 0; i < opt->params.count; i++)
-        for (int k = 0; k < KINDS; k++) {
-            if (!states[k][i]) continue; /* no step has reached this parameter yet, or it has no master */
-            state_name(name, "adamw_state", prefix, state_kinds[k], opt->params.items[i].name);
-            gc_param_list_add(list, "", name, states[k][i], false);
-        }
+    char names[KINDS][GC_PARAM_NAME_MAX];
+    for (int i = 0; i < opt->params.count; i++) {
+        gc_adamw_state_names(prefix, opt->params.items[i].name, names);
+        for (int k = 0; k < KINDS; k++)
+            if (states[k][i]) gc_param_list_add(list, "", names[k], states[k][i], false); /* none: no step reached it yet, or no master */
+    }
 }
 
 /* GC_ERR_FORMAT: entry `name` of parameter `param` is not what it should be. */
@@ -121,10 +122,8 @@ static gc_status load_param_state(const gc_adamw *opt, const char *prefix, const
                                   const gc_param_list *list, gc_tensor **const *loaded, int index) {
     const gc_tensor *saved[KINDS];
     char names[KINDS][GC_PARAM_NAME_MAX];
-    for (int k = 0; k < KINDS; k++) {
-        state_name(names[k], "adamw_load_state", prefix, state_kinds[k], param->name);
-        saved[k] = gc_param_list_find(list, names[k]);
-    }
+    gc_adamw_state_names(prefix, param->name, names);
+    for (int k = 0; k < KINDS; k++) saved[k] = gc_param_list_find(list, names[k]);
     gc_status status = check_saved(opt, param, saved, names);
     for (int k = 0; k < KINDS && status == GC_OK; k++) {
         if (!saved[k]) continue;
@@ -145,8 +144,10 @@ gc_status gc_adamw_load_state(gc_adamw *opt, const char *prefix, const gc_param_
     gc_tensor **loaded[KINDS];
     for (int k = 0; k < KINDS; k++) loaded[k] = gc_optim_state_array(count);
     gc_status status = GC_OK;
+    gc_memory_role role = gc_memory_set_role(GC_MEMORY_OPTIMIZER);
     for (int i = 0; i < count && status == GC_OK; i++)
         status = load_param_state(opt, prefix, &opt->params.items[i], list, loaded, i);
+    gc_memory_set_role(role);
     gc_tensor **replaced[KINDS] = {opt->exp_avg, opt->exp_avg_sq, opt->master};
     if (status == GC_OK) { /* all or nothing: the old state goes only once the new one is complete */
         opt->exp_avg = loaded[EXP_AVG];

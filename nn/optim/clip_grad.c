@@ -26,8 +26,7 @@ static double squared_sum(const gc_tensor *grad) {
     return result;
 }
 
-/* The total 2-norm of every gradient of params (nan after a failed allocation). */
-static double total_norm(const gc_param_list *params) {
+double gc_grad_squared_sum(const gc_param_list *params) {
     bool previous = gc_set_grad_enabled(false);
     double sum = 0;
     for (int i = 0; i < params->count && !isnan(sum); i++) {
@@ -35,16 +34,21 @@ static double total_norm(const gc_param_list *params) {
         if (grad) sum += squared_sum(grad);
     }
     gc_set_grad_enabled(previous);
-    return sqrt(sum);
+    return sum;
 }
 
 static void check_max_norm(const char *op, double max_norm) {
     if (!(max_norm >= 0)) gc_fatal("%s: max_norm %g is not >= 0", op, max_norm);
 }
 
+void gc_clip_scale_for_norm(double total, double max_norm, double *grad_scale) {
+    check_max_norm("clip_scale_for_norm", max_norm);
+    if (total > max_norm) *grad_scale *= max_norm / (total + CLIP_EPS); /* false for nan */
+}
+
 double gc_clip_grad_norm(const gc_param_list *params, double max_norm) {
     check_max_norm("clip_grad_norm", max_norm);
-    double total = total_norm(params);
+    double total = sqrt(gc_grad_squared_sum(params));
     if (total > max_norm) /* false for nan: nothing is scaled after a failed allocation */
         for (int i = 0; i < params->count; i++)
             gc_scale_inplace(gc_grad(params->items[i].tensor), max_norm / (total + CLIP_EPS));
@@ -53,7 +57,7 @@ double gc_clip_grad_norm(const gc_param_list *params, double max_norm) {
 
 double gc_clip_grad_scale(const gc_param_list *params, double max_norm, double *grad_scale) {
     check_max_norm("clip_grad_scale", max_norm);
-    double total = total_norm(params) * *grad_scale;
-    if (total > max_norm) *grad_scale *= max_norm / (total + CLIP_EPS);
+    double total = sqrt(gc_grad_squared_sum(params)) * *grad_scale;
+    gc_clip_scale_for_norm(total, max_norm, grad_scale);
     return total;
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "gradcache/autograd.h"
+#include "gradcache/memory.h"
 #include "gradcache/ops.h"
 #include "optimizer.h"
 
@@ -78,9 +79,11 @@ static gc_status make_missing(const gc_tensor *p, int i, const gc_optim_tensors 
 /* Everything missing for every parameter with a gradient; all or nothing. */
 static gc_status allocate_missing(const char *op, const gc_param_list *params, const gc_optim_tensors *t, made *m) {
     bool previous = gc_set_grad_enabled(false); /* a master is a plain copy, outside any graph */
+    gc_memory_role role = gc_memory_set_role(GC_MEMORY_OPTIMIZER);
     gc_status status = GC_OK;
     for (int i = 0; i < params->count && status == GC_OK; i++)
         if (checked_grad(op, &params->items[i])) status = make_missing(params->items[i].tensor, i, t, m);
+    gc_memory_set_role(role);
     gc_set_grad_enabled(previous);
     if (status != GC_OK) release_made(params, t, m);
     return status;

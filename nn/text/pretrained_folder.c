@@ -26,13 +26,20 @@ static gc_status read_optional(const char *dir, const char *name, char path[4096
     return gc_json_file_read(path, GC_BERT_MAX_CONFIG, document);
 }
 
-/* config.json's family by its model_type, `only` (or either when NULL). */
+/* config.json's family by its model_type, `only` (or either when NULL). A model_type of
+ * neither family is refused here, naming every type either reader takes (each reader checks
+ * its own again), so that the message does not send a user to the wrong family's list. */
 static gc_status read_family(const char *path, const gc_json *config, const gc_layout *only,
                              gc_text_encoder_config *c) {
+    static const char *const model_types[] = {"bert", "llama", "mistral", "qwen2", "qwen3", NULL};
     const gc_json *type = gc_json_member(config, "model_type");
-    bool bert = type && type->type == GC_JSON_STRING && !strcmp(type->string, "bert");
+    int family = -1;
     *c = (gc_text_encoder_config){.pooling = GC_POOL_MEAN, .dtype = GC_F32};
-    if (only == &gc_bert_layout || (!only && (bert || !type))) return gc_bert_config_read(path, config, c);
+    gc_status status = only || config->type != GC_JSON_OBJECT
+                           ? GC_OK
+                           : gc_config_choice(path, config, "model_type", model_types, -1, &family);
+    if (status != GC_OK) return status;
+    if (only == &gc_bert_layout || (!only && (family == 0 || !type))) return gc_bert_config_read(path, config, c);
     return gc_decoder_config_read(path, config, c);
 }
 
@@ -116,8 +123,8 @@ gc_status gc_pretrained_check_weights(const gc_safetensors *file, const gc_text_
                            config_name);
 }
 
-/* The folder's tokenizer, checked against the configuration's vocabulary. */
-static gc_status load_tokenizer(const char *dir, const gc_text_encoder_config *config, gc_tokenizer **tokenizer) {
+gc_status gc_pretrained_load_tokenizer(const char *dir, const gc_text_encoder_config *config,
+                                       gc_tokenizer **tokenizer) {
     char path[4096];
     gc_status status = gc_tokenizer_load(join(path, sizeof path, dir, "tokenizer.json"), tokenizer);
     if (status == GC_OK && gc_tokenizer_vocab_size(*tokenizer) > config->vocab) {
@@ -137,7 +144,7 @@ static gc_status load(const char *dir, const gc_layout *only, gc_device device, 
     if (unused) *unused = (gc_bert_unused){0};
     gc_text_encoder_config config;
     gc_status status = gc_pretrained_folder_config(dir, only, &config);
-    if (status == GC_OK) status = load_tokenizer(dir, &config, tokenizer);
+    if (status == GC_OK) status = gc_pretrained_load_tokenizer(dir, &config, tokenizer);
     gc_generator init = {0, 0}; /* the file's weights replace these */
     if (status == GC_OK) status = gc_text_encoder_init(encoder, &config, device, &init);
     if (status == GC_OK && (status = gc_pretrained_load_weights(dir, encoder, unused)) != GC_OK)

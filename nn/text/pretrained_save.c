@@ -60,12 +60,18 @@ static gc_status copy_file(const char *from, const char *to, const char *name) {
     return status;
 }
 
+gc_status gc_pretrained_copy_files(const char *source, const char *dir) {
+    gc_status status = GC_OK;
+    for (int i = 0; copied[i] && status == GC_OK; i++) status = copy_file(source, dir, copied[i]);
+    return status;
+}
+
 gc_status gc_pretrained_save(const char *dir, const gc_text_encoder *encoder, const gc_bert_unused *unused,
                              const char *source) {
     char *temporary;
     gc_status status = gc_folder_begin(dir, &temporary);
     if (status != GC_OK) return status;
-    for (int i = 0; source && copied[i] && status == GC_OK; i++) status = copy_file(source, temporary, copied[i]);
+    if (source) status = gc_pretrained_copy_files(source, temporary);
     char *weights = joined(temporary, "model.safetensors");
     if (status == GC_OK) status = gc_pretrained_save_weights(weights, encoder, unused);
     if (status == GC_OK) status = gc_folder_commit(temporary, dir);

@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* The resuming run: what a fresh one starts from. */
 typedef struct run {
     gc_dual_encoder model;
-    gc_adamw optimizer;
+    gc_train_optim optimizer;
     gc_metadata settings;
     gc_batch_sampler batches;
     gc_train_plan plan;
@@ -29,7 +29,7 @@ static void run_begin(run *r) {
     gc_text_encoder_config config = gc_model_preset(0, 4);
     config.dim = 2, config.heads = 1, config.layers = 1, config.hidden = 3, config.projection = 2;
     if (gc_dual_encoder_init(&r->model, &config, false, gc_cpu(), 1) != GC_OK ||
-        gc_adamw_init(&r->optimizer, &r->model.params, 1e-3, 0.9, 0.999, 1e-8, 0.01) != GC_OK)
+        gc_train_optim_init(&r->optimizer, &(gc_train_dist){0}, &r->model.params, 1e-3, 0.01) != GC_OK)
         abort();
     r->settings = (gc_metadata){0};
     gc_metadata_set(&r->settings, "flag.seed", "5");
@@ -40,7 +40,7 @@ static void run_begin(run *r) {
 }
 
 static void run_end(run *r) {
-    gc_adamw_free(&r->optimizer);
+    gc_train_optim_free(&r->optimizer);
     gc_dual_encoder_free(&r->model);
     gc_metadata_free(&r->settings);
     gc_batch_sampler_free(&r->batches);
@@ -60,13 +60,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int64_t epoch, position;
         gc_batch_sampler_locate(&r.batches, p->step, &epoch, &position);
         if (p->step < 0 || p->step > r.plan.total_steps || p->epoch != epoch || p->position != position ||
-            r.optimizer.step != p->step || p->chunk_sizes[0] < 1 || p->chunk_sizes[0] > 2 || p->chunk_sizes[1] < 1 ||
-            p->chunk_sizes[1] > 2)
+            r.optimizer.whole.step != p->step || p->chunk_sizes[0] < 1 || p->chunk_sizes[0] > 2 ||
+            p->chunk_sizes[1] < 1 || p->chunk_sizes[1] > 2)
             abort();
         for (int slot = 0; slot < 1 + GC_MAX_CUDA_DEVICES; slot++)
             if (p->rng.devices[slot].offset > GC_TRAIN_MAX_RNG_OFFSET) abort();
-        for (int i = 0; i < r.optimizer.params.count; i++)
-            if ((r.optimizer.exp_avg[i] != NULL) != (p->step > 0)) abort();
+        for (int i = 0; i < r.optimizer.whole.params.count; i++)
+            if ((r.optimizer.whole.exp_avg[i] != NULL) != (p->step > 0)) abort();
     } else if (status != GC_ERR_FORMAT || !strstr(gc_last_error(), "fuzz")) {
         abort();
     }

@@ -1,0 +1,311 @@
+/* The ring contrastive loss (gc_contrastive_loss_ring): the entry point and the set-up --
+ * what the ranks tell each other before anything travels, this rank's sides, the targets
+ * and column counts in global indices, and the buffers the blocks arrive in. The passes are
+ * contrastive_ring_passes.c's; docs/DESIGN.md ("The ring loss") has the algorithm. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "contrastive_ring.h"
+#include "gradcache/autograd.h"
+#include "gradcache/ops.h"
+#include "tensor/op_internal.h"
+#include "tensor/op_util.h"
+
+#define OP "contrastive_loss_ring"
+
+gc_tensor *gc_ring_front(const gc_tensor *flat, int64_t rows, int64_t cols) {
+    gc_tensor *front = gc_slice0(flat, 0, rows * cols);
+    gc_tensor *shaped = gc_reshape(front, GC_SHAPE(rows, cols));
+    gc_tensor_release(front);
+    return shaped;
+}
+
+gc_tensor *gc_ring_row(const gc_tensor *t, int64_t i) {
+    gc_tensor *row = gc_slice0(t, i, i + 1);
+    gc_tensor *vector = gc_reshape(row, GC_SHAPE(t->shape[1]));
+    gc_tensor_release(row);
+    return vector;
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* --- what the ranks tell each other first --- */
+
+/* A rank's rows, and what must be the same on every rank (all int64 and double: no padding
+ * bytes travel). */
+typedef struct rank_shape {
+    int64_t queries, passages, dim;
+    int64_t dtype, similarity, reduction, symmetric, targets_given;
+    double temperature;
+} rank_shape;
+
+static rank_shape shape_of(const gc_tensor *queries, const gc_tensor *passages, const gc_contrastive_options *o) {
+    return (rank_shape){queries->shape[0], passages->shape[0], queries->shape[1], queries->dtype, o->similarity,
+                        o->reduction, o->symmetric, o->targets != NULL, o->temperature};
+}
+
+static const char *describe(const rank_shape *s, char *text, size_t size) {
+    snprintf(text, size, "D %lld, %s, %s, temperature %g, %s, %s, %s", (long long)s->dim,
+             gc_dtype_name((gc_dtype)s->dtype), s->similarity == GC_SIMILARITY_COSINE ? "cosine" : "dot",
+             s->temperature, s->reduction == GC_LOSS_MEAN ? "mean" : "sum", s->symmetric ? "symmetric" : "one-sided",
+             s->targets_given ? "targets given" : "default targets");
+    return text;
+}
+
+/* A rank that calls with other options would send blocks of other sizes, or expect other
+ * vectors: the ranks must agree, or nothing they compute means anything. */
+static void check_agreement(int rank, const rank_shape *mine, int other, const rank_shape *theirs) {
+    bool same = mine->dim == theirs->dim && mine->dtype == theirs->dtype && mine->similarity == theirs->similarity &&
+                mine->reduction == theirs->reduction && mine->symmetric == theirs->symmetric &&
+                mine->targets_given == theirs->targets_given && mine->temperature == theirs->temperature;
+    char a[160], b[160];
+    if (!same)
+        gc_fatal(OP ": rank %d calls with %s, rank %d with %s (every rank must give the same)", rank,
+                 describe(mine, a, sizeof a), other, describe(theirs, b, sizeof b));
+}
+
+/* Every rank's rows (the layout of the global batch) and the checks of agreement. */
+static gc_status exchange_shapes(ring_loss *loss, const gc_tensor *queries, const gc_tensor *passages) {
+    rank_shape mine = shape_of(queries, passages, loss->options);
+    rank_shape *all = malloc((size_t)loss->world * sizeof *all);
+    if (!all) gc_fatal(OP ": out of host memory for %d ranks", loss->world);
+    gc_status status = gc_dist_all_gather_host(loss->group, &mine, sizeof mine, all);
+    for (int r = 0; r < loss->world && status == GC_OK; r++) {
+        check_agreement(loss->rank, &mine, r, &all[r]);
+        if (r < loss->rank) loss->query_start += all[r].queries;
+        loss->passage_start[r] = loss->total_passages;
+        loss->passage_count[r] = all[r].passages;
+        loss->total_queries += all[r].queries;
+        loss->total_passages += all[r].passages;
+        loss->largest_block = max64(loss->largest_block, all[r].passages);
+    }
+    free(all);
+    return status;
+}
+
+/* The targets must index the global passages (checked on the device, like the tiled loss's),
+ * or the default must be defined. */
+static void check_targets(const ring_loss *loss, const gc_tensor *queries) {
+    const gc_tensor *given = loss->options->targets;
+    if (given) {
+        gc_contrastive_check_targets(OP, queries, loss->total_queries, given);
+        gc_check_index_range(OP, "target", given, loss->total_passages);
+    } else if (loss->total_queries > 0 && loss->total_passages % loss->total_queries != 0) {
+        gc_fatal(OP ": the global batch's %lld passages are not a multiple of its %lld queries (give targets)",
+                 (long long)loss->total_passages, (long long)loss->total_queries);
+    }
+}
+
+/* --- this rank's sides --- */
+
+/* Global query i's positive under the default targets: global passage i (Np / Nq). */
+static int64_t default_step(const ring_loss *loss) {
+    return loss->total_queries ? loss->total_passages / loss->total_queries : 1;
+}
+
+/* This rank's queries' positives, as global passage indices (i32 [nq]). */
+static gc_tensor *local_targets(const ring_loss *loss, int64_t n_queries, gc_device device) {
+    const gc_tensor *given = loss->options->targets;
+    if (given) return gc_slice0(given, loss->query_start, loss->query_start + n_queries);
+    int64_t step = default_step(loss);
+    return gc_arange(n_queries, (double)(loss->query_start * step), (double)step, GC_I32, device);
+}
+
+/* n_j [np]: how many global queries have this rank's passage j as their positive, counted by
+ * scattering a one per query onto its positive. Given targets are the whole batch's, so all
+ * of them are scattered (O(B) numbers, once); the default positives in this rank's range are
+ * those of consecutive queries, so only those are. */
+static gc_tensor *own_counts(const ring_loss *loss, gc_dtype dtype, gc_device device) {
+    int64_t n = loss->passage_count[loss->rank], first = loss->passage_start[loss->rank];
+    gc_tensor *ids;
+    int64_t vocab = loss->total_passages, offset = first;
+    if (loss->options->targets) {
+        ids = gc_tensor_retain((gc_tensor *)loss->options->targets);
+    } else {
+        int64_t step = default_step(loss), first_query = (first + step - 1) / step;
+        int64_t end_query = min64((first + n + step - 1) / step, loss->total_queries);
+        ids = gc_arange(max64(end_query - first_query, 0), (double)(first_query * step - first), (double)step, GC_I32,
+                        device);
+        vocab = n;
+        offset = 0;
+    }
+    gc_tensor *ones = ids ? gc_ones(GC_SHAPE(ids->shape[0], 1), dtype, device) : NULL;
+    gc_tensor *table = gc_embedding_backward(ones, ids, vocab); /* [vocab, 1] */
+    gc_tensor *mine = table ? gc_slice0(table, offset, offset + n) : NULL;
+    gc_tensor *counts = mine ? gc_reshape(mine, GC_SHAPE(n)) : NULL;
+    GC_RELEASE_ALL(ids, ones, table, mine);
+    return counts;
+}
+
+/* Copies `from` [n] (scaled by factor) into row i of t [k, n]. */
+static gc_status set_row(gc_tensor *t, int64_t i, const gc_tensor *from, double factor) {
+    gc_tensor *row = gc_ring_row(t, i);
+    gc_tensor *scaled = factor == 1 ? gc_tensor_retain((gc_tensor *)from) : gc_mul_scalar(from, factor);
+    gc_status status = scaled ? gc_copy_(row, scaled) : gc_last_status();
+    GC_RELEASE_ALL(row, scaled);
+    return status;
+}
+
+/* This rank's block as it leaves: the scale, and (symmetric) w n_j; lse' comes after the
+ * forward. */
+static gc_status own_block(ring_loss *loss) {
+    gc_loss_side *p = &loss->passages;
+    int64_t n = gc_loss_side_count(p);
+    loss->own_vectors = gc_empty(GC_SHAPE(loss->n_vectors, n), p->reps->dtype, p->reps->device);
+    gc_status status = loss->own_vectors ? set_row(loss->own_vectors, RING_SCALE, p->scale, 1) : gc_last_status();
+    if (status != GC_OK || !loss->tiles.symmetric) return status;
+    loss->own_counts = own_counts(loss, p->reps->dtype, p->reps->device);
+    status = loss->own_counts ? set_row(loss->own_vectors, RING_WEIGHT, loss->own_counts, loss->tiles.weight)
+                              : gc_last_status();
+    p->col_weight = gc_ring_row(loss->own_vectors, RING_WEIGHT);
+    p->lse = gc_ring_row(loss->own_vectors, RING_LSE);
+    return status;
+}
+
+/* The buffers blocks arrive in, each sized for the largest block. */
+static gc_status make_buffers(ring_loss *loss, gc_dtype dtype, gc_device device) {
+    int64_t largest = loss->largest_block, block = largest * loss->dim;
+    bool ok = true;
+    for (int i = 0; i < 2; i++) {
+        if (loss->world > 1) { /* a world of one has no block to receive */
+            loss->reps_in[i] = gc_empty(GC_SHAPE(block), dtype, device);
+            loss->vectors_in[i] = gc_empty(GC_SHAPE(loss->n_vectors * largest), dtype, device);
+            ok = ok && loss->reps_in[i] && loss->vectors_in[i];
+        }
+        if (loss->tiles.symmetric) {
+            loss->stats[i] = gc_empty(GC_SHAPE(2 * largest), dtype, device);
+            ok = ok && loss->stats[i];
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        loss->grads[i] = gc_empty(GC_SHAPE(block), dtype, device);
+        ok = ok && loss->grads[i];
+    }
+    return ok ? GC_OK : gc_last_status();
+}
+
+static gc_status prepare(ring_loss *loss, const gc_tensor *queries, const gc_tensor *passages) {
+    const gc_contrastive_options *o = loss->options;
+    gc_loss_side *q = &loss->queries, *p = &loss->passages;
+    int64_t tile = loss->tiles.tile;
+    gc_status status = gc_loss_side_prepare(q, queries, o->similarity, 1.0 / o->temperature, tile, true);
+    /* the passages' gradient arrives at the last step, in a block gradient's buffer */
+    if (status == GC_OK) status = gc_loss_side_prepare(p, passages, o->similarity, 1.0, tile, false);
+    if (status == GC_OK) status = gc_loss_side_start_lse(q);
+    if (status != GC_OK) return status;
+    gc_dtype dtype = q->reps->dtype;
+    status = gc_loss_tiles_init(&loss->tiles, tile, gc_loss_side_count(q), loss->largest_block, dtype, q->reps->device);
+    if (status == GC_OK) status = own_block(loss);
+    if (status == GC_OK) status = make_buffers(loss, dtype, q->reps->device);
+    if (status != GC_OK) return status;
+    q->targets = local_targets(loss, gc_loss_side_count(q), q->reps->device);
+    q->target_score = gc_empty(GC_SHAPE(gc_loss_side_count(q)), dtype, q->reps->device);
+    return q->targets && q->target_score ? GC_OK : gc_last_status();
+}
+
+/* Every rank learns whether all could prepare before any block moves, so that one rank's
+ * failed allocation is an error everywhere at once rather than a stall until the timeout. */
+static gc_status agree_prepared(ring_loss *loss, gc_status prepared) {
+    char message[512];
+    snprintf(message, sizeof message, "%s", prepared == GC_OK ? "" : gc_last_error());
+    bool failed = prepared != GC_OK;
+    gc_status agreed = gc_dist_any(loss->group, &failed);
+    if (prepared != GC_OK) {
+        gc_set_error(prepared, "%s", message);
+        return prepared;
+    }
+    if (agreed != GC_OK || !failed) return agreed;
+    gc_set_error(GC_ERR_PEER, OP ": another rank could not prepare (its own error says why)");
+    return GC_ERR_PEER;
+}
+
+/* The loss is not finite on every rank alike (it is one all-reduced value): each names its
+ * own bad row, or says that its rows are finite. */
+static gc_status explain_non_finite(const ring_loss *loss, const gc_tensor *queries, const gc_tensor *passages,
+                                    double value) {
+    char who[64];
+    snprintf(who, sizeof who, OP ": rank %d's", loss->rank);
+    gc_status status = gc_contrastive_find_non_finite(who, queries, passages, loss->tiles.tile);
+    if (status != GC_OK) return status;
+    gc_set_error(GC_ERR_NON_FINITE,
+                 OP ": the loss is %g and rank %d's representations are finite: another rank's are not, or the "
+                 "scores overflow at temperature %g", value, loss->rank, loss->options->temperature);
+    return GC_ERR_NON_FINITE;
+}
+
+static void release_buffers(ring_loss *loss) {
+    GC_RELEASE_ALL(loss->reps_in[0], loss->reps_in[1], loss->vectors_in[0], loss->vectors_in[1], loss->stats[0],
+                   loss->stats[1], loss->grads[0], loss->grads[1]);
+    loss->reps_in[0] = loss->reps_in[1] = loss->vectors_in[0] = loss->vectors_in[1] = NULL;
+    loss->stats[0] = loss->stats[1] = loss->grads[0] = loss->grads[1] = NULL;
+}
+
+/* Everything after the shapes are known, under no-grad. */
+static gc_status run(ring_loss *loss, const gc_tensor *queries, const gc_tensor *passages, double *value,
+                     gc_tensor **grads) {
+    gc_status status = agree_prepared(loss, prepare(loss, queries, passages));
+    if (status == GC_OK) status = gc_ring_forward(loss);
+    if (status == GC_OK) status = gc_ring_value(loss, value);
+    if (status == GC_OK && loss->total_queries > 0 && !isfinite(*value))
+        status = explain_non_finite(loss, queries, passages, *value);
+    if (status == GC_OK) status = gc_ring_backward(loss);
+    release_buffers(loss); /* before the last temporaries: they do not add to the peak */
+    if (status == GC_OK) status = gc_loss_side_normalisation_backward(&loss->queries, loss->tiles.tile);
+    if (status == GC_OK) status = gc_loss_side_normalisation_backward(&loss->passages, loss->tiles.tile);
+    if (status != GC_OK) return status;
+    grads[0] = gc_loss_seeded(loss->queries.grad, loss->seed, queries->dtype);
+    grads[1] = gc_loss_seeded(loss->passages.grad, loss->seed, passages->dtype);
+    if (grads[1] && gc_loss_side_count(&loss->passages) < loss->largest_block) {
+        /* a view of the largest block's buffer: a tensor of its own size instead */
+        gc_tensor *own = gc_clone(grads[1]);
+        gc_tensor_release(grads[1]);
+        grads[1] = own;
+    }
+    return grads[0] && grads[1] ? GC_OK : gc_last_status();
+}
+
+gc_status gc_contrastive_loss_ring(gc_process_group *group, const gc_tensor *queries, const gc_tensor *passages,
+                                   const gc_contrastive_options *options, double seed, double *value,
+                                   gc_tensor **grad_queries, gc_tensor **grad_passages) {
+    *grad_queries = *grad_passages = NULL;
+    if (!queries || !passages) {
+        if (gc_last_status() == GC_OK) gc_fatal(OP ": queries or passages is NULL");
+        return gc_last_status(); /* the error that made an input NULL */
+    }
+    if (!group) gc_fatal(OP ": no process group");
+    gc_contrastive_check_options(queries, passages, options);
+    int world = gc_dist_world_size(group);
+    ring_loss loss = {.group = group, .options = options, .rank = gc_dist_rank(group), .world = world,
+                      .dim = queries->shape[1], .seed = seed, .tiles.symmetric = options->symmetric,
+                      .n_vectors = options->symmetric ? RING_VECTORS : 1};
+    loss.passage_count = calloc((size_t)world, sizeof *loss.passage_count);
+    loss.passage_start = calloc((size_t)world, sizeof *loss.passage_start);
+    if (!loss.passage_count || !loss.passage_start) gc_fatal(OP ": out of host memory for %d ranks", world);
+    gc_tensor *grads[2] = {NULL, NULL};
+    gc_status status = exchange_shapes(&loss, queries, passages);
+    if (status == GC_OK) {
+        check_targets(&loss, queries);
+        loss.tiles.tile = gc_contrastive_tile_size(options, queries->device,
+                                                   max64(queries->shape[0], loss.largest_block));
+        loss.tiles.weight = gc_contrastive_weight(options, loss.total_queries);
+        bool previous = gc_set_grad_enabled(false);
+        status = run(&loss, queries, passages, value, grads);
+        gc_set_grad_enabled(previous);
+    }
+    release_buffers(&loss);
+    gc_loss_side_release(&loss.queries);
+    gc_loss_side_release(&loss.passages);
+    GC_RELEASE_ALL(loss.own_vectors, loss.own_counts);
+    gc_loss_tiles_release(&loss.tiles);
+    free(loss.passage_count);
+    free(loss.passage_start);
+    if (status != GC_OK) {
+        GC_RELEASE_ALL(grads[0], grads[1]);
+        return status;
+    }
+    *grad_queries = grads[0];
+    *grad_passages = grads[1];
+    return GC_OK;
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# gradcache train --loss ring|gather|auto under gradcache launch: two processes train the same
+# run with the loss around the ring and with the gathered loss, and every step's loss and
+# gradient norm agree; the log and the summary say which ran; auto gathers a batch this small;
+# a plain step or the full loss with the ring is refused. A tiny model, seconds on two cores.
+# usage: test_cli_train_ring.sh GRADCACHE
+set -uo pipefail
+gradcache=${1:?usage: test_cli_train_ring.sh path/to/gradcache}
+# shellcheck source=tests/cli_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
+# shellcheck source=tests/train_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/train_lib.sh"
+export GC_DIST_TIMEOUT=20
+
+pairs=$work/pairs.tsv
+write_word_pairs "$pairs"
+# 17 examples: 9 rows on process 0 and 8 on process 1; a hard negative each
+common=(--data "$pairs" --model-size tiny --max-length 24 --batch-size 17 --gc --gc-chunk-size 4 --steps 6
+        --hard-negatives 1)
+# run LOSS RAN SUMMARY: two processes with --loss LOSS; every step of the log says RAN, and
+# process 0's summary SUMMARY
+run() {
+    expect_ok timeout 120 "$gradcache" launch -n 2 -- "$gradcache" train "${common[@]}" --loss "$1" --out "$work/$1"
+    local said
+    said=$(grep -o '"global_loss":"[a-z]*"' "$work/$1/log.jsonl" | uniq -c | tr -s ' ')
+    check [ "$said" = " 6 \"global_loss\":\"$2\"" ] "--loss $1: not every one of 6 steps says $2: $said"
+    check grep -q "^\[0\] trained steps 1-6 of 6 .* ($3); wrote" "$work/stdout" \
+        "--loss $1: the summary does not say '$3': $(cat "$work/stdout")"
+}
+run ring ring "the loss around the ring"
+run gather gather "the loss over the gathered batch"
+run auto gather "the loss over the gathered batch" # 2 x 51 rows of 256 bytes: 26 KB, not a quarter of the limit
+
+# The same loss and gradient norm at every step, to a relative 1e-5. Both sum the same f32
+# terms in other orders (the ring's online log-sum-exp over the blocks in flight, its value in
+# f64; the gather's tiles over the whole batch), a few f32 roundings (6e-8 each) apart; the
+# runs' parameters then differ by as much after each update, which 6 steps of AdamW carry
+# without amplifying (measured: 3e-7 at the worst). A loss that missed a block of negatives or
+# a gradient not scaled like the gather's moves step 1's value or step 2's by far more.
+for step in 1 2 3 4 5 6; do
+    for key in loss grad_norm; do
+        a=$(field "$work/ring/log.jsonl" $step $key) b=$(field "$work/gather/log.jsonl" $step $key)
+        check awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; exit !(d * d <= 1e-10 * b * b) }' \
+            "step $step: the ring's $key $a, the gather's $b"
+    done
+done
+
+# one process has nothing to gather or pass around
+expect_ok timeout 120 "$gradcache" train "${common[@]}" --steps 1 --loss ring --out "$work/alone"
+check grep -q '"global_loss":"local"' "$work/alone/log.jsonl" "one process: $(cat "$work/alone/log.jsonl")"
+checks=$((checks + 1))
+grep -q 'the loss around\|the loss over' "$work/stdout" &&
+    fail "one process: the summary names an exchange: $(cat "$work/stdout")"
+
+expect_error "--loss ring needs --gc" "$gradcache" train --data "$pairs" --model-size tiny --loss ring
+expect_ok "$gradcache" train --help
+check grep -q 'ring (each its own; the passages travel)' "$work/stdout" "--help does not describe --loss ring"
+cli_summary
