@@ -147,7 +147,8 @@ static void *allocate_locked(const gc_backend *backend, gc_device device, device
     return ptr;
 }
 
-void *gc_alloc(gc_device device, size_t nbytes) {
+/* gc_alloc, recording why it failed unless `quiet`. */
+static void *alloc_counted(gc_device device, size_t nbytes, bool quiet) {
     pthread_once(&pools_once, init_pools);
     const gc_backend *backend = gc_backend_for(device);
     char name[16];
@@ -158,7 +159,8 @@ void *gc_alloc(gc_device device, size_t nbytes) {
                                nbytes > stats->limit_bytes - stats->live_bytes)) {
         size_t live = stats->live_bytes, limit = stats->limit_bytes;
         pthread_mutex_unlock(&pools_lock);
-        gc_set_error(GC_ERR_MEM_LIMIT,
+        if (!quiet)
+            gc_set_error(GC_ERR_MEM_LIMIT,
                      "memory limit reached on %s: requested %zu bytes, live %zu bytes, limit %zu bytes",
                      gc_device_str(device, name, sizeof name), nbytes, live, limit);
         return NULL;
@@ -166,7 +168,8 @@ void *gc_alloc(gc_device device, size_t nbytes) {
     if (!reserve_workspace_locked(backend, device, pool)) {
         size_t workspace = backend->workspace_bytes(device.index), live = stats->live_bytes;
         pthread_mutex_unlock(&pools_lock);
-        gc_set_error(GC_ERR_OUT_OF_MEMORY,
+        if (!quiet)
+            gc_set_error(GC_ERR_OUT_OF_MEMORY,
                      "out of memory on %s: no room for the library's workspace of %zu bytes (requested %zu bytes, "
                      "live %zu bytes)",
                      gc_device_str(device, name, sizeof name), workspace, nbytes, live);
@@ -180,11 +183,13 @@ void *gc_alloc(gc_device device, size_t nbytes) {
     }
     size_t live = stats->live_bytes;
     pthread_mutex_unlock(&pools_lock);
-    if (!ptr)
+    if (!ptr && !quiet)
         gc_set_error(GC_ERR_OUT_OF_MEMORY, "out of memory on %s: requested %zu bytes, live %zu bytes",
                      gc_device_str(device, name, sizeof name), nbytes, live);
     return ptr;
 }
+
+void *gc_alloc(gc_device device, size_t nbytes) { return alloc_counted(device, nbytes, false); }
 
 void gc_free(gc_device device, void *ptr, size_t nbytes) {
     if (!ptr) return;
@@ -206,6 +211,26 @@ void gc_free(gc_device device, void *ptr, size_t nbytes) {
         pool->stats.reserved_bytes -= reserved;
     }
     pthread_mutex_unlock(&pools_lock);
+}
+
+/* Counts nbytes of packed panels made (or freed) on the device. */
+static void count_packed(gc_device device, size_t nbytes, bool freed) {
+    pthread_mutex_lock(&pools_lock);
+    gc_memory_stats *stats = &pool_for(device)->stats;
+    stats->packed_bytes = freed ? stats->packed_bytes - nbytes : stats->packed_bytes + nbytes;
+    pthread_mutex_unlock(&pools_lock);
+}
+
+void *gc_alloc_packed(gc_device device, size_t nbytes) {
+    void *ptr = alloc_counted(device, nbytes, true);
+    if (ptr) count_packed(device, nbytes, false);
+    return ptr;
+}
+
+void gc_free_packed(gc_device device, void *ptr, size_t nbytes) {
+    if (!ptr) return;
+    gc_free(device, ptr, nbytes);
+    count_packed(device, nbytes, true);
 }
 
 void gc_alloc_set_caching(gc_device device, bool enabled) {

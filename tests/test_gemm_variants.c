@@ -79,8 +79,9 @@ static void free_operands(operands *o) {
 static gc_tensor *product(const shape *s, const operands *o, gc_dtype dtype, int path, gc_cpu_isa isa) {
     gc_tensor *c = gc_clone(o->c0);
     REQUIRE(c);
-    gc_matmul_args args = {gc_data(o->a), gc_data(o->b), gc_data(c), dtype, s->batch, s->m, s->n, s->k,
-                           s->trans_a, s->trans_b, s->alpha, s->beta};
+    gc_matmul_args args = {.a = gc_data(o->a), .b = gc_data(o->b), .c = gc_data(c), .dtype = dtype, .batch = s->batch,
+                           .m = s->m, .n = s->n, .k = s->k, .trans_a = s->trans_a, .trans_b = s->trans_b,
+                           .alpha = s->alpha, .beta = s->beta};
 #ifdef GC_HAVE_BLAS
     if (path == 1) {
         gc_cpu_matmul_blas(&args);

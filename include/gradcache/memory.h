@@ -41,6 +41,8 @@ typedef struct gc_memory_stats {
                                    tensor (the cuBLAS workspace, reduction scratch, index
                                    checks), reserved once, at the device's first allocation;
                                    never under the limit. CPU: 0 */
+    size_t packed_bytes;   /* the part of live_bytes that holds weights' packed panels
+                              (gradcache/tensor.h, gc_tensor_set_weight) */
     uint64_t alloc_count;  /* allocations served since start */
     uint64_t free_count;   /* storages freed since start */
     uint64_t driver_alloc_count; /* cudaMalloc (CPU: malloc) calls made (a cache hit makes none) */
