@@ -28,6 +28,7 @@ static const shape shapes[] = {
     {7, 9, 17, 11, false, true, 1, 0},      {3, 130, 90, 70, true, false, 2, 1},
     {2, 4097, 3, 2, false, false, 1, 0},    {1, 3, 40, 3100, false, true, 1, 0},
     {2, 100, 50, 300, true, true, 0.5f, 1}, /* the BLAS path's column tiles, a batch, beta */
+    {1, 7, 300, 700, false, true, 1, 0.5f}, /* few rows: the own GEMM shares out op(b)'s panels */
 };
 
 typedef struct operands {

@@ -125,6 +125,7 @@ static void matmuls(results *r) {
     own_gemm(r, "gemm bf16", GC_BF16, 1, 190, 70, 200, true, false);
     own_gemm(r, "gemm batch of 24 (attention)", GC_F32, 24, 64, 16, 64, false, true);
     own_gemm(r, "gemm batch of 3, each threaded", GC_F32, 3, 300, 200, 100, false, false);
+    own_gemm(r, "gemm of 11 rows (panels shared out)", GC_F32, 1, 11, 384, 1000, false, true);
     gc_tensor *a = normal(2, (int64_t[]){517, 128}, GC_F32, 10), *b = normal(2, (int64_t[]){512, 128}, GC_F32, 11);
     keep(r, "gc_matmul (BLAS where built)", gc_matmul(a, b, false, true));
     RELEASE(a, b);

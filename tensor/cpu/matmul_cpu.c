@@ -13,7 +13,8 @@
  *
  * Threads (thread_pool.h): a single product packs op(b) once, whole along k (up to 16 MiB
  * of it at a time), the threads sharing the panels, then splits the rows of c between them,
- * each packing its own blocks of op(a): two parallel calls per product. A weight's op(b) may
+ * each packing its own blocks of op(a): two parallel calls per product (a product of too few
+ * rows to share out splits the panels of op(b) instead). A weight's op(b) may
  * come packed already (args->packed_b: gc_cpu_pack_b's panels, kept by tensor/packed.c), the
  * same panels laid out pass after pass, and then only the multiply runs. A batch of small products (attention's, one per head) gives whole products to
  * each thread instead. Every element is summed in the same order whatever the split (the
@@ -91,9 +92,10 @@ static void pack_b_panels(void *arg, int64_t first, int64_t last) {
     }
 }
 
-/* Rows [row_begin, row_end) of c for the columns: for each KC block of op(b) in turn,
- * op(a) packed MC rows at a time against it. */
-static void multiply_rows(const gemm_columns *cols, int64_t row_begin, int64_t row_end) {
+/* Rows [row_begin, row_end) of c for the panels [panel_begin, panel_end) of the columns: for
+ * each KC block of op(b) in turn, op(a) packed MC rows at a time against it. */
+static void multiply_block(const gemm_columns *cols, int64_t row_begin, int64_t row_end, int64_t panel_begin,
+                           int64_t panel_end) {
     const gemm_plan *plan = cols->plan;
     const gc_gemm_kernel *t = plan->kernel;
     size_t size = t->size;
@@ -107,7 +109,7 @@ static void multiply_rows(const gemm_columns *cols, int64_t row_begin, int64_t r
             int64_t mc = min64(MC, row_end - ic);
             t->pack_a(packed_a, at(cols->a, ic * plan->a_rs + pc * plan->a_cs, size), plan->a_rs, plan->a_cs, mc, kc);
             /* One panel of b stays in L1 while every panel of a streams past it. */
-            for (int64_t jr = 0; jr < cols->nc; jr += t->nr)
+            for (int64_t jr = panel_begin * t->nr; jr < min64(cols->nc, panel_end * t->nr); jr += t->nr)
                 for (int64_t ir = 0; ir < mc; ir += t->mr)
                     t->tile(packed_a + (size_t)(ir * kc) * size, packed_b + (size_t)(jr * kc) * size, kc,
                             cols->c + (size_t)((ic + ir) * plan->n + cols->jc + jr) * size, plan->n,
@@ -116,11 +118,19 @@ static void multiply_rows(const gemm_columns *cols, int64_t row_begin, int64_t r
     }
 }
 
-/* The row tiles [first, last) (mr rows each). */
+/* The row tiles [first, last) (mr rows each), every panel. */
 static void multiply_tiles(void *arg, int64_t first, int64_t last) {
     const gemm_columns *cols = arg;
     int64_t mr = cols->plan->kernel->mr;
-    multiply_rows(cols, first * mr, min64(cols->plan->m, last * mr));
+    multiply_block(cols, first * mr, min64(cols->plan->m, last * mr), 0, cols->panels);
+}
+
+/* The panels [first, last) (nr columns each), every row: how a product of a few rows (one
+ * text, a dozen tokens) keeps every thread busy. Each thread packs all of op(a), which is
+ * small then. */
+static void multiply_panels(void *arg, int64_t first, int64_t last) {
+    const gemm_columns *cols = arg;
+    multiply_block(cols, 0, cols->plan->m, first, last);
 }
 
 /* Columns per pass over op(b): NC, or fewer so that op(b) packed whole along k stays within
@@ -171,10 +181,13 @@ static void gemm_matrix(const gemm_plan *plan, const char *a, const char *b, cha
         if (packed) packed += pass_elements(&cols) * t->size;
         else pack_pass(&cols, threaded);
         int64_t tiles = (m + t->mr - 1) / t->mr;
-        if (threaded)
+        if (!threaded) multiply_tiles(&cols, 0, tiles);
+        else if (tiles < 4 * gc_cpu_threads()) /* too few row tiles to share out evenly */
+            gc_parallel_for(cols.panels, max64(1, MIN_WORK_PER_PART / (m * t->nr * max64(plan->k, 1))),
+                            multiply_panels, &cols);
+        else
             gc_parallel_for(tiles, max64(1, MIN_WORK_PER_PART / (t->mr * cols.nc * max64(plan->k, 1))),
                             multiply_tiles, &cols);
-        else multiply_tiles(&cols, 0, tiles);
         jc += cols.nc;
     }
 }
