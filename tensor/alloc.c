@@ -147,16 +147,17 @@ static void *allocate_locked(const gc_backend *backend, gc_device device, device
     return ptr;
 }
 
-/* gc_alloc, recording why it failed unless `quiet`. */
-static void *alloc_counted(gc_device device, size_t nbytes, bool quiet) {
+/* gc_alloc (into live_bytes), or for packed panels (into packed_bytes, quietly: see alloc.h). */
+static void *alloc_counted(gc_device device, size_t nbytes, bool packed) {
     pthread_once(&pools_once, init_pools);
     const gc_backend *backend = gc_backend_for(device);
     char name[16];
+    bool quiet = packed;
     pthread_mutex_lock(&pools_lock);
     device_pool *pool = pool_for(device);
     gc_memory_stats *stats = &pool->stats;
-    if (stats->limit_bytes && (stats->live_bytes > stats->limit_bytes ||
-                               nbytes > stats->limit_bytes - stats->live_bytes)) {
+    size_t held = stats->live_bytes + (packed ? stats->packed_bytes : 0); /* what the limit holds */
+    if (stats->limit_bytes && (held > stats->limit_bytes || nbytes > stats->limit_bytes - held)) {
         size_t live = stats->live_bytes, limit = stats->limit_bytes;
         pthread_mutex_unlock(&pools_lock);
         if (!quiet)
@@ -176,7 +177,9 @@ static void *alloc_counted(gc_device device, size_t nbytes, bool quiet) {
         return NULL;
     }
     void *ptr = allocate_locked(backend, device, pool, nbytes);
-    if (ptr) {
+    if (ptr && packed) {
+        stats->packed_bytes += nbytes;
+    } else if (ptr) {
         stats->live_bytes += nbytes;
         if (stats->live_bytes > stats->peak_bytes) stats->peak_bytes = stats->live_bytes;
         stats->alloc_count++;
@@ -191,13 +194,18 @@ static void *alloc_counted(gc_device device, size_t nbytes, bool quiet) {
 
 void *gc_alloc(gc_device device, size_t nbytes) { return alloc_counted(device, nbytes, false); }
 
-void gc_free(gc_device device, void *ptr, size_t nbytes) {
+/* gc_free of a block counted in live_bytes, or in packed_bytes. */
+static void free_counted(gc_device device, void *ptr, size_t nbytes, bool packed) {
     if (!ptr) return;
     const gc_backend *backend = gc_backend_for(device);
     pthread_mutex_lock(&pools_lock);
     device_pool *pool = pool_for(device);
-    pool->stats.live_bytes -= nbytes;
-    pool->stats.free_count++;
+    if (packed) {
+        pool->stats.packed_bytes -= nbytes;
+    } else {
+        pool->stats.live_bytes -= nbytes;
+        pool->stats.free_count++;
+    }
     size_t reserved = pool->caching ? gc_alloc_size_class(nbytes) : nbytes;
     /* Keep the block for reuse; should even this small malloc fail, give the block back. */
     cached_block *block = pool->caching ? malloc(sizeof *block) : NULL;
@@ -213,32 +221,18 @@ void gc_free(gc_device device, void *ptr, size_t nbytes) {
     pthread_mutex_unlock(&pools_lock);
 }
 
-/* Counts nbytes of packed panels made (or freed) on the device. */
-static void count_packed(gc_device device, size_t nbytes, bool freed) {
-    pthread_mutex_lock(&pools_lock);
-    gc_memory_stats *stats = &pool_for(device)->stats;
-    stats->packed_bytes = freed ? stats->packed_bytes - nbytes : stats->packed_bytes + nbytes;
-    pthread_mutex_unlock(&pools_lock);
-}
+void gc_free(gc_device device, void *ptr, size_t nbytes) { free_counted(device, ptr, nbytes, false); }
 
-void *gc_alloc_packed(gc_device device, size_t nbytes) {
-    void *ptr = alloc_counted(device, nbytes, true);
-    if (ptr) count_packed(device, nbytes, false);
-    return ptr;
-}
+void *gc_alloc_packed(gc_device device, size_t nbytes) { return alloc_counted(device, nbytes, true); }
 
-void gc_free_packed(gc_device device, void *ptr, size_t nbytes) {
-    if (!ptr) return;
-    gc_free(device, ptr, nbytes);
-    count_packed(device, nbytes, true);
-}
+void gc_free_packed(gc_device device, void *ptr, size_t nbytes) { free_counted(device, ptr, nbytes, true); }
 
 void gc_alloc_set_caching(gc_device device, bool enabled) {
     pthread_once(&pools_once, init_pools);
     const gc_backend *backend = gc_backend_for(device);
     pthread_mutex_lock(&pools_lock);
     device_pool *pool = pool_for(device);
-    if (pool->stats.live_bytes != 0 && pool->caching != enabled) {
+    if (pool->stats.live_bytes + pool->stats.packed_bytes != 0 && pool->caching != enabled) {
         pthread_mutex_unlock(&pools_lock);
         gc_fatal("alloc: caching can only be switched while no memory is live (%zu bytes are)",
                  pool->stats.live_bytes);

@@ -17,9 +17,12 @@ void *gc_alloc(gc_device device, size_t nbytes);
 /* ptr must come from gc_alloc(device, nbytes) with the same nbytes. NULL is a no-op. */
 void gc_free(gc_device device, void *ptr, size_t nbytes);
 
-/* gc_alloc and gc_free for a weight's packed panels (tensor/packed.c), which also count them
- * in the device's packed_bytes. A refusal records no error: the panels are an optimisation,
- * and the error of an earlier op in a chain must survive it. */
+/* gc_alloc and gc_free for a weight's packed panels (tensor/packed.c), counted in the device's
+ * packed_bytes and reserved_bytes, not in live_bytes: what a step or a forward holds stays the
+ * same with or without them, so peaks (a run's log, resumed or not) do not depend on which
+ * process made them. The limit holds live and packed bytes together. A refusal records no
+ * error: the panels are an optimisation, and the error of an earlier op in a chain must
+ * survive it. */
 void *gc_alloc_packed(gc_device device, size_t nbytes);
 void gc_free_packed(gc_device device, void *ptr, size_t nbytes);
 

@@ -13,8 +13,9 @@
  * product of every version (packing into it costs what packing into scratch does).
  *
  * The panels are what the GEMM packs itself, so a product gives the same bits with or
- * without them. They are allocated through the allocator (live bytes and packed_bytes);
- * when the memory is refused (a limit), the product packs its own and nothing is kept. */
+ * without them. They are allocated through the allocator and counted as packed_bytes, not as
+ * live bytes (alloc.h says why); when the memory is refused (a limit), the product packs its
+ * own and nothing is kept. */
 #include <stdlib.h>
 
 #include "alloc.h"

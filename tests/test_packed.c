@@ -48,8 +48,8 @@ static void expect_fresh(const char *after, const gc_tensor *x, const gc_tensor 
     gc_tensor_release(second);
 }
 
-/* Kept from the second product of a version on, one form per transpose, counted in live and
- * packed bytes, freed with the weight. */
+/* Kept from the second product of a version on, one form per transpose, counted in packed
+ * bytes (not live bytes), freed with the weight; under a limit, live and packed bytes together. */
 static void test_kept_and_counted(void) {
     const int64_t out = 40, in = 70, rows = 9;
     size_t start = gc_memory_get_stats(cpu).live_bytes;
@@ -71,7 +71,8 @@ static void test_kept_and_counted(void) {
     CHECK(same_bits(dx1, dx2));
     gc_tensor *y3 = gc_matmul(x, w, false, true); /* kept panels: no more memory */
     CHECK(same_bits(y1, y3) && packed_bytes() == both);
-    CHECK(gc_memory_get_stats(cpu).live_bytes == live + both + 3 * gc_nbytes(y1) + 2 * gc_nbytes(dx1));
+    /* the panels are packed bytes, not live bytes (a step's peak does not depend on them) */
+    CHECK(gc_memory_get_stats(cpu).live_bytes == live + 3 * gc_nbytes(y1) + 2 * gc_nbytes(dx1));
     gc_tensor_release(w); /* its last reference: the panels go with it */
     CHECK(packed_bytes() == 0);
     RELEASE(x, g, y1, y2, y3, dx1, dx2);
@@ -152,6 +153,32 @@ static void test_switch(void) {
     RELEASE(w, x);
 }
 
+/* Under a memory limit the panels count with the live bytes: refused, the products pack their
+ * own, the same bits, and no error is left behind. */
+static void test_limit(void) {
+    gc_tensor *kept = gc_normal(GC_SHAPE(48, 64), GC_F32, cpu, 0, 1, 10, 0); /* [out, in] */
+    gc_tensor *w = gc_normal(GC_SHAPE(48, 64), GC_F32, cpu, 0, 1, 12, 0), *x = gc_normal(GC_SHAPE(5, 64), GC_F32, cpu, 0, 1, 11, 0);
+    REQUIRE(kept && w && x);
+    gc_tensor_set_weight(kept);
+    gc_tensor_set_weight(w);
+    expect_fresh("the first weight's products", x, kept);
+    size_t panels = packed_bytes(), product = 5 * 48 * sizeof(float);
+    REQUIRE(panels == form_bytes(64, 48));
+    /* room for the products, the reference's copy of w and as many bytes as the first weight's
+     * panels, which already hold them: live bytes alone would leave room for w's */
+    size_t room = 3 * product + gc_nbytes(w) + 64;
+    REQUIRE(room < panels);
+    gc_memory_set_limit(cpu, gc_memory_get_stats(cpu).live_bytes + panels + room);
+    gc_clear_error();
+    expect_fresh("a refused packing", x, w);
+    CHECK_MSG(packed_bytes() == panels && gc_last_status() == GC_OK, "packed %zu bytes under the limit, error %s",
+              packed_bytes(), gc_status_name(gc_last_status()));
+    gc_memory_set_limit(cpu, 0);
+    expect_fresh("the limit lifted", x, w);
+    CHECK(packed_bytes() == 2 * panels);
+    RELEASE(kept, w, x);
+}
+
 /* Training a dual encoder with GradCache (chunks: many products per version) and AdamW, with
  * and without kept panels: the same parameters bit for bit. */
 static void train(bool packing, int steps, gc_param_list *result, size_t *kept) {
@@ -211,6 +238,7 @@ int main(void) {
     test_kept_and_counted();
     test_invalidation();
     test_switch();
+    test_limit();
     test_training_unchanged();
     CHECK(gc_memory_get_stats(cpu).live_bytes == 0);
     return gc_test_result();

@@ -116,8 +116,8 @@ void gc_tensor_mark_written(gc_tensor *t);
  * keeps op(b) packed into that GEMM's panels once it has been multiplied twice at one version
  * (by a GradCache step's chunks, or a stream of inference batches), repacked in place at the
  * first product after a write. A plain training step multiplies each form once per version,
- * so it keeps none. The panels are counted (live_bytes, and packed_bytes, of
- * gc_memory_stats) and freed with the storage. On CUDA nothing is packed (cuBLAS takes the
+ * so it keeps none. The panels are counted (packed_bytes of gc_memory_stats, outside
+ * live_bytes) and freed with the storage. On CUDA nothing is packed (cuBLAS takes the
  * operand as it lies); the version counts there too. */
 void gc_tensor_set_weight(gc_tensor *t);
 bool gc_tensor_is_weight(const gc_tensor *t);
