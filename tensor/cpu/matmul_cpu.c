@@ -14,12 +14,12 @@
  * Threads (thread_pool.h): a single product packs op(b) once, whole along k (up to 16 MiB
  * of it at a time), the threads sharing the panels, then splits the rows of c between them,
  * each packing its own blocks of op(a): two parallel calls per product (a product of too few
- * rows to share out splits the panels of op(b) instead). A weight's op(b) may
- * come packed already (args->packed_b: gc_cpu_pack_b's panels, kept by tensor/packed.c), the
- * same panels laid out pass after pass, and then only the multiply runs. A batch of small products (attention's, one per head) gives whole products to
- * each thread instead. Every element is summed in the same order whatever the split (the
- * KC blocks in turn, each by one micro-kernel call), so results do not depend on the
- * thread count.
+ * rows to share out splits the panels of op(b) instead). A weight's op(b) may come packed
+ * already (args->packed_b: gc_cpu_pack_b's panels, kept by tensor/packed.c), the same panels
+ * laid out pass after pass, and then only the multiply runs. A batch of small products
+ * (attention's, one per head) gives whole products to each thread instead. Every element is
+ * summed in the same order whatever the split (the KC blocks in turn, each by one
+ * micro-kernel call), so results do not depend on the thread count.
  *
  * f32 and f64 run natively; f16 and bf16 are widened to f32 scratch copies, multiplied in
  * f32 and rounded once when stored. */
