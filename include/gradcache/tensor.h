@@ -102,8 +102,8 @@ const char *gc_shape_str(int ndim, const int64_t *shape, char *buf, int size);
 /* --- versions, and the forms kept with a weight ---
  * A storage counts the writes made to its bytes, as PyTorch's version counter: every op that
  * writes into an existing tensor (gc_fill_, gc_copy_, gc_add_inplace, gc_scale_inplace,
- * gc_matmul_into, the optimizer updates, the random fills, the loads built on gc_copy_, the
- * in-place collectives) increments the version that all views of that storage share. A form
+ * gc_matmul_into, the optimizer updates, the loads built on gc_copy_, the collectives'
+ * outputs) increments the version that all views of that storage share. A form
  * derived from the bytes and kept with them (a weight's packed panels) is used at the version
  * it was made at only, so it is never stale. Code that writes through gc_data() itself (a
  * receive buffer, a file read in place, a test setting an element) calls
