@@ -74,10 +74,13 @@ gc_status gc_gradcheck(gc_gradcheck_fn f, void *context, gc_tensor *const *leave
         for (int64_t k = 0; k < gc_numel(leaves[i]) && status == GC_OK; k += o.stride) {
             double saved = x[k];
             x[k] = saved + o.step;
+            gc_tensor_mark_written(leaves[i]); /* a weight's packed panels must not see the old value */
             double plus = weighted_sum(f, context, weight, &status);
             x[k] = saved - o.step;
+            gc_tensor_mark_written(leaves[i]);
             double minus = weighted_sum(f, context, weight, &status);
             x[k] = saved;
+            gc_tensor_mark_written(leaves[i]);
             double numeric = (plus - minus) / (2 * o.step), off = excess(analytic[i][k], numeric, &o);
             report->checked++;
             report->failed += !(off <= 0); /* a nan fails */

@@ -59,7 +59,8 @@ static const int64_t cpu_layers[][3] = {{4096, 64, 128}, {4096, 128, 128}, {4096
 enum { OWN, LIBRARY, OPENBLAS, CONTENDERS };
 
 static void cpu_product(int contender, const product *p, const float *a, const float *b, float *c) {
-    gc_matmul_args args = {a, b, c, GC_F32, 1, p->m, p->n, p->k, p->trans_a, p->trans_b, 1.0f, 0.0f};
+    gc_matmul_args args = {.a = a, .b = b, .c = c, .dtype = GC_F32, .batch = 1, .m = p->m, .n = p->n, .k = p->k,
+                           .trans_a = p->trans_a, .trans_b = p->trans_b, .alpha = 1.0f};
     switch (contender) {
     case OWN: gc_cpu_matmul_own(&args, gc_cpu_isa_selected()); break;
     case LIBRARY: gc_cpu_matmul(&args); break;

@@ -59,6 +59,8 @@ static gc_dist_work *launch(gc_dist_work *work) {
 
 gc_status gc_dist_work_wait(gc_dist_work *work) {
     if (!work->done) work->group->impl->wait(work->group, work);
+    /* the backend wrote it through its raw pointer (gradcache/tensor.h: versions) */
+    if (work->output) gc_tensor_mark_written(work->output);
     if (work->status == GC_OK && work->caller_output && gc_copy_(work->caller_output, work->output) != GC_OK)
         gc_work_fail(work, gc_last_status(), gc_last_error());
     gc_status status = work->status;

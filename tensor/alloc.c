@@ -170,34 +170,41 @@ const char *gc_memory_role_name(gc_memory_role role) {
     return names[role];
 }
 
-void *gc_alloc(gc_device device, size_t nbytes, gc_memory_role role) {
+/* gc_alloc (into live_bytes under `role`), or for packed panels (into packed_bytes, quietly:
+ * see alloc.h). */
+static void *alloc_counted(gc_device device, size_t nbytes, gc_memory_role role, bool packed) {
     check_role("alloc", role);
     pthread_once(&pools_once, init_pools);
     const gc_backend *backend = gc_backend_for(device);
     char name[16];
+    bool quiet = packed;
     pthread_mutex_lock(&pools_lock);
     device_pool *pool = pool_for(device);
     gc_memory_stats *stats = &pool->stats;
-    if (stats->limit_bytes && (stats->live_bytes > stats->limit_bytes ||
-                               nbytes > stats->limit_bytes - stats->live_bytes)) {
+    size_t held = stats->live_bytes + (packed ? stats->packed_bytes : 0); /* what the limit holds */
+    if (stats->limit_bytes && (held > stats->limit_bytes || nbytes > stats->limit_bytes - held)) {
         size_t live = stats->live_bytes, limit = stats->limit_bytes;
         pthread_mutex_unlock(&pools_lock);
-        gc_set_error(GC_ERR_MEM_LIMIT,
-                     "memory limit reached on %s: requested %zu bytes, live %zu bytes, limit %zu bytes",
+        if (!quiet)
+            gc_set_error(GC_ERR_MEM_LIMIT,
+                         "memory limit reached on %s: requested %zu bytes, live %zu bytes, limit %zu bytes",
                      gc_device_str(device, name, sizeof name), nbytes, live, limit);
         return NULL;
     }
     if (!reserve_workspace_locked(backend, device, pool)) {
         size_t workspace = backend->workspace_bytes(device.index), live = stats->live_bytes;
         pthread_mutex_unlock(&pools_lock);
-        gc_set_error(GC_ERR_OUT_OF_MEMORY,
+        if (!quiet)
+            gc_set_error(GC_ERR_OUT_OF_MEMORY,
                      "out of memory on %s: no room for the library's workspace of %zu bytes (requested %zu bytes, "
                      "live %zu bytes)",
                      gc_device_str(device, name, sizeof name), workspace, nbytes, live);
         return NULL;
     }
     void *ptr = allocate_locked(backend, device, pool, nbytes);
-    if (ptr) {
+    if (ptr && packed) {
+        stats->packed_bytes += nbytes;
+    } else if (ptr) {
         stats->live_bytes += nbytes;
         stats->role_live_bytes[role] += nbytes;
         if (stats->live_bytes > stats->peak_bytes) { /* the split of a new peak is the split right now */
@@ -208,21 +215,30 @@ void *gc_alloc(gc_device device, size_t nbytes, gc_memory_role role) {
     }
     size_t live = stats->live_bytes;
     pthread_mutex_unlock(&pools_lock);
-    if (!ptr)
+    if (!ptr && !quiet)
         gc_set_error(GC_ERR_OUT_OF_MEMORY, "out of memory on %s: requested %zu bytes, live %zu bytes",
                      gc_device_str(device, name, sizeof name), nbytes, live);
     return ptr;
 }
 
-void gc_free(gc_device device, void *ptr, size_t nbytes, gc_memory_role role) {
+void *gc_alloc(gc_device device, size_t nbytes, gc_memory_role role) {
+    return alloc_counted(device, nbytes, role, false);
+}
+
+/* gc_free of a block counted in live_bytes under `role`, or in packed_bytes. */
+static void free_counted(gc_device device, void *ptr, size_t nbytes, gc_memory_role role, bool packed) {
     if (!ptr) return;
     check_role("free", role);
     const gc_backend *backend = gc_backend_for(device);
     pthread_mutex_lock(&pools_lock);
     device_pool *pool = pool_for(device);
-    pool->stats.live_bytes -= nbytes;
-    pool->stats.role_live_bytes[role] -= nbytes;
-    pool->stats.free_count++;
+    if (packed) {
+        pool->stats.packed_bytes -= nbytes;
+    } else {
+        pool->stats.live_bytes -= nbytes;
+        pool->stats.role_live_bytes[role] -= nbytes;
+        pool->stats.free_count++;
+    }
     size_t reserved = pool->caching ? gc_alloc_size_class(nbytes) : nbytes;
     /* Keep the block for reuse; should even this small malloc fail, give the block back. */
     cached_block *block = pool->caching ? malloc(sizeof *block) : NULL;
@@ -238,12 +254,23 @@ void gc_free(gc_device device, void *ptr, size_t nbytes, gc_memory_role role) {
     pthread_mutex_unlock(&pools_lock);
 }
 
+void gc_free(gc_device device, void *ptr, size_t nbytes, gc_memory_role role) {
+    free_counted(device, ptr, nbytes, role, false);
+}
+
+/* Packed panels have no role: they are outside live_bytes, whose split the roles are. */
+void *gc_alloc_packed(gc_device device, size_t nbytes) { return alloc_counted(device, nbytes, GC_MEMORY_OTHER, true); }
+
+void gc_free_packed(gc_device device, void *ptr, size_t nbytes) {
+    free_counted(device, ptr, nbytes, GC_MEMORY_OTHER, true);
+}
+
 void gc_alloc_set_caching(gc_device device, bool enabled) {
     pthread_once(&pools_once, init_pools);
     const gc_backend *backend = gc_backend_for(device);
     pthread_mutex_lock(&pools_lock);
     device_pool *pool = pool_for(device);
-    if (pool->stats.live_bytes != 0 && pool->caching != enabled) {
+    if (pool->stats.live_bytes + pool->stats.packed_bytes != 0 && pool->caching != enabled) {
         pthread_mutex_unlock(&pools_lock);
         gc_fatal("alloc: caching can only be switched while no memory is live (%zu bytes are)",
                  pool->stats.live_bytes);

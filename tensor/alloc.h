@@ -19,6 +19,15 @@ void *gc_alloc(gc_device device, size_t nbytes, gc_memory_role role);
  * no-op. */
 void gc_free(gc_device device, void *ptr, size_t nbytes, gc_memory_role role);
 
+/* gc_alloc and gc_free for a weight's packed panels (tensor/packed.c), counted in the device's
+ * packed_bytes and reserved_bytes, not in live_bytes: what a step or a forward holds stays the
+ * same with or without them, so peaks (a run's log, resumed or not) do not depend on which
+ * process made them. The limit holds live and packed bytes together. A refusal records no
+ * error: the panels are an optimisation, and the error of an earlier op in a chain must
+ * survive it. */
+void *gc_alloc_packed(gc_device device, size_t nbytes);
+void gc_free_packed(gc_device device, void *ptr, size_t nbytes);
+
 /* Turns the block cache on or off for a device (turning it off empties it). */
 void gc_alloc_set_caching(gc_device device, bool enabled);
 

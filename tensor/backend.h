@@ -49,6 +49,11 @@ typedef struct gc_matmul_args {
     int64_t batch, m, n, k;
     bool trans_a, trans_b;
     float alpha, beta;
+    /* op(b) is a weight (gc_tensor_set_weight): the CPU multiplies it with its own GEMM, and
+     * packed_b is op(b) already packed by the backend's pack_b for this product, or NULL (the
+     * GEMM packs it itself, the same panels). */
+    bool b_is_weight;
+    const void *packed_b;
 } gc_matmul_args;
 
 /* A permutation of a contiguous tensor of ndim <= 4 dims into a contiguous copy:
@@ -126,10 +131,11 @@ typedef struct gc_backend {
     void (*memcpy_same_device)(void *dst, const void *src, size_t nbytes);
     void (*synchronize)(int device_index);
 
-    /* --- the kernels (backend_kernels.h): optional ones (the fused) are NULL where absent --- */
+    /* --- the kernels (backend_kernels.h): optional ones (the fused, packing) are NULL where absent --- */
 #define GC_KERNEL_FIELD(name, params) void(*name) params;
     GC_KERNELS(GC_KERNEL_FIELD)
     GC_FUSED_KERNELS(GC_KERNEL_FIELD)
+    GC_PACKING_KERNELS(GC_KERNEL_FIELD)
 #undef GC_KERNEL_FIELD
 } gc_backend;
 

@@ -122,4 +122,13 @@
     X(layernorm_backward, (const void *x, const void *gamma, const void *g, void *dx, void *g_xhat, size_t rows,    \
                            size_t cols, double eps, gc_dtype dtype))
 
+/* Packing a weight once for many products (tensor/packed.c): a backend whose GEMM multiplies
+ * packed panels of op(b) has both, the others neither (CUDA: cuBLAS takes op(b) as it lies).
+ * pack_b_bytes: the bytes of op(b) packed for the product `args` describes (0: nothing worth
+ * keeping); pack_b: op(b) packed into them, which the GEMM then takes as args->packed_b and
+ * multiplies exactly as it multiplies the panels it packs itself. */
+#define GC_PACKING_KERNELS(X)                                                                                       \
+    X(pack_b_bytes, (const gc_matmul_args *args, size_t *bytes))                                                    \
+    X(pack_b, (const gc_matmul_args *args, void *packed))
+
 #endif

@@ -96,6 +96,7 @@ gc_status gc_add_inplace(gc_tensor *dst, const gc_tensor *src) {
     gc_broadcast bc;
     broadcast("add_inplace", dst, src, &bc);
     gc_backend_for(dst->device)->binary(GC_BINARY_ADD, gc_data(dst), gc_data(src), gc_data(dst), &bc, dst->dtype);
+    gc_tensor_mark_written(dst);
     return GC_OK;
 }
 
@@ -104,6 +105,7 @@ void gc_scale_inplace(gc_tensor *x, double s) {
     gc_check_float("scale_inplace", x);
     gc_backend_for(x->device)->binary_scalar(GC_BINARY_MUL, gc_data(x), s, false, gc_data(x), (size_t)gc_numel(x),
                                              x->dtype);
+    gc_tensor_mark_written(x);
 }
 
 /* --- with a scalar --- */

@@ -3,6 +3,7 @@
 #include "gradcache/ops.h"
 #include "op_internal.h"
 #include "op_util.h"
+#include "packed.h"
 #include "record.h"
 
 /* The GEMM of op(a) @ op(b) after checking a and b (c, alpha and beta left to the caller),
@@ -32,8 +33,10 @@ static gc_matmul_args plan_matmul(const char *op, const gc_tensor *a, const gc_t
     int64_t batch = batched ? a->shape[0] : 1;
     int64_t dims[3] = {batch, m, n};
     for (int d = 0; d < a->ndim; d++) shape[d] = dims[d + !batched];
-    return (gc_matmul_args){.a = gc_data(a), .b = gc_data(b), .dtype = a->dtype, .batch = batch, .m = m, .n = n,
-                            .k = k, .trans_a = trans_a, .trans_b = trans_b, .alpha = 1.0f, .beta = 0.0f};
+    gc_matmul_args args = {.a = gc_data(a), .b = gc_data(b), .dtype = a->dtype, .batch = batch, .m = m, .n = n,
+                           .k = k, .trans_a = trans_a, .trans_b = trans_b, .alpha = 1.0f, .beta = 0.0f};
+    gc_packed_prepare(b, &args); /* a weight's op(b): its kept panels */
+    return args;
 }
 
 gc_tensor *gc_matmul(const gc_tensor *a, const gc_tensor *b, bool trans_a, bool trans_b) {
@@ -89,4 +92,5 @@ void gc_matmul_into(gc_tensor *c, const gc_tensor *a, const gc_tensor *b, bool t
     args.c = gc_data(c);
     args.beta = accumulate ? 1.0f : 0.0f;
     gc_backend_for(a->device)->matmul(&args);
+    gc_tensor_mark_written(c);
 }

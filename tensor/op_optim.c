@@ -29,6 +29,12 @@ static void check_update(const char *op, const gc_tensor *param, const gc_tensor
     check_state(op, "master copy", param, master, true);
 }
 
+/* The update wrote each of them (NULL: absent) in place. */
+static void mark_written(gc_tensor *const *written, int count) {
+    for (int i = 0; i < count; i++)
+        if (written[i]) gc_tensor_mark_written(written[i]);
+}
+
 void gc_sgd_update_(gc_tensor *param, gc_tensor *master, const gc_tensor *grad, gc_tensor *momentum_buffer,
                     const gc_sgd_hyper *hyper) {
     check_update("sgd_update", param, master, grad);
@@ -36,6 +42,7 @@ void gc_sgd_update_(gc_tensor *param, gc_tensor *master, const gc_tensor *grad, 
     gc_backend_for(param->device)->sgd_update(gc_data(param), master ? gc_data(master) : NULL, gc_data(grad),
                                               momentum_buffer ? gc_data(momentum_buffer) : NULL,
                                               (size_t)gc_numel(param), param->dtype, hyper);
+    mark_written((gc_tensor *[]){param, master, momentum_buffer}, 3);
 }
 
 void gc_adamw_update_(gc_tensor *param, gc_tensor *master, const gc_tensor *grad, gc_tensor *exp_avg,
@@ -46,4 +53,5 @@ void gc_adamw_update_(gc_tensor *param, gc_tensor *master, const gc_tensor *grad
     gc_backend_for(param->device)->adamw_update(gc_data(param), master ? gc_data(master) : NULL, gc_data(grad),
                                                 gc_data(exp_avg), gc_data(exp_avg_sq), (size_t)gc_numel(param),
                                                 param->dtype, hyper);
+    mark_written((gc_tensor *[]){param, master, exp_avg, exp_avg_sq}, 4);
 }

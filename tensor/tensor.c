@@ -6,6 +6,7 @@
 #include "alloc.h"
 #include "backend.h"
 #include "gradcache/tensor.h"
+#include "packed.h"
 #include "record.h"
 #include "storage.h"
 
@@ -74,6 +75,7 @@ gc_tensor *gc_empty(int ndim, const int64_t *shape, gc_dtype dtype, gc_device de
 
 void gc_fill_(gc_tensor *t, double value) {
     gc_backend_for(t->device)->fill(gc_data(t), (size_t)gc_numel(t), t->dtype, value);
+    gc_tensor_mark_written(t);
 }
 
 gc_tensor *gc_full(int ndim, const int64_t *shape, gc_dtype dtype, gc_device device, double value) {
@@ -126,6 +128,7 @@ void gc_tensor_release(gc_tensor *t) {
     if (t->ext_free) t->ext_free(t->ext);
     gc_storage *storage = t->storage;
     if (--storage->refcount == 0) {
+        gc_packed_free(storage);
         gc_free(storage->device, storage->data, storage->nbytes, storage->role);
         free(storage);
     }
@@ -200,6 +203,7 @@ gc_status gc_copy_(gc_tensor *dst, const gc_tensor *src) {
         gc_backend_for(dst->device)->memcpy_from_host(gc_data(dst), host, nbytes);
         free(host);
     }
+    gc_tensor_mark_written(dst);
     return GC_OK;
 }
 

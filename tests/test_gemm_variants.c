@@ -28,6 +28,7 @@ static const shape shapes[] = {
     {7, 9, 17, 11, false, true, 1, 0},      {3, 130, 90, 70, true, false, 2, 1},
     {2, 4097, 3, 2, false, false, 1, 0},    {1, 3, 40, 3100, false, true, 1, 0},
     {2, 100, 50, 300, true, true, 0.5f, 1}, /* the BLAS path's column tiles, a batch, beta */
+    {1, 7, 300, 700, false, true, 1, 0.5f}, /* few rows: the own GEMM shares out op(b)'s panels */
 };
 
 typedef struct operands {
@@ -79,8 +80,9 @@ static void free_operands(operands *o) {
 static gc_tensor *product(const shape *s, const operands *o, gc_dtype dtype, int path, gc_cpu_isa isa) {
     gc_tensor *c = gc_clone(o->c0);
     REQUIRE(c);
-    gc_matmul_args args = {gc_data(o->a), gc_data(o->b), gc_data(c), dtype, s->batch, s->m, s->n, s->k,
-                           s->trans_a, s->trans_b, s->alpha, s->beta};
+    gc_matmul_args args = {.a = gc_data(o->a), .b = gc_data(o->b), .c = gc_data(c), .dtype = dtype, .batch = s->batch,
+                           .m = s->m, .n = s->n, .k = s->k, .trans_a = s->trans_a, .trans_b = s->trans_b,
+                           .alpha = s->alpha, .beta = s->beta};
 #ifdef GC_HAVE_BLAS
     if (path == 1) {
         gc_cpu_matmul_blas(&args);

@@ -110,7 +110,8 @@ static void own_gemm(results *r, const char *name, gc_dtype dtype, int64_t batch
         if (!gc_cpu_isa_available(isa)) continue;
         gc_tensor *c = gc_empty(1, (int64_t[]){batch * m * n}, dtype, gc_cpu());
         REQUIRE(c);
-        gc_matmul_args args = {gc_data(a), gc_data(b), gc_data(c), dtype, batch, m, n, k, trans_a, trans_b, 1, 0};
+        gc_matmul_args args = {.a = gc_data(a), .b = gc_data(b), .c = gc_data(c), .dtype = dtype, .batch = batch,
+                               .m = m, .n = n, .k = k, .trans_a = trans_a, .trans_b = trans_b, .alpha = 1};
         gc_cpu_matmul_own(&args, isa);
         keep(r, name, c);
     }
@@ -124,6 +125,7 @@ static void matmuls(results *r) {
     own_gemm(r, "gemm bf16", GC_BF16, 1, 190, 70, 200, true, false);
     own_gemm(r, "gemm batch of 24 (attention)", GC_F32, 24, 64, 16, 64, false, true);
     own_gemm(r, "gemm batch of 3, each threaded", GC_F32, 3, 300, 200, 100, false, false);
+    own_gemm(r, "gemm of 11 rows (panels shared out)", GC_F32, 1, 11, 384, 1000, false, true);
     gc_tensor *a = normal(2, (int64_t[]){517, 128}, GC_F32, 10), *b = normal(2, (int64_t[]){512, 128}, GC_F32, 11);
     keep(r, "gc_matmul (BLAS where built)", gc_matmul(a, b, false, true));
     RELEASE(a, b);
@@ -167,7 +169,9 @@ static void gather_and_updates(results *r) {
     RELEASE(table, ids_f, ids, rows, seed, weight, plain, weight_grad, plain_grad);
 }
 
-/* A training step of a small text encoder (dropout on), and its loss and parameters. */
+/* A training step of a small text encoder (dropout on), and its loss and parameters; an
+ * evaluation forward first, so that the step's forward multiplies the weights' kept panels
+ * (tensor/packed.c: kept from a weight's second product at one version). */
 static void training_step(results *r) {
     gc_text_encoder_config config = {.vocab = 211, .max_length = 24, .dim = 64, .heads = 4, .layers = 2,
                                      .hidden = 256, .projection = 32, .dropout = 0.1, .pre_norm = true,
@@ -184,7 +188,13 @@ static void training_step(results *r) {
     int64_t batch = 96, length = 24;
     gc_tensor *ids_f = gc_uniform(2, (int64_t[]){batch, length}, GC_F32, gc_cpu(), 0, 211, 22, 0);
     gc_tensor *ids = gc_cast(ids_f, GC_I32), *mask = gc_ones(2, (int64_t[]){batch, length}, GC_F32, gc_cpu());
+    bool grad_mode = gc_set_grad_enabled(false);
+    gc_tensor *evaluated = gc_text_encoder_forward(&encoder, ids, mask, false);
+    gc_set_grad_enabled(grad_mode);
+    REQUIRE(evaluated && gc_memory_get_stats(gc_cpu()).packed_bytes == 0);
+    keep(r, "encoder output, evaluated", evaluated);
     gc_tensor *out = gc_text_encoder_forward(&encoder, ids, mask, true);
+    CHECK(gc_memory_get_stats(gc_cpu()).packed_bytes > 0);
     gc_tensor *squashed = gc_tanh(out), *loss = gc_mean_all(squashed);
     gc_tensor *one = gc_scalar(1, GC_F32, gc_cpu());
     REQUIRE(loss && gc_backward(&loss, &one, 1) == GC_OK);

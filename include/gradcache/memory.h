@@ -61,6 +61,10 @@ typedef struct gc_memory_stats {
                                    tensor (the cuBLAS workspace, reduction scratch, index
                                    checks), reserved once, at the device's first allocation;
                                    never under the limit. CPU: 0 */
+    size_t packed_bytes;   /* weights' packed panels (gradcache/tensor.h, gc_tensor_set_weight):
+                              outside live_bytes and peak_bytes (a cache kept with the weights,
+                              which a step's figures would otherwise depend on), inside
+                              reserved_bytes; a limit holds live + packed bytes */
     uint64_t alloc_count;  /* allocations served since start */
     uint64_t free_count;   /* storages freed since start */
     uint64_t driver_alloc_count; /* cudaMalloc (CPU: malloc) calls made (a cache hit makes none) */

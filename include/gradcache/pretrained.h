@@ -144,10 +144,26 @@ gc_status gc_pretrained_load_tokenizer(const char *dir, const gc_text_encoder_co
 gc_status gc_pretrained_load(const char *dir, gc_device device, gc_text_encoder *encoder, gc_tokenizer **tokenizer,
                              gc_bert_unused *unused);
 
-/* texts[0..count) (count >= 1) -> representations [count, D] on the encoder's device, in
- * f32 for a 16-bit encoder (gc_working_dtype): eval
- * mode (no dropout), no graph, `batch` texts at a time, each tokenized to at most max_length
- * tokens (batches padded to their longest text). NULL (error set) when memory runs out. */
+/* How gc_encode_texts_with encodes. */
+typedef struct gc_encode_options {
+    int64_t max_length; /* tokens per text, at most the encoder's positions */
+    int64_t batch;      /* texts per forward, at least 1 */
+    const char *prompt; /* before every text (gc_tokenize_prompted), or NULL */
+    /* Called after every batch with the texts encoded so far and the count (or NULL): a
+     * program's progress line. */
+    void (*progress)(void *context, int64_t done, int64_t count);
+    void *progress_context;
+} gc_encode_options;
+
+/* texts[0..count) (1 <= count < 2^31) -> representations [count, D] on the encoder's device,
+ * in the caller's order, in f32 for a 16-bit encoder (gc_working_dtype): eval mode (no
+ * dropout), no graph, `batch` texts at a time, each tokenized to at most max_length tokens.
+ * The texts are taken in order of length, so that a batch pads little, and the next batch is
+ * tokenized by a thread of its own while the encoder runs; a text's vector is the same bits
+ * whatever the batch size or the other texts. NULL (error set) when memory runs out. */
+gc_tensor *gc_encode_texts_with(const gc_text_encoder *encoder, const gc_tokenizer *tokenizer,
+                                const char *const *texts, int64_t count, const gc_encode_options *options);
+/* gc_encode_texts_with without a prompt or progress. */
 gc_tensor *gc_encode_texts(const gc_text_encoder *encoder, const gc_tokenizer *tokenizer, const char *const *texts,
                            int64_t count, int64_t max_length, int64_t batch);
 /* The same with `prompt` (or NULL) before every text (gc_tokenize_prompted): a decoder

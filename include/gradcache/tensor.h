@@ -99,6 +99,33 @@ const char *gc_tensor_str(const gc_tensor *t, char *buf, int size);
 /* "[2, 3]" into buf; returns buf. */
 const char *gc_shape_str(int ndim, const int64_t *shape, char *buf, int size);
 
+/* --- versions, and the forms kept with a weight ---
+ * A storage counts the writes made to its bytes, as PyTorch's version counter: every op that
+ * writes into an existing tensor (gc_fill_, gc_copy_, gc_add_inplace, gc_scale_inplace,
+ * gc_matmul_into, the optimizer updates, the loads built on gc_copy_, the collectives'
+ * outputs) increments the version that all views of that storage share. A form
+ * derived from the bytes and kept with them (a weight's packed panels) is used at the version
+ * it was made at only, so it is never stale. Code that writes through gc_data() itself (a
+ * receive buffer, a file read in place, a test setting an element) calls
+ * gc_tensor_mark_written(t) once it is done, before t is read again. */
+uint64_t gc_tensor_version(const gc_tensor *t);
+void gc_tensor_mark_written(gc_tensor *t);
+/* Marks t's storage as a weight (gc_linear does it for its [out, in] matrix). A 2-D matmul
+ * with a weight as op(b) (transposed, as a linear layer's forward takes it, or not, as its
+ * input gradient does) runs on the library's own GEMM on the CPU, whatever the BLAS, and
+ * keeps op(b) packed into that GEMM's panels once it has been multiplied twice at one version
+ * (by a GradCache step's chunks, or a stream of inference batches), repacked in place at the
+ * first product after a write. A plain training step multiplies each form once per version,
+ * so it keeps none. The panels are counted (packed_bytes of gc_memory_stats, outside
+ * live_bytes) and freed with the storage. On CUDA nothing is packed (cuBLAS takes the
+ * operand as it lies); the version counts there too. */
+void gc_tensor_set_weight(gc_tensor *t);
+bool gc_tensor_is_weight(const gc_tensor *t);
+/* Whether weights keep their packed panels (default: yes). Off, every product packs its own,
+ * bit for bit the same results, and a weight's panels kept before are freed at its next
+ * product. */
+void gc_set_weight_packing(bool enabled);
+
 #ifdef __cplusplus
 }
 #endif

@@ -434,6 +434,35 @@ typedef struct gc_trainer_info {
 
 gc_trainer_info gc_trainer_get_info(const gc_trainer *trainer);
 
+/* ---- embedding a corpus (`gradcache encode`) ------------------------------------------------ */
+
+/* The longest line of a text file read as one text. */
+#define GC_TEXT_LINE_MAX (1 << 20)
+
+/* Texts, one per line of a file: a line's '\n' (and the '\r' before it) dropped, an empty line
+ * an empty text. */
+typedef struct gc_text_lines {
+    char **texts; /* [count], each NUL-terminated */
+    int64_t count;
+} gc_text_lines;
+
+/* Every line of the file at `path` ("-": standard input). GC_ERR_IO naming the file when it
+ * cannot be read; GC_ERR_FORMAT naming the file and the line when a line is longer than
+ * GC_TEXT_LINE_MAX bytes (the rest of it is not read) or holds a NUL byte. */
+gc_status gc_text_lines_read(const char *path, gc_text_lines *lines);
+/* The same from a stream (`name` stands for it in messages). */
+gc_status gc_text_lines_read_stream(FILE *in, const char *name, gc_text_lines *lines);
+void gc_text_lines_free(gc_text_lines *lines);
+
+typedef enum gc_embeddings_format {
+    GC_EMBEDDINGS_SAFETENSORS, /* one tensor "embeddings" [N, D], with the data checksum */
+    GC_EMBEDDINGS_TSV          /* a line per text, D values separated by tabs ("%.9g": f32 exactly) */
+} gc_embeddings_format;
+
+/* Writes embeddings [N, D] (floating) to `path` whole (a temporary renamed into place; a TSV
+ * may go to "-", standard output). GC_OK, or GC_ERR_IO naming the file. */
+gc_status gc_embeddings_save(const char *path, const gc_tensor *embeddings, gc_embeddings_format format);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,6 +6,8 @@ gc_status gc_linear_init(gc_linear *layer, int64_t in, int64_t out, bool bias, g
     gc_nn_check_sizes("linear", in, out, dtype);
     *layer = (gc_linear){0};
     layer->weight = gc_nn_normal_parameter(GC_SHAPE(out, in), dtype, device, init);
+    /* multiplied by every batch, chunk and pass: worth keeping packed (gradcache/tensor.h) */
+    if (layer->weight) gc_tensor_set_weight(layer->weight);
     if (bias) layer->bias = gc_nn_parameter(gc_zeros(GC_SHAPE(out), dtype, device));
     if (!layer->weight || (bias && !layer->bias)) {
         gc_linear_free(layer);

@@ -1,5 +1,6 @@
 /* The CPU backend's tables of kernels: the whole one, and the one without the fused kernels
- * that CUDA lacks (GC_COMPOSED_OPS=1: the paths a GPU takes, run on the CPU). */
+ * that CUDA lacks (GC_COMPOSED_OPS=1: the paths a GPU takes, run on the CPU). Both pack
+ * weights: packing changes how a product is computed, never which ops compose another. */
 #include "kernels_cpu.h"
 
 #define GC_CPU_ENTRY(name, params) .name = gc_cpu_##name,
@@ -13,10 +14,12 @@ const gc_backend gc_cpu_backend = {
     GC_CPU_MEMORY,
     GC_KERNELS(GC_CPU_ENTRY)
     GC_FUSED_KERNELS(GC_CPU_ENTRY)
+    GC_PACKING_KERNELS(GC_CPU_ENTRY)
 };
 
 const gc_backend gc_cpu_composed_backend = {
     .name = "cpu",
     GC_CPU_MEMORY,
     GC_KERNELS(GC_CPU_ENTRY)
+    GC_PACKING_KERNELS(GC_CPU_ENTRY)
 };

@@ -30,10 +30,14 @@
         for (; first < width; first += lanes) {                                                            \
             const T *panel = in + first * lane_stride;                                                     \
             int64_t full = width - first < lanes ? width - first : lanes;                                  \
-            for (int64_t p = 0; p < depth; p++, out += lanes) {                                            \
-                for (int64_t l = 0; l < full; l++) out[l] = panel[l * lane_stride + p * depth_stride];     \
-                for (int64_t l = full; l < lanes; l++) out[l] = (T)0;                                      \
-            }                                                                                              \
+            if (full == lanes) /* a whole panel: a constant count, so the gather is unrolled */            \
+                for (int64_t p = 0; p < depth; p++, out += lanes)                                          \
+                    for (int64_t l = 0; l < LANES; l++) out[l] = panel[l * lane_stride + p * depth_stride]; \
+            else                                                                                           \
+                for (int64_t p = 0; p < depth; p++, out += lanes) {                                        \
+                    for (int64_t l = 0; l < full; l++) out[l] = panel[l * lane_stride + p * depth_stride]; \
+                    for (int64_t l = full; l < lanes; l++) out[l] = (T)0;                                  \
+                }                                                                                          \
         }                                                                                                  \
     }
 

@@ -10,6 +10,7 @@
 #define GC_CPU_KERNEL(name, params) void gc_cpu_##name params;
 GC_KERNELS(GC_CPU_KERNEL)
 GC_FUSED_KERNELS(GC_CPU_KERNEL)
+GC_PACKING_KERNELS(GC_CPU_KERNEL)
 #undef GC_CPU_KERNEL
 
 /* memory_cpu.c */
@@ -27,7 +28,8 @@ void gc_cpu_gelu_erf_on(gc_cpu_isa isa, bool derivative, const float *x, float *
 void gc_cpu_gelu_erf_grad_on(gc_cpu_isa isa, const float *x, const float *g, float *dx, size_t n);
 
 /* matmul_cpu.c's gc_cpu_matmul takes the BLAS when the build has one and GC_BLAS is not 0,
- * else the own GEMM on the selected instruction set. The library's own GEMM on `isa` (which
+ * else the own GEMM on the selected instruction set; a weight's products (args->b_is_weight)
+ * always the own GEMM, which can take its panels packed once (args->packed_b). The library's own GEMM on `isa` (which
  * must be available): the reference. */
 void gc_cpu_matmul_own(const gc_matmul_args *args, gc_cpu_isa isa);
 #ifdef GC_HAVE_BLAS

@@ -13,10 +13,13 @@
  *
  * Threads (thread_pool.h): a single product packs op(b) once, whole along k (up to 16 MiB
  * of it at a time), the threads sharing the panels, then splits the rows of c between them,
- * each packing its own blocks of op(a): two parallel calls per product. A batch of small products (attention's, one per head) gives whole products to
- * each thread instead. Every element is summed in the same order whatever the split (the
- * KC blocks in turn, each by one micro-kernel call), so results do not depend on the
- * thread count.
+ * each packing its own blocks of op(a): two parallel calls per product (a product of too few
+ * rows to share out splits the panels of op(b) instead). A weight's op(b) may come packed
+ * already (args->packed_b: gc_cpu_pack_b's panels, kept by tensor/packed.c), the same panels
+ * laid out pass after pass, and then only the multiply runs. A batch of small products
+ * (attention's, one per head) gives whole products to each thread instead. Every element is
+ * summed in the same order whatever the split (the KC blocks in turn, each by one
+ * micro-kernel call), so results do not depend on the thread count.
  *
  * f32 and f64 run natively; f16 and bf16 are widened to f32 scratch copies, multiplied in
  * f32 and rounded once when stored. */
@@ -89,9 +92,10 @@ static void pack_b_panels(void *arg, int64_t first, int64_t last) {
     }
 }
 
-/* Rows [row_begin, row_end) of c for the columns: for each KC block of op(b) in turn,
- * op(a) packed MC rows at a time against it. */
-static void multiply_rows(const gemm_columns *cols, int64_t row_begin, int64_t row_end) {
+/* Rows [row_begin, row_end) of c for the panels [panel_begin, panel_end) of the columns: for
+ * each KC block of op(b) in turn, op(a) packed MC rows at a time against it. */
+static void multiply_block(const gemm_columns *cols, int64_t row_begin, int64_t row_end, int64_t panel_begin,
+                           int64_t panel_end) {
     const gemm_plan *plan = cols->plan;
     const gc_gemm_kernel *t = plan->kernel;
     size_t size = t->size;
@@ -105,7 +109,7 @@ static void multiply_rows(const gemm_columns *cols, int64_t row_begin, int64_t r
             int64_t mc = min64(MC, row_end - ic);
             t->pack_a(packed_a, at(cols->a, ic * plan->a_rs + pc * plan->a_cs, size), plan->a_rs, plan->a_cs, mc, kc);
             /* One panel of b stays in L1 while every panel of a streams past it. */
-            for (int64_t jr = 0; jr < cols->nc; jr += t->nr)
+            for (int64_t jr = panel_begin * t->nr; jr < min64(cols->nc, panel_end * t->nr); jr += t->nr)
                 for (int64_t ir = 0; ir < mc; ir += t->mr)
                     t->tile(packed_a + (size_t)(ir * kc) * size, packed_b + (size_t)(jr * kc) * size, kc,
                             cols->c + (size_t)((ic + ir) * plan->n + cols->jc + jr) * size, plan->n,
@@ -114,35 +118,77 @@ static void multiply_rows(const gemm_columns *cols, int64_t row_begin, int64_t r
     }
 }
 
-/* The row tiles [first, last) (mr rows each). */
+/* The row tiles [first, last) (mr rows each), every panel. */
 static void multiply_tiles(void *arg, int64_t first, int64_t last) {
     const gemm_columns *cols = arg;
     int64_t mr = cols->plan->kernel->mr;
-    multiply_rows(cols, first * mr, min64(cols->plan->m, last * mr));
+    multiply_block(cols, first * mr, min64(cols->plan->m, last * mr), 0, cols->panels);
 }
 
-/* One matrix: c = op(a) @ op(b), threaded when `threaded` (the packed op(b) is the calling
- * thread's scratch, shared with the workers). */
-static void gemm_matrix(const gemm_plan *plan, const char *a, const char *b, char *c, bool threaded) {
+/* The panels [first, last) (nr columns each), every row: how a product of a few rows (one
+ * text, a dozen tokens) keeps every thread busy. Each thread packs all of op(a), which is
+ * small then. */
+static void multiply_panels(void *arg, int64_t first, int64_t last) {
+    const gemm_columns *cols = arg;
+    multiply_block(cols, 0, cols->plan->m, first, last);
+}
+
+/* Columns per pass over op(b): NC, or fewer so that op(b) packed whole along k stays within
+ * PACKED_B_MAX elements. A multiple of nr. */
+static int64_t pass_width(const gemm_plan *plan) {
+    int64_t nr = plan->kernel->nr;
+    return min64(NC, max64(nr, PACKED_B_MAX / (blocks_along_k(plan->k) * KC) / nr * nr));
+}
+
+/* The columns [jc, jc + nc) of op(b) and where their panels are (or go): block after block
+ * of KC rows, each ceil(nc / nr) panels wide. */
+static gemm_columns columns_at(const gemm_plan *plan, const char *a, const char *b, char *c, char *packed_b,
+                               int64_t jc) {
+    int64_t nc = min64(pass_width(plan), plan->n - jc);
+    return (gemm_columns){plan, a, b, c, packed_b, jc, nc, (nc + plan->kernel->nr - 1) / plan->kernel->nr};
+}
+
+/* Packs the pass's op(b), threaded when `threaded`. */
+static void pack_pass(gemm_columns *cols, bool threaded) {
+    const gc_gemm_kernel *t = cols->plan->kernel;
+    int64_t panels = blocks_along_k(cols->plan->k) * cols->panels;
+    if (!threaded) {
+        pack_b_panels(cols, 0, panels);
+        return;
+    }
+    int64_t depth = min64(KC, max64(cols->plan->k, 1));
+    gc_parallel_for(panels, max64(1, MIN_PACK_PER_PART / (depth * t->nr)), pack_b_panels, cols);
+}
+
+/* Elements of one pass's panels when kept whole: k rows of whole panels (the blocks along k
+ * follow each other with no gap; the last one is k - pc rows). */
+static size_t pass_elements(const gemm_columns *cols) {
+    return (size_t)(cols->plan->k * cols->panels * cols->plan->kernel->nr);
+}
+
+/* One matrix: c = op(a) @ op(b), threaded when `threaded`. op(b) is packed per pass into the
+ * calling thread's scratch, shared with the workers, or comes packed whole (`packed`, pass
+ * after pass: gc_cpu_pack_b's layout). */
+static void gemm_matrix(const gemm_plan *plan, const char *a, const char *b, char *c, bool threaded,
+                        const char *packed) {
     const gc_gemm_kernel *t = plan->kernel;
     int64_t m = plan->m, n = plan->n, k_blocks = blocks_along_k(plan->k);
-    /* Columns per pass: NC, or fewer so that op(b) packed whole along k stays within
-     * PACKED_B_MAX elements. */
-    int64_t width = min64(NC, max64(t->nr, PACKED_B_MAX / (k_blocks * KC) / t->nr * t->nr));
-    int64_t most_panels = (min64(width, n) + t->nr - 1) / t->nr;
-    char *packed_b = gc_cpu_scratch(GC_SCRATCH_PACK_B, (size_t)(k_blocks * KC * most_panels * t->nr) * t->size);
-    for (int64_t jc = 0; jc < n; jc += width) {
-        int64_t nc = min64(width, n - jc);
-        gemm_columns cols = {plan, a, b, c, packed_b, jc, nc, (nc + t->nr - 1) / t->nr};
-        int64_t panels = k_blocks * cols.panels, tiles = (m + t->mr - 1) / t->mr;
-        if (!threaded) {
-            pack_b_panels(&cols, 0, panels);
-            multiply_tiles(&cols, 0, tiles);
-            continue;
-        }
-        int64_t depth = min64(KC, max64(plan->k, 1));
-        gc_parallel_for(panels, max64(1, MIN_PACK_PER_PART / (depth * t->nr)), pack_b_panels, &cols);
-        gc_parallel_for(tiles, max64(1, MIN_WORK_PER_PART / (t->mr * nc * max64(plan->k, 1))), multiply_tiles, &cols);
+    int64_t most_panels = (min64(pass_width(plan), n) + t->nr - 1) / t->nr;
+    char *scratch = packed ? NULL
+                           : gc_cpu_scratch(GC_SCRATCH_PACK_B, (size_t)(k_blocks * KC * most_panels * t->nr) * t->size);
+    for (int64_t jc = 0; jc < n;) {
+        gemm_columns cols = columns_at(plan, a, b, c, packed ? (char *)packed : scratch, jc);
+        if (packed) packed += pass_elements(&cols) * t->size;
+        else pack_pass(&cols, threaded);
+        int64_t tiles = (m + t->mr - 1) / t->mr;
+        if (!threaded) multiply_tiles(&cols, 0, tiles);
+        else if (tiles < 4 * gc_cpu_threads()) /* too few row tiles to share out evenly */
+            gc_parallel_for(cols.panels, max64(1, MIN_WORK_PER_PART / (m * t->nr * max64(plan->k, 1))),
+                            multiply_panels, &cols);
+        else
+            gc_parallel_for(tiles, max64(1, MIN_WORK_PER_PART / (t->mr * cols.nc * max64(plan->k, 1))),
+                            multiply_tiles, &cols);
+        jc += cols.nc;
     }
 }
 
@@ -158,14 +204,19 @@ static void gemm_matrices(void *arg, int64_t first, int64_t last) {
     size_t size = batch->plan->kernel->size;
     for (int64_t i = first; i < last; i++)
         gemm_matrix(batch->plan, at(g->a, i * g->m * g->k, size), at(g->b, i * g->k * g->n, size),
-                    (char *)g->c + (size_t)(i * g->m * g->n) * size, false);
+                    (char *)g->c + (size_t)(i * g->m * g->n) * size, false, NULL);
+}
+
+static gemm_plan plan_for(const gc_matmul_args *args, const gc_gemm_kernel *kernel) {
+    int64_t m = args->m, n = args->n, k = args->k;
+    return (gemm_plan){kernel, m, n, k, args->trans_a ? 1 : k, args->trans_a ? m : 1,
+                       args->trans_b ? 1 : n, args->trans_b ? k : 1, args->alpha, args->beta};
 }
 
 static void gemm(const gc_matmul_args *args, const gc_gemm_kernel *kernel) {
     if (args->batch == 0 || args->m == 0 || args->n == 0) return;
     int64_t m = args->m, n = args->n, k = args->k;
-    gemm_plan plan = {kernel, m, n, k, args->trans_a ? 1 : k, args->trans_a ? m : 1,
-                      args->trans_b ? 1 : n, args->trans_b ? k : 1, args->alpha, args->beta};
+    gemm_plan plan = plan_for(args, kernel);
     int64_t work = m * n * max64(k, 1);
     gemm_batch batch = {&plan, args};
     /* Many small products: whole products per thread. Otherwise each one threaded. */
@@ -176,7 +227,40 @@ static void gemm(const gc_matmul_args *args, const gc_gemm_kernel *kernel) {
     for (int64_t i = 0; i < args->batch; i++) {
         size_t size = kernel->size;
         gemm_matrix(&plan, at(args->a, i * m * k, size), at(args->b, i * k * n, size),
-                    (char *)args->c + (size_t)(i * m * n) * size, work >= 2 * MIN_WORK_PER_PART);
+                    (char *)args->c + (size_t)(i * m * n) * size, work >= 2 * MIN_WORK_PER_PART, args->packed_b);
+    }
+}
+
+/* A weight's panels are the selected instruction set's, f32 and f64 (16-bit products widen
+ * op(b) per call), for one product (a batch has one op(b) per matrix: never a weight's). */
+static const gc_gemm_kernel *packing_kernel(const gc_matmul_args *args) {
+    bool packs = (args->dtype == GC_F32 || args->dtype == GC_F64) && args->batch == 1 && args->k > 0 && args->n > 0;
+    return packs ? gc_gemm_kernel_for(args->dtype, gc_cpu_isa_selected()) : NULL;
+}
+
+void gc_cpu_pack_b_bytes(const gc_matmul_args *args, size_t *bytes) {
+    const gc_gemm_kernel *kernel = packing_kernel(args);
+    *bytes = 0;
+    if (!kernel) return;
+    gemm_plan plan = plan_for(args, kernel);
+    for (int64_t jc = 0; jc < args->n;) {
+        gemm_columns cols = columns_at(&plan, NULL, NULL, NULL, NULL, jc);
+        *bytes += pass_elements(&cols) * kernel->size;
+        jc += cols.nc;
+    }
+}
+
+void gc_cpu_pack_b(const gc_matmul_args *args, void *packed) {
+    const gc_gemm_kernel *kernel = packing_kernel(args);
+    if (!kernel) gc_fatal("pack_b: no packed form of a %s product of batch %lld", gc_dtype_name(args->dtype),
+                          (long long)args->batch);
+    gemm_plan plan = plan_for(args, kernel);
+    char *at_pass = packed;
+    for (int64_t jc = 0; jc < args->n;) {
+        gemm_columns cols = columns_at(&plan, NULL, args->b, NULL, at_pass, jc);
+        pack_pass(&cols, true);
+        at_pass += pass_elements(&cols) * kernel->size;
+        jc += cols.nc;
     }
 }
 
@@ -206,6 +290,7 @@ static void gemm_half(const gc_matmul_args *args, gc_cpu_isa isa, bool use_blas)
     wide.b = b;
     wide.c = c;
     wide.dtype = GC_F32;
+    wide.packed_b = NULL; /* a 16-bit op(b) is never kept packed: it is widened here */
     product(&wide, isa, use_blas);
     gc_cpu_cast(c, GC_F32, args->c, args->dtype, c_count);
     free(a);
@@ -218,7 +303,7 @@ static void product(const gc_matmul_args *args, gc_cpu_isa isa, bool use_blas) {
     case GC_F32:
     case GC_F64:
 #ifdef GC_HAVE_BLAS
-        if (use_blas) {
+        if (use_blas && !args->b_is_weight) {
             gc_cpu_matmul_blas(args);
             break;
         }
