@@ -1,17 +1,19 @@
 /* The GIST loss (loss.h): against the formula written out in PyTorch
- * (tests/make_loss_fixture.py), by autograd and by value_and_grad; the guide's mask changing
+ * (tests/make_loss_fixture.py), by autograd, by value_and_grad untiled and tiled; the guide's mask changing
  * the loss; a GradCache step with it against the full-batch step; the options that make no
  * sense stop the program naming them. */
 #include "loss_checks.h"
 
 /* make_loss_fixture.py's GIST cases, their options written out again */
-static gc_gist_options fixture_options(const gc_param_list *fixture, const char *name, gc_contrastive_method method) {
+static gc_gist_options fixture_options(const gc_param_list *fixture, const char *name, gc_contrastive_method method,
+                                       int64_t tile) {
     bool absolute = strcmp(name, "gist_absolute") == 0;
     return (gc_gist_options){
         .contrastive = {.similarity = absolute ? GC_SIMILARITY_COSINE : GC_SIMILARITY_DOT,
                         .temperature = absolute ? 0.05 : 0.5,
                         .reduction = absolute ? GC_LOSS_MEAN : GC_LOSS_SUM,
-                        .method = method},
+                        .method = method,
+                        .tile_size = tile},
         .guide_queries = fixture_entry(fixture, name, "gq"),
         .guide_passages = fixture_entry(fixture, name, "gp"),
         .margin_strategy = absolute ? GC_GIST_ABSOLUTE : GC_GIST_RELATIVE,
@@ -21,14 +23,23 @@ static gc_gist_options fixture_options(const gc_param_list *fixture, const char 
 static void test_against_pytorch(void) {
     gc_param_list fixture = gc_fixture_load(LOSS_FIXTURE);
     const char *cases[] = {"gist_absolute", "gist_relative"};
-    const gc_contrastive_method methods[] = {GC_CONTRASTIVE_FULL, GC_CONTRASTIVE_AUTO};
+    /* tiles of 2 and 3 rows: several tiles per block, ragged ones, and tiles in which a row's
+     * positive is not (the mask's exemption of the positive must find it by its column) */
+    const struct {
+        gc_contrastive_method method;
+        int64_t tile;
+        const char *name;
+    } methods[] = {{GC_CONTRASTIVE_FULL, 0, "autograd only"},
+                   {GC_CONTRASTIVE_AUTO, 0, "untiled value_and_grad"},
+                   {GC_CONTRASTIVE_TILED, 2, "tiled by 2"},
+                   {GC_CONTRASTIVE_TILED, 3, "tiled by 3"}};
     for (size_t c = 0; c < 2; c++)
-        for (size_t m = 0; m < 2; m++) {
-            gc_gist_options options = fixture_options(&fixture, cases[c], methods[m]);
+        for (size_t m = 0; m < sizeof methods / sizeof *methods; m++) {
+            gc_gist_options options = fixture_options(&fixture, cases[c], methods[m].method, methods[m].tile);
             gc_loss_fn loss = gc_gist_loss_fn(&options);
-            CHECK_MSG((loss.value_and_grad != NULL) == (methods[m] != GC_CONTRASTIVE_FULL),
+            CHECK_MSG((loss.value_and_grad != NULL) == (methods[m].method != GC_CONTRASTIVE_FULL),
                       "%s: value_and_grad exactly when the method is not FULL", cases[c]);
-            check_against_fixture(&fixture, cases[c], loss, m ? "value_and_grad" : "autograd only");
+            check_against_fixture(&fixture, cases[c], loss, methods[m].name);
         }
     gc_param_list_free(&fixture);
 }
@@ -37,7 +48,7 @@ static void test_against_pytorch(void) {
  * guide score reaches masks none, and the loss moves by far more than any rounding. */
 static void test_mask_changes_loss(void) {
     gc_param_list fixture = gc_fixture_load(LOSS_FIXTURE);
-    gc_gist_options options = fixture_options(&fixture, "gist_absolute", GC_CONTRASTIVE_AUTO);
+    gc_gist_options options = fixture_options(&fixture, "gist_absolute", GC_CONTRASTIVE_AUTO, 0);
     gc_tensor *q = fixture_entry(&fixture, "gist_absolute", "q"), *p = fixture_entry(&fixture, "gist_absolute", "p");
     gc_tensor *masked = gc_gist_loss(q, p, &options);
     options.margin = -10; /* threshold: the positive's cosine + 10, above every cosine */
@@ -58,7 +69,10 @@ static void test_cache_matches_full_batch(void) {
     gc_gist_options options = {.contrastive = {.similarity = GC_SIMILARITY_COSINE, .temperature = 0.05},
                                .guide_queries = guide_queries, .guide_passages = guide_passages,
                                .margin = 0.05};
-    check_cache_matches_full(gc_gist_loss_fn(&options), 6, 12, "GIST, value_and_grad");
+    check_cache_matches_full(gc_gist_loss_fn(&options), 6, 12, "GIST, untiled value_and_grad");
+    options.contrastive.method = GC_CONTRASTIVE_TILED;
+    options.contrastive.tile_size = 4;
+    check_cache_matches_full(gc_gist_loss_fn(&options), 6, 12, "GIST, tiled by 4");
     options.contrastive.method = GC_CONTRASTIVE_FULL;
     options.margin_strategy = GC_GIST_RELATIVE;
     check_cache_matches_full(gc_gist_loss_fn(&options), 6, 12, "GIST, relative, by the cache's backward");

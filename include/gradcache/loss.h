@@ -212,7 +212,7 @@ typedef enum gc_gist_margin { GC_GIST_ABSOLUTE, GC_GIST_RELATIVE } gc_gist_margi
 
 typedef struct gc_gist_options {
     gc_contrastive_options contrastive; /* the student's loss: one positive, not symmetric; method
-                                           FULL or AUTO (the gradient by autograd, untiled) */
+                                           and tile_size as for the contrastive loss */
     const gc_tensor *guide_queries;     /* [Nq, Dg]: the guide's representations of the queries */
     const gc_tensor *guide_passages;    /* [Np, Dg]: and of the passages (any float dtype) */
     gc_gist_margin margin_strategy;
@@ -222,10 +222,21 @@ typedef struct gc_gist_options {
 /* The loss over queries [Nq, D] and passages [Np, D] (recorded, so autograd differentiates it).
  * Holds the [Nq, Np + 2 Nq] logits and the guide's scores of the same shape. */
 gc_tensor *gc_gist_loss(const gc_tensor *queries, const gc_tensor *passages, const gc_gist_options *options);
+/* The same loss, its value and seed times its gradients (new tensors of the inputs' shapes and
+ * dtypes) tile by tile without a graph, as gc_contrastive_loss_tiled (same tiles, errors and
+ * seed): each tile's scores plus the guide's mask of that tile, computed with it, so no
+ * Nq x Np matrix exists, the student's or the guide's; the guide's unit rows are copied once
+ * (f32 for a 16-bit guide, as the student's). */
+gc_status gc_gist_loss_tiled(const gc_tensor *queries, const gc_tensor *passages, const gc_gist_options *options,
+                             double seed, double *value, gc_tensor **grad_queries, gc_tensor **grad_passages);
+/* The value and gradients as options->contrastive.method chooses: tiled, or the untiled loss
+ * differentiated by autograd on detached copies (as gc_contrastive_value_and_grad). */
+gc_status gc_gist_value_and_grad(const gc_tensor *queries, const gc_tensor *passages, const gc_gist_options *options,
+                                 double seed, double *value, gc_tensor **grad_queries, gc_tensor **grad_passages);
 /* A gc_loss_fn for it over (queries, passages); options kept by pointer, and read at each call,
  * so the caller sets the guide's representations of each step's batch (across processes: the
- * global batch's, gathered as the cache gathers the student's). Its value_and_grad is autograd
- * on detached copies; no ring. */
+ * global batch's, gathered as the cache gathers the student's). Its value_and_grad is
+ * gc_gist_value_and_grad, NULL with GC_CONTRASTIVE_FULL (as the contrastive loss's); no ring. */
 gc_loss_fn gc_gist_loss_fn(const gc_gist_options *options);
 
 #ifdef __cplusplus
