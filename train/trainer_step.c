@@ -44,14 +44,25 @@ static gc_status clip_and_update(gc_trainer *t, double loss, double divisor, dou
     return gc_train_optim_step_scaled(&t->optimizer, grad_scale);
 }
 
+/* side's rows (a new tensor) gathered over the ranks in rank order, as the cache gathers the
+ * student's: the global batch's rows; in a world of one, side itself. */
+static gc_tensor *gathered(const gc_trainer *t, gc_tensor *side) {
+    if (!t->dist.group || !side) return side;
+    gc_tensor *all = gc_dist_all_gather(t->dist.group, side, NULL);
+    gc_tensor_release(side);
+    return all;
+}
+
 /* --guide: the guide's representations of the global batch examples[0..batch_size) into the
  * loss's options (released with release_guide): its queries, and each example's positive then
- * its hard negatives, the passages' order. Every rank encodes the whole global batch, as the
- * gathered loss holds the student's: the same rows on every rank without a collective, for
- * the guide's forward's cost times the processes (gathering each rank's share is left to do). */
-static gc_status guide_representations(gc_trainer *t, const int64_t *examples) {
+ * its hard negatives, the passages' order. Each rank encodes its own share of the examples,
+ * and the shares are gathered: every rank holds the global batch's guide rows, as the gathered
+ * loss holds the student's. */
+static gc_status guide_representations(gc_trainer *t, const int64_t *all_examples) {
     const gc_trainer_config *c = &t->config;
-    int64_t count = c->batch_size, per_example = 1 + c->hard_negatives;
+    int64_t start, count, per_example = 1 + c->hard_negatives;
+    gc_train_dist_share(&t->dist, c->batch_size, &start, &count);
+    const int64_t *examples = all_examples + start;
     const char **queries = malloc((size_t)count * sizeof *queries);
     const char **passages = malloc((size_t)(count * per_example) * sizeof *passages);
     if (!queries || !passages) gc_fatal("train: out of host memory for %lld texts", (long long)count);
@@ -60,9 +71,10 @@ static gc_status guide_representations(gc_trainer *t, const int64_t *examples) {
         for (int64_t k = 0; k < per_example; k++) passages[e * per_example + k] = gc_pairs_text(&t->pairs, examples[e], (int)(1 + k));
     }
     /* eval mode, no graph, a chunk of texts at a time: the student's chunk sizes */
-    t->gist.guide_queries = gc_dual_encoder_encode(&t->guide, 0, queries, count, t->progress.chunk_sizes[0]);
-    t->gist.guide_passages = gc_dual_encoder_encode(&t->guide, 1, passages, count * per_example,
-                                                    t->progress.chunk_sizes[1]);
+    t->gist.guide_queries =
+        gathered(t, gc_dual_encoder_encode(&t->guide, 0, queries, count, t->progress.chunk_sizes[0]));
+    t->gist.guide_passages =
+        gathered(t, gc_dual_encoder_encode(&t->guide, 1, passages, count * per_example, t->progress.chunk_sizes[1]));
     free(queries);
     free(passages);
     return t->gist.guide_queries && t->gist.guide_passages ? GC_OK : gc_last_status();
