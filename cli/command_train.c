@@ -26,6 +26,9 @@
  * chunk's backward (the least gradient memory, the bytes times the chunks): see docs/TRAIN.md. */
 static const char *const zero_names[] = {"0", "1", "2", "2b", NULL};
 
+/* --guide-margin-strategy, in gc_gist_margin's order (sentence-transformers' names). */
+static const char *const margin_names[] = {"absolute", "relative", NULL};
+
 /* --loss: how a --gc step computes the loss's gradient (tiled or full), and across processes
  * how it sees the global batch (gathered or around the ring). The ring is tiled, so "tiled"
  * leaves the exchange to auto and "full" gathers. */
@@ -48,6 +51,7 @@ typedef struct train_flags {
     int precision;             /* CLI_PRECISION_*: config.dtype */
     int loss;                  /* an index into loss_names: config.loss and config.global_loss */
     int zero;                  /* an index into zero_names: config.zero */
+    int margin_strategy;       /* an index into margin_names: config.guide_margin_strategy */
     int64_t log_every;
     bool resume;
 } train_flags;
@@ -138,6 +142,13 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
          "no two examples of a batch share a positive text (identical positives make false negatives)"},
         {"matryoshka", CLI_FLAG_STRING, &flags->matryoshka, 0, 0, NULL,
          "nested prefixes of the embedding, e.g. 384,256,128,64: the loss is summed over them (weights 1)"},
+        {"guide", CLI_FLAG_STRING, &f->guide, 0, 0, NULL,
+         "a model folder (or run) whose frozen embeddings of each batch mask out false negatives: any candidate "
+         "it scores above the query's positive less the margin (GISTEmbed; its own tokenizer)"},
+        {"guide-margin", CLI_FLAG_DOUBLE, &f->guide_margin, -1e6, 1e6, NULL,
+         "with --guide, the margin below the positive's guide score"},
+        {"guide-margin-strategy", CLI_FLAG_CHOICE, &flags->margin_strategy, 0, 0, margin_names,
+         "with --guide: absolute (the positive's score minus the margin) or relative (times 1 - margin)"},
         {"seed", CLI_FLAG_INT, &f->seed, 0, 9007199254740992.0, NULL,
          "names the random streams: weights, dropout, data order"},
         {"log-every", CLI_FLAG_INT, &flags->log_every, 1, 1e12, NULL,
@@ -161,6 +172,9 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
     f->loss = loss_choices[flags->loss].method;
     f->global_loss = loss_choices[flags->loss].global;
     f->zero = (gc_zero)flags->zero;
+    f->guide_margin_strategy = (gc_gist_margin)flags->margin_strategy;
+    if ((f->guide_margin != 0 || flags->margin_strategy) && !f->guide)
+        return cli_fail("train", 2, "--guide-margin and --guide-margin-strategy need --guide");
     if (flags->matryoshka && parse_prefixes(flags->matryoshka, f)) return 2;
     return flags->gc_chunk_size ? parse_chunk_sizes(flags->gc_chunk_size, f->chunk_sizes) : 0;
 }

@@ -85,7 +85,8 @@ typedef struct gc_span {
 /* One tile of the tiled contrastive loss (nn/losses/contrastive_tiled.c): a block of queries
  * (rows) against a block of candidates (columns). `scores` holds the block's dot products
  * q_i . p_j, and the score of element (i, j) is s_ij = scores[i, j] row_scale[i] col_scale[j]
- * (the temperature and cosine's inverse norms are folded into the scales). Every vector points
+ * (the temperature and cosine's inverse norms are folded into the scales), plus bias[i, j]
+ * when a bias is given. Every vector points
  * at the tile's own rows or columns; floats are of `dtype`, f32 or f64. The arithmetic is
  * tensor/score_tile_impl.h's, shared by every backend. */
 typedef struct gc_score_tile_args {
@@ -93,6 +94,8 @@ typedef struct gc_score_tile_args {
     const void *row_scale;         /* [rows] */
     const void *col_scale;         /* [cols] */
     const int32_t *targets;        /* [rows]: each row's positive, a column of the whole matrix */
+    const void *bias;              /* [rows, cols] or NULL: added to each score (0, or -inf to mask
+                                      a candidate out: the GIST loss's false negatives) */
     int64_t rows, cols, col_start; /* col_start: the whole matrix's column of the tile's column 0 */
     gc_dtype dtype;
     /* score_tile_lse: the running log-sum-exp (max, sum) of each row, and of each column when

@@ -70,6 +70,7 @@ typedef struct gc_score_tile {
     const gc_tensor *col_scale; /* [cols] */
     const gc_tensor *targets;   /* i32 [rows] */
     int64_t col_start;
+    const gc_tensor *bias;      /* [rows, cols] or NULL */
 } gc_score_tile;
 
 /* The backend's score_tile_lse: row_max, row_sum, target_score [rows]; col_max and col_sum

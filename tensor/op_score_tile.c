@@ -39,7 +39,15 @@ static gc_score_tile_args tile_args(const gc_score_tile *tile) {
     if (tile->targets->dtype != GC_I32 || tile->targets->ndim != 1 || tile->targets->shape[0] != rows)
         gc_fatal(OP ": needs i32 targets [%lld], got %s", (long long)rows,
                  gc_tensor_str(tile->targets, text, sizeof text));
+    if (tile->bias) {
+        gc_check_same_device(OP, scores, tile->bias);
+        gc_check_same_dtype(OP, scores, tile->bias);
+        if (!gc_same_shape(scores, tile->bias))
+            gc_fatal(OP ": needs a bias [%lld, %lld], got %s", (long long)rows, (long long)cols,
+                     gc_tensor_str(tile->bias, text, sizeof text));
+    }
     return (gc_score_tile_args){.scores = gc_data(scores),
+                                .bias = tile->bias ? gc_data(tile->bias) : NULL,
                                 .row_scale = gc_data(tile->row_scale),
                                 .col_scale = gc_data(tile->col_scale),
                                 .targets = gc_data(tile->targets),

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Writes tests/fixtures/losses_v1.bin: reference values from PyTorch for the contrastive
-losses beyond one positive (tests/test_loss_multi.c, tests/test_matryoshka.c). Run by hand:
+losses beyond one positive (tests/test_loss_multi.c, tests/test_matryoshka.c, tests/test_gist.c).
+Run by hand:
 
     /usr/bin/python3 tests/make_loss_fixture.py   (any python3 with torch)
 
@@ -8,7 +9,8 @@ The fixture is committed; rerun this only when a case below changes (the format 
 tests/fixture.h's, which make_bert_fixture.write_fixture writes). Each loss is written out from its
 formula in f64, independently of gradcache's code; autograd gives the gradients. Per case,
 entries "<case>.q" [Nq, D], "<case>.p" [Np, D], "<case>.loss" [1], "<case>.grad_q",
-"<case>.grad_p" (d loss / d inputs), and "<case>.targets" i32 [Nq, k] when the case has them.
+"<case>.grad_p" (d loss / d inputs), "<case>.targets" i32 [Nq, k] when the case has them, and
+"<case>.gq" [Nq, Dg], "<case>.gp" [Np, Dg] (the guide's representations) for the GIST cases.
 The options of each case (similarity, temperature, reduction, ...) are in CASES and, the same,
 in the C tests.
 """
@@ -50,6 +52,25 @@ def matryoshka(q, p, dims, weights, cosine, temperature):
                for d, w in zip(dims, weights))
 
 
+def gist(q, p, gq, gp, cosine, temperature, relative, margin, mean):
+    """GISTEmbedLoss over the blocks (q, p), (q, q), (positives, positives), one positive per
+    query (query i's passage i (Np / Nq)): each candidate whose guide cosine exceeds the guide's
+    cosine of the query's positive, less the margin, is masked to -inf (the positive never)."""
+    nq = q.shape[0]
+    rows, targets = torch.arange(nq), layout_targets(nq, p.shape[0], 1)[:, 0]
+    guide = [F.normalize(a, dim=1) @ F.normalize(b, dim=1).T for a, b in ((gq, gp), (gq, gq), (gp[targets], gp[targets]))]
+    positive = guide[0][rows, targets].unsqueeze(1)
+    threshold = positive * (1 - margin) if relative else positive - margin
+    blocks = []
+    for b, (x, y) in enumerate(((q, p), (q, q), (p[targets], p[targets]))):
+        mask = guide[b] > threshold
+        if b == 0:
+            mask[rows, targets] = False
+        assert 0 < mask.sum() < mask.numel(), "a GIST case must mask some candidates, not all"
+        blocks.append(scores_of(x, y, cosine, 1.0).masked_fill(mask, float("-inf")))
+    return F.cross_entropy(torch.cat(blocks, 1) / temperature, targets, reduction="mean" if mean else "sum")
+
+
 def layout_targets(nq, np_, k):
     stride = np_ // nq
     return torch.stack([torch.arange(nq) * stride + c for c in range(k)], 1)
@@ -69,6 +90,13 @@ CASES = {
     "matryoshka": (6, 6, 8, 4, lambda q, p: (
         matryoshka(q, p, (8, 4, 2), (1.0, 0.5, 0.25), True, 0.05), None)),
 }
+# the GIST cases: (Nq, Np, D, Dg, seed, cosine, temperature, relative, margin, mean)
+GIST = {
+    # 1 hard negative per query; cosine at 0.05, absolute margin 0.1, mean
+    "gist_absolute": (4, 8, 6, 5, 5, True, 0.05, False, 0.1, True),
+    # one positive each; dot at 0.5, relative margin 0.2, sum
+    "gist_relative": (5, 5, 4, 3, 6, False, 0.5, True, 0.2, False),
+}
 EXPLICIT = torch.tensor([[2, 0], [6, 1], [3, 3], [0, 5], [4, 2]], dtype=torch.int64)
 CASES["multi_targets"] = (5, 7, 4, 3, lambda q, p: (
     multi_positive(q, p, EXPLICIT, True, 0.2, True, False), EXPLICIT))
@@ -86,6 +114,16 @@ def main(path):
                     (name + ".grad_q", q.grad), (name + ".grad_p", p.grad)]
         if targets is not None:
             entries.append((name + ".targets", targets.to(torch.int32)))
+    for name, (nq, np_, dim, guide_dim, seed, cosine, temperature, relative, margin, mean) in GIST.items():
+        generator = torch.Generator().manual_seed(seed)
+        q = torch.randn(nq, dim, dtype=torch.float64, generator=generator).requires_grad_()
+        p = torch.randn(np_, dim, dtype=torch.float64, generator=generator).requires_grad_()
+        gq = torch.randn(nq, guide_dim, dtype=torch.float64, generator=generator)
+        gp = torch.randn(np_, guide_dim, dtype=torch.float64, generator=generator)
+        loss = gist(q, p, gq, gp, cosine, temperature, relative, margin, mean)
+        loss.backward()
+        entries += [(name + ".q", q.detach()), (name + ".p", p.detach()), (name + ".gq", gq), (name + ".gp", gp),
+                    (name + ".loss", loss.detach().reshape(1)), (name + ".grad_q", q.grad), (name + ".grad_p", p.grad)]
     write_fixture(path, entries)
     print(f"{len(entries)} entries, torch {torch.__version__}")
 

@@ -101,6 +101,15 @@ expect_error "--gc-chunk-size: expected N or N,M" "$gradcache" train "${common[@
 expect_error "--gc-chunk-size needs --gc" "$gradcache" train "${common[@]}" --gc-chunk-size 4
 expect_error "--loss tiled needs --gc" "$gradcache" train "${common[@]}" --loss tiled
 expect_error "--loss: expected one of" "$gradcache" train "${common[@]}" --gc --loss flat
+expect_error "--guide-margin and --guide-margin-strategy need --guide" "$gradcache" train "${common[@]}" --guide-margin 0.1
+expect_error "--guide-margin-strategy: expected one of absolute relative" "$gradcache" train "${common[@]}" \
+    --guide-margin-strategy sideways
+# --guide: a pretrained BERT (its own tokenizer) guiding the byte-level preset, through the flags
+fixtures=$(dirname "${BASH_SOURCE[0]}")/fixtures
+expect_ok "$gradcache" train "${common[@]}" --steps 2 --gc --guide "$fixtures/tiny_bert" --guide-margin 0.05 \
+    --guide-margin-strategy relative --out "$work/guided"
+check [ "$(wc -l <"$work/guided/log.jsonl")" -ge 2 ] "--guide: the run logged no steps"
+expect_error "--guide: " "$gradcache" train "${common[@]}" --guide "$work/missing" --out "$work/bad_run"
 expect_error "--steps and --epochs cannot be used together" "$gradcache" train "${common[@]}" --epochs 1
 expect_error "--data is required" "$gradcache" train --steps 1
 check [ ! -e "$work/bad_run" ] "a failed run left $work/bad_run behind"

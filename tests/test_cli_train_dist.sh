@@ -45,6 +45,11 @@ check awk -v line="$(grep -m1 '^\[0\] step .* peak .* of ' "$work/stderr")" \
         exit !(ratio > 0.29 && ratio < 0.38) }' \
     "two processes: not a third of the available memory each: $(grep -m1 '^\[0\] step' "$work/stderr")"
 
+# --guide across processes: each encodes its share of the 17 examples (9 and 8) with the guide's
+# own tokenizer, the shares gathered into the global batch's rows the gathered loss sees
+expect_ok timeout 120 "$gradcache" launch -n 2 -- "${train[@]}" --steps 2 --guide "$tiny" --out "$work/guided"
+check [ "$(wc -l <"$work/guided/log.jsonl")" -eq 2 ] "--guide: the log has $(wc -l <"$work/guided/log.jsonl") lines"
+
 # a launched world of one is an unlaunched run
 expect_ok timeout 120 "$gradcache" launch -n 1 -- "${train[@]}" --out "$work/one_launched"
 expect_ok timeout 120 "${train[@]}" --out "$work/one"

@@ -4,8 +4,10 @@
  * representation, and the working memory at batch 16,384. And the ring loss on CUDA in a
  * world of one process (every device path of its passes; its shifts copy): every case of
  * dist_ring_loss_checks.h against the all-gather loss on the GPU and one process on the CPU
- * (several ranks on GPUs: test_dist_nccl). */
+ * (several ranks on GPUs: test_dist_nccl). And the GIST loss, untiled and tiled, against
+ * the PyTorch fixture and the CPU (gist_cuda_checks.h). */
 #include "dist_ring_loss_checks.h"
+#include "gist_cuda_checks.h"
 
 static void test_large_tiles(gc_device device) {
     const loss_case cases[] = {
@@ -62,6 +64,8 @@ int main(void) {
     test_large_tiles(device);
     test_non_finite(device);
     test_memory_at_16384(device);
+    check_gist_fixture(device);
+    check_gist_large(device);
     gc_process_group *alone = gc_process_group_new(&(gc_dist_env){.rank = 0, .world_size = 1}, &(gc_dist_options){0});
     REQUIRE(alone);
     check_ring_loss(alone, device);

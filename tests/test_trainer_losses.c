@@ -4,7 +4,7 @@
  * first's update); --matryoshka over the whole
  * embedding alone is the plain loss, bit for bit, and adding a prefix adds its loss; settings
  * that cannot work are refused naming them; a checkpoint keeps both settings; evaluation at
- * each prefix; --no-duplicates; --accumulate; --gc-chunk-tokens. */
+ * each prefix; --no-duplicates; --accumulate; --gc-chunk-tokens; --guide. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +38,22 @@ static void run(gc_trainer_config config, double losses[2]) {
     gc_trainer_free(trainer);
 }
 
+/* config's run (GradCache steps; its losses into cached) logs the losses of the same run with
+ * plain steps, made in folder/plain: f32, the cached step sums the same terms as the plain one
+ * in other orders (1e-5). */
+static void expect_cached_equals_plain(gc_trainer_config config, const char *plain, double cached[2]) {
+    char out[256];
+    double losses[2];
+    run(config, cached);
+    snprintf(out, sizeof out, "%s/%s", folder, plain);
+    config.out = out;
+    config.gc = false;
+    run(config, losses);
+    for (int s = 0; s < 2; s++)
+        CHECK_MSG(fabs(cached[s] - losses[s]) <= 1e-5 * fabs(losses[s]), "%s, step %d: GradCache %.9g, plain %.9g",
+                  plain, s + 1, cached[s], losses[s]);
+}
+
 /* Refused, with nothing made in folder/refused (the configs below name runs already made). */
 static void expect_refused(gc_trainer_config config, const char *message) {
     char out[256];
@@ -48,20 +64,12 @@ static void expect_refused(gc_trainer_config config, const char *message) {
 
 static void test_positives(void) {
     char out[256];
-    double cached[2], plain[2], one[2];
+    double cached[2], one[2];
     gc_trainer_config config = small_run("positives", out, sizeof out);
     config.positives = 2;
     /* one chunk per side: the plain step's dropout masks (chunked GradCache: test_loss_multi.c) */
     config.chunk_sizes[0] = 16, config.chunk_sizes[1] = 32;
-    run(config, cached);
-    config = small_run("positives_plain", out, sizeof out);
-    config.positives = 2;
-    config.gc = false;
-    run(config, plain);
-    /* f32: the cached step sums the same terms as the plain one in other orders */
-    for (int s = 0; s < 2; s++)
-        CHECK_MSG(fabs(cached[s] - plain[s]) <= 1e-5 * fabs(plain[s]), "step %d: GradCache %.9g, plain %.9g", s + 1,
-                  cached[s], plain[s]);
+    expect_cached_equals_plain(config, "positives_plain", cached);
     /* the same passages with the second column a hard negative: another loss */
     config = small_run("negative", out, sizeof out);
     config.hard_negatives = 1;
@@ -203,6 +211,38 @@ static void test_chunk_tokens(void) {
     gc_clear_error();
 }
 
+/* --guide (a pretrained BERT with its own WordPiece tokenizer guiding the byte-level preset):
+ * a GradCache run logs the plain run's losses; the guide's mask moves the loss (margin 0 masks
+ * at least the queries' and positives' own rows, which the guide scores 1; margin -1e6 masks
+ * nothing); the checkpoint keeps the setting; what the guided loss does not offer is refused. */
+static void test_guide(void) {
+    char out[256];
+    double cached[2], unmasked[2];
+    gc_trainer_config config = small_run("guided", out, sizeof out);
+    config.guide = GC_TEST_FIXTURES "/tiny_bert";
+    config.chunk_sizes[0] = config.chunk_sizes[1] = 16; /* one chunk: the plain step's dropout masks */
+    expect_cached_equals_plain(config, "guided_plain", cached);
+    config = small_run("unmasked", out, sizeof out);
+    config.guide = GC_TEST_FIXTURES "/tiny_bert";
+    config.chunk_sizes[0] = config.chunk_sizes[1] = 16;
+    config.guide_margin = -1e6;
+    run(config, unmasked);
+    CHECK_MSG(unmasked[0] > cached[0] + 0.1, "masking removes candidates: %.9g masked, %.9g not", cached[0],
+              unmasked[0]);
+
+    config.guide = NULL; /* the checkpoint keeps the guide: resuming without it is refused */
+    gc_trainer *trainer;
+    CHECK(gc_trainer_resume(&config, &trainer) == GC_ERR_FORMAT && trainer == NULL);
+    CHECK_MSG(strstr(gc_last_error(), "flag.guide"), "%s", gc_last_error());
+    gc_clear_error();
+    config.guide = GC_TEST_FIXTURES "/tiny_bert";
+    config.positives = 2;
+    expect_refused(config, "--guide with --positives 2, --matryoshka or --loss ring");
+    config.positives = 1;
+    config.guide_margin = NAN;
+    expect_refused(config, "--guide-margin nan is not finite");
+}
+
 /* Evaluation at each prefix: 0 and 64 are the whole embedding, 16 a ranking of its own; a
  * prefix longer than the embedding is refused. */
 static void test_evaluation_at_prefixes(void) {
@@ -233,6 +273,7 @@ int main(void) {
     GC_TEST_CASE(test_no_duplicates);
     GC_TEST_CASE(test_accumulate);
     GC_TEST_CASE(test_chunk_tokens);
+    GC_TEST_CASE(test_guide);
     char command[128];
     snprintf(command, sizeof command, "rm -rf %s", folder);
     if (system(command) != 0) fprintf(stderr, "could not remove %s\n", folder);

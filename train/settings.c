@@ -51,5 +51,8 @@ void gc_train_settings(const gc_trainer_config *c, const gc_pairs *pairs, gc_met
         used += snprintf(prefixes + used, sizeof prefixes - (size_t)used, "%s%lld:%s", j ? "," : "",
                          (long long)c->matryoshka_dims[j], gc_format_exact(c->matryoshka_weights[j], number, sizeof number));
     if (c->matryoshka_count) gc_metadata_set(s, "flag.matryoshka", "%s", prefixes);
+    if (c->guide)
+        gc_metadata_set(s, "flag.guide", "%s margin %s %s", c->guide, gc_format_exact(c->guide_margin, number, sizeof number),
+                        c->guide_margin_strategy == GC_GIST_RELATIVE ? "relative" : "absolute");
     gc_metadata_set(s, "flag.seed", "%lld", (long long)c->seed);
 }

@@ -90,6 +90,10 @@ static gc_status check_config(const gc_trainer_config *c) {
     if (c->global_loss == GC_GLOBAL_LOSS_RING && (c->positives > 1 || c->matryoshka_count))
         return refuse("--loss ring with --positives %lld or --matryoshka: the ring computes the one-positive loss",
                       (long long)c->positives);
+    if (c->guide && (c->positives > 1 || c->matryoshka_count || c->global_loss == GC_GLOBAL_LOSS_RING))
+        return refuse("--guide with --positives %lld, --matryoshka or --loss ring: the guided loss has one positive "
+                      "and is gathered", (long long)c->positives);
+    if (c->guide && !isfinite(c->guide_margin)) return refuse("--guide-margin %g is not finite", c->guide_margin);
     if (c->accumulate > 1 && c->zero != GC_ZERO_0)
         return refuse("--accumulate %lld with --zero: the sharded reductions under accumulation are not checked yet",
                       (long long)c->accumulate);
@@ -254,6 +258,9 @@ static gc_status set_up(gc_trainer *t, bool resume) {
     t->checkpoint_path = gc_path_join(t->out, "checkpoint.safetensors");
     t->model_path = gc_path_join(t->out, "model.safetensors");
     status = build_model(t, resume);
+    if (status == GC_OK && t->config.guide &&
+        gc_dual_encoder_load(t->config.guide, t->config.max_length, t->device, &t->guide) != GC_OK)
+        status = failed("--guide");
     if (status == GC_OK) status = check_prefixes(t);
     if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0) status = open_folder(t); /* rank 0 alone writes */
     if (status != GC_OK) return status;
@@ -262,7 +269,11 @@ static gc_status set_up(gc_trainer *t, bool resume) {
                                                .temperature = t->config.temperature,
                                                .method = t->config.loss,
                                                .positives = gc_trainer_positives(&t->config)};
-    t->matryoshka = (gc_matryoshka_options){.base = gc_contrastive_loss_fn(&t->loss_options),
+    t->gist = (gc_gist_options){.contrastive = t->loss_options,
+                                .margin_strategy = t->config.guide_margin_strategy,
+                                .margin = t->config.guide_margin};
+    t->matryoshka = (gc_matryoshka_options){.base = t->config.guide ? gc_gist_loss_fn(&t->gist)
+                                                                    : gc_contrastive_loss_fn(&t->loss_options),
                                             .count = t->config.matryoshka_count};
     for (int j = 0; j < t->config.matryoshka_count; j++) {
         t->matryoshka.dims[j] = t->config.matryoshka_dims[j];
@@ -327,6 +338,7 @@ void gc_trainer_free(gc_trainer *t) {
     gc_train_optim_free(&t->optimizer); /* before the bucketer its shards are views of */
     gc_train_dist_end(&t->dist);
     gc_dual_encoder_free(&t->model);
+    gc_dual_encoder_free(&t->guide);
     gc_metadata_free(&t->settings);
     gc_pairs_free(&t->pairs);
     gc_batch_sampler_free(&t->batches);

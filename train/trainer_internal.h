@@ -30,6 +30,9 @@ struct gc_trainer {
     gc_lr_schedule schedule;
     gc_contrastive_options loss_options; /* the loss keeps a pointer to it */
     gc_matryoshka_options matryoshka;    /* over the contrastive loss, when count > 0 (a pointer too) */
+    gc_dual_encoder guide;               /* --guide: frozen, eval mode */
+    gc_gist_options gist;                /* --guide: the loss (a pointer too); its guide's representations
+                                            set for each batch */
     gc_token_budget token_budget;        /* --gc-chunk-tokens: the split's user data */
     gc_cache *cache;
     gc_metadata settings;       /* the settings a resumed run must share (train_state.h) */

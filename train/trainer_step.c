@@ -44,6 +44,48 @@ static gc_status clip_and_update(gc_trainer *t, double loss, double divisor, dou
     return gc_train_optim_step_scaled(&t->optimizer, grad_scale);
 }
 
+/* side's rows (a new tensor) gathered over the ranks in rank order, as the cache gathers the
+ * student's: the global batch's rows; in a world of one, side itself. */
+static gc_tensor *gathered(const gc_trainer *t, gc_tensor *side) {
+    if (!t->dist.group || !side) return side;
+    gc_tensor *all = gc_dist_all_gather(t->dist.group, side, NULL);
+    gc_tensor_release(side);
+    return all;
+}
+
+/* --guide: the guide's representations of the global batch examples[0..batch_size) into the
+ * loss's options (released with release_guide): its queries, and each example's positive then
+ * its hard negatives, the passages' order. Each rank encodes its own share of the examples,
+ * and the shares are gathered: every rank holds the global batch's guide rows, as the gathered
+ * loss holds the student's. */
+static gc_status guide_representations(gc_trainer *t, const int64_t *all_examples) {
+    const gc_trainer_config *c = &t->config;
+    int64_t start, count, per_example = 1 + c->hard_negatives;
+    gc_train_dist_share(&t->dist, c->batch_size, &start, &count);
+    const int64_t *examples = all_examples + start;
+    const char **queries = malloc((size_t)count * sizeof *queries);
+    const char **passages = malloc((size_t)(count * per_example) * sizeof *passages);
+    if (!queries || !passages) gc_fatal("train: out of host memory for %lld texts", (long long)count);
+    for (int64_t e = 0; e < count; e++) {
+        queries[e] = gc_pairs_text(&t->pairs, examples[e], 0);
+        for (int64_t k = 0; k < per_example; k++) passages[e * per_example + k] = gc_pairs_text(&t->pairs, examples[e], (int)(1 + k));
+    }
+    /* eval mode, no graph, a chunk of texts at a time: the student's chunk sizes */
+    t->gist.guide_queries =
+        gathered(t, gc_dual_encoder_encode(&t->guide, 0, queries, count, t->progress.chunk_sizes[0]));
+    t->gist.guide_passages =
+        gathered(t, gc_dual_encoder_encode(&t->guide, 1, passages, count * per_example, t->progress.chunk_sizes[1]));
+    free(queries);
+    free(passages);
+    return t->gist.guide_queries && t->gist.guide_passages ? GC_OK : gc_last_status();
+}
+
+static void release_guide(gc_trainer *t) {
+    gc_tensor_release((gc_tensor *)t->gist.guide_queries);
+    gc_tensor_release((gc_tensor *)t->gist.guide_passages);
+    t->gist.guide_queries = t->gist.guide_passages = NULL;
+}
+
 /* One batch of an update: this rank's share of examples[0..batch_size), tokenized, and its
  * gradients added to the parameters' (a cached or a plain step); its loss into *loss, the
  * largest peak of live bytes it saw into *peak, and whether its loss ran around the ring into
@@ -60,9 +102,11 @@ static gc_status batch_gradients(gc_trainer *t, const int64_t *examples, double 
                                               &batch);
     if (status != GC_OK) return status;
     gc_memory_reset_peak(t->device);
+    if (c->guide) status = guide_representations(t, examples);
     gc_cache_report report = {0};
-    if (c->gc) status = gc_cache_step(t->cache, batch.inputs, loss, &report);
-    else status = gc_cache_full_batch_step(t->cache, batch.inputs, loss);
+    if (status == GC_OK && c->gc) status = gc_cache_step(t->cache, batch.inputs, loss, &report);
+    else if (status == GC_OK) status = gc_cache_full_batch_step(t->cache, batch.inputs, loss);
+    release_guide(t);
     gc_training_batch_release(&batch);
     if (c->gc) memcpy(t->progress.chunk_sizes, report.chunk_sizes, sizeof t->progress.chunk_sizes);
     *ring = report.ring_loss;

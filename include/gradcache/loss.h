@@ -197,6 +197,48 @@ gc_loss_fn gc_matryoshka_loss_fn(const gc_matryoshka_options *options);
 /* x [N, D] -> its first d columns [N, d], a new tensor (recorded; d in [1, D]). */
 gc_tensor *gc_matryoshka_prefix(const gc_tensor *x, int64_t d);
 
+/* --- Guided false-negative filtering (GISTEmbed, arXiv 2402.16829) ---
+ * A frozen guide encoder's representations of the same batch decide which in-batch candidates
+ * are false negatives. As sentence-transformers' GISTEmbedLoss, each query i's logits are the
+ * student's scores (temperature and similarity as in `contrastive`) over three blocks,
+ *   [ s(q_i, p_j) for every passage j | s(q_i, q_k) for every query k | s(p_t_i, p_t_k) for k ]
+ * (p_t_i: query i's positive; hard negatives are passages, so they are in the first block, as
+ * GISTEmbedLoss's anchor-negative block), and loss_i = lse_i - s(q_i, p_t_i). A candidate is
+ * masked out (its logit -inf) when the guide's cosine of the same pair exceeds the threshold
+ *   absolute: g(q_i, p_t_i) - margin,   relative: g(q_i, p_t_i) (1 - margin),
+ * the positive itself never. The guide's scores are compared, never differentiated: the
+ * gradient flows to the student's representations only. */
+typedef enum gc_gist_margin { GC_GIST_ABSOLUTE, GC_GIST_RELATIVE } gc_gist_margin;
+
+typedef struct gc_gist_options {
+    gc_contrastive_options contrastive; /* the student's loss: one positive, not symmetric; method
+                                           and tile_size as for the contrastive loss */
+    const gc_tensor *guide_queries;     /* [Nq, Dg]: the guide's representations of the queries */
+    const gc_tensor *guide_passages;    /* [Np, Dg]: and of the passages (any float dtype) */
+    gc_gist_margin margin_strategy;
+    double margin;                      /* finite; 0: mask what the guide scores above the positive */
+} gc_gist_options;
+
+/* The loss over queries [Nq, D] and passages [Np, D] (recorded, so autograd differentiates it).
+ * Holds the [Nq, Np + 2 Nq] logits and the guide's scores of the same shape. */
+gc_tensor *gc_gist_loss(const gc_tensor *queries, const gc_tensor *passages, const gc_gist_options *options);
+/* The same loss, its value and seed times its gradients (new tensors of the inputs' shapes and
+ * dtypes) tile by tile without a graph, as gc_contrastive_loss_tiled (same tiles, errors and
+ * seed): each tile's scores plus the guide's mask of that tile, computed with it, so no
+ * Nq x Np matrix exists, the student's or the guide's; the guide's unit rows are copied once
+ * (f32 for a 16-bit guide, as the student's). */
+gc_status gc_gist_loss_tiled(const gc_tensor *queries, const gc_tensor *passages, const gc_gist_options *options,
+                             double seed, double *value, gc_tensor **grad_queries, gc_tensor **grad_passages);
+/* The value and gradients as options->contrastive.method chooses: tiled, or the untiled loss
+ * differentiated by autograd on detached copies (as gc_contrastive_value_and_grad). */
+gc_status gc_gist_value_and_grad(const gc_tensor *queries, const gc_tensor *passages, const gc_gist_options *options,
+                                 double seed, double *value, gc_tensor **grad_queries, gc_tensor **grad_passages);
+/* A gc_loss_fn for it over (queries, passages); options kept by pointer, and read at each call,
+ * so the caller sets the guide's representations of each step's batch (across processes: the
+ * global batch's, gathered as the cache gathers the student's). Its value_and_grad is
+ * gc_gist_value_and_grad, NULL with GC_CONTRASTIVE_FULL (as the contrastive loss's); no ring. */
+gc_loss_fn gc_gist_loss_fn(const gc_gist_options *options);
+
 #ifdef __cplusplus
 }
 #endif

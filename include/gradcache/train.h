@@ -361,6 +361,11 @@ typedef struct gc_trainer_config {
                                    over (gradcache/loss.h); 0: none */
     int64_t matryoshka_dims[GC_MATRYOSHKA_MAX_DIMS];   /* their lengths, each at most the embedding's */
     double matryoshka_weights[GC_MATRYOSHKA_MAX_DIMS]; /* their weights (the program gives 1 each) */
+    const char *guide;          /* --guide: a model folder (or run) whose frozen embeddings of each
+                                   batch mask the false negatives out of the loss (the GIST loss,
+                                   gradcache/loss.h; its own tokenizer, in f32); NULL: none */
+    double guide_margin;        /* --guide-margin (finite) */
+    gc_gist_margin guide_margin_strategy; /* --guide-margin-strategy */
     int64_t seed;               /* --seed */
     gc_device device;           /* --device: a launched run on CUDA takes cuda:LOCAL_RANK */
     size_t mem_limit;           /* --mem-limit: bytes on the device; 0: gc_mem_limit_apply's default */

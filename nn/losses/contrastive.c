@@ -21,8 +21,7 @@ static gc_tensor *normalize_rows(const gc_tensor *x) {
     return unit;
 }
 
-/* x [N, D] in working precision, normalised for cosine. */
-static gc_tensor *prepare(const gc_tensor *x, gc_similarity similarity) {
+gc_tensor *gc_contrastive_prepare(const gc_tensor *x, gc_similarity similarity) {
     gc_tensor *working = gc_to_working(x); /* f32 for f16 and bf16: a sum of squares overflows f16 */
     if (similarity == GC_SIMILARITY_DOT) return working;
     gc_tensor *unit = normalize_rows(working);
@@ -51,8 +50,8 @@ gc_tensor *gc_contrastive_loss(const gc_tensor *queries, const gc_tensor *passag
     gc_contrastive_check_arguments(queries, passages, options);
     if (gc_contrastive_positive_count(options) > 1) return gc_contrastive_multi_loss(queries, passages, options);
     gc_tensor *targets = gc_contrastive_targets(queries, passages, options); /* [Nq] */
-    gc_tensor *q = prepare(queries, options->similarity);                    /* [Nq, D] */
-    gc_tensor *p = prepare(passages, options->similarity);                   /* [Np, D] */
+    gc_tensor *q = gc_contrastive_prepare(queries, options->similarity);     /* [Nq, D] */
+    gc_tensor *p = gc_contrastive_prepare(passages, options->similarity);    /* [Np, D] */
     gc_tensor *similarities = gc_matmul(q, p, false, true);                  /* [Nq, Np] */
     gc_tensor *scores = gc_div_scalar(similarities, options->temperature);   /* [Nq, Np] */
     gc_tensor *loss = gc_cross_entropy(scores, targets, options->reduction);
@@ -72,16 +71,15 @@ gc_tensor *gc_contrastive_loss(const gc_tensor *queries, const gc_tensor *passag
     return loss;
 }
 
-/* The reference differentiated by autograd, on leaves that share the inputs' storage: the
- * inputs' own graph and gradients are left alone. The backward is seeded with `seed` in the
- * loss's f32, so a loss scale reaches the gradients before they are rounded to 16 bits. */
-static gc_status full_value_and_grad(const gc_tensor *queries, const gc_tensor *passages,
-                                     const gc_contrastive_options *options, double seed, double *value,
-                                     gc_tensor **grads) {
+/* The backward is seeded with `seed` in the loss's f32, so a loss scale reaches the gradients
+ * before they are rounded to 16 bits. */
+gc_status gc_contrastive_autograd(gc_pair_loss loss_of, const void *args, const gc_tensor *queries,
+                                  const gc_tensor *passages, const gc_contrastive_options *options, double seed,
+                                  double *value, gc_tensor **grads) {
     gc_tensor *leaves[2] = {gc_detach(queries), gc_detach(passages)};
     for (int s = 0; s < 2; s++) gc_set_requires_grad(leaves[s], true);
     bool previous = gc_set_grad_enabled(true);
-    gc_tensor *loss = gc_contrastive_loss(leaves[0], leaves[1], options);
+    gc_tensor *loss = loss_of(leaves[0], leaves[1], args);
     gc_status status = loss ? GC_OK : gc_last_status();
     if (status == GC_OK) *value = gc_item(loss); /* the one read of the device: the loss */
     if (status == GC_OK && queries->shape[0] > 0 && !isfinite(*value)) { /* no queries: nan by definition */
@@ -105,6 +103,10 @@ static gc_status full_value_and_grad(const gc_tensor *queries, const gc_tensor *
     return status;
 }
 
+static gc_tensor *contrastive_pair(const gc_tensor *queries, const gc_tensor *passages, const void *options) {
+    return gc_contrastive_loss(queries, passages, options);
+}
+
 gc_status gc_contrastive_value_and_grad(const gc_tensor *queries, const gc_tensor *passages,
                                         const gc_contrastive_options *options, double seed, double *value,
                                         gc_tensor **grad_queries, gc_tensor **grad_passages) {
@@ -121,7 +123,8 @@ gc_status gc_contrastive_value_and_grad(const gc_tensor *queries, const gc_tenso
     if (tiled)
         return gc_contrastive_loss_tiled(queries, passages, options, seed, value, grad_queries, grad_passages);
     gc_tensor *grads[2] = {NULL, NULL};
-    gc_status status = full_value_and_grad(queries, passages, options, seed, value, grads);
+    gc_status status = gc_contrastive_autograd(contrastive_pair, options, queries, passages, options, seed, value,
+                                               grads);
     if (status == GC_OK && (!grads[0] || !grads[1])) status = gc_last_status();
     if (status != GC_OK) {
         gc_tensor_release(grads[0]);

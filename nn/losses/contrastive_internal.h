@@ -66,6 +66,19 @@ gc_status gc_contrastive_find_non_finite(const char *who, const gc_tensor *queri
 gc_status gc_contrastive_explain_non_finite(const gc_tensor *queries, const gc_tensor *passages,
                                             const gc_contrastive_options *options, double value, int64_t chunk);
 
+/* x [N, D] in working precision (gc_to_working), each row normalised for cosine (recorded). */
+gc_tensor *gc_contrastive_prepare(const gc_tensor *x, gc_similarity similarity);
+
+/* A loss over (queries, passages) built from recorded ops, with its own arguments. */
+typedef gc_tensor *(*gc_pair_loss)(const gc_tensor *queries, const gc_tensor *passages, const void *args);
+/* loss_of's value and grads[0], grads[1] = seed d loss / d queries, d loss / d passages by
+ * autograd, on leaves that share the inputs' storage: the inputs' own graph and gradients are
+ * left alone. A non-finite loss is explained (gc_contrastive_explain_non_finite) with
+ * options' temperature and tile. The untiled value_and_grad of the contrastive losses. */
+gc_status gc_contrastive_autograd(gc_pair_loss loss_of, const void *args, const gc_tensor *queries,
+                                  const gc_tensor *passages, const gc_contrastive_options *options, double seed,
+                                  double *value, gc_tensor **grads);
+
 /* options->tile_size, or the device's largest default tile: the method
  * GC_CONTRASTIVE_AUTO tiles above it. */
 int64_t gc_contrastive_largest_tile(const gc_contrastive_options *options, gc_device device);

@@ -101,7 +101,7 @@ static gc_tensor *tile_scores(const gc_loss_tiles *tiles, int64_t rows, int64_t 
 
 /* Calls visit for every tile of rows x cols, in order: a block of rows against a block of
  * columns (views) and the tile whose scores hold their dot products. Allocates nothing but
- * views. */
+ * views, and the mask's bias when there is a mask. */
 typedef void (*tile_visitor)(const gc_loss_tiles *tiles, const gc_loss_side *rows, const gc_loss_side *cols,
                              gc_score_tile *tile);
 
@@ -114,9 +114,12 @@ static void for_each_tile(const gc_loss_tiles *tiles, const gc_loss_side *all_ro
             gc_loss_side cols = gc_loss_side_rows(all_cols, j0, min64(j0 + tiles->tile, n_cols));
             gc_tensor *scores = tile_scores(tiles, gc_loss_side_count(&rows), gc_loss_side_count(&cols));
             gc_matmul_into(scores, rows.reps, cols.reps, false, true, false);
-            gc_score_tile tile = {scores, rows.scale, cols.scale, rows.targets, col_start + j0};
+            gc_tensor *bias = tiles->mask ? tiles->mask(tiles->mask_user, i0, gc_loss_side_count(&rows), j0,
+                                                        gc_loss_side_count(&cols))
+                                          : NULL;
+            gc_score_tile tile = {scores, rows.scale, cols.scale, rows.targets, col_start + j0, bias};
             visit(tiles, &rows, &cols, &tile);
-            gc_tensor_release(scores);
+            GC_RELEASE_ALL(scores, bias);
             gc_loss_side_release(&cols);
         }
         gc_loss_side_release(&rows);

@@ -46,12 +46,20 @@ gc_status gc_loss_side_normalisation_backward(gc_loss_side *s, int64_t chunk);
  * rounded to 16 bits; grad is scaled in place), in `dtype` (a new reference). */
 gc_tensor *gc_loss_seeded(gc_tensor *grad, double seed, gc_dtype dtype);
 
+/* The bias [rows, cols] added to the scores of the tile of rows [row, row + rows) x columns
+ * [col, col + cols) of the sides being folded or differentiated (0, or -inf to mask a
+ * candidate out: the GIST loss), a new tensor; NULL on an allocation error, which the hook
+ * keeps for its caller (the tile is then computed unmasked, and the caller fails). */
+typedef gc_tensor *(*gc_tile_mask_fn)(void *user, int64_t row, int64_t rows, int64_t col, int64_t cols);
+
 /* What every tile of one loss shares. */
 typedef struct gc_loss_tiles {
-    gc_tensor *buffer; /* [rows * cols] of one tile's scores, the largest tile */
-    int64_t tile;      /* rows and columns per tile */
-    double weight;     /* w: the weight of one query's term in one direction */
+    gc_tensor *buffer;    /* [rows * cols] of one tile's scores, the largest tile */
+    int64_t tile;         /* rows and columns per tile */
+    double weight;        /* w: the weight of one query's term in one direction */
     bool symmetric;
+    gc_tile_mask_fn mask; /* NULL: no bias */
+    void *mask_user;
 } gc_loss_tiles;
 
 /* The buffer for tiles of `tile` rows and columns over at most `rows` x `cols`. */
@@ -62,7 +70,7 @@ void gc_loss_tiles_release(gc_loss_tiles *tiles);
 /* The forward over every tile of rows x cols: each tile folded into the running log-sum-exp
  * of each row (and, symmetric, of each column), and the positives' scores picked up.
  * col_start: the whole matrix's column of cols' row 0 (the targets are columns of the whole
- * matrix). Allocates nothing but views. */
+ * matrix). Allocates nothing but views (and, with a mask, each tile's bias). */
 void gc_loss_tiles_fold(const gc_loss_tiles *tiles, const gc_loss_side *rows, const gc_loss_side *cols,
                         int64_t col_start);
 /* The gradient over every tile of rows x cols, from the completed log-sum-exps: each tile's

@@ -18,11 +18,12 @@
     /* Rows: s = dot * scales in place, then each row's (max, sum) merged into the running pair. */    \
     static void rows_lse_##T(const gc_score_tile_args *a) {                                              \
         T *scores = a->scores, *row_max = a->row_max, *row_sum = a->row_sum;                             \
-        const T *row_scale = a->row_scale, *col_scale = a->col_scale;                                    \
+        const T *row_scale = a->row_scale, *col_scale = a->col_scale, *bias = a->bias;                   \
         for (int64_t i = 0; i < a->rows; i++) {                                                          \
             T *s = scores + i * a->cols, max = -INFINITY;                                                \
             for (int64_t j = 0; j < a->cols; j++) {                                                      \
                 s[j] = gc_tile_score_##T(s[j], row_scale[i], col_scale[j]);                              \
+                if (bias) s[j] += bias[i * a->cols + j];                                                 \
                 max = gc_tile_nan_max_##T(max, s[j]);                                                    \
             }                                                                                            \
             double sum = 0;                                                                              \
@@ -56,13 +57,14 @@
     static void grad_##T(const gc_score_tile_args *a) {                                                  \
         T *scores = a->scores;                                                                           \
         const T *row_scale = a->row_scale, *col_scale = a->col_scale, *row_lse = a->row_lse;             \
-        const T *col_lse = a->col_lse, *col_weight = a->col_weight;                                      \
+        const T *col_lse = a->col_lse, *col_weight = a->col_weight, *bias = a->bias;                     \
         bool symmetric = col_lse != NULL;                                                                \
         for (int64_t i = 0; i < a->rows; i++) {                                                          \
             int64_t target = a->targets[i] - a->col_start;                                               \
             for (int64_t j = 0; j < a->cols; j++) {                                                      \
                 T *dot = &scores[i * a->cols + j];                                                       \
                 T s = gc_tile_score_##T(*dot, row_scale[i], col_scale[j]);                               \
+                if (bias) s += bias[i * a->cols + j];                                                    \
                 *dot = gc_tile_dot_grad_##T(s, row_lse[i], (T)a->row_weight, symmetric,                  \
                                             symmetric ? col_lse[j] : (T)0, symmetric ? col_weight[j] : (T)0, \
                                             j == target, (T)a->target_weight, row_scale[i], col_scale[j]); \

@@ -50,10 +50,11 @@ template <typename F> void dispatch_tile(const char *op, gc_dtype dtype, F &&lau
 template <typename T>
 __global__ void __launch_bounds__(GC_ROW_MAX_THREADS) rows_lse_kernel(gc_score_tile_args a) {
     T *scores = (T *)a.scores, *row_max = (T *)a.row_max, *row_sum = (T *)a.row_sum;
-    const T *row_scale = (const T *)a.row_scale, *col_scale = (const T *)a.col_scale;
+    const T *row_scale = (const T *)a.row_scale, *col_scale = (const T *)a.col_scale, *bias = (const T *)a.bias;
     for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
         T *s = scores + row * a.cols;
-        for (int64_t j = threadIdx.x; j < a.cols; j += blockDim.x) s[j] = tile_score(s[j], row_scale[row], col_scale[j]);
+        for (int64_t j = threadIdx.x; j < a.cols; j += blockDim.x)
+            s[j] = tile_score(s[j], row_scale[row], col_scale[j]) + (bias ? bias[row * a.cols + j] : (T)0);
         /* Each thread reads back the elements it wrote itself: no barrier needed before. */
         T max = gc_row_reduce((size_t)a.cols, (T)-INFINITY, [&](size_t j) { return s[j]; }, nan_max_op());
         /* max is the same in every thread, so every thread takes the same branch. */
@@ -98,11 +99,11 @@ template <typename T> __global__ void columns_lse_kernel(gc_score_tile_args a) {
 template <typename T> __global__ void grad_kernel(gc_score_tile_args a) {
     T *scores = (T *)a.scores;
     const T *row_scale = (const T *)a.row_scale, *col_scale = (const T *)a.col_scale, *row_lse = (const T *)a.row_lse;
-    const T *col_lse = (const T *)a.col_lse, *col_weight = (const T *)a.col_weight;
+    const T *col_lse = (const T *)a.col_lse, *col_weight = (const T *)a.col_weight, *bias = (const T *)a.bias;
     bool symmetric = col_lse != nullptr;
     GC_CUDA_GRID_STRIDE(k, a.rows * a.cols) {
         int64_t i = k / a.cols, j = k % a.cols;
-        T s = tile_score(scores[k], row_scale[i], col_scale[j]);
+        T s = tile_score(scores[k], row_scale[i], col_scale[j]) + (bias ? bias[k] : (T)0);
         scores[k] = tile_dot_grad(s, row_lse[i], (T)a.row_weight, symmetric, symmetric ? col_lse[j] : (T)0,
                                   symmetric ? col_weight[j] : (T)0, a.targets[i] - a.col_start == j,
                                   (T)a.target_weight, row_scale[i], col_scale[j]);

@@ -1,0 +1,32 @@
+/* What the untiled GIST loss (gist.c) and the tiled one (gist_tiled.c) share: the checks and
+ * the guide's masks (gist_mask.c). */
+#ifndef GC_NN_GIST_INTERNAL_H
+#define GC_NN_GIST_INTERNAL_H
+
+#include "contrastive_internal.h"
+
+/* Stops the program (one line) on options no call could make sense of. */
+void gc_gist_check_options(const gc_tensor *queries, const gc_tensor *passages, const gc_gist_options *options);
+
+/* The guide's side of the loss: its unit rows and each query's threshold. The three blocks of
+ * the logits are (queries, passages), (queries, queries) and (positives, positives). */
+typedef struct gc_gist_guide {
+    gc_tensor *queries;   /* [Nq, Dg] unit rows */
+    gc_tensor *passages;  /* [Np, Dg] unit rows */
+    gc_tensor *positives; /* [Nq, Dg]: passages[targets] */
+    gc_tensor *threshold; /* [Nq, 1]: g(q_i, p_t_i) less the margin */
+    gc_tensor *targets;   /* i32 [Nq] (retained) */
+    gc_dtype dtype;       /* the student's working dtype, the masks' */
+} gc_gist_guide;
+
+/* The guide of one call (recording nothing); GC_OK or an allocation error (then release). */
+gc_status gc_gist_guide_init(gc_gist_guide *guide, const gc_gist_options *options, const gc_tensor *targets,
+                             gc_dtype dtype);
+void gc_gist_guide_release(gc_gist_guide *guide);
+
+/* The bias of block b (0, 1 or 2) over its rows [row, row + rows) and columns
+ * [col, col + cols): -inf where the guide's score exceeds the row's threshold (never at the
+ * row's positive, in block 0), 0 elsewhere; of the guide's dtype `dtype`. Records nothing. */
+gc_tensor *gc_gist_mask(const gc_gist_guide *guide, int block, int64_t row, int64_t rows, int64_t col, int64_t cols);
+
+#endif
