@@ -66,19 +66,12 @@ static bool backward_checkpoint(gc_node *node, gc_tensor *grad_out, gc_tensor **
 
 static const gc_backward_rule rule_checkpoint = {"checkpoint", NULL, backward_checkpoint};
 
-static bool wants_graph(gc_tensor *const *inputs, int count) {
-    if (!gc_grad_enabled()) return false;
-    for (int i = 0; i < count; i++)
-        if (inputs[i] && gc_requires_grad(inputs[i])) return true;
-    return false;
-}
-
 gc_tensor *gc_checkpoint(gc_checkpoint_fn fn, const void *state, size_t state_size, gc_tensor *const *inputs,
                          int count) {
     if (!fn || count < 1 || count > MAX_INPUTS || (state_size && !state))
         gc_fatal("checkpoint: needs a function, 1 to %d inputs and a state for its %zu bytes, got %s, %d inputs, %s",
                  MAX_INPUTS, state_size, fn ? "a function" : "none", count, state ? "a state" : "no state");
-    if (!wants_graph(inputs, count)) return fn(inputs, count, state, false);
+    if (!gc_autograd_wants((const gc_tensor *const *)inputs, count)) return fn(inputs, count, state, false);
     bool previous = gc_set_grad_enabled(false);
     gc_tensor *y = fn(inputs, count, state, false);
     gc_set_grad_enabled(previous);
@@ -88,11 +81,11 @@ gc_tensor *gc_checkpoint(gc_checkpoint_fn fn, const void *state, size_t state_si
         gc_tensor_release(y);
         y = view;
     }
-    checkpoint *c = calloc(1, sizeof *c);
-    if (!c || !(c->state = malloc(state_size ? state_size : 1)))
-        gc_fatal("checkpoint: out of host memory for a node's %zu bytes of state", state_size);
-    if (state_size) memcpy(c->state, state, state_size);
-    *c = (checkpoint){.fn = fn, .count = count, .state = c->state,
+    checkpoint *c = malloc(sizeof *c);
+    void *copy = malloc(state_size ? state_size : 1);
+    if (!c || !copy) gc_fatal("checkpoint: out of host memory for a node's %zu bytes of state", state_size);
+    if (state_size) memcpy(copy, state, state_size);
+    *c = (checkpoint){.fn = fn, .count = count, .state = copy,
                       .output = {.ndim = y->ndim, .dtype = y->dtype, .device = y->device}};
     for (int d = 0; d < y->ndim; d++) c->output.shape[d] = y->shape[d];
     for (int i = 0; i < count; i++) c->inputs[i] = inputs[i] ? gc_save_view(inputs[i]) : NULL;

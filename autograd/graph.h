@@ -103,6 +103,10 @@ void gc_node_release(gc_node *node);
 /* Drops what a node holds for backward (grad, saved tensors, edges) and marks it consumed. */
 void gc_node_clear(gc_node *node);
 
+/* Whether an op (or a checkpoint) over these inputs is recorded: grad mode is on and an input
+ * (entries may be NULL) requires a gradient. */
+bool gc_autograd_wants(const gc_tensor *const *inputs, int n_inputs);
+
 /* Installs the op observer (the first gc_set_requires_grad does). */
 void gc_autograd_install(void);
 

@@ -5,7 +5,7 @@
 
 static uint64_t next_sequence; /* execution order across the process */
 
-static bool wants(const gc_tensor *const *inputs, int n_inputs) {
+bool gc_autograd_wants(const gc_tensor *const *inputs, int n_inputs) {
     if (!gc_grad_enabled()) return false;
     for (int i = 0; i < n_inputs; i++)
         if (inputs[i] && gc_requires_grad(inputs[i])) return true;
@@ -53,6 +53,6 @@ static bool record(const gc_op_record *record) {
     return true;
 }
 
-static const gc_op_observer autograd_observer = {.wants = wants, .record = record};
+static const gc_op_observer autograd_observer = {.wants = gc_autograd_wants, .record = record};
 
 void gc_autograd_install(void) { gc_set_op_observer(&autograd_observer); }

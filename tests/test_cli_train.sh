@@ -2,8 +2,8 @@
 # gradcache train and eval on a small generated pair file ("def of X"<TAB>"X" for 200 random
 # words): training with and without Gradient Cache, the log, --checkpoint-layers and --resume
 # giving the same model bit for bit, eval's metrics, and bad input (one line on stderr naming the
-# flag or file, a non-zero exit, nothing written). Run by meson with the gradcache program as $1. A tiny model, 24 tokens and
-# batches of 16 keep the whole script to seconds on two cores.
+# flag or file, a non-zero exit, nothing written). Run by meson with the gradcache program as
+# $1. A tiny model, 24 tokens and batches of 16 keep the whole script to seconds on two cores.
 set -uo pipefail
 gradcache=${1:?usage: test_cli_train.sh path/to/gradcache}
 # shellcheck source=tests/cli_lib.sh
