@@ -19,11 +19,18 @@ typedef struct fixture {
     gc_batch inputs[2];
 } fixture;
 
-/* Two towers with dropout, and a mask whose rows keep 4 to 10 tokens (so the bias is kept too). */
-static void fixture_init(fixture *f, gc_dtype dtype) {
+/* Two towers with dropout, BERT's layers or the decoder family's (pre-norm RMSNorms, SwiGLU,
+ * grouped-query causal attention with rotary positions: the rotary table is a kept input too),
+ * and a mask whose rows keep 4 to 10 tokens (so the bias is kept too). */
+static void fixture_init(fixture *f, gc_dtype dtype, bool decoder) {
     gc_text_encoder_config config = {.vocab = VOCAB, .max_length = LENGTH, .dim = 16, .heads = 2, .layers = LAYERS,
                                      .hidden = 32, .dropout = 0.1, .activation = GC_ACT_GELU_ERF,
                                      .pooling = GC_POOL_MEAN, .dtype = dtype};
+    if (decoder) {
+        config.pre_norm = config.rms_norm = config.gated_mlp = config.no_mlp_bias = true;
+        config.pooling = GC_POOL_LAST;
+        config.attention = (gc_attention_options){.kv_heads = 1, .head_dim = 8, .causal = true, .rope_theta = 1e4};
+    }
     gc_generator init = {5, 0};
     for (int t = 0; t < 2; t++) {
         f->params[t] = (gc_param_list){0};
@@ -101,11 +108,12 @@ static void outcome_free(const fixture *f, outcome *o) {
         for (int i = 0; i < f->params[t].count; i++) gc_tensor_release(o->grads[t][i]);
 }
 
-static void test_same_gradients(gc_dtype dtype, bool cached) {
+static void test_same_gradients(gc_dtype dtype, bool cached, bool decoder) {
     fixture f;
-    fixture_init(&f, dtype);
+    fixture_init(&f, dtype, decoder);
     outcome plain = step(&f, false, cached), checkpointed = step(&f, true, cached);
-    const char *what = cached ? "cached step" : "plain step";
+    const char *what = decoder ? (cached ? "decoder cached step" : "decoder plain step")
+                               : (cached ? "cached step" : "plain step");
     CHECK_MSG(plain.loss == checkpointed.loss, "%s %s: loss %.17g, checkpointed %.17g", what, gc_dtype_name(dtype),
               plain.loss, checkpointed.loss);
     for (int t = 0; t < 2; t++)
@@ -128,9 +136,10 @@ static void test_same_gradients(gc_dtype dtype, bool cached) {
 
 int main(void) {
     for (int cached = 0; cached < 2; cached++) {
-        test_same_gradients(GC_F32, cached);
-        test_same_gradients(GC_F64, cached);
+        test_same_gradients(GC_F32, cached, false);
+        test_same_gradients(GC_F64, cached, false);
     }
+    test_same_gradients(GC_F32, true, true);
     gc_shutdown();
     return gc_test_result();
 }
