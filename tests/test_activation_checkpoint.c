@@ -1,8 +1,8 @@
-/* Activation checkpointing (gc_checkpoint, and gc_text_encoder.checkpoint_layers): the same
- * gradients bitwise as without it, with dropout on, in a plain step and a Gradient Cache step,
- * in f32 and f64; the RNG stream left where it was; a lower peak (so that a checkpointing
- * silently off fails); central differences through checkpointed layers; and the function
- * itself: its inputs' gradients, an input returned as is, a recompute of another shape. */
+/* The text encoder's checkpoint_layers (gc_checkpoint around each layer): the same gradients
+ * bitwise as without it, with dropout on, in a plain step and a Gradient Cache step, in f32 and
+ * f64, for BERT's layers and (cached, f32) the decoder family's; the RNG stream left where it
+ * was; a peak at most 9/10 of the one without (so that checkpointing silently off fails). The
+ * function itself: test_autograd_checkpoint.c. */
 #include "check.h"
 #include "same_bytes.h"
 
