@@ -86,8 +86,10 @@ gc_status gc_backward(gc_tensor *const *outputs, gc_tensor *const *seeds, int co
  * state it drew from: a dropout layer's generator, gradcache/rng.h) and read tensors only
  * through inputs and parameters (returning an input itself is allowed: the output is then a
  * new view of it). A recomputed output of another shape, dtype or device stops the program. A
- * parameter fn uses must not also be used outside it in the same graph (its post-accumulate
- * hooks could fire before the outside contribution arrives). Inputs: 1 to 8 (an entry may be
+ * parameter fn uses must not also be used outside it, nor by a second checkpoint, in the same
+ * graph: each nested backward fires the post-accumulate hooks when its own contributions are
+ * in, before the others arrive (the data-parallel bucketer then stops the program naming the
+ * parameter, or reduces after the last). Inputs: 1 to 8 (an entry may be
  * NULL). NULL when fn fails (with its error); a failure of the recompute fails the backward. */
 typedef gc_tensor *(*gc_checkpoint_fn)(gc_tensor *const *inputs /* [count] */, int count, const void *state,
                                        bool recompute);
