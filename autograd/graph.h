@@ -37,6 +37,9 @@ struct gc_node {
     gc_edge *edges;          /* [n_inputs], allocated with the node */
     gc_input_meta *inputs;   /* [n_inputs], allocated with the node */
     gc_tensor *saved[GC_MAX_SAVED]; /* detached views the rule needs, released after it runs */
+    void *extra;             /* what a rule keeps beyond saved[] (a checkpoint's inputs and
+                              * function: checkpoint.c), freed with free_extra; NULL for ops */
+    void (*free_extra)(void *extra);
     gc_tensor *grad;         /* during backward: the sum of the gradients flowing in */
     int refcount;            /* its output tensor + downstream edges */
     bool consumed;           /* a backward has run through it */
@@ -51,6 +54,12 @@ struct gc_backward_rule {
     bool (*save)(gc_node *node, const gc_op_record *record);
     bool (*backward)(gc_node *node, gc_tensor *grad_out, gc_tensor **grad_inputs);
 };
+
+/* A node of `rule` for `record` (its kind and params copied, its tensor pointers cleared), its
+ * edges and input metas filled from record->inputs, numbered next in execution order; one
+ * reference, for the output, which the caller attaches. Stops the program when host memory
+ * runs out. record->kind is GC_OP_KIND_COUNT for a node no op recorded (a checkpoint). */
+gc_node *gc_node_new(const gc_backward_rule *rule, const gc_op_record *record);
 
 /* The rule for a recorded op (rules.c). */
 const gc_backward_rule *gc_rule_for(const gc_op_record *record);
@@ -93,6 +102,10 @@ void gc_node_retain(gc_node *node);
 void gc_node_release(gc_node *node);
 /* Drops what a node holds for backward (grad, saved tensors, edges) and marks it consumed. */
 void gc_node_clear(gc_node *node);
+
+/* Whether an op (or a checkpoint) over these inputs is recorded: grad mode is on and an input
+ * (entries may be NULL) requires a gradient. */
+bool gc_autograd_wants(const gc_tensor *const *inputs, int n_inputs);
 
 /* Installs the op observer (the first gc_set_requires_grad does). */
 void gc_autograd_install(void);

@@ -30,6 +30,8 @@ static void drop_holdings(gc_node *node, gc_node_list *orphans) {
         gc_tensor_release(node->saved[i]);
         node->saved[i] = NULL;
     }
+    if (node->extra) node->free_extra(node->extra);
+    node->extra = NULL;
     for (int i = 0; i < node->n_inputs; i++) {
         gc_tensor_release(node->edges[i].leaf);
         gc_node *upstream = node->edges[i].node;

@@ -5,20 +5,20 @@
 
 static uint64_t next_sequence; /* execution order across the process */
 
-static bool wants(const gc_tensor *const *inputs, int n_inputs) {
+bool gc_autograd_wants(const gc_tensor *const *inputs, int n_inputs) {
     if (!gc_grad_enabled()) return false;
     for (int i = 0; i < n_inputs; i++)
         if (inputs[i] && gc_requires_grad(inputs[i])) return true;
     return false;
 }
 
-static bool record(const gc_op_record *record) {
+gc_node *gc_node_new(const gc_backward_rule *rule, const gc_op_record *record) {
     size_t n = (size_t)record->n_inputs;
     gc_node *node = calloc(1, sizeof *node + n * (sizeof(gc_edge) + sizeof(gc_input_meta)));
     if (!node) gc_fatal("autograd: out of host memory for a graph node");
     node->edges = (gc_edge *)(node + 1);
     node->inputs = (gc_input_meta *)(node->edges + n);
-    node->rule = gc_rule_for(record);
+    node->rule = rule;
     node->record = *record;
     /* Rules reach tensors only through what save() kept: the recorded pointers are not owned. */
     node->record.inputs = NULL;
@@ -40,15 +40,19 @@ static bool record(const gc_op_record *record) {
             node->edges[i].leaf = gc_tensor_retain((gc_tensor *)input);
         }
     }
+    return node;
+}
+
+static bool record(const gc_op_record *record) {
+    gc_node *node = gc_node_new(gc_rule_for(record), record);
     if (!node->rule->save(node, record)) {
         gc_node_release(node);
         return false;
     }
-    gc_autograd_meta *out_meta = gc_meta_get_or_create(record->output);
-    out_meta->node = node;
+    gc_meta_get_or_create(record->output)->node = node;
     return true;
 }
 
-static const gc_op_observer autograd_observer = {.wants = wants, .record = record};
+static const gc_op_observer autograd_observer = {.wants = gc_autograd_wants, .record = record};
 
 void gc_autograd_install(void) { gc_set_op_observer(&autograd_observer); }

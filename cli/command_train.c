@@ -113,6 +113,9 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
          "once"},
         {"gc-chunk-tokens", CLI_FLAG_INT, &f->chunk_tokens, 1, 1e12, NULL,
          "with --gc, also at most N real (unpadded) tokens per chunk, each chunk cut to its longest text"},
+        {"checkpoint-layers", CLI_FLAG_BOOL, &f->checkpoint_layers, 0, 0, NULL,
+         "keep only each encoder layer's input for backward and run the layer again there: less memory per chunk "
+         "(a larger --gc-chunk-size fits), the same gradients, a slower step"},
         {"reduce-half", CLI_FLAG_BOOL, &f->reduce_half, 0, 0, NULL,
          "data-parallel f16/bf16: average gradients in their own dtype (half the traffic) instead of f32"},
         {"zero", CLI_FLAG_CHOICE, &flags->zero, 0, 0, zero_names,

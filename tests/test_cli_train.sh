@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # gradcache train and eval on a small generated pair file ("def of X"<TAB>"X" for 200 random
-# words): training with and without Gradient Cache, the log, --resume continuing bitwise,
-# eval's metrics, and bad input (one line on stderr naming the flag or file, a non-zero exit,
-# nothing written). Run by meson with the gradcache program as $1. A tiny model, 24 tokens and
-# batches of 16 keep the whole script to seconds on two cores.
+# words): training with and without Gradient Cache, the log, --checkpoint-layers and --resume
+# giving the same model bit for bit, eval's metrics, and bad input (one line on stderr naming the
+# flag or file, a non-zero exit, nothing written). Run by meson with the gradcache program as
+# $1. A tiny model, 24 tokens and batches of 16 keep the whole script to seconds on two cores.
 set -uo pipefail
 gradcache=${1:?usage: test_cli_train.sh path/to/gradcache}
 # shellcheck source=tests/cli_lib.sh
@@ -50,6 +50,10 @@ check [ "$(field "$work/one_chunk/log.jsonl" 1 loss)" = "$(field "$work/plain/lo
     "one-chunk GradCache loss $(field "$work/one_chunk/log.jsonl" 1 loss) differs from plain"
 check awk -v a="$(field "$work/one_chunk/log.jsonl" 1 grad_norm)" -v b="$(field "$work/plain/log.jsonl" 1 grad_norm)" \
     'BEGIN { d = a - b; exit !(d * d <= 1e-10 * b * b) }' "one-chunk GradCache gradient norm differs from plain"
+
+# --- --checkpoint-layers: the layers recomputed in backward train the same model, byte for byte
+expect_ok "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 --checkpoint-layers --out "$work/ckpt"
+cmp -s "$work/gc/model.safetensors" "$work/ckpt/model.safetensors" || fail "--checkpoint-layers trained another model"
 
 # --- --resume: 10 steps, stop, 10 more == 20 straight, bit for bit ----------------------
 resumed=$work/resumed

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gradcache train under gradcache launch (data-parallel over TCP on loopback): two processes
-# train and process 0 alone writes the run folder; a launched world of one equals an
-# unlaunched run byte for byte; a two-process run stopped and resumed equals one that was not,
+# train and process 0 alone writes the run folder, the same with --checkpoint-layers; a
+# launched world of one equals an unlaunched run byte for byte; a two-process run stopped and resumed equals one that was not,
 # byte for byte (in f16 too, with its loss scaler) -- resuming with another number of
 # processes, and --zero, are test_cli_train_zero.sh's; a process that dies stops the run with
 # one line from the others, leaves the last checkpoint intact (resuming from it gives the
@@ -49,6 +49,10 @@ check awk -v line="$(grep -m1 '^\[0\] step .* peak .* of ' "$work/stderr")" \
 # own tokenizer, the shares gathered into the global batch's rows the gathered loss sees
 expect_ok timeout 120 "$gradcache" launch -n 2 -- "${train[@]}" --steps 2 --guide "$tiny" --out "$work/guided"
 check [ "$(wc -l <"$work/guided/log.jsonl")" -eq 2 ] "--guide: the log has $(wc -l <"$work/guided/log.jsonl") lines"
+# the layers recomputed in backward (--checkpoint-layers): the same model, byte for byte
+expect_ok timeout 120 "$gradcache" launch -n 2 -- "${train[@]}" --checkpoint-layers --out "$work/two_checkpointed"
+check same_file "$work/two_checkpointed/model.safetensors" "$work/two/model.safetensors" \
+    "--checkpoint-layers over two processes trained another model"
 
 # a launched world of one is an unlaunched run
 expect_ok timeout 120 "$gradcache" launch -n 1 -- "${train[@]}" --out "$work/one_launched"

@@ -265,6 +265,8 @@ static gc_status set_up(gc_trainer *t, bool resume) {
     if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0) status = open_folder(t); /* rank 0 alone writes */
     if (status != GC_OK) return status;
     gc_text_encoder *towers[2] = {gc_dual_encoder_tower(&t->model, 0), gc_dual_encoder_tower(&t->model, 1)};
+    /* not in the checkpoint's flags: it changes the memory a step takes, not what it computes */
+    for (int side = 0; side < 2; side++) towers[side]->checkpoint_layers = t->config.checkpoint_layers;
     t->loss_options = (gc_contrastive_options){.similarity = GC_SIMILARITY_COSINE,
                                                .temperature = t->config.temperature,
                                                .method = t->config.loss,

@@ -71,6 +71,31 @@ void gc_remove_post_accumulate_hook(gc_tensor *leaf, gc_grad_hook hook, void *us
  * before retrying). */
 gc_status gc_backward(gc_tensor *const *outputs, gc_tensor *const *seeds, int count);
 
+/* --- activation checkpointing: keep a function's inputs, recompute it in backward ---
+ * gc_checkpoint(fn, state, inputs, count) returns fn(inputs, count, state, false), computed
+ * without a graph, so that none of fn's intermediates stay alive. When grad mode is on and
+ * an input requires a gradient, the output instead gets one graph node that keeps only the
+ * inputs (views of them), fn and a copy of state_size bytes of state; gc_backward reaching
+ * it calls fn(inputs', count, state, true) with grad mode on, on inputs' that are new leaves
+ * over the same storage (requiring a gradient where the input does), back-propagates the
+ * incoming gradient through that sub-graph -- adding into the parameters fn uses, as any
+ * backward does -- hands the inputs' gradients on, and frees the sub-graph. Memory falls from
+ * everything fn saves for backward to its inputs, at the cost of a second forward of fn.
+ *
+ * fn must compute the same function both times (given recompute, it replays whatever random
+ * state it drew from: a dropout layer's generator, gradcache/rng.h) and read tensors only
+ * through inputs and parameters (returning an input itself is allowed: the output is then a
+ * new view of it). A recomputed output of another shape, dtype or device stops the program. A
+ * parameter fn uses must not also be used outside it, nor by a second checkpoint, in the same
+ * graph: each nested backward fires the post-accumulate hooks when its own contributions are
+ * in, before the others arrive (the data-parallel bucketer then stops the program naming the
+ * parameter, or reduces after the last). Inputs: 1 to 8 (an entry may be
+ * NULL). NULL when fn fails (with its error); a failure of the recompute fails the backward. */
+typedef gc_tensor *(*gc_checkpoint_fn)(gc_tensor *const *inputs /* [count] */, int count, const void *state,
+                                       bool recompute);
+gc_tensor *gc_checkpoint(gc_checkpoint_fn fn, const void *state, size_t state_size, gc_tensor *const *inputs,
+                         int count);
+
 /* --- the graph as a picture ---
  * Writes the graph reachable from outputs[0..count) as Graphviz DOT (`dot -Tsvg FILE`): a box
  * per recorded op (its name, its place in execution order, and the bytes it saved for

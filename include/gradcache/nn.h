@@ -219,6 +219,11 @@ typedef struct gc_text_encoder {
     gc_encoder_layer *layers;      /* [config.layers], "layers.N" */
     gc_layernorm_layer final_norm; /* "final_norm": pre-norm encoders only */
     gc_linear projection;          /* "projection": when config.projection > 0 */
+    /* Not part of the model: when set, each layer keeps only its input for backward and is
+     * recomputed there (gc_checkpoint, gradcache/autograd.h), so that a forward with a graph
+     * holds one layer's intermediates at a time instead of all of them; the same values and
+     * gradients, at the cost of a second forward of every layer in backward. */
+    bool checkpoint_layers;
 } gc_text_encoder;
 
 gc_status gc_text_encoder_init(gc_text_encoder *encoder, const gc_text_encoder_config *config, gc_device device,

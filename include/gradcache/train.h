@@ -343,6 +343,9 @@ typedef struct gc_trainer_config {
     int64_t chunk_sizes[2];     /* --gc-chunk-size: rows per chunk, queries and passages */
     int64_t chunk_tokens;       /* --gc-chunk-tokens: also at most this many real tokens per chunk, each
                                    chunk cut to its longest text (gc_split_by_tokens); 0: no budget */
+    bool checkpoint_layers;     /* --checkpoint-layers: each encoder layer keeps only its input for
+                                   backward and runs again there (gc_text_encoder.checkpoint_layers):
+                                   less memory per chunk, the same gradients bit for bit, a slower step */
     gc_contrastive_method loss; /* --loss: with gc, how the loss's gradient is computed */
     gc_global_loss global_loss; /* --loss: across processes, the gathered loss or the ring's
                                    (gc_cache_config.global_loss; AUTO: the ring when the gathered

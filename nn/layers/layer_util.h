@@ -85,6 +85,10 @@ gc_tensor *gc_attention_forward_with(const gc_attention *layer, const gc_tensor 
                                      bool training);
 gc_tensor *gc_encoder_layer_forward_with(const gc_encoder_layer *layer, const gc_tensor *x,
                                          const gc_attention_inputs *inputs, bool training);
+/* The same layer keeping only x and the shared inputs for backward, and recomputing the rest
+ * there (encoder_layer_checkpoint.c): the same values and gradients, less memory. */
+gc_tensor *gc_encoder_layer_forward_checkpointed(const gc_encoder_layer *layer, const gc_tensor *x,
+                                                 const gc_attention_inputs *inputs, bool training);
 
 /* Releases `used` and returns `result`, so that a chain of ops that each consume the last
  * intermediate reads top to bottom: h = gc_nn_then(h, gc_relu(h)). A NULL result (an

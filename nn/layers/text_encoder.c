@@ -119,7 +119,9 @@ gc_tensor *gc_text_encoder_hidden(const gc_text_encoder *encoder, const gc_tenso
     if (h && config->layers && gc_attention_inputs_make(&encoder->layers[0].attention, h, mask, &inputs) != GC_OK)
         h = gc_nn_then(h, NULL);
     for (int i = 0; i < config->layers; i++)
-        h = gc_nn_then(h, gc_encoder_layer_forward_with(&encoder->layers[i], h, &inputs, training));
+        h = gc_nn_then(h, encoder->checkpoint_layers
+                              ? gc_encoder_layer_forward_checkpointed(&encoder->layers[i], h, &inputs, training)
+                              : gc_encoder_layer_forward_with(&encoder->layers[i], h, &inputs, training));
     gc_attention_inputs_free(&inputs);
     if (config->pre_norm) h = gc_nn_then(h, gc_layernorm_layer_forward(&encoder->final_norm, h));
     return h;
