@@ -53,6 +53,13 @@ check [ "$(wc -l <"$work/guided/log.jsonl")" -eq 2 ] "--guide: the log has $(wc 
 expect_ok timeout 120 "$gradcache" launch -n 2 -- "${train[@]}" --checkpoint-layers --out "$work/two_checkpointed"
 check same_file "$work/two_checkpointed/model.safetensors" "$work/two/model.safetensors" \
     "--checkpoint-layers over two processes trained another model"
+# a tied encoder in a plain step: one backward recomputes the shared layers once per side, and
+# the gradient bucketer must still reduce each parameter once, after both
+tied=("$gradcache" train --data "$pairs" --model-size tiny --max-length 24 --batch-size 17 --tied --steps 3)
+expect_ok timeout 120 "$gradcache" launch -n 2 -- "${tied[@]}" --out "$work/tied"
+expect_ok timeout 120 "$gradcache" launch -n 2 -- "${tied[@]}" --checkpoint-layers --out "$work/tied_checkpointed"
+check same_file "$work/tied_checkpointed/model.safetensors" "$work/tied/model.safetensors" \
+    "--checkpoint-layers, tied, plain step, two processes: another model"
 
 # a launched world of one is an unlaunched run
 expect_ok timeout 120 "$gradcache" launch -n 1 -- "${train[@]}" --out "$work/one_launched"
