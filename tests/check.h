@@ -114,6 +114,14 @@ static inline void gc_test_skip_without_gpu(int devices) {
 /* For the cuda suite: exits 77 (skip) when no GPU is usable. */
 static inline void gc_test_require_cuda(void) { gc_test_skip_without_gpu(gc_cuda_device_count()); }
 
+/* Whether this process runs under GC_CUDA_SYNC=1 (bench/gpu_check.sh runs the cuda suite
+ * both ways), read as tensor/cuda/debug_cuda.c reads it: a wait after every launch, and a
+ * bad index reported at its launch instead of at the next synchronisation. */
+static inline bool gc_test_cuda_sync_mode(void) {
+    const char *value = getenv("GC_CUDA_SYNC");
+    return value && *value && strcmp(value, "0") != 0;
+}
+
 /* The same for a test whose child processes use CUDA (the fatal-error checks of
  * gc_test_expect_fatal, the ranks of tests/dist_spawn.h): CUDA does not survive fork(), so
  * a child can use it only if its parent never initialised it, and even asking for the

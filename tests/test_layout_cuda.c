@@ -63,8 +63,11 @@ static void test_fatal_errors(void) {
      * CPU's does, and says where it was found. */
     bad_ids too_big = {{1, 2, 1000003, 5, -777}, 5};
     gc_test_expect_fatal(embed_bad_ids, &too_big,
-                         "embedding: id 1000003 at position 2 of ids [5] i32 cuda:0 is outside [0, 10) (found at the "
-                         "device's next synchronisation");
+                         gc_test_cuda_sync_mode()
+                             ? "embedding: id 1000003 at position 2 of ids [5] i32 cuda:0 is outside [0, 10) "
+                               "(GC_CUDA_SYNC=1: found at its launch)"
+                             : "embedding: id 1000003 at position 2 of ids [5] i32 cuda:0 is outside [0, 10) (found "
+                               "at the device's next synchronisation");
     bad_ids negative = {{3, -777, 4}, 3};
     gc_test_expect_fatal(embed_bad_ids, &negative, "-777");
     bad_ids just_past = {{9, 10}, 2}; /* vocab is 10: 9 is the last good id */
