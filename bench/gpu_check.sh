@@ -43,14 +43,15 @@
 # world of one process and the summary says so. (The 2.30+ wheel is about 300 MB, past what
 # the device tool carries, so it is used only where the machine has it.)
 #
-# With the session's device tool (30 minutes of device time; a call may run 10 minutes; a
-# machine left idle goes back after 30 s, and a bare one builds again, about a minute on its
-# 16 cores), one call per part, each adding its summary to the last (.gpu/ is ignored, so it
-# is carried):
-#   run(command="bash bench/gpu_check.sh check", timeout_s=600)
-#   (copy the returned gpu_check.md to .gpu/previous.md)
-#   run(command="bash bench/gpu_check.sh shipped --previous .gpu/previous.md", carry=[".gpu"], timeout_s=600)
-#   ... the same for train, bench and compare
+# With the session's device tool (15 minutes of device time, starts and idle time included; a
+# call may run 10 minutes; a machine left idle goes back after 30 s). On the first H200 run
+# (2026-11-26) the build took 12 s on 16 cores and the five parts about 5 minutes, so two
+# calls on a warm machine hold them, each part writing its own folder under $OUT:
+#   run(command='O=$OUT; OUT=$O/check bash bench/gpu_check.sh check shipped;
+#                OUT=$O/train bash bench/gpu_check.sh train', timeout_s=440)
+#   run(command='O=$OUT; OUT=$O/bench bash bench/gpu_check.sh bench;
+#                OUT=$O/compare bash bench/gpu_check.sh compare', timeout_s=350)
+# (--previous FILE, with .gpu/ carried, joins a call's summary to an earlier one's).
 #
 # Environment: GC_GPU_CHECK_BUDGET (seconds a call may take, default 570: the steps' limits
 # are cut to what is left of it), GC_GPU_CHECK_BUILD (the build folder, default build-gpu),
@@ -58,7 +59,7 @@
 set -u
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,57p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,58p' "$0" | sed 's/^# \{0,1\}//'; }
 
 parts=()
 previous=
