@@ -17,7 +17,9 @@
 #   compare  the engine (gradcache bench memory) and PyTorch (bench/torch_gradcache.py, with
 #            GradCache and plain) on the same model, batch 4096 then larger: step time and peak
 #            memory side by side
-#   all      all five (more than one call holds: the dry run says so and exits 1)
+#   profile  Nsight Compute's kernel times over a plain and a cached step of the base model,
+#            as a table of the kernels that take the time (bench/ncu_kernels.py)
+#   all      all six (more than one call holds: the dry run says so and exits 1)
 #
 # A step's time limit is its test's own (tests/meson.build's timeout, a GPU's figure for the
 # cuda suite) or, for the other programs, the figure beside it below; a call's steps must fit
@@ -59,15 +61,15 @@
 set -u
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,58p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,60p' "$0" | sed 's/^# \{0,1\}//'; }
 
 parts=()
 previous=
 dry_run=false
 while [ $# -gt 0 ]; do
     case $1 in
-        check | shipped | train | bench | compare) parts+=("$1") ;;
-        all) parts+=(check shipped train bench compare) ;;
+        check | shipped | train | bench | compare | profile) parts+=("$1") ;;
+        all) parts+=(check shipped train bench compare profile) ;;
         --previous) previous=${2:?--previous needs a file}; shift ;;
         --dry-run) dry_run=true ;;
         -h | --help) usage; exit 0 ;;
@@ -182,7 +184,7 @@ would_start() {
         fi
     done
     # the GPU machine's own tools (KINDS.md) need not be here
-    case ${words[0]##*/} in nvidia-smi | compute-sanitizer | cuobjdump) return $problems ;; esac
+    case ${words[0]##*/} in nvidia-smi | compute-sanitizer | cuobjdump | ncu) return $problems ;; esac
     command -v "${words[0]}" >/dev/null || [ -x "${words[0]}" ] || {
         echo "no program ${words[0]}"
         problems=1
@@ -409,6 +411,20 @@ part_compare() {
         tail -n +2 "$work/${side}_large.csv" 2>/dev/null >>"$work/$side.csv"
     done
     step side_by_side 20 python3 bench/torch_gradcache.py --compare "$work/engine.csv" "$work/torch.csv"
+}
+
+# --- profile: where the GPU time of a step goes ---------------------------------------------
+part_profile() {
+    build_once || return 0
+    local ncu
+    ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    # Each kernel replayed alone (serialised), 2,500 launches: the plain step and the start of
+    # the cached one at batch 512. The clocks are left alone (METHOD.md); the summary's CSV
+    # follows the program's own output on stdout.
+    step ncu_step 150 bash -c "$ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
+        --csv -c 2500 $gradcache bench speed --device cuda --batch-size 512 --chunks 128 --reps 1 --warmup 0 \
+        ${base_model[*]} >$work/ncu.csv"
+    step kernel_table 20 python3 bench/ncu_kernels.py "$work/ncu.csv" --top 20
 }
 
 for part in "${parts[@]}"; do

@@ -14,7 +14,7 @@ dir=$work
 
 # Each part is one call of the device tool: its dry run starts every step, and its plan (the
 # sum of the steps' limits, the build's included) fits the call's budget.
-for part in check shipped train bench compare; do
+for part in check shipped train bench compare profile; do
     OUT=$dir/$part GC_GPU_CHECK_BUILD=$build bash "$script" --dry-run "$part" >"$dir/$part.stdout" 2>&1 ||
         fail "dry run of $part: $(grep -B1 'would not start' "$dir/$part/gpu_check.log"; tail -2 "$dir/$part.stdout")"
     grep -q "plan for $part: the steps' limits add up to [0-9]*s of a 570s budget (fits one call: yes)" \
@@ -42,9 +42,12 @@ done
 for step in engine_4096 torch_4096 engine_large torch_large side_by_side; do
     grep -q "^| $step | dry run" "$dir/compare/gpu_check.md" || fail "compare: no $step"
 done
-# all five parts are more than one call holds: the dry run says so and fails
+for step in ncu_step kernel_table; do
+    grep -q "^| $step | dry run" "$dir/profile/gpu_check.md" || fail "profile: no $step"
+done
+# all six parts are more than one call holds: the dry run says so and fails
 if OUT=$dir/all GC_GPU_CHECK_BUILD=$build bash "$script" --dry-run all >"$dir/all.stdout" 2>&1; then
-    fail "the plan of all five parts passed as one call"
+    fail "the plan of all six parts passed as one call"
 fi
 grep -q "(fits one call: no)" "$dir/all.stdout" || fail "all: the plan is not refused: $(tail -2 "$dir/all.stdout")"
 
@@ -88,6 +91,22 @@ runpy.run_path(sys.argv[0], run_name="__main__")' "$(dirname "$script")/torch_gr
     "$dir/engine.csv" "$dir/torch.csv" >"$dir/table" 2>&1 || fail "--compare without PyTorch: $(cat "$dir/table")"
 grep -q '^| plain | 8 | 8 | 2.0 | 4.0 | 0.50 | 2.0 | 4.0 | 0.50 |' "$dir/table" ||
     fail "--compare without PyTorch, plain row: $(cat "$dir/table")"
+
+# the kernel table from ncu's summary: the program's own output before the header skipped, a
+# kernel's launch shapes added up, the unit read, the rest in one row
+cat >"$dir/ncu.csv" <<'CSV'
+the program's own table
+"ID","Kernel Name","Invocations","Metric Name","Metric Unit","Average"
+"1","void gemm<float>(const float *, int)","2","gpu__time_duration.sum","us","3.00"
+"1","void gemm<float>(const float *, int)","1","gpu__time_duration.sum","ns","2,000.00"
+"1","void add(float *)","4","gpu__time_duration.sum","ns","500.00"
+"1","void fill(float *)","1","gpu__time_duration.sum","ns","1,000.00"
+CSV
+python3 "$(dirname "$script")/ncu_kernels.py" "$dir/ncu.csv" --top 2 >"$dir/kernels" 2>&1 ||
+    fail "ncu_kernels.py: $(cat "$dir/kernels")"
+grep -q '^8 launches, 0.01 ms of kernel time' "$dir/kernels" || fail "ncu_kernels.py total: $(cat "$dir/kernels")"
+grep -q '^| `gemm<float>` | 72.7% | 3 | 2.7 |' "$dir/kernels" || fail "ncu_kernels.py gemm: $(cat "$dir/kernels")"
+grep -q '^| 1 other kernels | 9.1% | 1 | 1.0 |' "$dir/kernels" || fail "ncu_kernels.py rest: $(cat "$dir/kernels")"
 
 bash "$script" nonsense >"$dir/usage" 2>&1 && fail "an unknown part was accepted"
 grep -q "unknown part 'nonsense'" "$dir/usage" || fail "no message for an unknown part: $(cat "$dir/usage")"
