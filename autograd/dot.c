@@ -61,7 +61,9 @@ static const char *op_name(const gc_node *node) {
     case GC_OP_BINARY_SCALAR: return scalar[r->params.scalar.op];
     case GC_OP_REDUCE_LAST: return last[r->params.reduce.op];
     case GC_OP_REDUCE_ALL: return all[r->params.reduce.op];
-    case GC_OP_SOFTMAX: return r->params.softmax.log ? "log_softmax" : "softmax";
+    case GC_OP_SOFTMAX:
+        if (r->params.softmax.log) return "log_softmax";
+        return r->params.softmax.scale != 1.0 || node->n_inputs > 1 ? "softmax_scaled" : "softmax";
     default: return node->rule->name;
     }
 }

@@ -88,7 +88,8 @@ static bool backward_sum_dims(gc_node *node, gc_tensor *g, gc_tensor **grad_inpu
 const gc_backward_rule gc_rule_sum_dims = {"sum_dims", gc_rule_save_nothing, backward_sum_dims};
 
 /* --- softmax: dx = y (g - sum(g y));  log-softmax: dx = g - e^y sum(g) ---
- * in the working dtype (f32 for 16-bit inputs: see rules.h). */
+ * in the working dtype (f32 for 16-bit inputs: see rules.h). A scaled softmax, of scale x +
+ * bias, has dx = scale y (g - sum(g y)); its bias is a constant mask, with no gradient. */
 
 static bool save_softmax(gc_node *node, const gc_op_record *record) {
     gc_node_save(node, 0, record->output);
@@ -118,8 +119,16 @@ static gc_tensor *softmax_input_grad(const gc_tensor *y, const gc_tensor *g, boo
 }
 
 static bool backward_softmax(gc_node *node, gc_tensor *g, gc_tensor **grad_inputs) {
+    if (node->n_inputs > 1 && gc_rule_needs(node, 1))
+        gc_fatal("softmax_scaled: the bias is a constant mask with no gradient (it requires one)");
+    double scale = node->record.params.softmax.scale;
     gc_tensor *y = gc_to_working(node->saved[0]), *working_g = gc_to_working(g);
     gc_tensor *dx = softmax_input_grad(y, working_g, node->record.params.softmax.log);
+    if (scale != 1.0 && dx) {
+        gc_tensor *scaled = gc_mul_scalar(dx, scale);
+        gc_tensor_release(dx);
+        dx = scaled;
+    }
     grad_inputs[0] = gc_rule_narrow(dx, node->inputs[0].dtype);
     gc_tensor_release(y);
     gc_tensor_release(working_g);

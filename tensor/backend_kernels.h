@@ -38,8 +38,10 @@
     /* x [rows, cols] -> out [rows]; for MAX, argmax (may be NULL) gets the first index. */                         \
     X(reduce_last, (gc_reduce_op op, const void *x, void *out, int32_t *argmax, size_t rows, size_t cols,           \
                     gc_dtype dtype))                                                                                \
-    /* x, y [rows, cols]; log selects log-softmax. */                                                               \
-    X(softmax_last, (const void *x, void *y, size_t rows, size_t cols, gc_dtype dtype, bool log))                   \
+    /* x, y [rows, cols] (y may be x); log selects log-softmax. Softmax of scale x + bias per row                  \
+     * (bias NULL: none; op_params.h says which bias row a row adds); log-softmax has scale 1, no bias. */          \
+    X(softmax_last, (const void *x, void *y, size_t rows, size_t cols, gc_dtype dtype, bool log, double scale,      \
+                     const gc_softmax_bias *bias))                                                                  \
     /* x, y [rows, cols]; gamma, beta [cols] or NULL; mean, rstd f32 [rows] or NULL. */                             \
     X(layernorm, (const void *x, const void *gamma, const void *beta, void *y, float *mean, float *rstd, size_t rows, \
                   size_t cols, double eps, gc_dtype dtype))                                                         \

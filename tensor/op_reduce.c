@@ -12,6 +12,7 @@
  *    has no element to return: a programmer error;
  *  - a max always computes the index of its maximum (the i32 argmax, which the backward
  *    pass needs), so a max over more than INT32_MAX elements is refused. */
+#include <math.h>
 #include <stdint.h>
 
 #include "backend.h"
@@ -79,17 +80,44 @@ gc_tensor *gc_sum_all(const gc_tensor *x) { return reduce_all("sum_all", GC_REDU
 gc_tensor *gc_mean_all(const gc_tensor *x) { return reduce_all("mean_all", GC_REDUCE_MEAN, x); }
 gc_tensor *gc_max_all(const gc_tensor *x) { return reduce_all("max_all", GC_REDUCE_MAX, x); }
 
-/* x, y [..., cols], normalised along the last dim. */
-static gc_tensor *softmax(const char *op, const gc_tensor *x, bool log) {
-    if (!x) return NULL;
+/* x, y [..., cols], normalised along the last dim, of scale x + bias (bias checked and laid
+ * out by the caller, or NULL). */
+static gc_tensor *softmax(const char *op, const gc_tensor *x, bool log, double scale, const gc_tensor *bias,
+                          const gc_softmax_bias *bias_rows) {
     gc_check_float(op, x);
     gc_tensor *y = gc_empty_like(x);
     if (y)
         gc_backend_for(x->device)->softmax_last(gc_data(x), gc_data(y), (size_t)gc_leading_rows(x),
-                                                (size_t)gc_last_dim(x), x->dtype, log);
-    return gc_finish_op(&(gc_op_record){.kind = GC_OP_SOFTMAX, .n_inputs = 1, .inputs = (const gc_tensor *[]){x},
-                                        .output = y, .params.softmax = {log}});
+                                                (size_t)gc_last_dim(x), x->dtype, log, scale, bias_rows);
+    return gc_finish_op(&(gc_op_record){.kind = GC_OP_SOFTMAX, .n_inputs = bias ? 2 : 1,
+                                        .inputs = (const gc_tensor *[]){x, bias}, .output = y,
+                                        .params.softmax = {log, scale}});
 }
 
-gc_tensor *gc_softmax(const gc_tensor *x) { return softmax("softmax", x, false); }
-gc_tensor *gc_log_softmax(const gc_tensor *x) { return softmax("log_softmax", x, true); }
+gc_tensor *gc_softmax(const gc_tensor *x) { return x ? softmax("softmax", x, false, 1.0, NULL, NULL) : NULL; }
+gc_tensor *gc_log_softmax(const gc_tensor *x) { return x ? softmax("log_softmax", x, true, 1.0, NULL, NULL) : NULL; }
+
+gc_tensor *gc_softmax_scaled(const gc_tensor *x /* [B, H, Q, C] */, double scale,
+                             const gc_tensor *bias /* [B or 1, 1, Q or 1, C] or NULL */) {
+    if (!x) return NULL;
+    char x_text[128], bias_text[128];
+    if (x->ndim != 4 || !isfinite(scale))
+        gc_fatal("softmax_scaled: x %s is not [B, H, Q, C], or the scale %g is not finite",
+                 gc_tensor_str(x, x_text, sizeof x_text), scale);
+    if (!bias) return softmax("softmax_scaled", x, false, scale, NULL, NULL);
+    gc_check_same_device("softmax_scaled", x, bias);
+    gc_check_same_dtype("softmax_scaled", x, bias);
+    const int64_t *s = x->shape, *b = bias->shape;
+    if (bias->ndim != 4 || (b[0] != 1 && b[0] != s[0]) || b[1] != 1 || (b[2] != 1 && b[2] != s[2]) || b[3] != s[3])
+        gc_fatal("softmax_scaled: bias %s is not [1 or %lld, 1, 1 or %lld, %lld] for x %s",
+                 gc_tensor_str(bias, bias_text, sizeof bias_text), (long long)s[0], (long long)s[2], (long long)s[3],
+                 gc_tensor_str(x, x_text, sizeof x_text));
+    /* (an empty x has no rows: its divisors are then 1 rather than 0) */
+    size_t rows_per_batch = (size_t)(s[1] * s[2]);
+    gc_softmax_bias rows = {.data = gc_data(bias),
+                            .rows_per_batch = rows_per_batch ? rows_per_batch : 1,
+                            .queries = s[2] ? (size_t)s[2] : 1,
+                            .batch_stride = b[0] == 1 ? 0 : (size_t)(b[2] * b[3]),
+                            .query_stride = b[2] == 1 ? 0 : (size_t)b[3]};
+    return softmax("softmax_scaled", x, false, scale, bias, &rows);
+}

@@ -22,7 +22,7 @@ typedef enum gc_op_kind {
     GC_OP_REDUCE_LAST,   /* sum/mean/max over the last dim: params.reduce (argmax saved for max) */
     GC_OP_REDUCE_ALL,    /* sum/mean/max over everything: params.reduce */
     GC_OP_SUM_DIMS,      /* sum over the consecutive dims params.sum_dims (from sum_to_shape) */
-    GC_OP_SOFTMAX,       /* params.softmax */
+    GC_OP_SOFTMAX,       /* inputs x, bias? (constant); params.softmax */
     GC_OP_LAYERNORM,     /* inputs x, gamma?, beta?; params.layernorm */
     GC_OP_EMBEDDING,     /* inputs table, ids */
     GC_OP_PERMUTE,       /* params.permute */
@@ -49,7 +49,7 @@ typedef struct gc_op_record {
         struct { bool trans_a, trans_b; } matmul;
         struct { gc_reduce_op op; bool keepdim; gc_tensor *argmax; /* i32, for max */ } reduce;
         struct { int first, count; } sum_dims;
-        struct { bool log; } softmax;
+        struct { bool log; double scale; } softmax; /* of scale x (+ the bias, inputs[1]) */
         struct { double eps; } layernorm;
         struct { double eps; } rmsnorm;
         struct { int perm[GC_MAX_DIMS]; } permute;

@@ -55,6 +55,42 @@ static void test_softmax_random(void) {
     }
 }
 
+/* gc_softmax_scaled (attention's softmax of scale x + bias) against the CPU's, for every bias
+ * layout, every floating dtype, rows of 1 to 4097 keys. The logits z = scale x + bias
+ * (|z| <= zmax) are computed with at most two roundings of the dtype's precision or finer on
+ * each side (the CPU stages them at the dtype's, CUDA keeps them in its accumulator): at
+ * most 4u|z| apart, which moves a probability by at most 8u zmax relatively, added to the
+ * softmax's own bound over a spread of 2 zmax. */
+static void test_softmax_scaled(void) {
+    const double scale = 0.375, zmax = 4 * 0.375 + 2; /* x in [-4, 4), bias in [-2, 2) */
+    const int64_t cols_sizes[] = {1, 33, 4097};
+    uint64_t seed = 100;
+    for (int d = 0; d < COUNT(float_dtypes); d++) {
+        gc_dtype dtype = float_dtypes[d];
+        for (int c = 0; c < COUNT(cols_sizes); c++) {
+            int64_t cols = cols_sizes[c];
+            const int64_t bias_shapes[3][4] = {{2, 1, 1, cols}, {1, 1, 3, cols}, {2, 1, 3, cols}};
+            gc_tensor *x = gc_uniform(GC_SHAPE(2, 4, 3, cols), dtype, gc_cpu(), -4, 4, seed++, 0);
+            REQUIRE(x);
+            gc_tensor *x_gpu = gc_test_to_cuda(x);
+            for (int layout = -1; layout < 3; layout++) {
+                gc_tensor *bias =
+                    layout < 0 ? NULL : gc_uniform(4, bias_shapes[layout], dtype, gc_cpu(), -2, 2, seed++, 0);
+                gc_tensor *bias_gpu = bias ? gc_test_to_cuda(bias) : NULL;
+                gc_tensor *want = gc_softmax_scaled(x, scale, bias), *got = gc_softmax_scaled(x_gpu, scale, bias_gpu);
+                REQUIRE(want && got);
+                gc_test_tolerance_pair t = gc_test_softmax_tolerance(cols, dtype, 2 * zmax, false);
+                char what[96];
+                snprintf(what, sizeof what, "softmax_scaled %s, %lld keys, bias layout %d", gc_dtype_name(dtype),
+                         (long long)cols, layout);
+                gc_test_expect_close(want, got, t.atol, t.rtol + 8 * gc_test_roundoff(dtype) * zmax, what);
+                RELEASE(want, got, bias, bias_gpu);
+            }
+            RELEASE(x, x_gpu);
+        }
+    }
+}
+
 /* x [3, 5]: row 0 all -inf and row 1 holding a NaN give rows of NaN (-inf - -inf, and
  * NaN, reach every element through the max or the sum); row 2 = 1 2 3 4 5 is ordinary:
  * softmax e^(i - 5) / sum_j e^(j - 5), log-softmax (i - 5) - log sum_j e^(j - 5). */
@@ -151,6 +187,7 @@ int main(void) {
     gc_test_require_cuda();
     GC_TEST_CASE(test_softmax_random);
     GC_TEST_CASE(test_softmax_nonfinite);
+    GC_TEST_CASE(test_softmax_scaled);
     GC_TEST_CASE(test_layernorm_random);
     return gc_test_result();
 }

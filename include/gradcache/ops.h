@@ -93,6 +93,11 @@ gc_tensor *gc_max_all(const gc_tensor *x);  /* 0-dim */
 /* --- normalisation over the last dim --- */
 gc_tensor *gc_softmax(const gc_tensor *x);
 gc_tensor *gc_log_softmax(const gc_tensor *x);
+/* softmax(scale x + bias) over the last dim, in one pass: attention's scaled, masked softmax.
+ * x [B, H, Q, C]; bias [B or 1, 1, Q or 1, C] of x's dtype and device (broadcast over the
+ * heads, and over the batch or the queries where its dim is 1), or NULL. The bias is a
+ * constant (a mask): it gets no gradient, and a backward that needs one stops. */
+gc_tensor *gc_softmax_scaled(const gc_tensor *x, double scale, const gc_tensor *bias);
 /* (x - mean) / sqrt(var + eps) * gamma + beta over the last dim [D] (biased variance, as
  * in PyTorch). gamma and beta ([D], x's dtype) may be NULL (1 and 0). When mean and
  * rstd are not NULL they receive f32 tensors of x's leading shape, the saved statistics

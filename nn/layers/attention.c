@@ -63,13 +63,16 @@ static gc_tensor *project_heads(const gc_linear *projection, const gc_layernorm_
     return gc_nn_then(y, gc_permute(y, (const int[]){0, 2, 1, 3}));
 }
 
-/* scores [B * kv_heads, G * T, T] (= [B, H, T, T]) + bias, broadcast over heads. */
-static gc_tensor *add_bias(const gc_tensor *scores, const gc_tensor *bias, int64_t batch, int heads, int64_t length) {
+/* softmax(scores / sqrt(Dh) + bias) of scores [B * kv_heads, G * T, T] (= [B, H, T, T]), the
+ * bias [B or 1, 1, T or 1, T] (or NULL) broadcast over the heads: one pass over the scores
+ * (gc_softmax_scaled) where a scale, an add and a softmax would make three. */
+static gc_tensor *attention_probs(const gc_tensor *scores, const gc_tensor *bias, int64_t batch, int heads,
+                                  int64_t length, int64_t head_dim) {
     if (!scores) return NULL;
     gc_tensor *per_head = gc_reshape(scores, GC_SHAPE(batch, heads, length, length));
-    gc_tensor *biased = gc_add(per_head, bias);
+    gc_tensor *probs = gc_softmax_scaled(per_head, 1 / sqrt((double)head_dim), bias);
     gc_tensor_release(per_head);
-    return gc_nn_then(biased, gc_reshape(biased, scores->ndim, scores->shape));
+    return gc_nn_then(probs, gc_reshape(probs, scores->ndim, scores->shape));
 }
 
 static void check_inputs(const gc_attention *layer, const gc_tensor *x, const gc_tensor *mask) {
@@ -94,9 +97,7 @@ gc_tensor *gc_attention_forward_with(const gc_attention *layer, const gc_tensor 
     gc_tensor *scores = gc_matmul(query, key, false, true); /* [B * kv_heads, G * T, T] */
     gc_tensor_release(query);
     gc_tensor_release(key);
-    scores = gc_nn_then(scores, gc_mul_scalar(scores, 1 / sqrt((double)head_dim)));
-    if (inputs->bias) scores = gc_nn_then(scores, add_bias(scores, inputs->bias, batch, heads, length));
-    gc_tensor *probs = gc_nn_then(scores, gc_softmax(scores));
+    gc_tensor *probs = gc_nn_then(scores, attention_probs(scores, inputs->bias, batch, heads, length, head_dim));
     probs = gc_nn_then(probs, gc_nn_dropout(probs, layer->dropout, training));
 
     gc_tensor *value = project_heads(&layer->value, NULL, NULL, x, o->kv_heads, head_dim);

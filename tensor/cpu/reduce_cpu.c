@@ -51,8 +51,10 @@ static void store_reduced(void *out, gc_dtype dtype, size_t row, double value) {
 
 /* A row kernel's arguments; the threads split the rows, each row is one thread's. */
 typedef struct rows_job {
-    gc_reduce_op op; /* reductions */
-    bool log;        /* softmax */
+    gc_reduce_op op;              /* reductions */
+    bool log;                     /* softmax */
+    double scale;                 /* softmax of scale x + bias */
+    const gc_softmax_bias *bias;  /* or NULL */
     const void *x;
     void *out;
     int32_t *argmax;
@@ -194,18 +196,48 @@ static void softmax_row_f32(const float *x, float *y, size_t cols) {
     for (size_t j = 0; j < cols; j++) y[j] = (float)((double)y[j] * inverse_sum);
 }
 
-static void softmax_rows(void *arg, int64_t begin, int64_t end) {
-    const rows_job *job = arg;
-    for (size_t row = (size_t)begin; row < (size_t)end; row++) {
-        size_t first = row * job->cols;
-        if (job->dtype == GC_F32 && !job->log)
-            softmax_row_f32((const float *)job->x + first, (float *)job->out + first, job->cols);
-        else softmax_row(job->x, job->out, first, job->cols, job->dtype, job->log);
+/* Row `row` of scale x + bias written to y at y's precision, for the softmax to run over in
+ * place: rounded as the unfused ops (a multiply, then an add) would round it, in float for
+ * f32 as their f32 loops compute (one pass over the row instead of two over the tensor). */
+static void stage_scaled_row(const rows_job *job, size_t row) {
+    size_t cols = job->cols, first = row * cols;
+    const gc_softmax_bias *bias = job->bias;
+    size_t bias_first = bias ? gc_softmax_bias_offset(bias, row) : 0;
+    if (job->dtype == GC_F32) {
+        const float *x = (const float *)job->x + first, *b = bias ? (const float *)bias->data + bias_first : NULL;
+        float *y = (float *)job->out + first, scale = (float)job->scale;
+        for (size_t j = 0; j < cols; j++) {
+            float scaled = x[j] * scale;
+            y[j] = b ? scaled + b[j] : scaled;
+        }
+        return;
+    }
+    double chunk[GC_CPU_CHUNK], bias_chunk[GC_CPU_CHUNK];
+    for (size_t start = 0; start < cols; start += GC_CPU_CHUNK) {
+        size_t len = gc_chunk_len(cols, start);
+        gc_load_span(job->x, job->dtype, first + start, len, chunk);
+        if (bias) gc_load_span(bias->data, job->dtype, bias_first + start, len, bias_chunk);
+        for (size_t j = 0; j < len; j++) chunk[j] = chunk[j] * job->scale + (bias ? bias_chunk[j] : 0.0);
+        gc_store_span(job->out, job->dtype, first + start, len, chunk);
     }
 }
 
-void gc_cpu_softmax_last(const void *x, void *y, size_t rows, size_t cols, gc_dtype dtype, bool log) {
-    rows_job job = {.log = log, .x = x, .out = y, .cols = cols, .dtype = dtype};
+static void softmax_rows(void *arg, int64_t begin, int64_t end) {
+    const rows_job *job = arg;
+    bool staged = job->scale != 1.0 || job->bias;
+    const void *x = staged ? job->out : job->x;
+    for (size_t row = (size_t)begin; row < (size_t)end; row++) {
+        size_t first = row * job->cols;
+        if (staged) stage_scaled_row(job, row);
+        if (job->dtype == GC_F32 && !job->log)
+            softmax_row_f32((const float *)x + first, (float *)job->out + first, job->cols);
+        else softmax_row(x, job->out, first, job->cols, job->dtype, job->log);
+    }
+}
+
+void gc_cpu_softmax_last(const void *x, void *y, size_t rows, size_t cols, gc_dtype dtype, bool log, double scale,
+                         const gc_softmax_bias *bias) {
+    rows_job job = {.log = log, .scale = scale, .bias = bias, .x = x, .out = y, .cols = cols, .dtype = dtype};
     /* an exp per element: a few times the work of a sum */
     gc_parallel_for((int64_t)rows, row_grain(cols) / 4 + 1, softmax_rows, &job);
 }

@@ -141,17 +141,25 @@ static void reduce(Reduction reduction, const T *x, T *out, int32_t *argmax, siz
                   rows, splits, cols);
 }
 
-/* y [rows, cols] = softmax (or log-softmax) of each row of x [rows, cols], shifted by the
+/* y [rows, cols] = softmax (or log-softmax) of each row of scale x + bias (x [rows, cols];
+ * the bias row of op_params.h's gc_softmax_bias, when `bias` is not NULL), shifted by the
  * row max so that exp never overflows. A row of -inf (or holding a NaN) gives NaNs, as
- * -inf - -inf and NaN do. */
+ * -inf - -inf and NaN do. The scaled, biased row is computed again at each pass over it
+ * (three loads of x, as the unbiased kernel) rather than stored: it stays in the
+ * accumulator's precision. */
 template <typename T>
 static __global__ void __launch_bounds__(GC_ROW_MAX_THREADS)
-    softmax_last_kernel(const T *x, T *y, size_t rows, size_t cols, bool log_softmax) {
+    softmax_last_kernel(const T *x, T *y, size_t rows, size_t cols, bool log_softmax,
+                        typename gc_elem<T>::acc scale, const T *bias, gc_softmax_bias geometry) {
     using A = typename gc_elem<T>::acc;
     for (size_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const T *xr = x + row * cols;
+        const T *br = bias ? bias + gc_softmax_bias_offset(&geometry, row) : nullptr;
         T *yr = y + row * cols;
-        auto load = [&](size_t i) { return gc_elem<T>::to_acc(xr[i]); };
+        auto load = [&](size_t i) {
+            A scaled = gc_elem<T>::to_acc(xr[i]) * scale;
+            return br ? scaled + gc_elem<T>::to_acc(br[i]) : scaled;
+        };
         A row_max = gc_row_reduce(cols, A(-INFINITY), load, nan_max());
         auto shifted_exp = [&](size_t i) { return exp(load(i) - row_max); };
         A sum = gc_row_reduce(cols, A(0), shifted_exp, gc_plus());
@@ -176,10 +184,13 @@ extern "C" void gc_cuda_reduce_last(gc_reduce_op op, const void *x, void *out, i
 }
 
 extern "C" void gc_cuda_softmax_last(const void *x, void *y, size_t rows, size_t cols, gc_dtype dtype,
-                                     bool log_softmax) {
+                                     bool log_softmax, double scale, const gc_softmax_bias *bias) {
     if (rows == 0 || cols == 0) return;
+    gc_softmax_bias geometry = bias ? *bias : gc_softmax_bias{nullptr, 1, 1, 0, 0};
     gc_cuda_dispatch_float("softmax_last", dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        GC_ROW_LAUNCH(softmax_last_kernel<T>, rows, cols, (const T *)x, (T *)y, rows, cols, log_softmax);
+        using A = typename gc_elem<T>::acc;
+        GC_ROW_LAUNCH(softmax_last_kernel<T>, rows, cols, (const T *)x, (T *)y, rows, cols, log_softmax, (A)scale,
+                      (const T *)geometry.data, geometry);
     });
 }

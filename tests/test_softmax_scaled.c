@@ -1,0 +1,136 @@
+/* gc_softmax_scaled, attention's softmax(scale x + bias) in one pass, on the CPU: equal to
+ * the ops it replaces (mul_scalar, a broadcast add, softmax) bit for bit in f32 and f64 (it
+ * rounds the scaled, biased row as they do), close in f16 and bf16 (it rounds that row once
+ * where they round twice), for every layout of the bias; its gradient against finite
+ * differences; a masked key's probability exactly 0; and the refusals. */
+#include "check.h"
+#include "gradcheck.h"
+#include "values.h"
+
+enum { B = 2, H = 3, Q = 4, C = 5 };
+
+/* The bias layouts the op takes for x [B, H, Q, C]: per key ([B, 1, 1, C], BERT's padding),
+ * per query and key ([1, 1, Q, C], a causal mask), both ([B, 1, Q, C]). */
+static const int64_t bias_shapes[][4] = {{B, 1, 1, C}, {1, 1, Q, C}, {B, 1, Q, C}};
+#define LAYOUTS (int)(sizeof bias_shapes / sizeof *bias_shapes)
+
+static const double scale = 0.375; /* 1 / sqrt(Dh) of no particular Dh: not a power of two */
+
+/* What the op replaces: softmax(x * scale + bias), three ops. */
+static gc_tensor *composed(const gc_tensor *x, const gc_tensor *bias) {
+    gc_tensor *scaled = gc_mul_scalar(x, scale);
+    gc_tensor *biased = bias ? gc_add(scaled, bias) : gc_tensor_retain(scaled);
+    gc_tensor *y = gc_softmax(biased);
+    gc_tensor_release(scaled);
+    gc_tensor_release(biased);
+    return y;
+}
+
+static gc_tensor *random_bias(int layout, gc_dtype dtype) {
+    return gc_test_random_in(4, bias_shapes[layout], dtype, -2, 2, 40 + (uint64_t)layout);
+}
+
+static void test_equals_composed(void) {
+    const gc_dtype dtypes[] = {GC_F32, GC_F64, GC_F16, GC_BF16};
+    for (int d = 0; d < 4; d++) {
+        gc_dtype dtype = dtypes[d];
+        gc_tensor *x = gc_test_random_in(GC_SHAPE(B, H, Q, C), dtype, -4, 4, 7);
+        for (int layout = -1; layout < LAYOUTS; layout++) {
+            gc_tensor *bias = layout < 0 ? NULL : random_bias(layout, dtype);
+            gc_tensor *want = composed(x, bias), *got = gc_softmax_scaled(x, scale, bias);
+            REQUIRE(want && got);
+            char what[96];
+            snprintf(what, sizeof what, "%s, bias layout %d", gc_dtype_name(dtype), layout);
+            if (dtype == GC_F32 || dtype == GC_F64) {
+                gc_test_expect_close(want, got, 0, 0, what);
+            } else {
+                /* The logits |scale x + bias| <= 3.5 differ by one rounding of the input
+                 * (2^-11 relative in f16, 2^-8 in bf16), at most 3.5 * 2^-p absolute, which
+                 * moves a probability by at most twice that relative; each output is then
+                 * rounded once more: rtol 8 * 2^-p covers both. */
+                double unit = dtype == GC_F16 ? 0x1p-11 : 0x1p-8;
+                gc_test_expect_close(want, got, 0, 8 * unit, what);
+            }
+            RELEASE(want, got, bias);
+        }
+        gc_tensor_release(x);
+    }
+}
+
+/* BERT's padding bias (-10000 on a hidden key) gives a hidden key exactly 0, and the rows
+ * still sum to 1: x [1, 1, 2, 3] with the last key hidden. */
+static void test_masked_key(void) {
+    const double x_values[] = {1, 2, 3, -1, 0, 1}, bias_values[] = {0, 0, -10000};
+    gc_tensor *x = gc_test_tensor(GC_F32, GC_SHAPE(1, 1, 2, 3), x_values);
+    gc_tensor *bias = gc_test_tensor(GC_F32, GC_SHAPE(1, 1, 1, 3), bias_values);
+    gc_tensor *y = gc_softmax_scaled(x, 1, bias);
+    REQUIRE(y);
+    double got[6];
+    gc_to_host_f64(y, got);
+    for (int row = 0; row < 2; row++) {
+        CHECK_MSG(got[3 * row + 2] == 0, "row %d: the hidden key has probability %g", row, got[3 * row + 2]);
+        /* two keys a logit apart: e / (1 + e) and 1 / (1 + e), to f32's rounding */
+        CHECK_MSG(fabs(got[3 * row + 1] - exp(1) / (1 + exp(1))) < 1e-7, "row %d: %.9g", row, got[3 * row + 1]);
+    }
+    RELEASE(x, bias, y);
+}
+
+typedef struct { const gc_tensor *bias; } scaled_case;
+static gc_tensor *op_softmax_scaled(gc_tensor *const *x, const void *c) {
+    return gc_softmax_scaled(x[0], scale, ((const scaled_case *)c)->bias);
+}
+
+static void test_gradient(void) {
+    for (int layout = -1; layout < LAYOUTS; layout++) {
+        gc_tensor *x = gc_test_leaf(GC_SHAPE(B, H, Q, C), -3, 3, 90 + (uint64_t)(layout + 1));
+        scaled_case c = {layout < 0 ? NULL : random_bias(layout, GC_F64)};
+        gc_test_gradcheck("softmax_scaled", op_softmax_scaled, &x, 1, &c);
+        gc_tensor_release(x);
+        gc_tensor_release((gc_tensor *)c.bias);
+    }
+}
+
+/* --- refusals ------------------------------------------------------------------------------ */
+
+static void call_wrong_bias(void *arg) {
+    (void)arg;
+    gc_tensor *x = gc_zeros(GC_SHAPE(B, H, Q, C), GC_F32, gc_cpu());
+    gc_tensor *bias = gc_zeros(GC_SHAPE(B, H, 1, C), GC_F32, gc_cpu()); /* per head: not a layout */
+    gc_softmax_scaled(x, 1, bias);
+}
+
+static void call_three_dims(void *arg) {
+    (void)arg;
+    gc_softmax_scaled(gc_zeros(GC_SHAPE(H, Q, C), GC_F32, gc_cpu()), 1, NULL);
+}
+
+static void call_other_dtype(void *arg) {
+    (void)arg;
+    gc_tensor *x = gc_zeros(GC_SHAPE(B, H, Q, C), GC_F32, gc_cpu());
+    gc_softmax_scaled(x, 1, gc_zeros(GC_SHAPE(B, 1, 1, C), GC_F64, gc_cpu()));
+}
+
+static void call_bias_with_gradient(void *arg) {
+    (void)arg;
+    gc_tensor *x = gc_zeros(GC_SHAPE(1, 1, 1, C), GC_F64, gc_cpu());
+    gc_tensor *bias = gc_zeros(GC_SHAPE(1, 1, 1, C), GC_F64, gc_cpu());
+    gc_set_requires_grad(bias, true);
+    gc_tensor *loss = gc_sum_all(gc_softmax_scaled(x, 1, bias));
+    gc_backward(&loss, NULL, 1);
+}
+
+static void test_refusals(void) {
+    gc_test_expect_fatal(call_wrong_bias, NULL,
+                         "softmax_scaled: bias [2, 3, 1, 5] f32 cpu is not [1 or 2, 1, 1 or 4, 5] for x [2, 3, 4, 5]");
+    gc_test_expect_fatal(call_three_dims, NULL, "softmax_scaled: x [3, 4, 5] f32 cpu is not [B, H, Q, C]");
+    gc_test_expect_fatal(call_other_dtype, NULL, "softmax_scaled");
+    gc_test_expect_fatal(call_bias_with_gradient, NULL, "softmax_scaled: the bias is a constant mask");
+}
+
+int main(void) {
+    GC_TEST_CASE(test_equals_composed);
+    GC_TEST_CASE(test_masked_key);
+    GC_TEST_CASE(test_gradient);
+    GC_TEST_CASE(test_refusals);
+    return gc_test_result();
+}
