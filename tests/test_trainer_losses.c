@@ -182,8 +182,6 @@ static void test_accumulate(void) {
     gc_trainer_free(trainer);
     config.batch_size = 16, config.accumulate = 5;
     expect_refused(config, "--batch-size 16 times --accumulate 5: " PAIRS " has only 64 examples");
-    config.accumulate = 2, config.zero = GC_ZERO_1;
-    expect_refused(config, "--accumulate 2 with --zero: the sharded reductions under accumulation are not checked");
 }
 
 /* --gc-chunk-tokens: a budget above the whole batch's tokens, with one chunk per side, is the

@@ -94,9 +94,6 @@ static gc_status check_config(const gc_trainer_config *c) {
         return refuse("--guide with --positives %lld, --matryoshka or --loss ring: the guided loss has one positive "
                       "and is gathered", (long long)c->positives);
     if (c->guide && !isfinite(c->guide_margin)) return refuse("--guide-margin %g is not finite", c->guide_margin);
-    if (c->accumulate > 1 && c->zero != GC_ZERO_0)
-        return refuse("--accumulate %lld with --zero: the sharded reductions under accumulation are not checked yet",
-                      (long long)c->accumulate);
     if ((unsigned)c->global_loss > GC_GLOBAL_LOSS_RING)
         return refuse("--loss: global_loss %d is none of AUTO, GATHER and RING", (int)c->global_loss);
     return GC_OK;
