@@ -155,7 +155,7 @@ static void dist_zero_run_all(gc_dist_backend backend, int max_world, double sec
             for (int s = 0; s < 3; s++, variant++) {
                 char name[96];
                 zero_case c = {name, dtypes[d], stages[s], variant % 2 == 1, variant % 5 == 2, variant % 3 != 0,
-                               dtypes[d] == GC_F16, false, backend};
+                               dtypes[d] == GC_F16, false, backend, 1};
                 snprintf(name, sizeof name, "ZeRO-%s %s%s%s%s", names[s], gc_dtype_name(dtypes[d]), c.tied ? ", tied" : "",
                          c.full_batch ? ", plain step" : "", c.clip ? ", clipped" : "");
                 CHECK_MSG(dist_all_pass(world, dist_zero_body, &c, seconds), "world %d: %s", world, name);
