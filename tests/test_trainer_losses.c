@@ -235,7 +235,7 @@ static void test_guide(void) {
     gc_clear_error();
     config.guide = GC_TEST_FIXTURES "/tiny_bert";
     config.positives = 2;
-    expect_refused(config, "--guide with --positives 2, --matryoshka or --loss ring");
+    expect_refused(config, "--guide with --positives 2 or --matryoshka: the guided loss has one positive");
     config.positives = 1;
     config.guide_margin = NAN;
     expect_refused(config, "--guide-margin nan is not finite");
