@@ -90,9 +90,8 @@ static gc_status check_config(const gc_trainer_config *c) {
     if (c->global_loss == GC_GLOBAL_LOSS_RING && (c->positives > 1 || c->matryoshka_count))
         return refuse("--loss ring with --positives %lld or --matryoshka: the ring computes the one-positive loss",
                       (long long)c->positives);
-    if (c->guide && (c->positives > 1 || c->matryoshka_count))
-        return refuse("--guide with --positives %lld or --matryoshka: the guided loss has one positive and no "
-                      "prefixes", (long long)c->positives);
+    if (c->guide && c->positives > 1)
+        return refuse("--guide with --positives %lld: the guided loss has one positive", (long long)c->positives);
     if (c->guide && !isfinite(c->guide_margin)) return refuse("--guide-margin %g is not finite", c->guide_margin);
     if ((unsigned)c->global_loss > GC_GLOBAL_LOSS_RING)
         return refuse("--loss: global_loss %d is none of AUTO, GATHER and RING", (int)c->global_loss);
