@@ -147,7 +147,8 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
          "nested prefixes of the embedding, e.g. 384,256,128,64: the loss is summed over them (weights 1)"},
         {"guide", CLI_FLAG_STRING, &f->guide, 0, 0, NULL,
          "a model folder (or run) whose frozen embeddings of each batch mask out false negatives: any candidate "
-         "it scores above the query's positive less the margin (GISTEmbed; its own tokenizer)"},
+         "it scores above the query's positive less the margin (GISTEmbed; its own tokenizer; across processes "
+         "gathered, or around the ring with --loss ring)"},
         {"guide-margin", CLI_FLAG_DOUBLE, &f->guide_margin, -1e6, 1e6, NULL,
          "with --guide, the margin below the positive's guide score"},
         {"guide-margin-strategy", CLI_FLAG_CHOICE, &flags->margin_strategy, 0, 0, margin_names,

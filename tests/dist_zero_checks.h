@@ -16,7 +16,10 @@
  *   - after the reduction and between steps, the gradient memory is the shards (and at ZeRO-1
  *     the local gradient), exactly, by the allocator's count of gradient bytes;
  *   - a step one rank finds an inf in (a poisoned element of rank 0's shard) is skipped by
- *     every rank, as the reference (whose all-reduce spreads the inf) skips it. */
+ *     every rank, as the reference (whose all-reduce spreads the inf) skips it;
+ *   - with K batches accumulated per update (gc_ddp_micro_batch), all of the above against the
+ *     reference accumulating the same K: the reductions counted per update, the scaler's verdict
+ *     and the gradient memory after the update's last batch. */
 #ifndef GC_TESTS_DIST_ZERO_CHECKS_H
 #define GC_TESTS_DIST_ZERO_CHECKS_H
 
@@ -88,7 +91,10 @@ static int dist_zero_body(int rank, int world, void *arg) {
     int64_t chunks = c->full_batch ? 1 : ZERO_GLOBAL_ROWS / world / ZERO_CHUNK;
     int64_t by_model = chunks * (dist_buckets_holding(z.ddp, &z.q.params) +
                                  dist_buckets_holding(z.ddp, c->tied ? &z.q.params : &z.p.params));
-    int64_t reductions = every ? by_model : buckets, ref_reductions = c->sync_every_backward ? by_model : buckets;
+    /* with accumulation, only the last micro-batch syncs -- except at 2b, whose every micro-batch
+     * reduces every backward into the shards (each a check that every rank runs as many) */
+    int64_t syncing = c->zero == GC_ZERO_2_EVERY_BACKWARD ? zero_micro_batches(c) : 1;
+    int64_t reductions = every ? syncing * by_model : buckets, ref_reductions = c->sync_every_backward ? by_model : buckets;
     for (int step = 0; step < STEPS; step++) {
         zero_counts a = zero_counts_of(group, &ref);
         bool ref_took = zero_step_of(&ref, group, c, step, 0);
@@ -99,7 +105,7 @@ static int dist_zero_body(int rank, int world, void *arg) {
                   c->name, step, took, ref_took);
         /* beyond the reference's: the reductions, the gathers, the verdict and the norm */
         int64_t extra = reductions - ref_reductions + (took ? buckets : 0) + (took && c->clip) +
-                        (every && !c->sync_every_backward); /* the check that every rank runs as many */
+                        (every ? syncing : 0) - c->sync_every_backward; /* the checks that every rank runs as many */
         CHECK_MSG(e.group.collectives - d.group.collectives == b.group.collectives - a.group.collectives + extra,
                   "%s, step %d: %lld collectives, the reference %lld", c->name, step,
                   (long long)(e.group.collectives - d.group.collectives), (long long)(b.group.collectives - a.group.collectives));
@@ -149,7 +155,7 @@ static void dist_zero_run_all(gc_dist_backend backend, int max_world, double sec
             for (int s = 0; s < 3; s++, variant++) {
                 char name[96];
                 zero_case c = {name, dtypes[d], stages[s], variant % 2 == 1, variant % 5 == 2, variant % 3 != 0,
-                               dtypes[d] == GC_F16, false, backend};
+                               dtypes[d] == GC_F16, false, backend, 1};
                 snprintf(name, sizeof name, "ZeRO-%s %s%s%s%s", names[s], gc_dtype_name(dtypes[d]), c.tied ? ", tied" : "",
                          c.full_batch ? ", plain step" : "", c.clip ? ", clipped" : "");
                 CHECK_MSG(dist_all_pass(world, dist_zero_body, &c, seconds), "world %d: %s", world, name);
@@ -157,6 +163,23 @@ static void dist_zero_run_all(gc_dist_backend backend, int max_world, double sec
         zero_case c = {"ZeRO-1 f32, every backward reduced", GC_F32, GC_ZERO_1, .sync_every_backward = true,
                        .backend = backend};
         CHECK_MSG(dist_all_pass(world, dist_zero_body, &c, seconds), "world %d: %s", world, c.name);
+        /* K batches accumulated per update against the reference accumulating them: at 1 and 2a
+         * one reduction per update (bitwise on the TCP ring), at 2b every backward's added into
+         * the shards; the f16 case's scaler judges the update once, after its last batch */
+        const zero_case accumulated[] = {
+            {"ZeRO-1 f32, 3 batches accumulated", GC_F32, GC_ZERO_1, .backend = backend, .accumulate = 3},
+            {"ZeRO-2a f32, 3 batches accumulated, tied", GC_F32, GC_ZERO_2, .tied = true, .backend = backend,
+             .accumulate = 3},
+            {"ZeRO-2b f32, 3 batches accumulated, clipped", GC_F32, GC_ZERO_2_EVERY_BACKWARD, .clip = true,
+             .backend = backend, .accumulate = 3},
+            {"ZeRO-2a f16, 2 batches accumulated, plain step", GC_F16, GC_ZERO_2, .full_batch = true, .scaler = true,
+             .backend = backend, .accumulate = 2},
+            {"ZeRO-2b bf16, 2 batches accumulated", GC_BF16, GC_ZERO_2_EVERY_BACKWARD, .backend = backend,
+             .accumulate = 2},
+        };
+        for (size_t i = 0; i < sizeof accumulated / sizeof *accumulated; i++)
+            CHECK_MSG(dist_all_pass(world, dist_zero_body, (void *)&accumulated[i], seconds), "world %d: %s", world,
+                      accumulated[i].name);
     }
 }
 

@@ -23,7 +23,10 @@ typedef struct zero_case {
     bool tied, full_batch, clip, scaler;
     bool sync_every_backward; /* Gradient Cache's: a reduction after every backward at any stage */
     gc_dist_backend backend;  /* the group's; the models live on a GPU for NCCL, else the CPU */
+    int accumulate;           /* micro-batches per update (gc_ddp_micro_batch); 0 or 1: one */
 } zero_case;
+
+static inline int zero_micro_batches(const zero_case *c) { return c->accumulate > 1 ? c->accumulate : 1; }
 
 /* Where rank `rank`'s models live: its own GPU when there are enough, else cuda:0 (NCCL), or
  * the CPU. */
@@ -82,8 +85,8 @@ static inline void zero_model_free(zero_model *m) {
     free_encoder(&m->p);
 }
 
-/* Step `step`'s global batch, the same for every world size and device, and this rank's rows
- * of it: queries and passages [ZERO_GLOBAL_ROWS / world, IN]. */
+/* Global batch `step`, the same for every world size and device, and this rank's rows of it:
+ * queries and passages [ZERO_GLOBAL_ROWS / world, IN]. */
 static inline void zero_batch(const zero_case *c, int step, int rank, int world, gc_tensor **q, gc_tensor **p) {
     int64_t rows = ZERO_GLOBAL_ROWS / world;
     gc_device device = zero_device(c, rank);
@@ -95,10 +98,10 @@ static inline void zero_batch(const zero_case *c, int step, int rank, int world,
     RELEASE(all_q, all_p);
 }
 
-/* Forward and backward of step `step`, through the bucketer's reductions. */
+/* Forward and backward of step `step`, through the bucketer's reductions: one batch, or with
+ * c->accumulate K the global batches step K + k, k < K, their gradients summed (the bucketer
+ * reducing the sum once, after the last; at 2b after every backward, into the shards). */
 static inline void zero_backward(zero_model *m, gc_process_group *group, const zero_case *c, int step) {
-    gc_tensor *q, *p;
-    zero_batch(c, step, gc_dist_rank(group), gc_dist_world_size(group), &q, &p);
     mlp_encoder *second = c->tied ? &m->q : &m->p;
     gc_cache_config config = {
         .n_models = 2,
@@ -109,13 +112,19 @@ static inline void zero_backward(zero_model *m, gc_process_group *group, const z
         .ddp = m->ddp,
         .sync_every_backward = c->sync_every_backward,
     };
-    gc_batch inputs[2] = {{1, {"x"}, {q}}, {1, {"x"}, {p}}};
-    gc_cache *cache = gc_cache_new(&config);
-    double loss;
-    gc_status status = c->full_batch ? gc_cache_full_batch_step(cache, inputs, &loss) : gc_cache_step(cache, inputs, &loss, NULL);
-    CHECK_MSG(status == GC_OK, "%s, step %d: %s", c->name, step, gc_last_error());
-    gc_cache_free(cache);
-    RELEASE(q, p);
+    int batches = zero_micro_batches(c);
+    for (int k = 0; k < batches; k++) {
+        gc_tensor *q, *p;
+        zero_batch(c, step * batches + k, gc_dist_rank(group), gc_dist_world_size(group), &q, &p);
+        if (batches > 1) gc_ddp_micro_batch(m->ddp, k, batches);
+        gc_batch inputs[2] = {{1, {"x"}, {q}}, {1, {"x"}, {p}}};
+        gc_cache *cache = gc_cache_new(&config);
+        double loss;
+        gc_status status = c->full_batch ? gc_cache_full_batch_step(cache, inputs, &loss) : gc_cache_step(cache, inputs, &loss, NULL);
+        CHECK_MSG(status == GC_OK, "%s, step %d, batch %d: %s", c->name, step, k, gc_last_error());
+        gc_cache_free(cache);
+        RELEASE(q, p);
+    }
 }
 
 #define ZERO_MAX_NORM 0.05 /* below the tiny model's gradient norms: clipping acts */

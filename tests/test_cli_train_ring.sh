@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # gradcache train --loss ring|gather|auto under gradcache launch: two processes train the same
 # run with the loss around the ring and with the gathered loss, and every step's loss and
-# gradient norm agree; the log and the summary say which ran; auto gathers a batch this small;
-# a plain step or the full loss with the ring is refused. A tiny model, seconds on two cores.
+# gradient norm agree, with --guide (the GIST loss) too; the log and the summary say which ran;
+# auto gathers a batch this small; a plain step or the full loss with the ring is refused. A
+# tiny model, seconds on two cores.
 # usage: test_cli_train_ring.sh GRADCACHE
 set -uo pipefail
 gradcache=${1:?usage: test_cli_train_ring.sh path/to/gradcache}
@@ -51,6 +52,32 @@ check grep -q '"global_loss":"local"' "$work/alone/log.jsonl" "one process: $(ca
 checks=$((checks + 1))
 grep -q 'the loss around\|the loss over' "$work/stdout" &&
     fail "one process: the summary names an exchange: $(cat "$work/stdout")"
+
+# --guide (that one-step run guiding): the GIST loss around the ring, each process with its own
+# guide rows travelling beside its passages, takes the steps the gathered GIST loss takes -- the
+# same tolerance and reasons as above (the masks are the same: the guide's f32 scores of each
+# pair are computed alike, and none of these falls within a rounding of its threshold); auto
+# gathers with a guide (its rows are given before the cache would choose)
+guided() {
+    expect_ok timeout 120 "$gradcache" launch -n 2 -- "$gradcache" train "${common[@]}" --guide "$work/alone" \
+        --guide-margin 0.05 --loss "$1" --out "$work/guided_$1"
+    local said
+    said=$(grep -o '"global_loss":"[a-z]*"' "$work/guided_$1/log.jsonl" | uniq -c | tr -s ' ')
+    check [ "$said" = " 6 \"global_loss\":\"$2\"" ] "--guide --loss $1: not every one of 6 steps says $2: $said"
+}
+guided ring ring
+guided gather gather
+guided auto gather
+for step in 1 2 3 4 5 6; do
+    for key in loss grad_norm; do
+        a=$(field "$work/guided_ring/log.jsonl" $step $key) b=$(field "$work/guided_gather/log.jsonl" $step $key)
+        check awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; exit !(d * d <= 1e-10 * b * b) }' \
+            "--guide, step $step: the ring's $key $a, the gather's $b"
+    done
+done
+# the guide masks something: the unguided run's first loss (the same initial model) is higher
+a=$(field "$work/guided_ring/log.jsonl" 1 loss) b=$(field "$work/ring/log.jsonl" 1 loss)
+check awk -v a="$a" -v b="$b" 'BEGIN { exit !(a < b) }' "--guide: step 1's loss $a, without a guide $b"
 
 expect_error "--loss ring needs --gc" "$gradcache" train --data "$pairs" --model-size tiny --loss ring
 expect_ok "$gradcache" train --help

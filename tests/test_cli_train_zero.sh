@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # gradcache train --zero under gradcache launch: 2 processes at --zero 1, 2 and 2b train what
-# --zero 0 trains (model and checkpoint to 1e-5, below); rank 0 alone says once which
-# launcher's environment started the run; a sharded run's checkpoint holds AdamW's whole
-# state (the unsharded run's tensors), resumes bitwise with as many processes and at another
-# stage, and with another number of processes (4, and 1 unlaunched; a plain ZeRO-0 run too) as
-# the data-order rule of docs/TRAIN.md says; --zero 2b with shares of unequal chunk counts is
-# refused. A tiny model.
+# --zero 0 trains (model and checkpoint to 1e-5, below), with --accumulate 2 too; rank 0 alone
+# says once which launcher's environment started the run; a sharded run's checkpoint holds
+# AdamW's whole state (the unsharded run's tensors), resumes bitwise with as many processes and
+# at another stage, and with another number of processes (4, and 1 unlaunched; a plain ZeRO-0
+# run too) as the data-order rule of docs/TRAIN.md says; --zero 2b with shares of unequal chunk
+# counts is refused. A tiny model.
 #
 # The tolerance: ZeRO-1 and 2 reduce-scatter what ZeRO-0 all-reduces (the ring's first half:
 # the same sums) and clip with the shards' sums of squares added in another order (the f64
@@ -45,6 +45,16 @@ for stage in 1 2 2b; do
     for file in model.safetensors checkpoint.safetensors; do
         check close "$work/z$stage/$file" "$work/z0/$file" "--zero $stage: $file is not --zero 0's"
     done
+done
+
+# --accumulate 2: two cached steps summed per update, one reduction (2b: one per chunk, into the
+# shards) and one AdamW step; every stage trains --zero 0's model (the same tolerance)
+expect_ok launch 2 -- "${train[@]}" --steps 3 --accumulate 2 --out "$work/acc_z0"
+for stage in 1 2 2b; do
+    expect_ok launch 2 -- "${train[@]}" --steps 3 --accumulate 2 --zero "$stage" --out "$work/acc_z$stage"
+    check grep -q "^\[0\] trained steps 1-3 of 3" "$work/stdout" "--accumulate 2 --zero $stage: $(cat "$work/stdout")"
+    check close "$work/acc_z$stage/checkpoint.safetensors" "$work/acc_z0/checkpoint.safetensors" \
+        "--accumulate 2 --zero $stage: the checkpoint is not --zero 0's"
 done
 
 # stopped at ZeRO-2 and resumed: at ZeRO-2 the same bytes as straight through, at ZeRO-1 too

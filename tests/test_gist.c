@@ -1,7 +1,7 @@
 /* The GIST loss (loss.h): against the formula written out in PyTorch
  * (tests/make_loss_fixture.py), by autograd, by value_and_grad untiled and tiled; the guide's mask changing
- * the loss; a GradCache step with it against the full-batch step; the options that make no
- * sense stop the program naming them. */
+ * the loss; a GradCache step with it (and with Matryoshka over it) against the full-batch step;
+ * the options that make no sense stop the program naming them. */
 #include "loss_checks.h"
 
 /* make_loss_fixture.py's GIST cases, their options written out again */
@@ -73,6 +73,10 @@ static void test_cache_matches_full_batch(void) {
     options.contrastive.method = GC_CONTRASTIVE_TILED;
     options.contrastive.tile_size = 4;
     check_cache_matches_full(gc_gist_loss_fn(&options), 6, 12, "GIST, tiled by 4");
+    /* Matryoshka over it: each prefix's student scores, the guide's whole rows masking them */
+    gc_matryoshka_options nested = {.base = gc_gist_loss_fn(&options), .count = 3, .dims = {8, 4, 2},
+                                    .weights = {1, 0.5, 0.25}};
+    check_cache_matches_full(gc_matryoshka_loss_fn(&nested), 6, 12, "Matryoshka 8/4/2 over GIST, tiled by 4");
     options.contrastive.method = GC_CONTRASTIVE_FULL;
     options.margin_strategy = GC_GIST_RELATIVE;
     check_cache_matches_full(gc_gist_loss_fn(&options), 6, 12, "GIST, relative, by the cache's backward");

@@ -182,8 +182,6 @@ static void test_accumulate(void) {
     gc_trainer_free(trainer);
     config.batch_size = 16, config.accumulate = 5;
     expect_refused(config, "--batch-size 16 times --accumulate 5: " PAIRS " has only 64 examples");
-    config.accumulate = 2, config.zero = GC_ZERO_1;
-    expect_refused(config, "--accumulate 2 with --zero: the sharded reductions under accumulation are not checked");
 }
 
 /* --gc-chunk-tokens: a budget above the whole batch's tokens, with one chunk per side, is the
@@ -214,7 +212,8 @@ static void test_chunk_tokens(void) {
 /* --guide (a pretrained BERT with its own WordPiece tokenizer guiding the byte-level preset):
  * a GradCache run logs the plain run's losses; the guide's mask moves the loss (margin 0 masks
  * at least the queries' and positives' own rows, which the guide scores 1; margin -1e6 masks
- * nothing); the checkpoint keeps the setting; what the guided loss does not offer is refused. */
+ * nothing); --matryoshka over it; the checkpoint keeps the setting; what the guided loss does
+ * not offer is refused. */
 static void test_guide(void) {
     char out[256];
     double cached[2], unmasked[2];
@@ -229,6 +228,27 @@ static void test_guide(void) {
     run(config, unmasked);
     CHECK_MSG(unmasked[0] > cached[0] + 0.1, "masking removes candidates: %.9g masked, %.9g not", cached[0],
               unmasked[0]);
+    /* --matryoshka over the guided loss: the whole embedding alone is the guided loss, bit for
+     * bit; with a prefix of 16 too, GradCache logs the plain run's losses */
+    double whole[2], nested[2];
+    config = small_run("guided_whole", out, sizeof out);
+    config.guide = GC_TEST_FIXTURES "/tiny_bert";
+    config.chunk_sizes[0] = config.chunk_sizes[1] = 16;
+    config.matryoshka_count = 1;
+    config.matryoshka_dims[0] = 64;
+    config.matryoshka_weights[0] = 1;
+    run(config, whole);
+    CHECK_MSG(whole[0] == cached[0] && whole[1] == cached[1], "--guide, the whole embedding alone: %.9g, %.9g; "
+              "guided %.9g, %.9g", whole[0], whole[1], cached[0], cached[1]);
+    config = small_run("guided_nested", out, sizeof out);
+    config.guide = GC_TEST_FIXTURES "/tiny_bert";
+    config.chunk_sizes[0] = config.chunk_sizes[1] = 16;
+    config.matryoshka_count = 2;
+    config.matryoshka_dims[0] = 64, config.matryoshka_dims[1] = 16;
+    config.matryoshka_weights[0] = config.matryoshka_weights[1] = 1;
+    expect_cached_equals_plain(config, "guided_nested_plain", nested);
+    CHECK_MSG(nested[0] > cached[0] + 1, "--guide, 64 and 16: %.9g, 64 alone %.9g (the prefix adds a loss of its own)",
+              nested[0], cached[0]);
 
     config.guide = NULL; /* the checkpoint keeps the guide: resuming without it is refused */
     gc_trainer *trainer;
@@ -237,7 +257,7 @@ static void test_guide(void) {
     gc_clear_error();
     config.guide = GC_TEST_FIXTURES "/tiny_bert";
     config.positives = 2;
-    expect_refused(config, "--guide with --positives 2, --matryoshka or --loss ring");
+    expect_refused(config, "--guide with --positives 2: the guided loss has one positive");
     config.positives = 1;
     config.guide_margin = NAN;
     expect_refused(config, "--guide-margin nan is not finite");

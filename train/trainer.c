@@ -90,13 +90,9 @@ static gc_status check_config(const gc_trainer_config *c) {
     if (c->global_loss == GC_GLOBAL_LOSS_RING && (c->positives > 1 || c->matryoshka_count))
         return refuse("--loss ring with --positives %lld or --matryoshka: the ring computes the one-positive loss",
                       (long long)c->positives);
-    if (c->guide && (c->positives > 1 || c->matryoshka_count || c->global_loss == GC_GLOBAL_LOSS_RING))
-        return refuse("--guide with --positives %lld, --matryoshka or --loss ring: the guided loss has one positive "
-                      "and is gathered", (long long)c->positives);
+    if (c->guide && c->positives > 1)
+        return refuse("--guide with --positives %lld: the guided loss has one positive", (long long)c->positives);
     if (c->guide && !isfinite(c->guide_margin)) return refuse("--guide-margin %g is not finite", c->guide_margin);
-    if (c->accumulate > 1 && c->zero != GC_ZERO_0)
-        return refuse("--accumulate %lld with --zero: the sharded reductions under accumulation are not checked yet",
-                      (long long)c->accumulate);
     if ((unsigned)c->global_loss > GC_GLOBAL_LOSS_RING)
         return refuse("--loss: global_loss %d is none of AUTO, GATHER and RING", (int)c->global_loss);
     return GC_OK;
@@ -124,6 +120,11 @@ static gc_status check_zero(const gc_trainer *t) {
 
 int64_t gc_trainer_accumulation(const gc_trainer_config *config) {
     return config->accumulate > 1 ? config->accumulate : 1;
+}
+
+gc_global_loss gc_trainer_global_loss(const gc_trainer_config *config) {
+    if (!config->gc || (config->guide && config->global_loss == GC_GLOBAL_LOSS_AUTO)) return GC_GLOBAL_LOSS_GATHER;
+    return config->global_loss;
 }
 
 int64_t gc_trainer_positives(const gc_trainer_config *config) {
@@ -290,8 +291,7 @@ static gc_status set_up(gc_trainer *t, bool resume) {
         /* ranks could not agree on a retry, and a retry zeroes the gradients accumulated so far */
         .auto_chunk = t->config.gc && !t->dist.group && gc_trainer_accumulation(&t->config) == 1,
         .group = t->dist.group,
-        /* the plain step holds the whole local batch's activations: the gathered rows are no burden */
-        .global_loss = t->config.gc ? t->config.global_loss : GC_GLOBAL_LOSS_GATHER,
+        .global_loss = gc_trainer_global_loss(&t->config),
         .ddp = t->dist.ddp,
         .scaler = t->progress.scaled ? &t->progress.scaler : NULL, /* read at each step */
     };

@@ -49,5 +49,10 @@ gc_status gc_trainer_failed(const gc_trainer *trainer, const char *what);
 int64_t gc_trainer_accumulation(const gc_trainer_config *config);
 /* Positives per example: config->positives, 0 counting as 1. */
 int64_t gc_trainer_positives(const gc_trainer_config *config);
+/* How the cache sees the global batch: config->global_loss, except that a plain step gathers
+ * (it holds the whole local batch's activations: the gathered rows are no burden), and so does
+ * --guide under AUTO -- the guide's rows are given before the cache would choose, the global
+ * batch's for the gathered loss, this rank's for the ring. */
+gc_global_loss gc_trainer_global_loss(const gc_trainer_config *config);
 
 #endif

@@ -45,9 +45,10 @@ static gc_status clip_and_update(gc_trainer *t, double loss, double divisor, dou
 }
 
 /* side's rows (a new tensor) gathered over the ranks in rank order, as the cache gathers the
- * student's: the global batch's rows; in a world of one, side itself. */
+ * student's: the global batch's rows; in a world of one, or for the loss around the ring (which
+ * takes each rank's own rows), side itself. */
 static gc_tensor *gathered(const gc_trainer *t, gc_tensor *side) {
-    if (!t->dist.group || !side) return side;
+    if (!t->dist.group || !side || gc_trainer_global_loss(&t->config) == GC_GLOBAL_LOSS_RING) return side;
     gc_tensor *all = gc_dist_all_gather(t->dist.group, side, NULL);
     gc_tensor_release(side);
     return all;
@@ -57,7 +58,7 @@ static gc_tensor *gathered(const gc_trainer *t, gc_tensor *side) {
  * loss's options (released with release_guide): its queries, and each example's positive then
  * its hard negatives, the passages' order. Each rank encodes its own share of the examples,
  * and the shares are gathered: every rank holds the global batch's guide rows, as the gathered
- * loss holds the student's. */
+ * loss holds the student's (around the ring, each keeps its own, as the student's). */
 static gc_status guide_representations(gc_trainer *t, const int64_t *all_examples) {
     const gc_trainer_config *c = &t->config;
     int64_t start, count, per_example = 1 + c->hard_negatives;

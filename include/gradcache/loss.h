@@ -233,10 +233,26 @@ gc_status gc_gist_loss_tiled(const gc_tensor *queries, const gc_tensor *passages
  * differentiated by autograd on detached copies (as gc_contrastive_value_and_grad). */
 gc_status gc_gist_value_and_grad(const gc_tensor *queries, const gc_tensor *passages, const gc_gist_options *options,
                                  double seed, double *value, gc_tensor **grad_queries, gc_tensor **grad_passages);
+/* The same loss over the global batch of a process group, without gathering it: the ring
+ * contrastive loss's passes (gc_contrastive_loss_ring: its arguments, options, results, errors
+ * and checks of agreement) with each rank's block carrying its passages, its queries and its
+ * queries' positives -- the columns of the three blocks of logits -- and the guide's unit rows of
+ * each, so that every tile is masked as gc_gist_loss_tiled masks it over the gathered batch.
+ * queries [nq, D], passages [np, D] and the guide's rows (options->guide_queries [nq, Dg],
+ * guide_passages [np, Dg]) are this rank's; targets, when given, the global batch's. Each query's
+ * positive must be one of its own rank's passages (checked: stops the program naming it), as
+ * when each rank holds its own examples' passages. Sent per rank: 2 (N - 1) blocks of
+ * (np + 2 nq) rows of D and of Dg numbers, and N block gradients. */
+gc_status gc_gist_loss_ring(gc_process_group *group, const gc_tensor *queries, const gc_tensor *passages,
+                            const gc_gist_options *options, double seed, double *value, gc_tensor **grad_queries,
+                            gc_tensor **grad_passages);
 /* A gc_loss_fn for it over (queries, passages); options kept by pointer, and read at each call,
- * so the caller sets the guide's representations of each step's batch (across processes: the
- * global batch's, gathered as the cache gathers the student's). Its value_and_grad is
- * gc_gist_value_and_grad, NULL with GC_CONTRASTIVE_FULL (as the contrastive loss's); no ring. */
+ * so the caller sets the guide's representations of each step's batch. Across processes they
+ * are the global batch's (gathered as the cache gathers the student's) for the gathered loss,
+ * and this rank's own for the ring (gc_cache_config.global_loss RING, which the caller must
+ * then ask for: under AUTO the choice is made after the guide's rows are set). Its
+ * value_and_grad is gc_gist_value_and_grad, NULL with GC_CONTRASTIVE_FULL (as the contrastive
+ * loss's); its group_value_and_grad is gc_gist_loss_ring. */
 gc_loss_fn gc_gist_loss_fn(const gc_gist_options *options);
 
 #ifdef __cplusplus

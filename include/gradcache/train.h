@@ -350,8 +350,8 @@ typedef struct gc_trainer_config {
     gc_global_loss global_loss; /* --loss: across processes, the gathered loss or the ring's
                                    (gc_cache_config.global_loss; AUTO: the ring when the gathered
                                    representations and their gradients would take more than a
-                                   quarter of the memory limit); RING needs gc and no FULL loss,
-                                   and a plain step gathers */
+                                   quarter of the memory limit; with a guide, the gathered loss);
+                                   RING needs gc and no FULL loss, and a plain step gathers */
     int64_t steps, epochs;      /* --steps, else --epochs (0: one) */
     double lr;                  /* --lr: the peak rate (warm-up over 10% of the steps, then down to 0) */
     double temperature;         /* --temperature */
@@ -366,7 +366,8 @@ typedef struct gc_trainer_config {
     double matryoshka_weights[GC_MATRYOSHKA_MAX_DIMS]; /* their weights (the program gives 1 each) */
     const char *guide;          /* --guide: a model folder (or run) whose frozen embeddings of each
                                    batch mask the false negatives out of the loss (the GIST loss,
-                                   gradcache/loss.h; its own tokenizer, in f32); NULL: none */
+                                   gradcache/loss.h; its own tokenizer, in f32; gathered or around
+                                   the ring, as global_loss says); NULL: none */
     double guide_margin;        /* --guide-margin (finite) */
     gc_gist_margin guide_margin_strategy; /* --guide-margin-strategy */
     int64_t seed;               /* --seed */

@@ -38,19 +38,21 @@ static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 typedef struct rank_shape {
     int64_t queries, passages, dim;
     int64_t dtype, similarity, reduction, symmetric, targets_given;
+    int64_t guide_dim; /* GIST: the guide's Dg; 0 without a guide */
     double temperature;
 } rank_shape;
 
-static rank_shape shape_of(const gc_tensor *queries, const gc_tensor *passages, const gc_contrastive_options *o) {
+static rank_shape shape_of(const ring_loss *loss, const gc_tensor *queries, const gc_tensor *passages) {
+    const gc_contrastive_options *o = loss->options;
     return (rank_shape){queries->shape[0], passages->shape[0], queries->shape[1], queries->dtype, o->similarity,
-                        o->reduction, o->symmetric, o->targets != NULL, o->temperature};
+                        o->reduction, o->symmetric, o->targets != NULL, loss->guide_dim, o->temperature};
 }
 
 static const char *describe(const rank_shape *s, char *text, size_t size) {
-    snprintf(text, size, "D %lld, %s, %s, temperature %g, %s, %s, %s", (long long)s->dim,
+    snprintf(text, size, "D %lld, %s, %s, temperature %g, %s, %s, %s, guide Dg %lld", (long long)s->dim,
              gc_dtype_name((gc_dtype)s->dtype), s->similarity == GC_SIMILARITY_COSINE ? "cosine" : "dot",
              s->temperature, s->reduction == GC_LOSS_MEAN ? "mean" : "sum", s->symmetric ? "symmetric" : "one-sided",
-             s->targets_given ? "targets given" : "default targets");
+             s->targets_given ? "targets given" : "default targets", (long long)s->guide_dim);
     return text;
 }
 
@@ -59,7 +61,8 @@ static const char *describe(const rank_shape *s, char *text, size_t size) {
 static void check_agreement(int rank, const rank_shape *mine, int other, const rank_shape *theirs) {
     bool same = mine->dim == theirs->dim && mine->dtype == theirs->dtype && mine->similarity == theirs->similarity &&
                 mine->reduction == theirs->reduction && mine->symmetric == theirs->symmetric &&
-                mine->targets_given == theirs->targets_given && mine->temperature == theirs->temperature;
+                mine->targets_given == theirs->targets_given && mine->temperature == theirs->temperature &&
+                mine->guide_dim == theirs->guide_dim;
     char a[160], b[160];
     if (!same)
         gc_fatal(OP ": rank %d calls with %s, rank %d with %s (every rank must give the same)", rank,
@@ -68,18 +71,20 @@ static void check_agreement(int rank, const rank_shape *mine, int other, const r
 
 /* Every rank's rows (the layout of the global batch) and the checks of agreement. */
 static gc_status exchange_shapes(ring_loss *loss, const gc_tensor *queries, const gc_tensor *passages) {
-    rank_shape mine = shape_of(queries, passages, loss->options);
+    rank_shape mine = shape_of(loss, queries, passages);
     rank_shape *all = malloc((size_t)loss->world * sizeof *all);
     if (!all) gc_fatal(OP ": out of host memory for %d ranks", loss->world);
     gc_status status = gc_dist_all_gather_host(loss->group, &mine, sizeof mine, all);
     for (int r = 0; r < loss->world && status == GC_OK; r++) {
         check_agreement(loss->rank, &mine, r, &all[r]);
         if (r < loss->rank) loss->query_start += all[r].queries;
+        loss->query_starts[r] = loss->total_queries;
         loss->passage_start[r] = loss->total_passages;
         loss->passage_count[r] = all[r].passages;
+        loss->block_rows[r] = all[r].passages + (loss->gist ? 2 * all[r].queries : 0);
         loss->total_queries += all[r].queries;
         loss->total_passages += all[r].passages;
-        loss->largest_block = max64(loss->largest_block, all[r].passages);
+        loss->largest_block = max64(loss->largest_block, loss->block_rows[r]);
     }
     free(all);
     return status;
@@ -174,6 +179,11 @@ static gc_status make_buffers(ring_loss *loss, gc_dtype dtype, gc_device device)
             loss->vectors_in[i] = gc_empty(GC_SHAPE(loss->n_vectors * largest), dtype, device);
             ok = ok && loss->reps_in[i] && loss->vectors_in[i];
         }
+        if (loss->world > 1 && loss->gist) { /* in the guide's dtype */
+            loss->guide_in[i] = gc_empty(GC_SHAPE(largest * loss->guide_dim), gc_ring_gist_own_guide(loss)->dtype,
+                                         device);
+            ok = ok && loss->guide_in[i];
+        }
         if (loss->tiles.symmetric) {
             loss->stats[i] = gc_empty(GC_SHAPE(2 * largest), dtype, device);
             ok = ok && loss->stats[i];
@@ -191,18 +201,23 @@ static gc_status prepare(ring_loss *loss, const gc_tensor *queries, const gc_ten
     gc_loss_side *q = &loss->queries, *p = &loss->passages;
     int64_t tile = loss->tiles.tile;
     gc_status status = gc_loss_side_prepare(q, queries, o->similarity, 1.0 / o->temperature, tile, true);
-    /* the passages' gradient arrives at the last step, in a block gradient's buffer */
-    if (status == GC_OK) status = gc_loss_side_prepare(p, passages, o->similarity, 1.0, tile, false);
     if (status == GC_OK) status = gc_loss_side_start_lse(q);
+    if (status != GC_OK) return status;
+    q->targets = local_targets(loss, gc_loss_side_count(q), q->reps->device);
+    q->target_score = gc_empty(GC_SHAPE(gc_loss_side_count(q)), q->reps->dtype, q->reps->device);
+    if (!q->targets || !q->target_score) return gc_last_status();
+    /* this rank's block: its passages, or with a guide (which needs the targets) more rows */
+    gc_tensor *block = NULL;
+    if (loss->gist) status = gc_ring_gist_prepare(loss, queries, passages, &block);
+    else block = gc_tensor_retain((gc_tensor *)passages);
+    /* the block's gradient arrives at the last step, in a block gradient's buffer */
+    if (status == GC_OK) status = gc_loss_side_prepare(p, block, o->similarity, 1.0, tile, false);
+    gc_tensor_release(block);
     if (status != GC_OK) return status;
     gc_dtype dtype = q->reps->dtype;
     status = gc_loss_tiles_init(&loss->tiles, tile, gc_loss_side_count(q), loss->largest_block, dtype, q->reps->device);
     if (status == GC_OK) status = own_block(loss);
-    if (status == GC_OK) status = make_buffers(loss, dtype, q->reps->device);
-    if (status != GC_OK) return status;
-    q->targets = local_targets(loss, gc_loss_side_count(q), q->reps->device);
-    q->target_score = gc_empty(GC_SHAPE(gc_loss_side_count(q)), dtype, q->reps->device);
-    return q->targets && q->target_score ? GC_OK : gc_last_status();
+    return status == GC_OK ? make_buffers(loss, dtype, q->reps->device) : status;
 }
 
 /* Every rank learns whether all could prepare before any block moves, so that one rank's
@@ -237,9 +252,24 @@ static gc_status explain_non_finite(const ring_loss *loss, const gc_tensor *quer
 
 static void release_buffers(ring_loss *loss) {
     GC_RELEASE_ALL(loss->reps_in[0], loss->reps_in[1], loss->vectors_in[0], loss->vectors_in[1], loss->stats[0],
-                   loss->stats[1], loss->grads[0], loss->grads[1]);
+                   loss->stats[1], loss->grads[0], loss->grads[1], loss->guide_in[0], loss->guide_in[1]);
     loss->reps_in[0] = loss->reps_in[1] = loss->vectors_in[0] = loss->vectors_in[1] = NULL;
     loss->stats[0] = loss->stats[1] = loss->grads[0] = loss->grads[1] = NULL;
+    loss->guide_in[0] = loss->guide_in[1] = NULL;
+}
+
+/* The guided loss's gradients of this rank's rows, seeded, in the inputs' dtypes. */
+static gc_status guided_gradients(ring_loss *loss, const gc_tensor *queries, const gc_tensor *passages,
+                                  gc_tensor **grads) {
+    gc_tensor *working[2] = {NULL, NULL};
+    gc_status status = gc_ring_gist_gradients(loss, &working[0], &working[1]);
+    if (status == GC_OK) {
+        grads[0] = gc_loss_seeded(working[0], loss->seed, queries->dtype);
+        grads[1] = gc_loss_seeded(working[1], loss->seed, passages->dtype);
+        status = grads[0] && grads[1] ? GC_OK : gc_last_status();
+    }
+    GC_RELEASE_ALL(working[0], working[1]);
+    return status;
 }
 
 /* Everything after the shapes are known, under no-grad. */
@@ -247,13 +277,16 @@ static gc_status run(ring_loss *loss, const gc_tensor *queries, const gc_tensor 
                      gc_tensor **grads) {
     gc_status status = agree_prepared(loss, prepare(loss, queries, passages));
     if (status == GC_OK) status = gc_ring_forward(loss);
+    if (status == GC_OK && loss->gist) status = gc_ring_gist_status(loss);
     if (status == GC_OK) status = gc_ring_value(loss, value);
     if (status == GC_OK && loss->total_queries > 0 && !isfinite(*value))
         status = explain_non_finite(loss, queries, passages, *value);
     if (status == GC_OK) status = gc_ring_backward(loss);
+    if (status == GC_OK && loss->gist) status = gc_ring_gist_status(loss);
     release_buffers(loss); /* before the last temporaries: they do not add to the peak */
     if (status == GC_OK) status = gc_loss_side_normalisation_backward(&loss->queries, loss->tiles.tile);
     if (status == GC_OK) status = gc_loss_side_normalisation_backward(&loss->passages, loss->tiles.tile);
+    if (status == GC_OK && loss->gist) return guided_gradients(loss, queries, passages, grads);
     if (status != GC_OK) return status;
     grads[0] = gc_loss_seeded(loss->queries.grad, loss->seed, queries->dtype);
     grads[1] = gc_loss_seeded(loss->passages.grad, loss->seed, passages->dtype);
@@ -266,23 +299,20 @@ static gc_status run(ring_loss *loss, const gc_tensor *queries, const gc_tensor 
     return grads[0] && grads[1] ? GC_OK : gc_last_status();
 }
 
-gc_status gc_contrastive_loss_ring(gc_process_group *group, const gc_tensor *queries, const gc_tensor *passages,
-                                   const gc_contrastive_options *options, double seed, double *value,
-                                   gc_tensor **grad_queries, gc_tensor **grad_passages) {
-    *grad_queries = *grad_passages = NULL;
-    if (!queries || !passages) {
-        if (gc_last_status() == GC_OK) gc_fatal(OP ": queries or passages is NULL");
-        return gc_last_status(); /* the error that made an input NULL */
-    }
-    if (!group) gc_fatal(OP ": no process group");
-    gc_contrastive_check_options(queries, passages, options);
+gc_status gc_ring_loss_run(gc_process_group *group, const gc_tensor *queries, const gc_tensor *passages,
+                      const gc_contrastive_options *options, ring_gist *gist, double seed, double *value,
+                      gc_tensor **grad_queries, gc_tensor **grad_passages) {
     int world = gc_dist_world_size(group);
-    ring_loss loss = {.group = group, .options = options, .rank = gc_dist_rank(group), .world = world,
+    ring_loss loss = {.group = group, .options = options, .gist = gist, .rank = gc_dist_rank(group), .world = world,
                       .dim = queries->shape[1], .seed = seed, .tiles.symmetric = options->symmetric,
                       .n_vectors = options->symmetric ? RING_VECTORS : 1};
-    loss.passage_count = calloc((size_t)world, sizeof *loss.passage_count);
-    loss.passage_start = calloc((size_t)world, sizeof *loss.passage_start);
-    if (!loss.passage_count || !loss.passage_start) gc_fatal(OP ": out of host memory for %d ranks", world);
+    int64_t *per_rank = calloc(4 * (size_t)world, sizeof *per_rank);
+    if (!per_rank) gc_fatal(OP ": out of host memory for %d ranks", world);
+    loss.passage_count = per_rank;
+    loss.passage_start = per_rank + world;
+    loss.query_starts = per_rank + 2 * world;
+    loss.block_rows = per_rank + 3 * world;
+    if (gist) gc_ring_gist_attach(&loss);
     gc_tensor *grads[2] = {NULL, NULL};
     gc_status status = exchange_shapes(&loss, queries, passages);
     if (status == GC_OK) {
@@ -299,8 +329,7 @@ gc_status gc_contrastive_loss_ring(gc_process_group *group, const gc_tensor *que
     gc_loss_side_release(&loss.passages);
     GC_RELEASE_ALL(loss.own_vectors, loss.own_counts);
     gc_loss_tiles_release(&loss.tiles);
-    free(loss.passage_count);
-    free(loss.passage_start);
+    free(per_rank);
     if (status != GC_OK) {
         GC_RELEASE_ALL(grads[0], grads[1]);
         return status;
@@ -308,4 +337,17 @@ gc_status gc_contrastive_loss_ring(gc_process_group *group, const gc_tensor *que
     *grad_queries = grads[0];
     *grad_passages = grads[1];
     return GC_OK;
+}
+
+gc_status gc_contrastive_loss_ring(gc_process_group *group, const gc_tensor *queries, const gc_tensor *passages,
+                                   const gc_contrastive_options *options, double seed, double *value,
+                                   gc_tensor **grad_queries, gc_tensor **grad_passages) {
+    *grad_queries = *grad_passages = NULL;
+    if (!queries || !passages) {
+        if (gc_last_status() == GC_OK) gc_fatal(OP ": queries or passages is NULL");
+        return gc_last_status(); /* the error that made an input NULL */
+    }
+    if (!group) gc_fatal(OP ": no process group");
+    gc_contrastive_check_options(queries, passages, options);
+    return gc_ring_loss_run(group, queries, passages, options, NULL, seed, value, grad_queries, grad_passages);
 }

@@ -18,21 +18,28 @@ enum { RING_SCALE, RING_WEIGHT, RING_LSE, RING_VECTORS };
 typedef struct ring_block {
     gc_tensor *reps;    /* [n, D] working precision */
     gc_tensor *vectors; /* [k, n]: the first k rows of the block's vectors */
+    gc_tensor *guide;   /* GIST: [n, Dg], the guide's unit rows of the block; NULL otherwise */
 } ring_block;
+
+typedef struct ring_gist ring_gist;
 
 typedef struct ring_loss {
     gc_process_group *group;
     const gc_contrastive_options *options;
+    ring_gist *gist;                        /* the guided loss's part (gist_ring.c); NULL: the contrastive loss */
     int rank, world;
     /* the global batch, the same on every rank */
     int64_t *passage_count, *passage_start; /* [world]: each rank's passages and the first one's global index */
+    int64_t *query_starts;                  /* [world]: each rank's first query's global index */
+    int64_t *block_rows;                    /* [world]: the rows of each rank's block: its passages (GIST: then
+                                               its queries and its queries' positives) */
     int64_t query_start;                    /* this rank's first query's global index */
-    int64_t total_queries, total_passages, largest_block, dim;
+    int64_t total_queries, total_passages, largest_block, dim, guide_dim;
     int n_vectors;                          /* rows of a block's vectors: 1, or RING_VECTORS when symmetric */
     /* this rank */
     gc_loss_side queries;     /* the rows of every tile; targets are global passage indices */
-    gc_loss_side passages;    /* grad: the block's complete gradient, after the backward (a view of
-                                 the grads buffer where it arrived) */
+    gc_loss_side passages;    /* this rank's block; grad: its complete gradient, after the backward (a
+                                 view of the grads buffer where it arrived) */
     gc_tensor *own_vectors;   /* [n_vectors, np] */
     gc_tensor *own_counts;    /* symmetric: [np], n_j */
     gc_loss_tiles tiles;
@@ -41,6 +48,7 @@ typedef struct ring_loss {
     gc_tensor *vectors_in[2]; /* [n_vectors * largest] */
     gc_tensor *stats[2];      /* symmetric: [2 * largest], a block's partial column (max | sum) */
     gc_tensor *grads[2];      /* [largest * D]: the held block's gradient, and the next one's arriving */
+    gc_tensor *guide_in[2];   /* GIST: [largest * Dg] */
     double seed;
 } ring_loss;
 
@@ -58,5 +66,33 @@ gc_status gc_ring_value(ring_loss *loss, double *value);
 /* The gradient: every block around the ring again, the queries' gradient summed here, each
  * block's gradient summed along the way behind it, to end at its owner (passages.grad). */
 gc_status gc_ring_backward(ring_loss *loss);
+
+/* The ring with `gist` (NULL: the contrastive loss) for both losses' entry points: the shapes
+ * exchanged, then everything under no-grad; the gradients of this rank's rows. The caller has
+ * checked its options. */
+gc_status gc_ring_loss_run(gc_process_group *group, const gc_tensor *queries, const gc_tensor *passages,
+                      const gc_contrastive_options *options, ring_gist *gist, double seed, double *value,
+                      gc_tensor **grad_queries, gc_tensor **grad_passages);
+
+/* gist_ring.c, the guided loss's part. Sets up what the ring needs before the shapes travel:
+ * the guide's Dg and the tiles' mask. */
+void gc_ring_gist_attach(ring_loss *loss);
+/* This rank's block [np + 2 nq, D]: its passages, queries
+ * and queries' positives (a new tensor), with its guide rows and the rows side of block 2. */
+gc_status gc_ring_gist_prepare(ring_loss *loss, const gc_tensor *queries, const gc_tensor *passages,
+                               gc_tensor **block);
+/* The guide's unit rows of this rank's block [np + 2 nq, Dg] (borrowed). */
+gc_tensor *gc_ring_gist_own_guide(const ring_loss *loss);
+/* Folds (forward) or differentiates the tiles of this rank's rows against the block of rank
+ * `owner`, whose columns are `cols` and guide rows `guide`: its passages, queries and positives
+ * each against the rows of their logits' block, masked by the guide. */
+void gc_ring_gist_visit(ring_loss *loss, const gc_loss_side *cols, const gc_tensor *guide, int owner,
+                        bool differentiate);
+/* The first mask allocation error of the visits (GC_OK: none). */
+gc_status gc_ring_gist_status(const ring_loss *loss);
+/* After the normalisation backward: the gradients of this rank's queries and passages from
+ * its rows' and its block's (the queries' and positives' rows of the block folded back, each
+ * positive's into its passage). New tensors, in working precision. */
+gc_status gc_ring_gist_gradients(ring_loss *loss, gc_tensor **grad_queries, gc_tensor **grad_passages);
 
 #endif

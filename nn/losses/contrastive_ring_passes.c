@@ -20,18 +20,28 @@ static int block_at(const ring_loss *loss, int t) { return wrap(loss->rank - t, 
 
 /* This rank's own block, with the first k rows of its vectors (views). */
 static ring_block own_block(const ring_loss *loss, int k) {
-    return (ring_block){gc_tensor_retain(loss->passages.reps), gc_slice0(loss->own_vectors, 0, k)};
+    return (ring_block){gc_tensor_retain(loss->passages.reps), gc_slice0(loss->own_vectors, 0, k),
+                        loss->gist ? gc_tensor_retain(gc_ring_gist_own_guide(loss)) : NULL};
 }
 
 /* Where rank `owner`'s block arrives: the front of slot `slot` of the arrival buffers. */
 static ring_block arrival(const ring_loss *loss, int slot, int owner, int k) {
-    int64_t n = loss->passage_count[owner];
-    return (ring_block){gc_ring_front(loss->reps_in[slot], n, loss->dim), gc_ring_front(loss->vectors_in[slot], k, n)};
+    int64_t n = loss->block_rows[owner];
+    return (ring_block){gc_ring_front(loss->reps_in[slot], n, loss->dim), gc_ring_front(loss->vectors_in[slot], k, n),
+                        loss->gist ? gc_ring_front(loss->guide_in[slot], n, loss->guide_dim) : NULL};
 }
 
 static void block_release(ring_block *b) {
-    GC_RELEASE_ALL(b->reps, b->vectors);
+    GC_RELEASE_ALL(b->reps, b->vectors, b->guide);
     *b = (ring_block){0};
+}
+
+/* Folds (forward) or differentiates this rank's queries against the block of rank `owner`
+ * (columns `cols`); the guided loss has three blocks of logits in it. */
+static void visit(ring_loss *loss, const gc_loss_side *cols, const ring_block *b, int owner, bool differentiate) {
+    if (loss->gist) gc_ring_gist_visit(loss, cols, b->guide, owner, differentiate);
+    else if (differentiate) gc_loss_tiles_differentiate(&loss->tiles, &loss->queries, cols, loss->passage_start[owner]);
+    else gc_loss_tiles_fold(&loss->tiles, &loss->queries, cols, loss->passage_start[owner]);
 }
 
 /* The tiles' view of block b as columns: its rows and scale, the running column sums
@@ -53,12 +63,14 @@ static gc_loss_side column_side(const ring_block *b, const gc_tensor *stats, gc_
 
 /* Step t's transfer, but at the last step: the held block `b` starts going on to the next
  * rank while the previous rank's (with k vectors) arrives into slot t % 2 of the arrival
- * buffers; returns where it arrives (nothing at the last step). */
+ * buffers; returns where it arrives (nothing at the last step). works[0, 1] and, with a
+ * guide, works[3] are the transfers'. */
 static ring_block start_moving(const ring_loss *loss, int t, int k, const ring_block *b, gc_dist_work **works) {
     if (t == loss->world - 1) return (ring_block){0};
     ring_block into = arrival(loss, t % 2, block_at(loss, t + 1), k);
     works[0] = gc_dist_shift_start(loss->group, b->reps, into.reps);
     works[1] = gc_dist_shift_start(loss->group, b->vectors, into.vectors);
+    if (b->guide) works[3] = gc_dist_shift_start(loss->group, b->guide, into.guide);
     return into;
 }
 
@@ -101,23 +113,23 @@ gc_status gc_ring_forward(ring_loss *loss) {
     ring_block current = own_block(loss, 1); /* the forward needs only the scale */
     gc_tensor *stats = NULL;
     if (symmetric) {
-        stats = gc_ring_front(loss->stats[0], 2, loss->passage_count[loss->rank]);
+        stats = gc_ring_front(loss->stats[0], 2, loss->block_rows[loss->rank]);
         start_column_sums(stats);
     }
     gc_status status = GC_OK;
     for (int t = 0; t < loss->world && status == GC_OK; t++) {
         int owner = block_at(loss, t), next = block_at(loss, t + 1);
-        gc_dist_work *works[3] = {NULL, NULL, NULL};
+        gc_dist_work *works[4] = {NULL, NULL, NULL, NULL};
         ring_block arriving = start_moving(loss, t, 1, &current, works);
         gc_loss_side cols = column_side(&current, stats, NULL, symmetric);
-        gc_loss_tiles_fold(&loss->tiles, &loss->queries, &cols, loss->passage_start[owner]);
+        visit(loss, &cols, &current, owner, false);
         gc_loss_side_release(&cols);
         gc_tensor *stats_next = NULL;
         if (symmetric) { /* at the last step, this rank's own column sums arrive, complete */
-            stats_next = gc_ring_front(loss->stats[(t + 1) % 2], 2, loss->passage_count[next]);
+            stats_next = gc_ring_front(loss->stats[(t + 1) % 2], 2, loss->block_rows[next]);
             works[2] = gc_dist_shift_start(loss->group, stats, stats_next);
         }
-        status = wait_all(works, 3);
+        status = wait_all(works, 4);
         block_release(&current);
         current = arriving;
         gc_tensor_release(stats);
@@ -158,22 +170,22 @@ gc_status gc_ring_backward(ring_loss *loss) {
     ring_block current = own_block(loss, k);
     /* the gradient of the block held, as the ranks before this one summed it (this rank's own
      * block starts it at zero) */
-    gc_tensor *grad = gc_ring_front(loss->grads[0], loss->passage_count[loss->rank], loss->dim);
+    gc_tensor *grad = gc_ring_front(loss->grads[0], loss->block_rows[loss->rank], loss->dim);
     gc_fill_(grad, 0);
     gc_status status = GC_OK;
     for (int t = 0; t < loss->world && status == GC_OK; t++) {
         int owner = block_at(loss, t), next = block_at(loss, t + 1);
-        gc_dist_work *works[3] = {NULL, NULL, NULL};
+        gc_dist_work *works[4] = {NULL, NULL, NULL, NULL};
         ring_block arriving = start_moving(loss, t, k, &current, works);
         gc_loss_side cols = column_side(&current, NULL, grad, loss->tiles.symmetric);
-        gc_loss_tiles_differentiate(&loss->tiles, &loss->queries, &cols, loss->passage_start[owner]);
+        visit(loss, &cols, &current, owner, true);
         gc_loss_side_release(&cols);
         /* the block's gradient goes on after it; at the last step that is rank r + 1's, complete,
          * and this rank's own arrives, complete */
         slot = 1 - slot;
-        gc_tensor *arriving_grad = gc_ring_front(loss->grads[slot], loss->passage_count[next], loss->dim);
+        gc_tensor *arriving_grad = gc_ring_front(loss->grads[slot], loss->block_rows[next], loss->dim);
         works[2] = gc_dist_shift_start(loss->group, grad, arriving_grad);
-        status = wait_all(works, 3);
+        status = wait_all(works, 4);
         gc_tensor_release(grad);
         grad = arriving_grad;
         block_release(&current);

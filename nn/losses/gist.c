@@ -2,7 +2,8 @@
  * query-passage, query-query and positive-positive blocks, each plus the guide's mask
  * (gist_mask.c: 0, or -inf for a false negative), built from recorded ops so that autograd
  * differentiates it; the mask is built without a graph, the guide's scores only deciding it.
- * Also the choice between it and the tiled loss (gist_tiled.c), and the gc_loss_fn. */
+ * Also the choice between it and the tiled loss (gist_tiled.c), and the gc_loss_fn (whose ring
+ * is gist_ring.c's). */
 #include "gist_internal.h"
 #include "gradcache/autograd.h"
 #include "gradcache/ops.h"
@@ -95,9 +96,15 @@ static gc_status gist_value_and_grad(gc_tensor *const *reps, int count, void *ar
     return gc_gist_value_and_grad(reps[0], reps[1], args, seed, value, &grads[0], &grads[1]);
 }
 
+static gc_status gist_group_value_and_grad(gc_process_group *group, gc_tensor *const *reps, int count, void *args,
+                                           double seed, double *value, gc_tensor **grads) {
+    check_count(count);
+    return gc_gist_loss_ring(group, reps[0], reps[1], args, seed, value, &grads[0], &grads[1]);
+}
+
 gc_loss_fn gc_gist_loss_fn(const gc_gist_options *options) {
     if (!options) gc_fatal("gist_loss_fn: options is NULL");
     bool full = options->contrastive.method == GC_CONTRASTIVE_FULL;
     return (gc_loss_fn){.forward = gist_forward, .value_and_grad = full ? NULL : gist_value_and_grad,
-                        .args = (void *)options};
+                        .group_value_and_grad = gist_group_value_and_grad, .args = (void *)options};
 }

@@ -23,8 +23,12 @@ static void check_guide(const gc_tensor *student, const gc_tensor *guide, const 
 
 void gc_gist_check_options(const gc_tensor *queries, const gc_tensor *passages, const gc_gist_options *o) {
     if (!o) gc_fatal("gist_loss: options is NULL");
+    gc_contrastive_check_arguments(queries, passages, &o->contrastive);
+    gc_gist_check_guide(queries, passages, o);
+}
+
+void gc_gist_check_guide(const gc_tensor *queries, const gc_tensor *passages, const gc_gist_options *o) {
     const gc_contrastive_options *c = &o->contrastive;
-    gc_contrastive_check_arguments(queries, passages, c);
     if (gc_contrastive_positive_count(c) > 1 || c->symmetric)
         gc_fatal("gist_loss: %lld positives, symmetric %d: one positive, one direction",
                  (long long)gc_contrastive_positive_count(c), (int)c->symmetric);
@@ -72,7 +76,7 @@ static gc_tensor *not_positive(const gc_tensor *targets, int64_t col, int64_t co
 gc_tensor *gc_gist_mask(const gc_gist_guide *guide, int block, int64_t row, int64_t rows, int64_t col,
                         int64_t cols) {
     const gc_tensor *row_side = block == 2 ? guide->positives : guide->queries;
-    const gc_tensor *col_side = block == 0 ? guide->passages : block == 1 ? guide->queries : guide->positives;
+    const gc_tensor *col_side = guide->columns[block];
     bool previous = gc_set_grad_enabled(false);
     gc_tensor *a = gc_slice0(row_side, row, row + rows), *b = gc_slice0(col_side, col, col + cols);
     gc_tensor *threshold = gc_slice0(guide->threshold, row, row + rows);
@@ -80,7 +84,7 @@ gc_tensor *gc_gist_mask(const gc_gist_guide *guide, int block, int64_t row, int6
     gc_tensor *excess = gc_sub(scores, threshold);
     gc_tensor *masked = excess ? positive_indicator(excess, guide->dtype) : NULL;
     gc_tensor *targets = block == 0 ? gc_slice0(guide->targets, row, row + rows) : NULL;
-    gc_tensor *others = targets ? not_positive(targets, col, cols, guide->dtype) : NULL;
+    gc_tensor *others = targets ? not_positive(targets, guide->column_offset + col, cols, guide->dtype) : NULL;
     gc_tensor *candidates = block == 0 ? gc_mul(masked, others) : gc_tensor_retain(masked);
     gc_tensor *keep = gc_rsub_scalar(candidates, 1); /* 1 kept, 0 masked */
     gc_tensor *bias = gc_log(keep);
@@ -110,6 +114,9 @@ gc_status gc_gist_guide_init(gc_gist_guide *guide, const gc_gist_options *option
     guide->positives = gc_embedding(guide->passages, targets);
     guide->threshold = guide->positives ? thresholds(guide, options) : NULL;
     gc_set_grad_enabled(previous);
+    guide->columns[0] = guide->passages;
+    guide->columns[1] = guide->queries;
+    guide->columns[2] = guide->positives;
     return guide->threshold ? GC_OK : gc_last_status();
 }
 
