@@ -202,7 +202,7 @@ gc_status gc_cache_verify(gc_cache *cache, const gc_batch *inputs, double floor,
 /* The plain step, for comparisons: each model's whole batch in one graph, the loss on
  * their representations (all-gathered with a group), and one backward per model seeded with
  * the loss's gradient (synced on the last, with a bucketer). The forwards run chunk by chunk
- * as in the cached step (with chunk size = batch size it is one forward), so dropout draws
+ * as in the cached step, in its order (with chunk size = batch size it is one forward), so dropout draws
  * the same masks and the gradients of the two steps agree to rounding for any model whose
  * rows do not interact (every encoder here). */
 gc_status gc_cache_full_batch_step(gc_cache *cache, const gc_batch *inputs, double *loss);
