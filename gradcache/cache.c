@@ -170,7 +170,7 @@ typedef struct model_pass {
     gc_rng_context *contexts;  /* [n_chunks] RNG state before each chunk's first forward */
     gc_tensor *kept_graph;     /* keep_last_graph: the last chunk's representation, with graph */
     gc_tensor *leaf;           /* all representations, [rows, D] in the batch's order, requiring a gradient */
-    gc_tensor *cache;          /* d loss / d leaf, [rows, D] in the batch's order */
+    gc_tensor *cache;          /* d loss / d leaf, [rows, D] in the chunks' order */
 } model_pass;
 
 static void release_pass(model_pass *pass) {
@@ -255,19 +255,16 @@ static void check_second_pass(int m, int c, const gc_tensor *rep, const gc_tenso
 }
 
 /* Step 4 for one model: each chunk's forward with a graph (RNG replayed) and its backward
- * seeded with the chunk's slice of the cache (put in the chunks' order); with a bucketer, the
- * step's last backward (last_model's last chunk) is the one synced. */
+ * seeded with the chunk's slice of the cache; with a bucketer, the step's last backward
+ * (last_model's last chunk) is the one synced. */
 static gc_status forward_backward(const gc_cache *cache, int m, model_pass *pass, const gc_cache_sync *sync,
                                   bool last_model) {
     const gc_cache_config *config = &cache->config;
     const gc_cached_model *model = &config->models[m];
-    gc_tensor *chunk_cache = gc_row_order_to_chunks(&pass->order, pass->cache);
-    if (!chunk_cache) return gc_last_status();
-    gc_status status = GC_OK;
     int64_t start = 0;
-    for (int c = 0; c < pass->n_chunks && status == GC_OK; c++) {
+    for (int c = 0; c < pass->n_chunks; c++) {
         int64_t rows = gc_batch_rows(&pass->chunks[c]);
-        gc_tensor *seed = gc_slice0(chunk_cache, start, start + rows);
+        gc_tensor *seed = gc_slice0(pass->cache, start, start + rows);
         start += rows;
         gc_tensor *rep;
         if (pass->kept_graph && c == pass->n_chunks - 1) {
@@ -281,13 +278,13 @@ static gc_status forward_backward(const gc_cache *cache, int m, model_pass *pass
         }
         check_second_pass(m, c, rep, seed);
         bool last = last_model && c == pass->n_chunks - 1, synced = gc_cache_sync_before(sync, last, model->params);
-        status = rep ? gc_cache_backward(config->backward, rep, seed, config->user) : gc_last_status();
+        gc_status status = rep ? gc_cache_backward(config->backward, rep, seed, config->user) : gc_last_status();
         status = gc_cache_sync_after(sync, synced, last, status);
         gc_tensor_release(rep);
         gc_tensor_release(seed);
+        if (status != GC_OK) return status;
     }
-    gc_tensor_release(chunk_cache);
-    return status;
+    return GC_OK;
 }
 
 /* One attempt at a step with fixed chunk sizes: the algorithm of cache.h, in order. */
@@ -314,7 +311,10 @@ static gc_status attempt(gc_cache *cache, const gc_batch *inputs, double *loss, 
         for (int m = 0; m < n; m++) leaves[m] = passes[m].leaf;
         status = gc_cache_loss(cache, leaves, loss, grads, &local.ring_loss);
         for (int m = 0; m < n; m++) {
-            passes[m].cache = grads[m];
+            /* each chunk's seed is a slice of the cache: in the chunks' order */
+            passes[m].cache = grads[m] ? gc_row_order_to_chunks(&passes[m].order, grads[m]) : NULL;
+            if (status == GC_OK && !passes[m].cache) status = gc_last_status();
+            gc_tensor_release(grads[m]);
             local.cache_bytes += 2 * gc_nbytes(passes[m].leaf);
             gc_tensor_release(passes[m].leaf);
             passes[m].leaf = NULL;
