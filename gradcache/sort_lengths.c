@@ -40,7 +40,7 @@ static gc_tensor *rows_in_order(gc_tensor *x, const int64_t *order) {
 }
 
 gc_status gc_row_order_begin(const gc_batch *input, const char *mask, gc_row_order *order) {
-    *order = (gc_row_order){.batch = *input};
+    *order = (gc_row_order){0}; /* nothing to release until the batch below */
     int64_t rows = gc_batch_rows(input);
     int64_t *tokens = mask ? gc_row_tokens(gc_batch_mask("sort_by", input, mask)) : NULL;
     if (mask && !tokens) return gc_last_status();
@@ -58,6 +58,7 @@ gc_status gc_row_order_begin(const gc_batch *input, const char *mask, gc_row_ord
         for (int64_t i = 0; i < rows; i++) order->order[i] = sorted[i].row, order->inverse[sorted[i].row] = i;
     }
     free(sorted);
+    order->batch = *input;
     bool failed = false;
     for (int i = 0; i < input->count; i++) {
         order->batch.tensors[i] = moved ? rows_in_order(input->tensors[i], order->order)

@@ -57,7 +57,7 @@ static gc_tensor *recording_forward(void *state, const gc_batch *chunk) {
     }
     log->calls++;
     gc_tensor *out = gc_from_host(rep, GC_SHAPE(rows, 2), GC_F64, gc_cpu());
-    if (gc_grad_enabled()) gc_set_requires_grad(out, true);
+    if (out && gc_grad_enabled()) gc_set_requires_grad(out, true);
     return out;
 }
 
@@ -76,7 +76,7 @@ static gc_tensor *order_checking_loss(gc_tensor *const *reps, int count, void *a
     }
     gc_tensor *sums[GC_CACHE_MAX_MODELS];
     for (int m = 0; m < count; m++) sums[m] = gc_sum_all(reps[m]);
-    gc_tensor *both = gc_add(sums[0], sums[1]);
+    gc_tensor *both = sums[0] && sums[1] ? gc_add(sums[0], sums[1]) : NULL; /* NULL: out of memory */
     RELEASE(sums[0], sums[1]);
     return both;
 }
@@ -125,6 +125,39 @@ static void test_chunks_sorted(void) {
         CHECK_MSG(loss == 2 * 10 * 28 + 28 + 26, "loss %g, want the ids' 560 and the tokens' 54", loss);
         gc_cache_free(cache);
     }
+    for (int m = 0; m < 2; m++) RELEASE(inputs[m].tensors[0], inputs[m].tensors[1]);
+}
+
+/* A recoverable error anywhere in a sorted step -- the order, the sorted copy, a chunk, the leaf,
+ * the loss, the cache put in the chunks' order -- returns it and leaves nothing behind: the
+ * step under every memory limit from the inputs' bytes up to what it needs either succeeds or
+ * fails with GC_ERR_MEM_LIMIT, and the live bytes come back to the inputs' (the recording model
+ * has no parameters, so nothing may stay). */
+static void test_errors_leak_nothing(void) {
+    gc_batch inputs[2] = {make_batch(query_lengths, GC_F32), make_batch(passage_lengths, GC_F32)};
+    const int64_t *lengths[2] = {query_lengths, passage_lengths};
+    gc_token_budget cut = {INT64_MAX, "mask"};
+    size_t baseline = gc_memory_get_stats(gc_cpu()).live_bytes;
+    int failed = 0, succeeded = 0;
+    for (size_t extra = 0; extra < 8192 && !succeeded; extra += 16) {
+        recorder logs[2] = {{0}};
+        gc_cache_config config = {.n_models = 2,
+                                  .models = {{&logs[0], recording_forward, 2, NULL}, {&logs[1], recording_forward, 2, NULL}},
+                                  .loss = {.forward = order_checking_loss, .args = lengths},
+                                  .split = gc_split_by_tokens, .user = &cut, .sort_by = "mask"};
+        gc_cache *cache = gc_cache_new(&config);
+        double loss = 0;
+        gc_memory_set_limit(gc_cpu(), baseline + extra);
+        gc_status status = gc_cache_step(cache, inputs, &loss, NULL);
+        gc_memory_set_limit(gc_cpu(), 0);
+        CHECK_MSG(status == GC_OK || status == GC_ERR_MEM_LIMIT, "limit +%zu: status %d", extra, (int)status);
+        size_t live = gc_memory_get_stats(gc_cpu()).live_bytes;
+        CHECK_MSG(live == baseline, "limit +%zu: %zu bytes live after the step, %zu before", extra, live, baseline);
+        failed += status != GC_OK, succeeded += status == GC_OK;
+        gc_clear_error();
+        gc_cache_free(cache);
+    }
+    CHECK_MSG(failed > 10 && succeeded, "%d steps failed and %d succeeded under the limits", failed, succeeded);
     for (int m = 0; m < 2; m++) RELEASE(inputs[m].tensors[0], inputs[m].tensors[1]);
 }
 
@@ -208,6 +241,7 @@ static void test_gradients_equal_full_batch(void) {
 
 int main(void) {
     GC_TEST_CASE(test_chunks_sorted);
+    GC_TEST_CASE(test_errors_leak_nothing);
     GC_TEST_CASE(test_gradients_equal_full_batch);
     return gc_test_result();
 }
