@@ -1,8 +1,8 @@
 /* Gradient Cache: contrastive training with a batch far larger than memory allows.
  *
  * One step (gc_cache_step) over a batch for each of N models:
- *   1. each model's input is split into chunks (views along dim 0, no copy), its rows first
- *      sorted by length when asked (sort_by);
+ *   1. each model's input is split into chunks (views along dim 0, no copy; with sort_by its
+ *      rows sorted by length first, a copy);
  *   2. for each chunk: capture the RNG context of every device, run the model without a
  *      graph, keep only the representation;
  *   3. concatenate each model's representations, make them leaves, compute the loss on
@@ -202,9 +202,9 @@ gc_status gc_cache_verify(gc_cache *cache, const gc_batch *inputs, double floor,
 /* The plain step, for comparisons: each model's whole batch in one graph, the loss on
  * their representations (all-gathered with a group), and one backward per model seeded with
  * the loss's gradient (synced on the last, with a bucketer). The forwards run chunk by chunk
- * as in the cached step, in its order (with chunk size = batch size it is one forward), so dropout draws
- * the same masks and the gradients of the two steps agree to rounding for any model whose
- * rows do not interact (every encoder here). */
+ * as in the cached step and in its order (with chunk size = batch size it is one forward), so
+ * dropout draws the same masks and the gradients of the two steps agree to rounding for any
+ * model whose rows do not interact (every encoder here). */
 gc_status gc_cache_full_batch_step(gc_cache *cache, const gc_batch *inputs, double *loss);
 
 /* --- the functional API, for loaders that emit small batches ---
