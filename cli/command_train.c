@@ -113,6 +113,9 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
          "once"},
         {"gc-chunk-tokens", CLI_FLAG_INT, &f->chunk_tokens, 1, 1e12, NULL,
          "with --gc, also at most N real (unpadded) tokens per chunk, each chunk cut to its longest text"},
+        {"gc-sort-lengths", CLI_FLAG_BOOL, &f->sort_lengths, 0, 0, NULL,
+         "with --gc, chunk each side's texts longest first, each chunk cut to its longest text: less padding, "
+         "the same gradients"},
         {"checkpoint-layers", CLI_FLAG_BOOL, &f->checkpoint_layers, 0, 0, NULL,
          "keep only each encoder layer's input for backward and run the layer again there: less memory per chunk "
          "(a larger --gc-chunk-size fits), the same gradients, a slower step"},
@@ -169,6 +172,7 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
     if (f->steps && f->epochs) return cli_fail("train", 2, "--steps and --epochs cannot be used together");
     if (flags->gc_chunk_size && !f->gc) return cli_fail("train", 2, "--gc-chunk-size needs --gc");
     if (f->chunk_tokens && !f->gc) return cli_fail("train", 2, "--gc-chunk-tokens needs --gc");
+    if (f->sort_lengths && !f->gc) return cli_fail("train", 2, "--gc-sort-lengths needs --gc");
     if (flags->loss != 0 && !f->gc)
         return cli_fail("train", 2, "--loss %s needs --gc (the plain step gathers and differentiates the full loss)",
                         loss_names[flags->loss]);

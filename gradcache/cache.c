@@ -121,7 +121,7 @@ gc_status gc_cache_loss(const gc_cache *cache, gc_tensor *const *leaves, double 
     return status;
 }
 
-/* The chunks of model m's input (new views; release each with gc_batch_release). */
+/* The chunks of model m's input (new references; release each with gc_batch_release). */
 static int split_input(const gc_cache *cache, int m, const gc_batch *input, gc_batch **chunks) {
     const gc_cache_config *config = &cache->config;
     /* the default split's count, or one chunk per row for another split (a token budget's) */
@@ -136,8 +136,10 @@ static int split_input(const gc_cache *cache, int m, const gc_batch *input, gc_b
 gc_tensor *gc_cache_forward_with_graph(const gc_cache *cache, int m, const gc_batch *input) {
     const gc_cache_config *config = &cache->config;
     const gc_cached_model *model = &config->models[m];
+    gc_row_order order;
+    if (gc_row_order_begin(input, config->sort_by, &order) != GC_OK) return NULL;
     gc_batch *chunks;
-    int n_chunks = split_input(cache, m, input, &chunks);
+    int n_chunks = split_input(cache, m, &order.batch, &chunks);
     gc_tensor **reps = calloc((size_t)(n_chunks > 0 ? n_chunks : 1), sizeof *reps);
     if (!reps) gc_fatal("cache: out of host memory for %d chunks", n_chunks);
     bool ok = n_chunks >= 0;
@@ -145,13 +147,16 @@ gc_tensor *gc_cache_forward_with_graph(const gc_cache *cache, int m, const gc_ba
         reps[c] = gc_cache_representation(model->state, model->forward, &chunks[c], config->representation, config->user);
         ok = reps[c] != NULL;
     }
-    gc_tensor *rep = ok ? gc_cat0(reps, n_chunks) : NULL;
+    gc_tensor *chunk_rows = ok ? gc_cat0(reps, n_chunks) : NULL;
+    gc_tensor *rep = chunk_rows ? gc_row_order_to_batch(&order, chunk_rows) : NULL;
+    gc_tensor_release(chunk_rows);
     for (int c = 0; c < n_chunks; c++) {
         gc_tensor_release(reps[c]);
         gc_batch_release(&chunks[c]);
     }
     free(reps);
     free(chunks);
+    gc_row_order_end(&order);
     return rep;
 }
 
@@ -160,17 +165,19 @@ gc_tensor *gc_cache_forward_with_graph(const gc_cache *cache, int m, const gc_ba
 /* Everything one model's part of a step holds, released in one place. */
 typedef struct model_pass {
     int n_chunks;
-    gc_batch *chunks;          /* [n_chunks] views of the input */
+    gc_row_order order;        /* the input in the order its chunks take it (sort_by) */
+    gc_batch *chunks;          /* [n_chunks] parts of order.batch, both passes' */
     gc_rng_context *contexts;  /* [n_chunks] RNG state before each chunk's first forward */
     gc_tensor *kept_graph;     /* keep_last_graph: the last chunk's representation, with graph */
-    gc_tensor *leaf;           /* all representations, [rows, D], requiring a gradient */
-    gc_tensor *cache;          /* d loss / d leaf */
+    gc_tensor *leaf;           /* all representations, [rows, D] in the batch's order, requiring a gradient */
+    gc_tensor *cache;          /* d loss / d leaf, [rows, D] in the chunks' order */
 } model_pass;
 
 static void release_pass(model_pass *pass) {
     for (int c = 0; c < pass->n_chunks; c++) gc_batch_release(&pass->chunks[c]);
     free(pass->chunks);
     free(pass->contexts);
+    gc_row_order_end(&pass->order);
     gc_tensor_release(pass->kept_graph);
     gc_tensor_release(pass->leaf);
     gc_tensor_release(pass->cache);
@@ -194,12 +201,15 @@ static void phase_end(const phase *p, double *seconds, size_t *peak) {
     if (p->measure_memory) *peak = gc_memory_get_stats(p->device).peak_bytes;
 }
 
-/* Step 1 and 2 for one model: chunks, contexts, the graph-less forwards, the leaf. */
+/* Step 1 and 2 for one model: its rows' order, chunks, contexts, the graph-less forwards, the
+ * leaf in the batch's order. */
 static gc_status forward_without_graph(const gc_cache *cache, int m, const gc_batch *input, model_pass *pass) {
     const gc_cache_config *config = &cache->config;
     const gc_cached_model *model = &config->models[m];
-    int n_chunks = split_input(cache, m, input, &pass->chunks);
-    gc_status status = n_chunks < 0 ? gc_last_status() : GC_OK;
+    gc_status status = gc_row_order_begin(input, config->sort_by, &pass->order);
+    if (status != GC_OK) return status;
+    int n_chunks = split_input(cache, m, &pass->order.batch, &pass->chunks);
+    status = n_chunks < 0 ? gc_last_status() : GC_OK;
     pass->n_chunks = n_chunks < 0 ? 0 : n_chunks;
     int slots = pass->n_chunks > 0 ? pass->n_chunks : 1;
     pass->contexts = calloc((size_t)slots, sizeof *pass->contexts);
@@ -223,7 +233,9 @@ static gc_status forward_without_graph(const gc_cache *cache, int m, const gc_ba
     }
     if (status == GC_OK) {
         bool previous = gc_set_grad_enabled(false);
-        pass->leaf = gc_cat0(reps, pass->n_chunks);
+        gc_tensor *chunk_rows = gc_cat0(reps, pass->n_chunks);
+        pass->leaf = chunk_rows ? gc_row_order_to_batch(&pass->order, chunk_rows) : NULL;
+        gc_tensor_release(chunk_rows);
         gc_set_grad_enabled(previous);
         if (pass->leaf) gc_set_requires_grad(pass->leaf, true);
         else status = gc_last_status();
@@ -299,7 +311,10 @@ static gc_status attempt(gc_cache *cache, const gc_batch *inputs, double *loss, 
         for (int m = 0; m < n; m++) leaves[m] = passes[m].leaf;
         status = gc_cache_loss(cache, leaves, loss, grads, &local.ring_loss);
         for (int m = 0; m < n; m++) {
-            passes[m].cache = grads[m];
+            /* each chunk's seed is a slice of the cache: in the chunks' order */
+            passes[m].cache = grads[m] ? gc_row_order_to_chunks(&passes[m].order, grads[m]) : NULL;
+            if (status == GC_OK && !passes[m].cache) status = gc_last_status();
+            gc_tensor_release(grads[m]);
             local.cache_bytes += 2 * gc_nbytes(passes[m].leaf);
             gc_tensor_release(passes[m].leaf);
             passes[m].leaf = NULL;

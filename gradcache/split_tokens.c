@@ -8,8 +8,7 @@
 #include "gradcache/ops.h"
 #include "split.h"
 
-/* Each row's real tokens: the mask [rows, T] summed over T, read to the host. */
-static int64_t *row_tokens(const gc_tensor *mask) {
+int64_t *gc_row_tokens(const gc_tensor *mask) {
     int64_t rows = mask->shape[0];
     double *sums = malloc((size_t)(rows > 0 ? rows : 1) * sizeof *sums);
     int64_t *tokens = malloc((size_t)(rows > 0 ? rows : 1) * sizeof *tokens);
@@ -43,16 +42,21 @@ static gc_tensor *first_columns(gc_tensor *x, int64_t tokens, int64_t length) {
     return cut;
 }
 
+const gc_tensor *gc_batch_mask(const char *op, const gc_batch *batch, const char *name) {
+    const gc_tensor *mask = NULL;
+    for (int i = 0; i < batch->count; i++)
+        if (strcmp(batch->names[i], name) == 0) mask = batch->tensors[i];
+    if (!mask || mask->ndim != 2) gc_fatal("%s: no mask [rows, T] named '%s' in the batch", op, name);
+    return mask;
+}
+
 int gc_split_by_tokens(const gc_batch *input, int64_t chunk_size, gc_batch *chunks, int capacity, void *user) {
     const gc_token_budget *budget = user;
     if (!budget || budget->max_tokens < 1)
         gc_fatal("split_by_tokens: needs a gc_token_budget of at least 1 token as the cache's user");
     int64_t rows = gc_batch_rows(input);
-    const gc_tensor *mask = NULL;
-    for (int i = 0; i < input->count; i++)
-        if (strcmp(input->names[i], budget->mask) == 0) mask = input->tensors[i];
-    if (!mask || mask->ndim != 2) gc_fatal("split_by_tokens: no mask [rows, T] named '%s' in the batch", budget->mask);
-    int64_t *tokens = row_tokens(mask), width = mask->shape[1];
+    const gc_tensor *mask = gc_batch_mask("split_by_tokens", input, budget->mask);
+    int64_t *tokens = gc_row_tokens(mask), width = mask->shape[1];
     if (!tokens) return -1;
     int count = 0;
     bool failed = false;

@@ -56,6 +56,32 @@ write_word_pairs() {
     }' >"$1"
 }
 
+# write_sentence_pairs FILE: 24 pairs of the tiny BERT's words (tests/fixtures/tiny_bert), queries
+# of 1 to 12 words and passages of 1 to 4 in orders of their own, so that sorting by length moves
+# rows on both sides.
+write_sentence_pairs() {
+    local words=(the cat dog sat on mat an of run big) i j query passage
+    for i in $(seq 0 23); do
+        query="" passage=""
+        for j in $(seq 0 $(((i * 7) % 12))); do query+=" ${words[$(((i + j) % 10))]}"; done
+        for j in $(seq 0 $(((i * 5) % 4))); do passage+=" ${words[$(((i * 3 + j) % 10))]}"; done
+        printf '%s\t%s\n' "${query# }" "${passage# }"
+    done >"$1"
+}
+
+# without_dropout FOLDER COPY: COPY is the BERT model folder FOLDER with its dropout set to 0.
+without_dropout() {
+    cp -r "$1" "$2" &&
+        sed -i -E 's/"(hidden|attention_probs)_dropout_prob": [0-9.]+/"\1_dropout_prob": 0/' "$2/config.json" &&
+        [ "$(grep -c '_dropout_prob": 0,' "$2/config.json")" -eq 2 ]
+}
+
+# close_to A B REL: A and B are numbers and |A - B| <= REL |B|.
+close_to() {
+    [[ $1 =~ ^-?[0-9] && $2 =~ ^-?[0-9] ]] &&
+        awk -v a="$1" -v b="$2" -v rel="$3" 'BEGIN { d = a - b; exit !(d * d <= rel * rel * b * b) }'
+}
+
 # The closing line; returns non-zero when a check failed.
 cli_summary() {
     echo "$checks checks, $failures failed"

@@ -2,7 +2,8 @@
 # gradcache train under gradcache launch (data-parallel over TCP on loopback): two processes
 # train and process 0 alone writes the run folder, the same with --checkpoint-layers; a
 # launched world of one equals an unlaunched run byte for byte; a two-process run stopped and resumed equals one that was not,
-# byte for byte (in f16 too, with its loss scaler) -- resuming with another number of
+# byte for byte (in f16 too, with its loss scaler); --gc-sort-lengths takes the unsorted step
+# (dropout 0) -- resuming with another number of
 # processes, and --zero, are test_cli_train_zero.sh's; a process that dies stops the run with
 # one line from the others, leaves the last checkpoint intact (resuming from it gives the
 # uninterrupted run's model), and nothing behind; fine-tuning a pretrained model folder (--init) the same way. A tiny model, seconds
@@ -16,6 +17,8 @@ edit=${2:?$usage}
 tiny=${3:?$usage}
 # shellcheck source=tests/cli_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
+# shellcheck source=tests/train_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/train_lib.sh"
 export GC_DIST_TIMEOUT=20
 # the run's secret for the processes started here without the launcher (it makes its own)
 secret=$work/secret
@@ -139,6 +142,20 @@ expect_ok timeout 120 "$gradcache" launch -n 2 -- "${tune[@]}" --out "$work/tune
 expect_ok timeout 120 "$gradcache" launch -n 2 -- "${tune[@]}" --out "$work/tuned_resumed" --resume
 check same_file "$work/tuned_resumed/model.safetensors" "$work/tuned/model.safetensors" \
     "--init, 2 processes: resumed, another model than straight through"
+
+# --gc-sort-lengths, each process sorting its own rows: with dropout 0, step 1's loss and
+# gradient norm are the unsorted run's to f32 rounding (test_cli_train_sort.sh says why)
+without_dropout "$tiny" "$work/bert0" || { echo "setup: no dropout-free copy of $tiny" >&2; exit 99; }
+write_sentence_pairs "$work/sentence_pairs.tsv"
+sorting=("$gradcache" train --init "$work/bert0" --data "$work/sentence_pairs.tsv" --gc --gc-chunk-size 3
+         --batch-size 12 --max-length 16 --steps 1)
+expect_ok timeout 120 "$gradcache" launch -n 2 -- "${sorting[@]}" --out "$work/unsorted"
+expect_ok timeout 120 "$gradcache" launch -n 2 -- "${sorting[@]}" --gc-sort-lengths --out "$work/sorted"
+for key in loss:1e-6 grad_norm:1e-5; do
+    got=$(field "$work/sorted/log.jsonl" 1 "${key%%:*}")
+    want=$(field "$work/unsorted/log.jsonl" 1 "${key%%:*}")
+    check close_to "$got" "$want" "${key#*:}" "2 processes, sorted: step 1's ${key%%:*} $got, unsorted $want"
+done
 
 # a process killed mid-run (unlaunched, so that nothing else stops the others): the other
 # stops with one line naming the collective and the process, in well under the timeout

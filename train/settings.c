@@ -36,6 +36,8 @@ void gc_train_settings(const gc_trainer_config *c, const gc_pairs *pairs, gc_met
     else
         gc_metadata_set(s, "flag.gc-chunk-size", "none");
     if (c->gc && c->chunk_tokens) gc_metadata_set(s, "flag.gc-chunk-tokens", "%lld", (long long)c->chunk_tokens);
+    /* other chunks draw other dropout masks; recorded only when used, as the budget */
+    if (c->gc && c->sort_lengths) gc_metadata_set(s, "flag.gc-sort-lengths", "yes");
     if (c->steps) gc_metadata_set(s, "flag.steps", "%lld", (long long)c->steps);
     else gc_metadata_set(s, "flag.epochs", "%lld", (long long)(c->epochs ? c->epochs : 1));
     char number[32];

@@ -295,11 +295,14 @@ static gc_status set_up(gc_trainer *t, bool resume) {
         .ddp = t->dist.ddp,
         .scaler = t->progress.scaled ? &t->progress.scaler : NULL, /* read at each step */
     };
-    if (t->config.gc && t->config.chunk_tokens) { /* chunks by token budget too */
-        t->token_budget = (gc_token_budget){t->config.chunk_tokens, "mask"};
+    if (t->config.gc && (t->config.chunk_tokens || t->config.sort_lengths)) {
+        /* chunks by token budget, each cut to its longest text; sorted without a budget, the cut
+         * alone (a budget no chunk reaches): that is what sorting saves */
+        t->token_budget = (gc_token_budget){t->config.chunk_tokens ? t->config.chunk_tokens : INT64_MAX, "mask"};
         config.split = gc_split_by_tokens;
         config.user = &t->token_budget;
     }
+    if (t->config.gc && t->config.sort_lengths) config.sort_by = "mask"; /* each side by its own lengths */
     t->cache = gc_cache_new(&config);
     return GC_OK;
 }

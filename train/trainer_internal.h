@@ -33,7 +33,7 @@ struct gc_trainer {
     gc_dual_encoder guide;               /* --guide: frozen, eval mode */
     gc_gist_options gist;                /* --guide: the loss (a pointer too); its guide's representations
                                             set for each batch */
-    gc_token_budget token_budget;        /* --gc-chunk-tokens: the split's user data */
+    gc_token_budget token_budget;        /* --gc-chunk-tokens, --gc-sort-lengths: the split's user data */
     gc_cache *cache;
     gc_metadata settings;       /* the settings a resumed run must share (train_state.h) */
     gc_train_progress progress; /* where the run is: what a checkpoint holds */

@@ -1,7 +1,8 @@
 /* Gradient Cache: contrastive training with a batch far larger than memory allows.
  *
  * One step (gc_cache_step) over a batch for each of N models:
- *   1. each model's input is split into chunks (views along dim 0, no copy);
+ *   1. each model's input is split into chunks (views along dim 0, no copy; with sort_by its
+ *      rows sorted by length first, a copy);
  *   2. for each chunk: capture the RNG context of every device, run the model without a
  *      graph, keep only the representation;
  *   3. concatenate each model's representations, make them leaves, compute the loss on
@@ -128,6 +129,16 @@ typedef struct gc_cache_config {
     gc_representation_fn representation;   /* NULL: the model output is the representation */
     gc_split_fn split;                     /* NULL: split every tensor along dim 0 (chunk_size
                                               rows each); a split may make up to one chunk per row */
+    const char *sort_by;                   /* NULL: each model's rows are split in the batch's order;
+                                              else the name of a mask [rows, T] in every input:
+                                              each model's rows are split sorted by their real
+                                              tokens (the mask's row sums), longest first (equal
+                                              ones in batch order), so a chunk holds texts of
+                                              similar lengths and a split that cuts each chunk to
+                                              its longest (gc_split_by_tokens) cuts nearly all the
+                                              padding; the representations go to the loss, and
+                                              the cache comes back, in the batch's order, so the
+                                              step's gradients are the whole batch's */
     gc_backward_fn backward;               /* NULL: gc_backward */
     void *user;                            /* passed to representation, split and backward */
     bool keep_last_graph;                  /* keep the last chunk's graph from the first pass
@@ -191,9 +202,9 @@ gc_status gc_cache_verify(gc_cache *cache, const gc_batch *inputs, double floor,
 /* The plain step, for comparisons: each model's whole batch in one graph, the loss on
  * their representations (all-gathered with a group), and one backward per model seeded with
  * the loss's gradient (synced on the last, with a bucketer). The forwards run chunk by chunk
- * as in the cached step (with chunk size = batch size it is one forward), so dropout draws
- * the same masks and the gradients of the two steps agree to rounding for any model whose
- * rows do not interact (every encoder here). */
+ * as in the cached step and in its order (with chunk size = batch size it is one forward), so
+ * dropout draws the same masks and the gradients of the two steps agree to rounding for any
+ * model whose rows do not interact (every encoder here). */
 gc_status gc_cache_full_batch_step(gc_cache *cache, const gc_batch *inputs, double *loss);
 
 /* --- the functional API, for loaders that emit small batches ---

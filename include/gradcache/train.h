@@ -343,6 +343,8 @@ typedef struct gc_trainer_config {
     int64_t chunk_sizes[2];     /* --gc-chunk-size: rows per chunk, queries and passages */
     int64_t chunk_tokens;       /* --gc-chunk-tokens: also at most this many real tokens per chunk, each
                                    chunk cut to its longest text (gc_split_by_tokens); 0: no budget */
+    bool sort_lengths;          /* --gc-sort-lengths: each side's rows chunked longest text first
+                                   (gc_cache_config.sort_by), each chunk cut to its longest text */
     bool checkpoint_layers;     /* --checkpoint-layers: each encoder layer keeps only its input for
                                    backward and runs again there (gc_text_encoder.checkpoint_layers):
                                    less memory per chunk, the same gradients bit for bit, a slower step */
