@@ -114,6 +114,14 @@ static inline void gc_test_skip_without_gpu(int devices) {
 /* For the cuda suite: exits 77 (skip) when no GPU is usable. */
 static inline void gc_test_require_cuda(void) { gc_test_skip_without_gpu(gc_cuda_device_count()); }
 
+/* counts[0] + ... + counts[n - 1]: the rows of the ranks before rank n (or of the whole world
+ * of n), from each rank's count. */
+static inline int64_t gc_test_sum_counts(const int64_t *counts, int n) {
+    int64_t total = 0;
+    for (int r = 0; r < n; r++) total += counts[r];
+    return total;
+}
+
 /* Whether this process runs under GC_CUDA_SYNC=1 (bench/gpu_check.sh runs the cuda suite
  * both ways), read as tensor/cuda/debug_cuda.c reads it: a wait after every launch, and a
  * bad index reported at its launch instead of at the next synchronisation. */

@@ -31,12 +31,6 @@ typedef struct ring_case {
     int64_t tile;
 } ring_case;
 
-static int64_t ring_sum(const int64_t *counts, int n) {
-    int64_t total = 0;
-    for (int r = 0; r < n; r++) total += counts[r];
-    return total;
-}
-
 /* Explicit targets of `queries` global queries over `passages` global passages: scattered,
  * with queries 0 and 1 sharing a positive. */
 static gc_tensor *ring_targets(int64_t queries, int64_t passages) {
@@ -119,9 +113,9 @@ static void ring_compare(gc_process_group *group, const ring_case *c, gc_dtype d
     for (int r = 0; r < world; r++)
         passages[r] = c->explicit_targets ? c->passages[r] : c->queries[r] * (1 + c->negatives);
     loss_case shape = c->shape;
-    shape.n_queries = ring_sum(c->queries, world);
-    shape.n_passages = ring_sum(passages, world);
-    int64_t starts[2] = {ring_sum(c->queries, rank), ring_sum(passages, rank)};
+    shape.n_queries = gc_test_sum_counts(c->queries, world);
+    shape.n_passages = gc_test_sum_counts(passages, world);
+    int64_t starts[2] = {gc_test_sum_counts(c->queries, rank), gc_test_sum_counts(passages, rank)};
     int64_t counts[2] = {c->queries[rank], passages[rank]};
     /* the global batch, the same on every rank */
     gc_tensor *q = gc_test_random_in(GC_SHAPE(shape.n_queries, shape.dim), dtype, -shape.range, shape.range, 300);

@@ -38,13 +38,18 @@ run auto gather "the loss over the gathered batch" # 2 x 51 rows of 256 bytes: 2
 # runs' parameters then differ by as much after each update, which 6 steps of AdamW carry
 # without amplifying (measured: 3e-7 at the worst). A loss that missed a block of negatives or
 # a gradient not scaled like the gather's moves step 1's value or step 2's by far more.
-for step in 1 2 3 4 5 6; do
-    for key in loss grad_norm; do
-        a=$(field "$work/ring/log.jsonl" $step $key) b=$(field "$work/gather/log.jsonl" $step $key)
-        check awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; exit !(d * d <= 1e-10 * b * b) }' \
-            "step $step: the ring's $key $a, the gather's $b"
+# same_steps RING GATHER LABEL: the two runs' logs agree on loss and grad_norm at steps 1-6
+same_steps() {
+    local step key a b
+    for step in 1 2 3 4 5 6; do
+        for key in loss grad_norm; do
+            a=$(field "$1/log.jsonl" $step $key) b=$(field "$2/log.jsonl" $step $key)
+            check awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; exit !(d * d <= 1e-10 * b * b) }' \
+                "${3}step $step: the ring's $key $a, the gather's $b"
+        done
     done
-done
+}
+same_steps "$work/ring" "$work/gather" ""
 
 # one process has nothing to gather or pass around
 expect_ok timeout 120 "$gradcache" train "${common[@]}" --steps 1 --loss ring --out "$work/alone"
@@ -68,13 +73,7 @@ guided() {
 guided ring ring
 guided gather gather
 guided auto gather
-for step in 1 2 3 4 5 6; do
-    for key in loss grad_norm; do
-        a=$(field "$work/guided_ring/log.jsonl" $step $key) b=$(field "$work/guided_gather/log.jsonl" $step $key)
-        check awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; exit !(d * d <= 1e-10 * b * b) }' \
-            "--guide, step $step: the ring's $key $a, the gather's $b"
-    done
-done
+same_steps "$work/guided_ring" "$work/guided_gather" "--guide, "
 # the guide masks something: the unguided run's first loss (the same initial model) is higher
 a=$(field "$work/guided_ring/log.jsonl" 1 loss) b=$(field "$work/ring/log.jsonl" 1 loss)
 check awk -v a="$a" -v b="$b" 'BEGIN { exit !(a < b) }' "--guide: step 1's loss $a, without a guide $b"

@@ -41,20 +41,14 @@ typedef struct gist_case {
     int64_t tile;
 } gist_case;
 
-static int64_t sum_first(const int64_t *counts, int n) {
-    int64_t total = 0;
-    for (int r = 0; r < n; r++) total += counts[r];
-    return total;
-}
-
 /* Explicit targets for the world's batch: each query's positive one of its own rank's passages,
  * scattered, the first two queries of a rank with two or more sharing theirs. */
 static gc_tensor *local_targets(const gist_case *c, int world) {
-    int64_t total = sum_first(c->queries, world), at = 0;
+    int64_t total = gc_test_sum_counts(c->queries, world), at = 0;
     int32_t *t = malloc((size_t)(total + 1) * sizeof *t);
     REQUIRE(t);
     for (int r = 0; r < world; r++) {
-        int64_t first = sum_first(c->passages, r);
+        int64_t first = gc_test_sum_counts(c->passages, r);
         for (int64_t i = 0; i < c->queries[r]; i++) {
             int64_t like = i == 1 ? 0 : i; /* query 1 shares query 0's positive */
             t[at + i] = (int32_t)(first + (3 * like + 1) % c->passages[r]);
@@ -98,9 +92,11 @@ static void expect_same(const gist_case *c, const char *what, int world, const g
 static void check_case(gc_process_group *group, const gist_case *c) {
     int rank = gc_dist_rank(group), world = gc_dist_world_size(group);
     int64_t passages[RING_MAX];
-    for (int r = 0; r < world; r++) passages[r] = c->explicit_targets ? c->passages[r] : c->queries[r] * (1 + c->negatives);
-    int64_t n_queries = sum_first(c->queries, world), n_passages = sum_first(passages, world);
-    int64_t starts[2] = {sum_first(c->queries, rank), sum_first(passages, rank)};
+    for (int r = 0; r < world; r++)
+        passages[r] = c->explicit_targets ? c->passages[r] : c->queries[r] * (1 + c->negatives);
+    int64_t n_queries = gc_test_sum_counts(c->queries, world);
+    int64_t n_passages = gc_test_sum_counts(passages, world);
+    int64_t starts[2] = {gc_test_sum_counts(c->queries, rank), gc_test_sum_counts(passages, rank)};
     int64_t counts[2] = {c->queries[rank], passages[rank]};
     /* the global batch and the guide's rows of it, the same on every rank */
     gc_tensor *q = gc_test_random_in(GC_SHAPE(n_queries, 4), GC_F64, -1, 1, 300);
@@ -177,7 +173,8 @@ static gc_tensor *gathered_forward(gc_tensor *const *reps, int count, void *args
 
 static int cache_body(int rank, int world, void *arg) {
     const dist_scenario *s = arg;
-    int64_t total = sum_first(s->counts, world), start = sum_first(s->counts, rank), per_query = 1 + s->negatives;
+    int64_t total = gc_test_sum_counts(s->counts, world), start = gc_test_sum_counts(s->counts, rank);
+    int64_t per_query = 1 + s->negatives;
     own_guide.guide_queries = gc_slice0(guide_queries, start, start + s->counts[rank]);
     own_guide.guide_passages = gc_slice0(guide_passages, start * per_query, (start + s->counts[rank]) * per_query);
     gathered_guide.guide_queries = gc_slice0(guide_queries, 0, total);
