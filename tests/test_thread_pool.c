@@ -45,6 +45,20 @@ static pid_t worker_in_a_call(void) {
     return atomic_load(&m.started) == 2 && a != b ? (a == caller ? b : a) : 0;
 }
 
+/* Whether thread `id` of this process is asleep (state S in /proc: a futex wait). The worker
+ * asleep waits on the pool's condition variable, having let go of its lock: held then, it
+ * cannot keep the caller from the lock. */
+static bool asleep(pid_t id) {
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)id);
+    FILE *file = fopen(path, "r");
+    if (!file) return false;
+    bool read = fgets(line, sizeof line, file) != NULL;
+    fclose(file);
+    const char *name_end = read ? strrchr(line, ')') : NULL; /* "id (name) S ..." */
+    return name_end && name_end[1] == ' ' && name_end[2] == 'S';
+}
+
 /* ---- the worker held: SIGUSR1 parks it in the handler until `release` ---- */
 static atomic_bool held, release;
 
@@ -75,7 +89,8 @@ static void test_caller_runs_what_a_held_worker_has_not_started(void) {
     CHECK_MSG(worker != 0, "no call had a range run by the worker");
     if (!worker) return;
     REQUIRE(signal(SIGUSR1, hold) != SIG_ERR);
-    sleep_ms(50); /* past its spinning: asleep on the pool's condition variable, holding no lock */
+    for (int wait = 0; !asleep(worker) && wait < 10000; wait++) sleep_ms(1); /* past its spinning */
+    CHECK_MSG(asleep(worker), "the worker is not asleep between calls");
     REQUIRE(syscall(SYS_tgkill, getpid(), worker, SIGUSR1) == 0);
     for (int wait = 0; !atomic_load(&held) && wait < 10000; wait++) sleep_ms(1);
     CHECK_MSG(atomic_load(&held), "the worker did not take the signal");
