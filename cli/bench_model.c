@@ -22,6 +22,7 @@ int cli_bench_model_check(const char *command, const cli_bench_model_options *op
 
 gc_status cli_bench_model_setup(gc_bench_setup *setup, const cli_bench_model_options *options, gc_dtype dtype,
                                 gc_device device) {
+    gc_set_weight_packing(options->weight_packing == CLI_PACKING_ON);
     if (options->init)
         return gc_bench_setup_from_folder(setup, options->init, options->max_length, dtype, (uint64_t)options->seed,
                                           device);

@@ -17,6 +17,7 @@ typedef struct cli_bench_model_options {
     bool tied;
     int device;   /* an index in cli_bench_device_names */
     int64_t seed; /* initialisation, synthetic data and dropout */
+    int weight_packing; /* CLI_PACKING_*, applied by cli_bench_model_setup */
 } cli_bench_model_options;
 
 extern const char *const cli_bench_device_names[]; /* "cpu", "cuda", NULL */
@@ -33,7 +34,8 @@ extern const char *const cli_bench_device_names[]; /* "cpu", "cuda", NULL */
     {"dropout", CLI_FLAG_DOUBLE, &(options).dropout, 0, 0.9, NULL, "dropout probability"},                 \
     {"tied", CLI_FLAG_BOOL, &(options).tied, 0, 0, NULL, "one encoder for queries and passages"},          \
     {"device", CLI_FLAG_CHOICE, &(options).device, 0, 0, cli_bench_device_names, "where to run"},          \
-    {"seed", CLI_FLAG_INT, &(options).seed, 0, 9007199254740992.0, NULL, "initialisation, data and dropout"}
+    {"seed", CLI_FLAG_INT, &(options).seed, 0, 9007199254740992.0, NULL, "initialisation, data and dropout"}, \
+    CLI_WEIGHT_PACKING_FLAG((options).weight_packing)
 
 /* What single flags cannot check: --heads divides --dim, the device exists. Writes the
  * device; 0, or prints one line naming the flag and returns 2 (a usage error). */
@@ -41,7 +43,7 @@ int cli_bench_model_check(const char *command, const cli_bench_model_options *op
 
 /* gc_bench_setup_init with the text encoder the options describe (byte-level vocabulary,
  * BERT's post-norm layers, mean pooling over the mask, no projection) in `dtype`, or
- * gc_bench_setup_from_folder with --init's. */
+ * gc_bench_setup_from_folder with --init's; weight packing as --weight-packing says. */
 gc_status cli_bench_model_setup(gc_bench_setup *setup, const cli_bench_model_options *options, gc_dtype dtype,
                                 gc_device device);
 

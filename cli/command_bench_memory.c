@@ -64,9 +64,11 @@ static void print_row(const cli_memory_row *row, const cli_memory_row *plain) {
         printf("   does not fit (%s)\n", gc_status_name(row->result.status));
         return;
     }
-    char peak[32], cache[32];
-    printf(" %14zu %12s %12s %10.1f", row->result.peak_bytes, gc_format_bytes((double)row->result.peak_bytes, peak, 32),
-           gc_format_bytes((double)row->result.cache_bytes, cache, 32), row->result.step_ms);
+    char peak[32], cache[32], packed[32];
+    printf(" %14zu %12s %12s %12s %10.1f", row->result.peak_bytes,
+           gc_format_bytes((double)row->result.peak_bytes, peak, 32),
+           gc_format_bytes((double)row->result.cache_bytes, cache, 32),
+           gc_format_bytes((double)row->result.packed_bytes, packed, 32), row->result.step_ms);
     if (!row->plain && plain && plain->result.status == GC_OK)
         printf(" %12.3f", (double)row->result.peak_bytes / (double)plain->result.peak_bytes);
     putchar('\n');
@@ -129,8 +131,8 @@ static int sweep(const memory_options *options, const cli_bench_model_options *m
            cli_bench_model_describe(model, model_text, sizeof model_text),
            (long long)gc_param_list_numel(&setup.model.params), cli_precision_names[options->precision], device_text,
            limit ? gc_format_bytes((double)limit, limit_text, 32) : "no memory limit", (long long)options->reps);
-    printf("  %-6s %7s %7s %-5s %14s %12s %12s %10s %12s\n", "mode", "batch", "chunk", "loss", "peak bytes", "peak",
-           "cache", "step ms", "peak/plain");
+    printf("  %-6s %7s %7s %-5s %14s %12s %12s %12s %10s %12s\n", "mode", "batch", "chunk", "loss", "peak bytes",
+           "peak", "cache", "packed", "step ms", "peak/plain");
     int status = 0;
     const cli_memory_row *plain = NULL;
     for (int i = 0; i < count && status == 0; i++) {
@@ -178,7 +180,8 @@ int cli_command_bench_memory(int argc, char **argv) {
                                  "Peak memory and time of one training step against the batch size: the plain step\n"
                                  "(the whole batch in one graph) and Gradient Cache at each chunk size, with the tiled\n"
                                  "contrastive loss or the full one. The cache column is GradCache's representations\n"
-                                 "and their gradients. Synthetic texts.",
+                                 "and their gradients; packed, the weights' kept GEMM panels (outside the peak, under\n"
+                                 "the limit). Synthetic texts.",
                                  flags, (int)(sizeof flags / sizeof *flags), argc, argv, 3);
     if (parsed) return parsed == 1 ? 0 : parsed;
     cli_int_list batches, chunks, plain_batches;

@@ -23,7 +23,7 @@ static const char *const tower_names[] = {"query", "passage", NULL};
 typedef struct encode_flags {
     const char *model, *input, *output;
     int64_t batch_size, max_length, threads;
-    int format, precision, device, tower;
+    int format, precision, device, tower, weight_packing;
     bool quiet;
 } encode_flags;
 
@@ -46,6 +46,7 @@ static int parse_flags(int argc, char **argv, encode_flags *f) {
         {"device", CLI_FLAG_CHOICE, &f->device, 0, 0, cli_device_choices, "where to encode (cuda: the first GPU)"},
         {"tower", CLI_FLAG_CHOICE, &f->tower, 0, 0, tower_names, "which tower of a dual (untied) model"},
         {"quiet", CLI_FLAG_BOOL, &f->quiet, 0, 0, NULL, "no progress on standard error"},
+        CLI_WEIGHT_PACKING_FLAG(f->weight_packing),
     };
     int status = cli_flags_parse("encode", SUMMARY, table, (int)(sizeof table / sizeof *table), argc, argv, 2);
     if (status) return status;
@@ -95,6 +96,7 @@ int cli_command_encode(int argc, char **argv) {
     if (!status) status = cli_precision_check_device("encode", f.precision, device);
     if (status) return status;
     if (f.threads) gc_set_cpu_threads((int)f.threads);
+    gc_set_weight_packing(f.weight_packing == CLI_PACKING_ON);
     gc_dual_encoder model = {0};
     gc_text_lines lines = {0};
     gc_tensor *embeddings = NULL;

@@ -19,7 +19,7 @@
 typedef struct eval_flags {
     const char *model, *data, *split, *matryoshka;
     int64_t batch_size, max_length, limit;
-    int device;
+    int device, weight_packing;
     bool json;
 } eval_flags;
 
@@ -41,6 +41,7 @@ static int parse_flags(int argc, char **argv, eval_flags *f) {
         {"limit", CLI_FLAG_INT, &f->limit, 0, 1e12, NULL,
          "evaluate on the first N pairs of the split only, a fixed subset (0: all)"},
         {"json", CLI_FLAG_BOOL, &f->json, 0, 0, NULL, "print the metrics as one JSON object"},
+        CLI_WEIGHT_PACKING_FLAG(f->weight_packing),
         {"matryoshka", CLI_FLAG_STRING, &f->matryoshka, 0, 0, NULL,
          "evaluate at each of these prefixes of the embedding, e.g. 384,128,64 (encoded once)"},
     };
@@ -73,6 +74,7 @@ int cli_command_eval(int argc, char **argv) {
     gc_device device;
     status = cli_device_from_flag("eval", f.device, &device);
     if (status) return status;
+    gc_set_weight_packing(f.weight_packing == CLI_PACKING_ON);
     char *data_path = gc_data_path(f.data, f.split);
     gc_dual_encoder model = {0};
     gc_pairs pairs = {0};

@@ -52,6 +52,8 @@ typedef struct train_flags {
     int loss;                  /* an index into loss_names: config.loss and config.global_loss */
     int zero;                  /* an index into zero_names: config.zero */
     int margin_strategy;       /* an index into margin_names: config.guide_margin_strategy */
+    int weight_packing;        /* CLI_PACKING_*: gc_set_weight_packing (not a setting of the run:
+                                  the same results either way) */
     int64_t log_every;
     bool resume;
 } train_flags;
@@ -165,6 +167,7 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
          "stop after this step as if interrupted, checkpoint written, for --resume (0: never)"},
         {"resume", CLI_FLAG_BOOL, &flags->resume, 0, 0, NULL,
          "continue from DIR/checkpoint.safetensors (with the flags of the run that wrote it)"},
+        CLI_WEIGHT_PACKING_FLAG(flags->weight_packing),
     };
     int status = cli_flags_parse("train", SUMMARY, table, (int)(sizeof table / sizeof *table), argc, argv, 2);
     if (status) return status;
@@ -250,6 +253,7 @@ int cli_command_train(int argc, char **argv) {
     if (status) return status == 1 ? 0 : status; /* 1: --help was printed */
     status = cli_device_from_flag("train", f.device, &f.config.device);
     if (status) return status;
+    gc_set_weight_packing(f.weight_packing == CLI_PACKING_ON);
     report r = {.first_loss = NAN, .last_loss = NAN};
     f.config.on_step = on_step;
     f.config.user = &r;

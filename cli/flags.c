@@ -152,6 +152,8 @@ void cli_flags_usage(const char *command, const char *summary, const cli_flag *f
     }
 }
 
+const char *const cli_packing_names[] = {"on", "off", NULL};
+
 const char *const cli_device_choices[] = {"cpu", "cuda", NULL};
 
 int cli_device_from_flag(const char *command, int choice, gc_device *device) {

@@ -12,6 +12,7 @@
 
 #include "gradcache/device.h"
 #include "gradcache/dtype.h"
+#include "gradcache/tensor.h" /* gc_set_weight_packing, which --weight-packing sets */
 
 typedef enum cli_flag_kind {
     CLI_FLAG_BOOL,   /* --name (no value) sets *(bool *)value */
@@ -46,6 +47,17 @@ extern const char *const cli_device_choices[];
 /* The device `choice` names: 0, or (after one line naming --device, when no GPU is usable)
  * the usage exit status. */
 int cli_device_from_flag(const char *command, int choice, gc_device *device);
+
+/* The --weight-packing flag of the commands that multiply by weights: "on" (the default), a
+ * weight keeps its GEMM panels packed between products (packed bytes, outside the peak, under
+ * the limit), or "off", each product packs its own (gc_set_weight_packing; the same results
+ * either way). Its choices, in the enum's order, and its table entry: */
+enum { CLI_PACKING_ON, CLI_PACKING_OFF };
+extern const char *const cli_packing_names[];
+#define CLI_WEIGHT_PACKING_FLAG(choice)                                                                        \
+    {"weight-packing", CLI_FLAG_CHOICE, &(choice), 0, 0, cli_packing_names,                                    \
+     "on: weights keep their packed GEMM panels between products (reported as packed bytes); off: each product " \
+     "packs its own (less memory, slower; the same results)"}
 
 /* The --precision flag of train and the benchmarks: the dtype of the model's parameters and
  * activations (f32, or f16 / bf16 with f32 master weights in the optimizer and, for f16, loss

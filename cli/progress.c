@@ -39,8 +39,11 @@ static void draw_bar(cli_progress *progress, const gc_step_record *r, const char
 
 void cli_progress_step(cli_progress *progress, const gc_step_record *r) {
     progress->seconds += r->seconds;
-    char peak[80], limit[32];
+    char peak[96], limit[32], packed[32];
     gc_format_bytes((double)r->peak_bytes, peak, sizeof peak);
+    if (r->packed_bytes) /* the limit holds them too */
+        snprintf(peak + strlen(peak), sizeof peak - strlen(peak), " + packed %s",
+                 gc_format_bytes((double)r->packed_bytes, packed, sizeof packed));
     if (progress->limit_bytes)
         snprintf(peak + strlen(peak), sizeof peak - strlen(peak), " of %s",
                  gc_format_bytes((double)progress->limit_bytes, limit, sizeof limit));

@@ -1,8 +1,9 @@
 /* Training progress on stderr. On a terminal, one line redrawn in place after every step:
- *   step 120/500 [=====>              ] loss 2.3141 | 812.4 ex/s | peak 41.2 MiB of 15.1 GiB | ETA 0:00:31
+ *   step 120/500 [=====>       ] loss 2.3141 | 812.4 ex/s | peak 41.2 MiB + packed 3.1 MiB of 15.1 GiB | ETA 0:00:31
  * Otherwise (a pipe, a file, a CI log) a plain line every `log_every` steps and at the last:
- *   step 120/500 epoch 2 loss 2.3141 lr 0.00042 812.4 ex/s peak 41.2 MiB of 15.1 GiB ETA 31 s
- * ("of ...": the memory limit the step's peak is held to, when there is one). */
+ *   step 120/500 epoch 2 loss 2.3141 lr 0.00042 812.4 ex/s peak 41.2 MiB + packed 3.1 MiB of 15.1 GiB ETA 31 s
+ * ("+ packed ...": the weights' packed GEMM panels, when the step kept any; "of ...": the memory
+ * limit the step's peak and the panels are held to, when there is one). */
 #ifndef CLI_PROGRESS_H
 #define CLI_PROGRESS_H
 

@@ -204,6 +204,7 @@ static void *alloc_counted(gc_device device, size_t nbytes, gc_memory_role role,
     void *ptr = allocate_locked(backend, device, pool, nbytes);
     if (ptr && packed) {
         stats->packed_bytes += nbytes;
+        if (stats->packed_bytes > stats->peak_packed_bytes) stats->peak_packed_bytes = stats->packed_bytes;
     } else if (ptr) {
         stats->live_bytes += nbytes;
         stats->role_live_bytes[role] += nbytes;
@@ -295,6 +296,7 @@ void gc_memory_reset_peak(gc_device device) {
     pool->stats.peak_bytes = pool->stats.live_bytes;
     memcpy(pool->stats.role_peak_bytes, pool->stats.role_live_bytes, sizeof pool->stats.role_peak_bytes);
     pool->stats.peak_reserved_bytes = pool->stats.reserved_bytes;
+    pool->stats.peak_packed_bytes = pool->stats.packed_bytes;
     pthread_mutex_unlock(&pools_lock);
 }
 

@@ -75,6 +75,11 @@ static void test_kept_and_counted(void) {
     CHECK(gc_memory_get_stats(cpu).live_bytes == live + 3 * gc_nbytes(y1) + 2 * gc_nbytes(dx1));
     gc_tensor_release(w); /* its last reference: the panels go with it */
     CHECK(packed_bytes() == 0);
+    /* the peak of packed bytes outlives the panels until the next reset, like peak_bytes */
+    CHECK_MSG(gc_memory_get_stats(cpu).peak_packed_bytes >= both, "peak packed %zu bytes, want at least %zu",
+              gc_memory_get_stats(cpu).peak_packed_bytes, both);
+    gc_memory_reset_peak(cpu);
+    CHECK(gc_memory_get_stats(cpu).peak_packed_bytes == 0);
     RELEASE(x, g, y1, y2, y3, dx1, dx2);
     CHECK(gc_memory_get_stats(cpu).live_bytes == start);
 }

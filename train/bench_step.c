@@ -100,6 +100,9 @@ gc_bench_result gc_bench_measure(gc_bench_setup *setup, int64_t batch, int64_t c
                               largest(report.forward_peak_bytes,
                                       largest(report.loss_peak_bytes, report.backward_peak_bytes)));
         result.peak_bytes = largest(result.peak_bytes, peak);
+        /* panels only grow during a step (made at a form's second product, freed with the
+         * weights), so the peak since the last phase's reset is the step's */
+        result.packed_bytes = largest(result.packed_bytes, gc_memory_get_stats(setup->device).peak_packed_bytes);
         result.cache_bytes = report.cache_bytes;
         if (run >= warmup) {
             step_seconds[run - warmup] = seconds;

@@ -65,8 +65,9 @@ gc_status gc_run_log_append(gc_run_log *log, const gc_step_record *r) {
     print_number(log->file, "lr", r->lr);
     print_number(log->file, "grad_norm", r->grad_norm);
     fprintf(log->file,
-            ",\"examples_per_second\":%.1f,\"peak_bytes\":%zu,\"chunk_sizes\":[%lld,%lld]", r->examples_per_second,
-            r->peak_bytes, (long long)r->chunk_sizes[0], (long long)r->chunk_sizes[1]);
+            ",\"examples_per_second\":%.1f,\"peak_bytes\":%zu,\"packed_bytes\":%zu,\"chunk_sizes\":[%lld,%lld]",
+            r->examples_per_second, r->peak_bytes, r->packed_bytes, (long long)r->chunk_sizes[0],
+            (long long)r->chunk_sizes[1]);
     print_number(log->file, "loss_scale", r->loss_scale);
     fprintf(log->file, ",\"skipped\":%s,\"global_loss\":\"%s\",\"seconds\":%.6f}\n", r->skipped ? "true" : "false",
             r->global_loss, r->seconds);

@@ -1,9 +1,12 @@
 /* The training log: DIR/log.jsonl of a run folder, one JSON object per step (a
  * gc_step_record), e.g.
  *   {"step":1,"epoch":0,"loss":2.77,"lr":1e-05,"grad_norm":0.94,"examples_per_second":410.2,
- *    "peak_bytes":3514368,"chunk_sizes":[8,8],"loss_scale":65536,"skipped":false,"seconds":0.039}
+ *    "peak_bytes":3514368,"packed_bytes":98304,"chunk_sizes":[8,8],"loss_scale":65536,"skipped":false,
+ *    "seconds":0.039}
  * step counts from 1; epoch from 0; lr is the rate the step used; grad_norm the gradients'
  * total 2-norm before clipping; peak_bytes the step's peak of live bytes on the device;
+ * packed_bytes the weights' packed GEMM panels at their highest in the step (outside
+ * peak_bytes; 0 with --weight-packing off);
  * chunk_sizes the rows per chunk of the query and passage sides (the batch for a plain step);
  * loss_scale the scale the gradients carried (--precision f16; 1 otherwise) and skipped
  * whether the step found an inf or nan gradient and left the parameters as they were.

@@ -147,6 +147,9 @@ static gc_status run_step(gc_trainer *t, gc_step_record *record) {
     if (status != GC_OK) return status;
     gc_device_synchronize(t->device);
     double seconds = gc_seconds() - start;
+    /* the panels only grow during a step (made at a form's second product, repacked in place
+     * after the update), so their peak since the last phase's reset is the step's */
+    size_t packed = gc_memory_get_stats(t->device).peak_packed_bytes;
     *record = (gc_step_record){.step = step + 1,
                                .epoch = epoch,
                                .loss = loss,
@@ -155,6 +158,7 @@ static gc_status run_step(gc_trainer *t, gc_step_record *record) {
                                .examples_per_second = (double)(c->batch_size * batches) / seconds,
                                .seconds = seconds,
                                .peak_bytes = peak,
+                               .packed_bytes = packed,
                                .chunk_sizes = {t->progress.chunk_sizes[0], t->progress.chunk_sizes[1]},
                                .loss_scale = loss_scale,
                                .skipped = skipped,

@@ -72,6 +72,8 @@ typedef struct gc_bench_result {
     double step_ms;     /* median over the measured steps */
     double forward_ms;  /* GradCache: median time of the first, graph-less forward pass */
     size_t cache_bytes; /* GradCache: the representations and their gradients (the step report's) */
+    size_t packed_bytes; /* the weights' packed panels at their highest during a step (outside
+                            peak_bytes: gc_memory_stats; 0 with gc_set_weight_packing(false)) */
 } gc_bench_result;
 
 /* Runs `warmup` unmeasured then `reps` (1 to GC_BENCH_MAX_REPS) measured steps over one new

@@ -65,6 +65,7 @@ typedef struct gc_memory_stats {
                               outside live_bytes and peak_bytes (a cache kept with the weights,
                               which a step's figures would otherwise depend on), inside
                               reserved_bytes; a limit holds live + packed bytes */
+    size_t peak_packed_bytes; /* the highest packed_bytes since start or the last peak reset */
     uint64_t alloc_count;  /* allocations served since start */
     uint64_t free_count;   /* storages freed since start */
     uint64_t driver_alloc_count; /* cudaMalloc (CPU: malloc) calls made (a cache hit makes none) */
@@ -76,8 +77,8 @@ typedef struct gc_memory_stats {
 } gc_memory_stats;
 
 gc_memory_stats gc_memory_get_stats(gc_device device);
-/* Sets peak_bytes to the current live_bytes (and peak_reserved_bytes to reserved_bytes, the
- * split of the peak to the split of the live bytes). */
+/* Sets peak_bytes to the current live_bytes (and peak_reserved_bytes to reserved_bytes,
+ * peak_packed_bytes to packed_bytes, the split of the peak to the split of the live bytes). */
 void gc_memory_reset_peak(gc_device device);
 /* 0 removes the limit. A limit below the current live bytes only affects new allocations. */
 void gc_memory_set_limit(gc_device device, size_t limit_bytes);

@@ -311,6 +311,8 @@ typedef struct gc_step_record {
     double grad_norm;              /* the gradients' total 2-norm before clipping (nan: skipped) */
     double examples_per_second, seconds;
     size_t peak_bytes;             /* the step's peak of live bytes on the device */
+    size_t packed_bytes;           /* the weights' packed panels at their highest in the step
+                                      (gc_memory_stats: outside peak_bytes, under the limit) */
     int64_t chunk_sizes[2];        /* rows per chunk, query and passage side (plain: the batch) */
     double loss_scale;             /* the scale the step's gradients carried (1 without loss scaling) */
     bool skipped;                  /* an inf or nan gradient: no update, and the scale halved */

@@ -1,12 +1,21 @@
 /* The CPU thread pool (see thread_pool.h).
  *
- * Each worker has a slot: the range it is to run and a sequence number the caller bumps to
- * post it. A worker waits for its number to change, spinning a little first (kernels come
- * in quick succession during a training step, and a condition variable's wake-up costs
- * tens of microseconds), then sleeping on the pool's condition variable. The caller runs
- * the first range itself and waits for the count of unfinished ranges to reach zero, the
- * same way. A slot is only written while its worker is idle: the previous call returned only
- * after every worker it used had finished. */
+ * A call splits [0, n) into `parts` ranges fixed by n and the thread count, and opens them to
+ * be claimed: `ticket` holds the count and the index of the next unclaimed range, and whoever
+ * advances it (a compare-and-swap) runs that range. The caller posts the call to the workers
+ * it wants (a sequence number per worker, bumped) and then claims ranges itself like any of
+ * them, so that a worker the OS has not scheduled yet costs nothing: the caller runs its
+ * ranges (on a loaded machine, half the samples of a profile were callers waiting for such a
+ * worker). Only a range already claimed is waited for, through the count of unfinished ones.
+ * Who runs a range never changes what it computes.
+ *
+ * A worker waits for its number to change, spinning a little first (kernels come in quick
+ * succession during a training step, and a condition variable's wake-up costs tens of
+ * microseconds), then sleeping on the pool's condition variable; the caller takes the lock to
+ * wake them only when one sleeps. A worker late for a call (it saw its post after the
+ * ranges were gone) finds the ticket spent and waits again. The call's fields are written
+ * while no range is open and read only by a thread that claimed a range of that call, which
+ * the caller waits for before it returns. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -24,20 +33,25 @@
 
 typedef struct worker_slot {
     pthread_t thread;
-    atomic_uint posted; /* bumped by the caller for each range posted to this worker */
-    gc_parallel_fn fn;  /* NULL posted: the worker ends (gc_thread_pool_stop) */
-    void *ctx;
-    int64_t begin, end;
+    atomic_uint posted; /* bumped by the caller for each call it wants this worker in */
 } worker_slot;
 
 static struct {
     pthread_mutex_t busy;       /* held by the thread running a parallel call */
     pthread_mutex_t sleep_lock; /* with `wake` and `done`: the sleeping side of the flags */
     pthread_cond_t wake, done;
-    worker_slot slots[MAX_THREADS]; /* [0] unused: the caller runs the first range */
+    worker_slot slots[MAX_THREADS]; /* [0] unused: the caller */
     int started;                    /* workers running: slots [1, started] */
     atomic_int threads;             /* ranges per call at most; 0 until first read */
-    atomic_int unfinished;          /* ranges of the current call still running on workers */
+    atomic_int sleepers;            /* workers asleep on `wake`, or about to be */
+    atomic_bool stopping;           /* posted with it, the workers end (gc_thread_pool_stop) */
+    /* the current call: ranges [n * i / parts, n * (i + 1) / parts) of fn */
+    gc_parallel_fn fn;
+    void *ctx;
+    int64_t n;
+    int parts;
+    atomic_uint_fast64_t ticket; /* parts << 32 | the next range to claim: spent at next == parts */
+    atomic_int unfinished;       /* ranges of the current call not yet run to their end */
 } pool = {.busy = PTHREAD_MUTEX_INITIALIZER,
           .sleep_lock = PTHREAD_MUTEX_INITIALIZER,
           .wake = PTHREAD_COND_INITIALIZER,
@@ -65,7 +79,10 @@ static int default_threads(void) {
     return online < 1 ? 1 : online < MAX_THREADS ? (int)online : MAX_THREADS;
 }
 
-/* Waits until *flag differs from `seen` (spinning, then sleeping); returns its new value. */
+/* Waits until *flag differs from `seen` (spinning, then sleeping); returns its new value.
+ * Asleep, the worker is counted in `sleepers` before it looks at the flag a last time, and
+ * the caller bumps the flag before it reads `sleepers` (both sequentially consistent): so
+ * either the worker sees the bump or the caller sees a sleeper and wakes it. */
 static unsigned wait_for_change(atomic_uint *flag, unsigned seen) {
     for (int poll = 0; poll < SPIN_POLLS; poll++) {
         unsigned now = atomic_load_explicit(flag, memory_order_acquire);
@@ -73,11 +90,39 @@ static unsigned wait_for_change(atomic_uint *flag, unsigned seen) {
         cpu_relax();
     }
     pthread_mutex_lock(&pool.sleep_lock);
+    atomic_fetch_add(&pool.sleepers, 1);
     unsigned now;
-    while ((now = atomic_load_explicit(flag, memory_order_acquire)) == seen)
-        pthread_cond_wait(&pool.wake, &pool.sleep_lock);
+    while ((now = atomic_load(flag)) == seen) pthread_cond_wait(&pool.wake, &pool.sleep_lock);
+    atomic_fetch_sub(&pool.sleepers, 1);
     pthread_mutex_unlock(&pool.sleep_lock);
     return now;
+}
+
+/* The index of the next unclaimed range of the open call, now this thread's; -1 when none is
+ * left. A successful exchange reads the ticket the caller released after writing the call. */
+static int claim_range(void) {
+    uint_fast64_t ticket = atomic_load_explicit(&pool.ticket, memory_order_relaxed);
+    for (;;) {
+        uint32_t parts = (uint32_t)(ticket >> 32), next = (uint32_t)ticket;
+        if (next >= parts) return -1;
+        if (atomic_compare_exchange_weak_explicit(&pool.ticket, &ticket, ticket + 1, memory_order_acquire,
+                                                  memory_order_relaxed))
+            return (int)next;
+    }
+}
+
+/* Runs ranges of the open call until none is left to claim. A worker that finishes the last
+ * range wakes the caller, which may be asleep on `done`. */
+static void run_ranges(bool worker) {
+    for (int part; (part = claim_range()) >= 0;) {
+        int64_t n = pool.n, parts = pool.parts;
+        pool.fn(pool.ctx, n * part / parts, n * (part + 1) / parts);
+        if (atomic_fetch_sub_explicit(&pool.unfinished, 1, memory_order_acq_rel) == 1 && worker) {
+            pthread_mutex_lock(&pool.sleep_lock);
+            pthread_cond_broadcast(&pool.done);
+            pthread_mutex_unlock(&pool.sleep_lock);
+        }
+    }
 }
 
 static void *worker_main(void *arg) {
@@ -86,13 +131,8 @@ static void *worker_main(void *arg) {
     inside_range = true; /* everything a worker runs is inside a range */
     for (;;) {
         seen = wait_for_change(&slot->posted, seen);
-        if (!slot->fn) return NULL;
-        slot->fn(slot->ctx, slot->begin, slot->end);
-        if (atomic_fetch_sub_explicit(&pool.unfinished, 1, memory_order_acq_rel) == 1) {
-            pthread_mutex_lock(&pool.sleep_lock); /* the caller may be asleep on `done` */
-            pthread_cond_broadcast(&pool.done);
-            pthread_mutex_unlock(&pool.sleep_lock);
-        }
+        if (atomic_load_explicit(&pool.stopping, memory_order_acquire)) return NULL;
+        run_ranges(true);
     }
     return NULL;
 }
@@ -105,6 +145,8 @@ static void forget_workers_after_fork(void) {
     pthread_cond_init(&pool.done, NULL);
     for (int i = 1; i <= pool.started; i++) atomic_store(&pool.slots[i].posted, 0);
     pool.started = 0;
+    atomic_store(&pool.sleepers, 0);
+    atomic_store(&pool.ticket, 0);
     atomic_store(&pool.unfinished, 0);
 }
 
@@ -119,16 +161,15 @@ static void wake_workers(void) {
 void gc_thread_pool_stop(void) {
     if (inside_range) return; /* the caller's own parallel call holds the pool */
     pthread_mutex_lock(&pool.busy);
-    for (int i = 1; i <= pool.started; i++) {
-        pool.slots[i].fn = NULL;
-        atomic_fetch_add_explicit(&pool.slots[i].posted, 1, memory_order_release);
-    }
+    atomic_store_explicit(&pool.stopping, true, memory_order_release);
+    for (int i = 1; i <= pool.started; i++) atomic_fetch_add(&pool.slots[i].posted, 1);
     wake_workers();
     for (int i = 1; i <= pool.started; i++) {
         pthread_join(pool.slots[i].thread, NULL);
         atomic_store(&pool.slots[i].posted, 0); /* a new worker starts from 0 */
     }
     pool.started = 0;
+    atomic_store(&pool.stopping, false);
     pthread_mutex_unlock(&pool.busy);
 }
 
@@ -184,21 +225,20 @@ void gc_parallel_for(int64_t n, int64_t grain, gc_parallel_fn fn, void *ctx) {
         inside_range = false;
         return;
     }
-    atomic_store_explicit(&pool.unfinished, parts - 1, memory_order_relaxed);
-    for (int part = 1; part < parts; part++) {
-        worker_slot *slot = &pool.slots[part];
-        slot->fn = fn;
-        slot->ctx = ctx;
-        slot->begin = n * part / parts;
-        slot->end = n * (part + 1) / parts;
-        atomic_fetch_add_explicit(&slot->posted, 1, memory_order_release);
-    }
-    wake_workers();
+    pool.fn = fn;
+    pool.ctx = ctx;
+    pool.n = n;
+    pool.parts = parts;
+    atomic_store_explicit(&pool.unfinished, parts, memory_order_relaxed);
+    atomic_store_explicit(&pool.ticket, (uint_fast64_t)parts << 32, memory_order_release); /* open */
+    for (int worker = 1; worker < parts; worker++) atomic_fetch_add(&pool.slots[worker].posted, 1);
+    if (atomic_load(&pool.sleepers) > 0) wake_workers();
 
     inside_range = true;
-    fn(ctx, 0, n / parts);
+    run_ranges(false);
     inside_range = false;
 
+    /* what is left was claimed by workers: wait for their ends */
     int poll = 0;
     while (atomic_load_explicit(&pool.unfinished, memory_order_acquire) > 0 && poll++ < SPIN_POLLS) cpu_relax();
     if (atomic_load_explicit(&pool.unfinished, memory_order_acquire) > 0) {

@@ -3,11 +3,13 @@
  * a wake-up, not a thread creation.
  *
  * gc_parallel_for(n, grain, fn, ctx) splits [0, n) into contiguous ranges of at least
- * `grain` items, one per thread, runs fn(ctx, begin, end) on each (the calling thread takes
- * the first) and returns when all are done. The split depends on the thread count, so a
- * kernel must compute every output element the same way whichever range holds it: then
- * its results do not depend on the number of threads (tests/test_threads.c checks each
- * threaded kernel bitwise with 1, 2, 3 and 8 threads).
+ * `grain` items, one per thread, runs fn(ctx, begin, end) on each and returns when all are
+ * done. The calling thread runs ranges too, every one no worker has started yet: a worker
+ * the OS has not scheduled does not hold the call up (tests/test_thread_pool.c). So a range
+ * may run on any thread, and several ranges on one, in any order. The split depends on the
+ * thread count (never on who runs what), so a kernel must compute every output element the
+ * same way whichever range holds it: then its results do not depend on the number of threads
+ * (tests/test_threads.c checks each threaded kernel bitwise with 1, 2, 3 and 8 threads).
  *
  * A call from inside a range (a nested parallel kernel), or while another thread of the
  * program holds the pool, runs serially in the calling thread. A child process made by
