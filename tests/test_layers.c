@@ -313,6 +313,24 @@ static void test_init(void) {
         if (!param->no_decay) words += gc_normal_words(gc_numel(param->tensor));
     }
     CHECK(init_a.offset == 3 + words && init_b.offset == init_a.offset);
+
+    /* Without a generator (a loader's: every weight is read next) the same parameters, of the
+     * same shapes, with the weights 0 and the rest as initialised: nothing drawn. */
+    gc_text_encoder unfilled;
+    REQUIRE(gc_text_encoder_init(&unfilled, &config, cpu, NULL) == GC_OK);
+    gc_param_list list_unfilled = {0};
+    gc_text_encoder_params(&unfilled, "", &list_unfilled);
+    CHECK(list_unfilled.count == list_a.count);
+    for (int i = 0; i < list_a.count && i < list_unfilled.count; i++) {
+        const gc_param *drawn = &list_a.items[i], *param = &list_unfilled.items[i];
+        CHECK_MSG(!strcmp(param->name, drawn->name) && gc_same_shape(param->tensor, drawn->tensor) &&
+                      param->no_decay == drawn->no_decay,
+                  "%s: not the parameter %s of an encoder with a generator", param->name, drawn->name);
+        if (drawn->no_decay) CHECK_MSG(bitwise_equal(param->tensor, drawn->tensor), "%s: not as initialised", param->name);
+        else CHECK_MSG(gc_test_largest_abs(param->tensor) == 0, "%s: not 0", param->name);
+    }
+    gc_param_list_free(&list_unfilled);
+    gc_text_encoder_free(&unfilled);
     gc_param_list_free(&list_a);
     gc_param_list_free(&list_b);
     gc_text_encoder_free(&a);

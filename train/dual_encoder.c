@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "gradcache/train.h"
+#include "model_file.h"
 
 const char *const gc_model_size_names[] = {"tiny", "small", "base", NULL};
 
@@ -32,18 +33,16 @@ gc_text_encoder_config gc_model_preset(int size_index, int64_t max_length) {
                                     .dtype = GC_F32};
 }
 
-gc_status gc_dual_encoder_init(gc_dual_encoder *model, const gc_text_encoder_config *config, bool tied,
-                               gc_device device, uint64_t seed) {
+/* The towers of `model`, initialised from `init` (NULL: weights left 0, to be loaded). */
+static gc_status build_towers(gc_dual_encoder *model, const gc_text_encoder_config *config, bool tied,
+                              gc_device device, gc_generator *init) {
     static const char *const dual_names[] = {"query", "passage"};
     *model = (gc_dual_encoder){.tied = tied};
-    /* One generator for both towers: the passage tower continues the stream where the query
-     * tower stopped, so the two start from different weights. */
     model->tokenizer = gc_tokenizer_bytes();
     model->max_length = config->max_length;
-    gc_generator init = {seed, 0};
     int towers = tied ? 1 : 2;
     for (int t = 0; t < towers; t++) {
-        gc_status status = gc_text_encoder_init(&model->towers[t], config, device, &init);
+        gc_status status = gc_text_encoder_init(&model->towers[t], config, device, init);
         if (status != GC_OK) {
             for (int done = 0; done < t; done++) gc_text_encoder_free(&model->towers[done]);
             gc_param_list_free(&model->params);
@@ -52,6 +51,19 @@ gc_status gc_dual_encoder_init(gc_dual_encoder *model, const gc_text_encoder_con
         gc_text_encoder_params(&model->towers[t], tied ? "encoder" : dual_names[t], &model->params);
     }
     return GC_OK;
+}
+
+gc_status gc_dual_encoder_init(gc_dual_encoder *model, const gc_text_encoder_config *config, bool tied,
+                               gc_device device, uint64_t seed) {
+    /* One generator for both towers: the passage tower continues the stream where the query
+     * tower stopped, so the two start from different weights. */
+    gc_generator init = {seed, 0};
+    return build_towers(model, config, tied, device, &init);
+}
+
+gc_status gc_dual_encoder_init_unfilled(gc_dual_encoder *model, const gc_text_encoder_config *config, bool tied,
+                                        gc_device device) {
+    return build_towers(model, config, tied, device, NULL);
 }
 
 gc_text_encoder *gc_dual_encoder_tower(gc_dual_encoder *model, int side) {

@@ -116,8 +116,8 @@ gc_status gc_model_file_load_from(const gc_safetensors *file, const char *path, 
     gc_status status = read_description(file, path, &config, &tied);
     if (status == GC_OK) status = check_size(file, path, &config, tied);
     if (status != GC_OK) return status;
-    /* the initial values are overwritten by the file's: any seed does */
-    status = gc_dual_encoder_init(model, &config, tied, device, 0);
+    /* the file's values fill every parameter (gc_safetensors_load_exact): nothing to draw */
+    status = gc_dual_encoder_init_unfilled(model, &config, tied, device);
     if (status != GC_OK) return status;
     status = gc_safetensors_load_exact(file, &model->params, NULL);
     if (status != GC_OK) gc_dual_encoder_free(model);

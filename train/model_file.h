@@ -7,6 +7,10 @@
 #include "gradcache/train.h"
 #include "metadata.h"
 
+/* gc_dual_encoder_init without the random draws: every weight 0, for a loader that fills
+ * every one of them next (a model file, a pretrained folder). */
+gc_status gc_dual_encoder_init_unfilled(gc_dual_encoder *model, const gc_text_encoder_config *config, bool tied,
+                                        gc_device device);
 /* Adds the description of `model` (format, sizes, tied) to metadata. */
 void gc_model_describe(const gc_dual_encoder *model, gc_metadata *metadata);
 /* Writes the parameters and their description to `path` (atomically). */

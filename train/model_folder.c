@@ -57,8 +57,8 @@ gc_status gc_dual_encoder_from_folder(gc_dual_encoder *model, const char *dir, i
         return GC_ERR_FORMAT;
     }
     config.dtype = dtype;
-    /* one tied encoder; its random initial weights (any seed) are all replaced below */
-    status = gc_dual_encoder_init(model, &config, true, device, 0);
+    /* one tied encoder, its weights all loaded below */
+    status = gc_dual_encoder_init_unfilled(model, &config, true, device);
     if (status != GC_OK) return status;
     model->max_length = max_length;
     model->pretrained = malloc(strlen(dir) + 1);

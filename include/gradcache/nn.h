@@ -6,8 +6,10 @@
  *     gc_tensor *gc_X_forward(const gc_X *layer, <inputs>, bool training);
  *     void gc_X_params(const gc_X *layer, const char *prefix, gc_param_list *list);
  *     void gc_X_free(gc_X *layer);
- * init draws its random initial values from `init` (a generator, see gradcache/rng.h) and
- * returns GC_OK or an allocation error (with nothing allocated left behind); params appends
+ * init draws its random initial values from `init` (a generator, see gradcache/rng.h), or
+ * leaves the weights 0 when `init` is NULL (for a caller that loads every weight next, as
+ * the pretrained loaders do: drawing 22M normals took most of a second), and returns GC_OK
+ * or an allocation error (with nothing allocated left behind); params appends
  * the layer's parameters under dotted names ("layers.0.attention.query.weight"), which is
  * how optimizers, the gradient bucketer and checkpoints find them: there are no magic
  * parameter indices. forward follows the ops' conventions: a new reference, NULL on a

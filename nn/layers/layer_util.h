@@ -50,6 +50,7 @@ static inline gc_tensor *gc_nn_parameter(gc_tensor *t) {
  * advances past the words drawn, so the next parameter gets fresh numbers. */
 static inline gc_tensor *gc_nn_normal_parameter(int ndim, const int64_t *shape, gc_dtype dtype, gc_device device,
                                                 gc_generator *init) {
+    if (!init) return gc_nn_parameter(gc_zeros(ndim, shape, dtype, device)); /* to be loaded: no draws */
     int64_t numel = 1;
     for (int i = 0; i < ndim; i++) numel *= shape[i];
     uint64_t offset = gc_generator_take(init, gc_normal_words(numel));

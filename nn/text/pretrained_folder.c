@@ -145,8 +145,8 @@ static gc_status load(const char *dir, const gc_layout *only, gc_device device, 
     gc_text_encoder_config config;
     gc_status status = gc_pretrained_folder_config(dir, only, &config);
     if (status == GC_OK) status = gc_pretrained_load_tokenizer(dir, &config, tokenizer);
-    gc_generator init = {0, 0}; /* the file's weights replace these */
-    if (status == GC_OK) status = gc_text_encoder_init(encoder, &config, device, &init);
+    /* no random draws: the file holds every weight (gc_layout_check refuses one that lacks any) */
+    if (status == GC_OK) status = gc_text_encoder_init(encoder, &config, device, NULL);
     if (status == GC_OK && (status = gc_pretrained_load_weights(dir, encoder, unused)) != GC_OK)
         gc_text_encoder_free(encoder);
     if (status != GC_OK) {
