@@ -26,13 +26,18 @@ gc_status gc_encoder_layer_init(gc_encoder_layer *layer, const gc_text_encoder_c
     return status;
 }
 
-/* The two sublayers, one signature: x [B, T, dim] -> [B, T, dim]. */
+/* The two sublayers, one signature: x [B, T, dim] -> [B, T, dim], or [N, dim] -> [N, dim] when
+ * the inputs pack the real tokens (an inference forward: gc_token_packing). */
 typedef gc_tensor *(*sublayer_forward)(const gc_encoder_layer *layer, const gc_tensor *x,
                                        const gc_attention_inputs *inputs, bool training);
 
 static gc_tensor *attention_sublayer(const gc_encoder_layer *layer, const gc_tensor *x,
                                      const gc_attention_inputs *inputs, bool training) {
-    return gc_attention_forward_with(&layer->attention, x, inputs, training);
+    if (!inputs->packing) return gc_attention_forward_with(&layer->attention, x, inputs, training);
+    /* attention mixes the tokens of a sequence: it takes them padded, [B, T, dim] */
+    gc_tensor *padded = gc_tokens_unpack(x, inputs->packing);
+    gc_tensor *y = gc_nn_then(padded, gc_attention_forward_with(&layer->attention, padded, inputs, training));
+    return gc_nn_then(y, gc_tokens_pack(y, inputs->packing));
 }
 
 static gc_tensor *mlp_sublayer(const gc_encoder_layer *layer, const gc_tensor *x, const gc_attention_inputs *inputs,
@@ -41,7 +46,7 @@ static gc_tensor *mlp_sublayer(const gc_encoder_layer *layer, const gc_tensor *x
     return gc_mlp_forward(&layer->mlp, x, training);
 }
 
-/* norm(x + dropout(f(x))) post-norm, x + dropout(f(norm(x))) pre-norm; x [B, T, dim]. */
+/* norm(x + dropout(f(x))) post-norm, x + dropout(f(norm(x))) pre-norm; x [B, T, dim] or [N, dim]. */
 static gc_tensor *residual_block(const gc_encoder_layer *layer, const gc_tensor *x, sublayer_forward sublayer,
                                  const gc_layernorm_layer *norm, const gc_attention_inputs *inputs, bool training) {
     gc_tensor *input = layer->pre_norm ? gc_layernorm_layer_forward(norm, x) : gc_tensor_retain((gc_tensor *)x);

@@ -67,6 +67,25 @@ static inline const char *gc_nn_join(char name_out[GC_PARAM_NAME_MAX], const cha
     return name_out;
 }
 
+/* The real tokens of a padded batch, packed (token_packing.c): an inference forward keeps
+ * its hidden states as [N, dim], the N real tokens of [B, T, dim] in order, so that the
+ * token-by-token work (linears, MLP, norms) skips the padding; only attention, which mixes
+ * the tokens of a sequence, sees them padded again. */
+typedef struct gc_token_packing {
+    int64_t batch, length, tokens; /* B, T, N */
+    gc_tensor *positions;          /* i32 [N]: b * T + t of each real token */
+    gc_tensor *rows;               /* i32 [B * T]: the packed row of each position, N for padding */
+} gc_token_packing;
+
+/* The packing of `mask` [B, T] (1 real, 0 padding: read on the host); false with *packing
+ * untouched when there is no padding to skip, or when an allocation failed (gc_last_status). */
+bool gc_token_packing_make(const gc_tensor *mask, gc_token_packing *packing);
+void gc_token_packing_free(gc_token_packing *packing);
+/* x [B, T, dim] -> [N, dim]: the real tokens' rows. */
+gc_tensor *gc_tokens_pack(const gc_tensor *x, const gc_token_packing *packing);
+/* x [N, dim] -> [B, T, dim]: the rows back in place, padding rows 0. */
+gc_tensor *gc_tokens_unpack(const gc_tensor *x, const gc_token_packing *packing);
+
 /* What the attention layers of one forward share (attention_inputs.c): made once by a text
  * encoder for all its layers. */
 typedef struct gc_attention_inputs {
@@ -74,6 +93,8 @@ typedef struct gc_attention_inputs {
     gc_tensor *bias;       /* added to the scores [B, H, T, T]: [B, 1, 1, T] (padding), [1, 1, T, T]
                             * (causal) or [B, 1, T, T] (both); NULL when no key is hidden */
     gc_tensor *rotary;     /* [T, head_dim]: gc_rope_table, for rotary positions; else NULL */
+    /* NULL, or the packing of the hidden states the layers get (x [N, dim]; attention unpacks) */
+    const gc_token_packing *packing;
 } gc_attention_inputs;
 
 /* The inputs of `layer`'s attention over x [B, T, dim] with `mask`; an allocation error

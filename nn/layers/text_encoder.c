@@ -106,18 +106,21 @@ static gc_tensor *embed(const gc_text_encoder *encoder, const gc_tensor *ids) {
     return sum;
 }
 
-gc_tensor *gc_text_encoder_hidden(const gc_text_encoder *encoder, const gc_tensor *ids /* i32 [B, T] */,
-                                  const gc_tensor *mask /* [B, T] or NULL */, bool training) {
-    if (!ids) return NULL;
-    check_inputs(encoder, ids, mask);
+/* The hidden states of ids [B, T]: [B, T, dim], or [N, dim] for the N real tokens when
+ * `packing` (of mask) is given. */
+static gc_tensor *hidden_states(const gc_text_encoder *encoder, const gc_tensor *ids /* i32 [B, T] */,
+                                const gc_tensor *mask /* [B, T] or NULL */, bool training,
+                                const gc_token_packing *packing) {
     const gc_text_encoder_config *config = &encoder->config;
     gc_tensor *h = embed(encoder, ids); /* [B, T, dim] */
-    if (!config->pre_norm) h = gc_nn_then(h, gc_layernorm_layer_forward(&encoder->embedding_norm, h));
-    h = gc_nn_then(h, gc_nn_dropout(h, config->dropout, training));
     /* every layer's attention is configured alike: one set of inputs (bias, rotary table) serves all */
     gc_attention_inputs inputs = {.mask = mask};
     if (h && config->layers && gc_attention_inputs_make(&encoder->layers[0].attention, h, mask, &inputs) != GC_OK)
         h = gc_nn_then(h, NULL);
+    inputs.packing = packing;
+    if (packing) h = gc_nn_then(h, gc_tokens_pack(h, packing)); /* [N, dim] */
+    if (!config->pre_norm) h = gc_nn_then(h, gc_layernorm_layer_forward(&encoder->embedding_norm, h));
+    h = gc_nn_then(h, gc_nn_dropout(h, config->dropout, training));
     for (int i = 0; i < config->layers; i++)
         h = gc_nn_then(h, encoder->checkpoint_layers
                               ? gc_encoder_layer_forward_checkpointed(&encoder->layers[i], h, &inputs, training)
@@ -127,10 +130,28 @@ gc_tensor *gc_text_encoder_hidden(const gc_text_encoder *encoder, const gc_tenso
     return h;
 }
 
+gc_tensor *gc_text_encoder_hidden(const gc_text_encoder *encoder, const gc_tensor *ids /* i32 [B, T] */,
+                                  const gc_tensor *mask /* [B, T] or NULL */, bool training) {
+    if (!ids) return NULL;
+    check_inputs(encoder, ids, mask);
+    return hidden_states(encoder, ids, mask, training, NULL);
+}
+
 gc_tensor *gc_text_encoder_forward(const gc_text_encoder *encoder, const gc_tensor *ids /* i32 [B, T] */,
                                    const gc_tensor *mask /* [B, T] or NULL */, bool training) {
+    if (!ids) return NULL;
+    check_inputs(encoder, ids, mask);
     const gc_text_encoder_config *config = &encoder->config;
-    gc_tensor *h = gc_text_encoder_hidden(encoder, ids, mask, training); /* [B, T, dim] */
+    /* Inference skips the padding in all but attention (gc_token_packing): the pooled output
+     * is the padded forward's, each real token's row computed alike. Training keeps the padded
+     * layout, where dropout's random numbers are laid out by position. */
+    gc_token_packing packing;
+    bool packed = !training && mask && gc_token_packing_make(mask, &packing);
+    gc_tensor *h = hidden_states(encoder, ids, mask, training, packed ? &packing : NULL);
+    if (packed) {
+        h = gc_nn_then(h, gc_tokens_unpack(h, &packing)); /* [B, T, dim], padding rows 0 */
+        gc_token_packing_free(&packing);
+    }
     h = gc_nn_then(h, gc_pool(h, mask, config->pooling)); /* [B, dim] */
     if (config->projection) h = gc_nn_then(h, gc_linear_forward(&encoder->projection, h));
     if (config->normalize) h = gc_nn_then(h, gc_l2_normalize(h, 1e-12));
