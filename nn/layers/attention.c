@@ -50,13 +50,15 @@ gc_status gc_attention_init(gc_attention *layer, int64_t dim, int heads, double 
     return status;
 }
 
-/* x [B, T, dim] -> [B, n, T, Dh]: the projection to n heads, each head's queries or keys
- * normalised (`norm`, when it has a weight) and rotated (`rotary`, or NULL) as transformers
- * does, on [B, T, n, Dh], then the heads brought before the positions. */
+/* x [B, T, dim] (or the packed real tokens [N, dim], `packing` given) -> [B, n, T, Dh]: the
+ * projection to n heads (of the real tokens alone when packed, then padded), each head's
+ * queries or keys normalised (`norm`, when it has a weight) and rotated (`rotary`, or NULL)
+ * as transformers does, on [B, T, n, Dh], then the heads brought before the positions. */
 static gc_tensor *project_heads(const gc_linear *projection, const gc_layernorm_layer *norm, const gc_tensor *rotary,
-                                const gc_tensor *x, int n, int64_t head_dim) {
-    int64_t batch = x->shape[0], length = x->shape[1];
+                                const gc_tensor *x, const gc_token_packing *packing, int64_t batch, int64_t length,
+                                int n, int64_t head_dim) {
     gc_tensor *y = gc_linear_forward(projection, x);
+    if (packing) y = gc_nn_then(y, gc_tokens_unpack(y, packing));
     y = gc_nn_then(y, gc_reshape(y, GC_SHAPE(batch, length, n, head_dim)));
     if (norm && norm->gamma) y = gc_nn_then(y, gc_layernorm_layer_forward(norm, y));
     if (rotary) y = gc_nn_then(y, gc_rope(y, rotary));
@@ -75,24 +77,33 @@ static gc_tensor *attention_probs(const gc_tensor *scores, const gc_tensor *bias
     return gc_nn_then(probs, gc_reshape(probs, scores->ndim, scores->shape));
 }
 
-static void check_inputs(const gc_attention *layer, const gc_tensor *x, const gc_tensor *mask) {
+/* x [B, T, dim], or the packing's [N, dim]. */
+static void check_inputs(const gc_attention *layer, const gc_tensor *x, const gc_tensor *mask,
+                         const gc_token_packing *packing) {
     char x_text[128];
     int64_t dim = layer->query.weight->shape[1];
-    if (x->ndim != 3 || x->shape[2] != dim)
-        gc_fatal("attention: x %s is not [B, T, %lld]", gc_tensor_str(x, x_text, sizeof x_text), (long long)dim);
-    gc_nn_check_mask("attention", mask, x->shape[0], x->shape[1], x->dtype, x->device);
+    if (packing ? x->ndim != 2 || x->shape[0] != packing->tokens || x->shape[1] != dim
+                : x->ndim != 3 || x->shape[2] != dim)
+        gc_fatal("attention: x %s is not [%s, %lld]", gc_tensor_str(x, x_text, sizeof x_text),
+                 packing ? "N (the real tokens)" : "B, T", (long long)dim);
+    int64_t batch = packing ? packing->batch : x->shape[0], length = packing ? packing->length : x->shape[1];
+    gc_nn_check_mask("attention", mask, batch, length, x->dtype, x->device);
 }
 
-gc_tensor *gc_attention_forward_with(const gc_attention *layer, const gc_tensor *x /* [B, T, dim] */,
+gc_tensor *gc_attention_forward_with(const gc_attention *layer, const gc_tensor *x /* [B, T, dim] or [N, dim] */,
                                      const gc_attention_inputs *inputs, bool training) {
     if (!x) return NULL;
-    check_inputs(layer, x, inputs->mask);
+    const gc_token_packing *packing = inputs->packing;
+    check_inputs(layer, x, inputs->mask, packing);
     const gc_attention_options *o = &layer->options;
     int heads = layer->heads, groups = heads / o->kv_heads;
-    int64_t batch = x->shape[0], length = x->shape[1], head_dim = o->head_dim;
-    gc_tensor *query = project_heads(&layer->query, &layer->query_norm, inputs->rotary, x, heads, head_dim);
+    int64_t batch = packing ? packing->batch : x->shape[0], length = packing ? packing->length : x->shape[1];
+    int64_t head_dim = o->head_dim;
+    gc_tensor *query = project_heads(&layer->query, &layer->query_norm, inputs->rotary, x, packing, batch, length,
+                                     heads, head_dim);
     query = gc_nn_then(query, gc_reshape(query, GC_SHAPE(batch * o->kv_heads, groups * length, head_dim)));
-    gc_tensor *key = project_heads(&layer->key, &layer->key_norm, inputs->rotary, x, o->kv_heads, head_dim);
+    gc_tensor *key = project_heads(&layer->key, &layer->key_norm, inputs->rotary, x, packing, batch, length,
+                                   o->kv_heads, head_dim);
     key = gc_nn_then(key, gc_reshape(key, GC_SHAPE(batch * o->kv_heads, length, head_dim)));
     gc_tensor *scores = gc_matmul(query, key, false, true); /* [B * kv_heads, G * T, T] */
     gc_tensor_release(query);
@@ -100,7 +111,7 @@ gc_tensor *gc_attention_forward_with(const gc_attention *layer, const gc_tensor 
     gc_tensor *probs = gc_nn_then(scores, attention_probs(scores, inputs->bias, batch, heads, length, head_dim));
     probs = gc_nn_then(probs, gc_nn_dropout(probs, layer->dropout, training));
 
-    gc_tensor *value = project_heads(&layer->value, NULL, NULL, x, o->kv_heads, head_dim);
+    gc_tensor *value = project_heads(&layer->value, NULL, NULL, x, packing, batch, length, o->kv_heads, head_dim);
     value = gc_nn_then(value, gc_reshape(value, GC_SHAPE(batch * o->kv_heads, length, head_dim)));
     gc_tensor *context = gc_matmul(probs, value, false, false); /* [B * kv_heads, G * T, Dh] */
     gc_tensor_release(probs);
@@ -108,13 +119,14 @@ gc_tensor *gc_attention_forward_with(const gc_attention *layer, const gc_tensor 
     context = gc_nn_then(context, gc_reshape(context, GC_SHAPE(batch, heads, length, head_dim)));
     context = gc_nn_then(context, gc_permute(context, (const int[]){0, 2, 1, 3})); /* [B, T, H, Dh] */
     context = gc_nn_then(context, gc_reshape(context, GC_SHAPE(batch, length, heads * head_dim)));
+    if (packing) context = gc_nn_then(context, gc_tokens_pack(context, packing)); /* [N, H * Dh] */
     return gc_nn_then(context, gc_linear_forward(&layer->output, context));
 }
 
 gc_tensor *gc_attention_forward(const gc_attention *layer, const gc_tensor *x /* [B, T, dim] */,
                                 const gc_tensor *mask /* [B, T] or NULL */, bool training) {
     if (!x) return NULL;
-    check_inputs(layer, x, mask);
+    check_inputs(layer, x, mask, NULL);
     gc_attention_inputs inputs;
     if (gc_attention_inputs_make(layer, x, mask, &inputs) != GC_OK) return NULL;
     gc_tensor *y = gc_attention_forward_with(layer, x, &inputs, training);

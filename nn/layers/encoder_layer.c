@@ -33,11 +33,7 @@ typedef gc_tensor *(*sublayer_forward)(const gc_encoder_layer *layer, const gc_t
 
 static gc_tensor *attention_sublayer(const gc_encoder_layer *layer, const gc_tensor *x,
                                      const gc_attention_inputs *inputs, bool training) {
-    if (!inputs->packing) return gc_attention_forward_with(&layer->attention, x, inputs, training);
-    /* attention mixes the tokens of a sequence: it takes them padded, [B, T, dim] */
-    gc_tensor *padded = gc_tokens_unpack(x, inputs->packing);
-    gc_tensor *y = gc_nn_then(padded, gc_attention_forward_with(&layer->attention, padded, inputs, training));
-    return gc_nn_then(y, gc_tokens_pack(y, inputs->packing));
+    return gc_attention_forward_with(&layer->attention, x, inputs, training);
 }
 
 static gc_tensor *mlp_sublayer(const gc_encoder_layer *layer, const gc_tensor *x, const gc_attention_inputs *inputs,

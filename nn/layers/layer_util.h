@@ -69,8 +69,8 @@ static inline const char *gc_nn_join(char name_out[GC_PARAM_NAME_MAX], const cha
 
 /* The real tokens of a padded batch, packed (token_packing.c): an inference forward keeps
  * its hidden states as [N, dim], the N real tokens of [B, T, dim] in order, so that the
- * token-by-token work (linears, MLP, norms) skips the padding; only attention, which mixes
- * the tokens of a sequence, sees them padded again. */
+ * token-by-token work (every linear, the MLP, the norms) skips the padding; only attention's
+ * core, which mixes the tokens of a sequence (scores, softmax, context), sees them padded. */
 typedef struct gc_token_packing {
     int64_t batch, length, tokens; /* B, T, N */
     gc_tensor *positions;          /* i32 [N]: b * T + t of each real token */
