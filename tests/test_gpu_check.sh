@@ -22,6 +22,10 @@ for part in check shipped train bench compare profile; do
 done
 summary=$dir/check/gpu_check.md
 [ -s "$summary" ] || fail "no summary written"
+# a step with a short limit of its own (test_decoder_ops_cuda: 5 s) runs; only a spent budget skips
+grep -q '^| synced/test_decoder_ops_cuda | dry run: would start | [0-9]* | 5 |' "$summary" ||
+    fail "test_decoder_ops_cuda is not a step of its own limit: $(grep decoder_ops "$summary")"
+grep -q 'out of time' "$dir"/*/gpu_check.md && fail "a dry run skipped a step: $(grep -h 'out of time' "$dir"/*/gpu_check.md)"
 for step in configure build synced/test_reduce_cuda synced/test_large_cuda synced/test_host_sync_cuda memcheck_reduce \
     racecheck_norm; do
     grep -q "^| $step | dry run: would start |" "$summary" || fail "no row for step $step: $(cat "$summary")"
