@@ -60,15 +60,23 @@ static bool backward_expand(gc_node *node, gc_tensor *g, gc_tensor **grad_inputs
 
 const gc_backward_rule gc_rule_expand = {"expand", gc_rule_save_nothing, backward_expand};
 
-/* --- dropout: the same mask (regenerated from the recorded seed and offset) scales g --- */
+/* --- dropout: the same mask (regenerated from the recorded seed and offset, and the rows'
+ * positions of gc_dropout_rows) scales g --- */
+
+static bool save_dropout(gc_node *node, const gc_op_record *record) {
+    if (record->n_inputs == 2) gc_node_save(node, 0, record->inputs[1]); /* the rows' positions */
+    return true;
+}
 
 static bool backward_dropout(gc_node *node, gc_tensor *g, gc_tensor **grad_inputs) {
-    grad_inputs[0] = gc_dropout(g, node->record.params.dropout.p, node->record.params.dropout.seed,
-                                node->record.params.dropout.offset);
+    double p = node->record.params.dropout.p;
+    uint64_t seed = node->record.params.dropout.seed, offset = node->record.params.dropout.offset;
+    grad_inputs[0] = node->record.n_inputs == 2 ? gc_dropout_rows(g, node->saved[0], p, seed, offset)
+                                                : gc_dropout(g, p, seed, offset);
     return grad_inputs[0] != NULL;
 }
 
-const gc_backward_rule gc_rule_dropout = {"dropout", gc_rule_save_nothing, backward_dropout};
+const gc_backward_rule gc_rule_dropout = {"dropout", save_dropout, backward_dropout};
 
 /* --- a op s, s op a --- */
 

@@ -89,6 +89,10 @@
      * the Philox stream of seed (gradcache/random.h). */                                                           \
     X(dropout, (const void *x, void *y, size_t n, gc_dtype dtype, uint32_t threshold, double scale, uint64_t seed,  \
                 uint64_t offset))                                                                                   \
+    /* x, y [rows, cols]; row r dropped as row positions[r] (i32 [rows]) of a [*, cols] tensor:                    \
+     * y[r, j] from word offset + positions[r] cols + j (modulo 2^64, so any position is defined). */              \
+    X(dropout_rows, (const void *x, void *y, size_t rows, size_t cols, const int32_t *positions, gc_dtype dtype,    \
+                     uint32_t threshold, double scale, uint64_t seed, uint64_t offset))                             \
     /* The tiled contrastive loss (gc_score_tile_args): overwrites scores with the scores s,                        \
      * then folds each row (and column) into its running log-sum-exp and picks the target                          \
      * scores. */                                                                                                   \

@@ -30,7 +30,7 @@ typedef enum gc_op_kind {
     GC_OP_RESHAPE,       /* no params: the input's shape is on the input */
     GC_OP_CAT0,          /* inputs: the tensors concatenated */
     GC_OP_CAST,          /* no params: the dtype is on the input */
-    GC_OP_DROPOUT,       /* params.dropout */
+    GC_OP_DROPOUT,       /* inputs x, positions? (gc_dropout_rows); params.dropout */
     GC_OP_RMSNORM,       /* inputs x, weight?; params.rmsnorm */
     GC_OP_ROPE,          /* inputs x, table (never differentiated: a function of positions) */
     GC_OP_SWIGLU,        /* inputs gate, up */

@@ -1,7 +1,8 @@
 /* Dropout on the CPU (gc_dropout, gc_nn_dropout): the identity cases, the kept fraction of
  * a million draws, kept values x / (1 - p) and dropped ones 0, the mask as a function of
  * (seed, offset + index) only, every float dtype, the refused arguments, and the gradient
- * (against the forward's mask, and by finite differences). */
+ * (against the forward's mask, and by finite differences); gc_dropout_rows against gathered
+ * rows of gc_dropout. */
 #include "gradcheck.h"
 #include "same_bytes.h"
 #include "values.h"
@@ -202,6 +203,38 @@ static void test_gradient_uses_forward_mask(void) {
     gc_tensor_release(g);
 }
 
+/* gc_dropout_rows against its definition: rows of x [P, D] gathered at `positions` and
+ * dropped as rows give the rows of x's dropout gathered there, bit for bit, in every float
+ * dtype, with D not a multiple of 4 (rows starting inside a Philox block) and offsets that
+ * are not either; positions in runs, out of order, repeated; and its gradient is the same
+ * dropout of g. */
+static void test_rows(void) {
+    const int32_t position_values[] = {0, 1, 2, 5, 6, 9, 10, 11, 3, 3, 12, 4};
+    const int64_t rows = (int64_t)(sizeof position_values / sizeof *position_values), table_rows = 13;
+    const gc_dtype dtypes[] = {GC_F32, GC_F64, GC_F16, GC_BF16};
+    gc_tensor *positions = gc_from_host(position_values, GC_SHAPE(rows), GC_I32, gc_cpu());
+    for (size_t t = 0; t < sizeof dtypes / sizeof *dtypes; t++)
+        for (int64_t cols = 1; cols <= 9; cols += 2)
+            for (uint64_t offset = 0; offset < 3; offset++) {
+                gc_tensor *x = gc_test_random(GC_SHAPE(table_rows, cols), dtypes[t], (uint64_t)cols);
+                gc_tensor *dropped = gc_dropout(x, 0.4, 41, offset), *want = gc_embedding(dropped, positions);
+                gc_tensor *rows_of_x = gc_embedding(x, positions);
+                gc_tensor *got = gc_dropout_rows(rows_of_x, positions, 0.4, 41, offset);
+                REQUIRE(want && got);
+                char what[96];
+                snprintf(what, sizeof what, "dropout_rows %s, %lld columns, offset %llu", gc_dtype_name(dtypes[t]),
+                         (long long)cols, (unsigned long long)offset);
+                gc_test_expect_close(want, got, 0, 0, what);
+                RELEASE(x, dropped, want, rows_of_x, got);
+            }
+    /* backward: the gradient of the rows is g dropped the same way */
+    gc_tensor *x = gc_test_leaf(GC_SHAPE(rows, 6), -1, 1, 22), *g = gc_test_random(GC_SHAPE(rows, 6), GC_F64, 23);
+    gc_tensor *y = gc_dropout_rows(x, positions, 0.3, 42, 7), *want = gc_dropout_rows(g, positions, 0.3, 42, 7);
+    REQUIRE(y && want && gc_backward(&y, &g, 1) == GC_OK);
+    gc_test_expect_close(want, gc_grad(x), 0, 0, "dropout_rows gradient");
+    RELEASE(x, g, y, want, positions);
+}
+
 typedef struct dropout_args {
     double p;
     uint64_t seed, offset;
@@ -212,9 +245,19 @@ static gc_tensor *dropout_op(gc_tensor *const *inputs, const void *context) {
     return gc_dropout(inputs[0], args->p, args->seed, args->offset);
 }
 
+/* the rows of x at positions 4, 0, 1 of a [*, 7] tensor */
+static gc_tensor *dropout_rows_op(gc_tensor *const *inputs, const void *context) {
+    const dropout_args *args = context;
+    gc_tensor *positions = gc_from_host((const int32_t[]){4, 0, 1}, GC_SHAPE(3), GC_I32, gc_cpu());
+    gc_tensor *y = gc_dropout_rows(inputs[0], positions, args->p, args->seed, args->offset);
+    gc_tensor_release(positions);
+    return y;
+}
+
 static void test_gradcheck(void) {
     gc_tensor *x = gc_test_leaf(GC_SHAPE(3, 7), -1, 1, 21);
     gc_test_gradcheck("dropout", dropout_op, &x, 1, &(dropout_args){0.4, 6, 9});
+    gc_test_gradcheck("dropout_rows", dropout_rows_op, &x, 1, &(dropout_args){0.4, 6, 9});
     gc_tensor_release(x);
 }
 
@@ -229,6 +272,10 @@ static void drop_integers(void *arg) {
     (void)arg;
     gc_dropout(gc_zeros(GC_SHAPE(4), GC_I32, gc_cpu()), 0.5, 0, 0);
 }
+static void drop_rows_mismatched(void *arg) {
+    (void)arg;
+    gc_dropout_rows(gc_zeros(GC_SHAPE(4, 2), GC_F32, gc_cpu()), gc_zeros(GC_SHAPE(3), GC_I32, gc_cpu()), 0.5, 0, 0);
+}
 static void nn_drop_in_evaluation(void *arg) {
     (void)arg;
     gc_nn_dropout(gc_zeros(GC_SHAPE(4), GC_F32, gc_cpu()), 1.5, false);
@@ -240,6 +287,8 @@ static void test_errors(void) {
     gc_test_expect_fatal(drop_nan, NULL, "dropout: p = nan outside [0, 1)");
     gc_test_expect_fatal(drop_integers, NULL, "dropout: needs a floating-point tensor, got [4] i32 cpu");
     gc_test_expect_fatal(nn_drop_in_evaluation, NULL, "nn_dropout: p = 1.5 outside [0, 1) for [4] f32 cpu");
+    gc_test_expect_fatal(drop_rows_mismatched, NULL,
+                         "dropout_rows: x [4, 2] f32 cpu is not [N, D] or positions [3] i32 cpu not i32 [N] on its device");
 }
 
 int main(void) {
@@ -249,6 +298,7 @@ int main(void) {
     test_mask_is_positional();
     test_dtypes();
     test_gradient_uses_forward_mask();
+    test_rows();
     test_gradcheck();
     test_errors();
     return gc_test_result();

@@ -98,7 +98,12 @@ static void row_ops(results *r) {
     keep(r, "permute 3120", gc_permute(x4, (int[]){3, 1, 2, 0}));
     gc_tensor *parts[2] = {x, x};
     keep(r, "cat0", gc_cat0(parts, 2));
-    RELEASE(x, bias, column, shift, x4);
+    /* rows at scattered positions: runs of consecutive ones cut wherever the threads split */
+    int32_t position_values[ROWS];
+    for (int i = 0; i < ROWS; i++) position_values[i] = i + i / 7 * 3;
+    gc_tensor *positions = gc_from_host(position_values, GC_SHAPE(ROWS), GC_I32, gc_cpu());
+    keep(r, "dropout_rows", gc_dropout_rows(x, positions, 0.2, 79, 5));
+    RELEASE(x, bias, column, shift, x4, positions);
 }
 
 /* The library's own GEMM on every instruction set this CPU offers (gc_matmul may go

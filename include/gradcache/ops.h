@@ -131,6 +131,10 @@ gc_tensor *gc_swiglu(const gc_tensor *gate, const gc_tensor *up);
  * offset) instead of keeping it. The nn layer's gc_nn_dropout() takes (seed, offset) from
  * the device's default generator. */
 gc_tensor *gc_dropout(const gc_tensor *x, double p, uint64_t seed, uint64_t offset);
+/* x [N, D] dropped as rows positions[0..N) (i32 [N], x's device) of a [*, D] tensor would be
+ * by gc_dropout(..., seed, offset): row n's mask is words offset + positions[n] D + [0, D).
+ * So a padded batch's real tokens, packed, draw the masks they draw in the padded layout. */
+gc_tensor *gc_dropout_rows(const gc_tensor *x, const gc_tensor *positions, double p, uint64_t seed, uint64_t offset);
 
 /* --- gather and layout --- */
 /* table [V, D], ids i32 of any shape S -> [S..., D]. An id outside [0, V) is a

@@ -2,7 +2,9 @@
  * A kept element is x * scale computed in the working type (float for f32, f16 and bf16,
  * as gc_mul_scalar does; double for f64) and rounded once into the dtype. Element i's mask
  * is word offset + i, so the threads can split the elements. The words come from the
- * Philox variant of the selected instruction set (philox_cpu.h), all of which agree. */
+ * Philox variant of the selected instruction set (philox_cpu.h), all of which agree.
+ * dropout_rows draws each row's words where its position puts them, a run of rows at
+ * consecutive positions (a packed sequence's tokens) as one span. */
 #include <stdbool.h>
 #include <string.h>
 
@@ -75,4 +77,32 @@ void gc_cpu_dropout_on(const void *x, void *y, size_t n, gc_dtype dtype, uint32_
 void gc_cpu_dropout(const void *x, void *y, size_t n, gc_dtype dtype, uint32_t threshold, double scale, uint64_t seed,
                     uint64_t offset) {
     gc_cpu_dropout_on(x, y, n, dtype, threshold, scale, seed, offset, gc_cpu_isa_selected());
+}
+
+typedef struct dropout_rows_job {
+    dropout_job elements; /* its offset: the words' start for position 0 */
+    const int32_t *positions;
+    int64_t cols;
+} dropout_rows_job;
+
+/* Rows [begin, end), a run of consecutive positions at a time: element i = r cols + j of a
+ * run starting at row `first` reads word offset + (positions[first] - first) cols + i, which
+ * is offset + positions[r] cols + j (unsigned, so modulo 2^64 as the kernel's contract says). */
+static void dropout_rows_range(void *arg, int64_t begin, int64_t end) {
+    const dropout_rows_job *job = arg;
+    for (int64_t first = begin, last; first < end; first = last) {
+        for (last = first + 1; last < end && job->positions[last] == job->positions[last - 1] + 1;) last++;
+        dropout_job run = job->elements;
+        run.offset += ((uint64_t)(int64_t)job->positions[first] - (uint64_t)first) * (uint64_t)job->cols;
+        dropout_range(&run, first * job->cols, last * job->cols);
+    }
+}
+
+/* x, y [rows, cols], positions [rows] */
+void gc_cpu_dropout_rows(const void *x, void *y, size_t rows, size_t cols, const int32_t *positions, gc_dtype dtype,
+                         uint32_t threshold, double scale, uint64_t seed, uint64_t offset) {
+    if (cols == 0) return;
+    dropout_rows_job job = {{x, y, dtype, threshold, scale, seed, offset, gc_philox_batch_for(gc_cpu_isa_selected())},
+                            positions, (int64_t)cols};
+    gc_parallel_for((int64_t)rows, GC_GRAIN_ELEMENTS / 4 / (int64_t)cols + 1, dropout_rows_range, &job);
 }
