@@ -1,6 +1,7 @@
-/* An inference forward packs a padded batch's real tokens (nn/layers/token_packing.c): the
- * packing's round trip; no packing where nothing is padded; the text encoder's pooled output
- * bit for bit the padded forward's (each real token's row is computed by the same per-row
+/* A forward without a graph packs a padded batch's real tokens (nn/layers/token_packing.c):
+ * the packing's round trip; no packing where nothing is padded; the text encoder's pooled
+ * output bit for bit the padded forward's, in inference and in training (dropout drawn by
+ * position) (each real token's row is computed by the same per-row
  * arithmetic either way), for BERT-shaped (post-norm, CLS and mean pooling, a projection) and
  * decoder-shaped encoders (pre-norm RMSNorm, causal GQA with rotary positions, last-token
  * pooling), padded on the right and on the left; and that the padding is really skipped: a
@@ -90,6 +91,76 @@ static void test_encoders(void) {
     check_encoder(&decoder, true, "decoder-shaped, last token, padded on the left");
 }
 
+/* In training, a forward without a graph (GradCache's first pass over a chunk) packs too,
+ * each real token dropped with its position's mask: the output bit for bit that of the
+ * forward that records a graph (padded), and the generator left where that one leaves it. */
+static void check_training_on(const gc_text_encoder_config *config, gc_tensor *ids, gc_tensor *mask,
+                              const char *what) {
+    gc_text_encoder encoder;
+    gc_generator init = {19, 0};
+    REQUIRE(gc_text_encoder_init(&encoder, config, gc_cpu(), &init) == GC_OK);
+    gc_tensor *out[2];
+    uint64_t after[2];
+    for (int graph = 0; graph < 2; graph++) {
+        gc_manual_seed(23);
+        bool previous = gc_set_grad_enabled(graph);
+        out[graph] = gc_text_encoder_forward(&encoder, ids, mask, true);
+        gc_set_grad_enabled(previous);
+        after[graph] = gc_default_generator(gc_cpu())->offset;
+        REQUIRE(out[graph]);
+    }
+    gc_test_expect_close(out[1], out[0], 0, 0, what);
+    CHECK_MSG(after[0] == after[1], "%s: the generator is at %llu after the packed forward, %llu after the padded",
+              what, (unsigned long long)after[0], (unsigned long long)after[1]);
+    /* and the masks are really drawn: another seed gives another output */
+    gc_manual_seed(24);
+    gc_tensor *other = gc_text_encoder_forward(&encoder, ids, mask, true), *change = gc_sub(other, out[0]);
+    REQUIRE(other && change);
+    CHECK_MSG(gc_test_largest_abs(change) > 0, "%s: dropout drew nothing", what);
+    RELEASE(out[0], out[1], other, change, ids, mask);
+    gc_text_encoder_free(&encoder);
+}
+
+static void check_training(const gc_text_encoder_config *config, bool left, const char *what) {
+    check_training_on(config, gc_test_random_in(GC_SHAPE(B, T), GC_I32, 0, 11, 5), mask_of(left, config->dtype),
+                      what);
+}
+
+static void test_training_without_graph(void) {
+    gc_text_encoder_config cls = bert_config(false, GC_POOL_CLS, 5), mean = bert_config(true, GC_POOL_MEAN, 0);
+    gc_text_encoder_config decoder = decoder_config();
+    decoder.dropout = 0.2;
+    check_training(&cls, false, "training: BERT-shaped, post-norm, CLS, projection");
+    check_training(&mean, false, "training: pre-norm, mean pooling");
+    check_training(&decoder, true, "training: decoder-shaped, padded on the left");
+    /* a chunk of the benchmarks' tiny model: products of many row blocks, split over threads */
+    enum { CHUNK = 32, LENGTH = 32 };
+    gc_text_encoder_config tiny = bert_config(false, GC_POOL_MEAN, 0);
+    tiny.vocab = 300, tiny.max_length = LENGTH, tiny.dim = 64, tiny.heads = 4, tiny.hidden = 128;
+    float mask_values[CHUNK * LENGTH];
+    for (int i = 0; i < CHUNK * LENGTH; i++) mask_values[i] = i % LENGTH < 1 + (i / LENGTH * 7) % LENGTH;
+    check_training_on(&tiny, gc_test_random_in(GC_SHAPE(CHUNK, LENGTH), GC_I32, 0, 300, 7),
+                      gc_from_host(mask_values, GC_SHAPE(CHUNK, LENGTH), GC_F32, gc_cpu()),
+                      "training: the tiny model, a chunk of 32 texts of up to 32 tokens");
+}
+
+/* Checkpointed layers (gc_text_encoder.checkpoint_layers) in an inference forward: packed,
+ * and not checkpointed (no graph to save memory in), the same output as without. */
+static void test_checkpointed_layers(void) {
+    gc_text_encoder_config config = bert_config(false, GC_POOL_MEAN, 0);
+    gc_text_encoder encoder;
+    gc_generator init = {29, 0};
+    REQUIRE(gc_text_encoder_init(&encoder, &config, gc_cpu(), &init) == GC_OK);
+    gc_tensor *ids = gc_test_random_in(GC_SHAPE(B, T), GC_I32, 0, 11, 6), *mask = mask_of(false, GC_F32);
+    gc_tensor *want = gc_text_encoder_forward(&encoder, ids, mask, false);
+    encoder.checkpoint_layers = true;
+    gc_tensor *got = gc_text_encoder_forward(&encoder, ids, mask, false);
+    REQUIRE(want && got);
+    gc_test_expect_close(want, got, 0, 0, "inference with checkpointed layers");
+    RELEASE(want, got, ids, mask);
+    gc_text_encoder_free(&encoder);
+}
+
 /* 16 sequences of 64 positions with one real token each: the packed forward's MLP holds 16
  * rows where the padded one holds 1024 (what still peaks is attention, padded either way:
  * measured 1.88 MB packed against 5.90 MB padded). */
@@ -104,18 +175,22 @@ static void test_padding_skipped(void) {
     for (int b = 0; b < 16; b++) mask_values[b * 64] = 1;
     gc_tensor *mask = gc_from_host(mask_values, GC_SHAPE(16, 64), GC_F64, gc_cpu());
     gc_tensor *mask_f32 = gc_cast(mask, GC_F32), *ids = gc_test_random_in(GC_SHAPE(16, 64), GC_I32, 0, 11, 4);
-    size_t peaks[2];
-    for (int packed = 0; packed < 2; packed++) {
+    /* the padded forward, the inference forward, and a training forward without a graph */
+    size_t peaks[3];
+    for (int run = 0; run < 3; run++) {
         size_t before = gc_memory_get_stats(gc_cpu()).live_bytes;
         gc_memory_reset_peak(gc_cpu());
-        gc_tensor *y = packed ? gc_text_encoder_forward(&encoder, ids, mask_f32, false)
-                              : padded_forward(&encoder, ids, mask_f32);
+        bool previous = gc_set_grad_enabled(false);
+        gc_tensor *y = run ? gc_text_encoder_forward(&encoder, ids, mask_f32, run == 2)
+                           : padded_forward(&encoder, ids, mask_f32);
+        gc_set_grad_enabled(previous);
         REQUIRE(y);
-        peaks[packed] = gc_memory_get_stats(gc_cpu()).peak_bytes - before;
+        peaks[run] = gc_memory_get_stats(gc_cpu()).peak_bytes - before;
         gc_tensor_release(y);
     }
-    CHECK_MSG(peaks[1] * 2 < peaks[0], "the packed forward peaked at %zu bytes, the padded one at %zu", peaks[1],
-              peaks[0]);
+    for (int run = 1; run < 3; run++)
+        CHECK_MSG(peaks[run] * 2 < peaks[0], "the packed forward (%s) peaked at %zu bytes, the padded one at %zu",
+                  run == 1 ? "inference" : "training without a graph", peaks[run], peaks[0]);
     RELEASE(mask, mask_f32, ids);
     gc_text_encoder_free(&encoder);
 }
@@ -123,6 +198,8 @@ static void test_padding_skipped(void) {
 int main(void) {
     GC_TEST_CASE(test_round_trip);
     GC_TEST_CASE(test_encoders);
+    GC_TEST_CASE(test_training_without_graph);
+    GC_TEST_CASE(test_checkpointed_layers);
     GC_TEST_CASE(test_padding_skipped);
     return gc_test_result();
 }

@@ -27,7 +27,7 @@ gc_status gc_encoder_layer_init(gc_encoder_layer *layer, const gc_text_encoder_c
 }
 
 /* The two sublayers, one signature: x [B, T, dim] -> [B, T, dim], or [N, dim] -> [N, dim] when
- * the inputs pack the real tokens (an inference forward: gc_token_packing). */
+ * the inputs pack the real tokens (a forward without a graph: gc_token_packing). */
 typedef gc_tensor *(*sublayer_forward)(const gc_encoder_layer *layer, const gc_tensor *x,
                                        const gc_attention_inputs *inputs, bool training);
 
@@ -47,7 +47,7 @@ static gc_tensor *residual_block(const gc_encoder_layer *layer, const gc_tensor 
                                  const gc_layernorm_layer *norm, const gc_attention_inputs *inputs, bool training) {
     gc_tensor *input = layer->pre_norm ? gc_layernorm_layer_forward(norm, x) : gc_tensor_retain((gc_tensor *)x);
     gc_tensor *update = gc_nn_then(input, sublayer(layer, input, inputs, training));
-    update = gc_nn_then(update, gc_nn_dropout(update, layer->dropout, training));
+    update = gc_nn_then(update, gc_tokens_dropout(update, layer->dropout, training, inputs->packing));
     gc_tensor *sum = gc_nn_then(update, gc_add(x, update));
     return layer->pre_norm ? sum : gc_nn_then(sum, gc_layernorm_layer_forward(norm, sum));
 }

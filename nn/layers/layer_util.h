@@ -67,10 +67,11 @@ static inline const char *gc_nn_join(char name_out[GC_PARAM_NAME_MAX], const cha
     return name_out;
 }
 
-/* The real tokens of a padded batch, packed (token_packing.c): an inference forward keeps
- * its hidden states as [N, dim], the N real tokens of [B, T, dim] in order, so that the
- * token-by-token work (every linear, the MLP, the norms) skips the padding; only attention's
- * core, which mixes the tokens of a sequence (scores, softmax, context), sees them padded. */
+/* The real tokens of a padded batch, packed (token_packing.c): a forward without a graph
+ * (inference, and GradCache's first pass over a chunk) keeps its hidden states as [N, dim],
+ * the N real tokens of [B, T, dim] in order, so that the token-by-token work (every linear,
+ * the MLP, the norms, dropout) skips the padding; only attention's core, which mixes the
+ * tokens of a sequence (scores, softmax, context), sees them padded. */
 typedef struct gc_token_packing {
     int64_t batch, length, tokens; /* B, T, N */
     gc_tensor *positions;          /* i32 [N]: b * T + t of each real token */
@@ -85,6 +86,11 @@ void gc_token_packing_free(gc_token_packing *packing);
 gc_tensor *gc_tokens_pack(const gc_tensor *x, const gc_token_packing *packing);
 /* x [N, dim] -> [B, T, dim]: the rows back in place, padding rows 0. */
 gc_tensor *gc_tokens_unpack(const gc_tensor *x, const gc_token_packing *packing);
+/* gc_nn_dropout of x [N, dim] packed by `packing` (or of x as it is, when packing is NULL):
+ * the masks, and the generator's advance, of the padded [B, T, dim]'s dropout, so that a
+ * packed forward in training (GradCache's forward without a graph) draws what the padded
+ * one draws. */
+gc_tensor *gc_tokens_dropout(const gc_tensor *x, double p, bool training, const gc_token_packing *packing);
 
 /* What the attention layers of one forward share (attention_inputs.c): made once by a text
  * encoder for all its layers. */

@@ -2,8 +2,23 @@
  * gc_embedding, which reads rows of a table by i32 index, so that packing and unpacking run
  * on every device and dtype, and are differentiable where a graph is recorded. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "layer_util.h"
+
+/* mask's values into host memory: a CPU mask read where it lies (a cast, no copy to the
+ * host: nothing waits, so a GradCache chunk on the CPU may pack), a device's copied (one
+ * counted copy, and the wait for the work queued before it). */
+static void read_mask(const gc_tensor *mask, double *real) {
+    if (mask->device.type != GC_DEVICE_CPU) {
+        gc_to_host_f64(mask, real);
+        return;
+    }
+    gc_tensor *wide = gc_cast(mask, GC_F64);
+    if (!wide) gc_fatal("token_packing: out of memory for the mask's %lld values", (long long)gc_numel(mask));
+    memcpy(real, gc_data(wide), (size_t)gc_numel(mask) * sizeof *real);
+    gc_tensor_release(wide);
+}
 
 bool gc_token_packing_make(const gc_tensor *mask /* [B, T] */, gc_token_packing *packing) {
     int64_t batch = mask->shape[0], length = mask->shape[1], positions = batch * length;
@@ -12,7 +27,7 @@ bool gc_token_packing_make(const gc_tensor *mask /* [B, T] */, gc_token_packing 
     int32_t *real_positions = malloc((size_t)(positions ? positions : 1) * sizeof *real_positions);
     if (!real || !rows || !real_positions) gc_fatal("token_packing: out of host memory for %lld positions",
                                                     (long long)positions);
-    gc_to_host_f64(mask, real);
+    read_mask(mask, real);
     int64_t tokens = 0;
     for (int64_t i = 0; i < positions; i++)
         if (real[i] != 0) real_positions[tokens++] = (int32_t)i;
@@ -52,4 +67,13 @@ gc_tensor *gc_tokens_unpack(const gc_tensor *x /* [N, dim] */, const gc_token_pa
     gc_tensor *table = gc_nn_then(zero, gc_cat0((gc_tensor *const[]){(gc_tensor *)x, zero}, 2)); /* [N + 1, dim] */
     gc_tensor *flat = gc_nn_then(table, gc_embedding(table, packing->rows));                       /* [B * T, dim] */
     return gc_nn_then(flat, gc_reshape(flat, GC_SHAPE(packing->batch, packing->length, dim)));
+}
+
+gc_tensor *gc_tokens_dropout(const gc_tensor *x /* [N, dim] or [B, T, dim] */, double p, bool training,
+                             const gc_token_packing *packing) {
+    if (!x || !packing || !training || p == 0) return gc_nn_dropout(x, p, training);
+    /* the words of the padded [B, T, dim], each real token's row drawing its own */
+    gc_generator *generator = gc_default_generator(x->device);
+    uint64_t offset = gc_generator_take(generator, (uint64_t)(packing->batch * packing->length * x->shape[1]));
+    return gc_dropout_rows(x, packing->positions, p, generator->seed, offset);
 }
