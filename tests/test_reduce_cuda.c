@@ -368,7 +368,7 @@ static void test_sum_middle(void) {
         {3, {8, 32, 256}, 0, 2},   /* [B, T, H] -> [H]: 2 segments */
         {3, {64, 32, 96}, 0, 1},   /* -> [T, H]: 96 tiles, no split */
         {3, {6, 300, 40}, 1, 1},   /* -> [B, 1, H]: 6 slices of a tile and a part, 2 segments each */
-        {3, {3, 1000, 33}, 0, 2},  /* 23 segments of 131 rows, the last 117 */
+        {3, {3, 1000, 33}, 0, 2},  /* 23 segments of 131 rows, the last 118 */
         {2, {40000, 70}, 0, 1},    /* 312 segments */
         {3, {4, 9, 1025}, 0, 2},   /* a last tile of one column */
         {3, {7, 500, 1}, 0, 2},    /* -> [1]: inner 1 */
