@@ -10,6 +10,7 @@
 #ifndef GC_TENSOR_LAUNCH_IMPL_H
 #define GC_TENSOR_LAUNCH_IMPL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -130,6 +131,52 @@ static inline GC_HD void gc_middle_block(size_t b, size_t splits, size_t mid, si
     gc_reduce_segment(b, splits, mid, &tile, begin, end);
     *o = tile / tiles_per_outer;
     *first_col = tile % tiles_per_outer * GC_MIDDLE_TILE;
+}
+
+/* --- broadcasts of two dims: a row or a column repeated beside a full operand --- */
+
+/* A broadcast's output as [outer, inner] (numel elements, under 2^31), each operand read at
+ * q stride[0] + r stride[1] for element (q, r): a full operand has strides {inner, 1}, a row
+ * [inner] repeated over the leading dims {0, 1} (a bias), a column [outer, 1] repeated along
+ * the last dim {1, 0} (layernorm's statistics per row). Element i is (i / inner, i % inner):
+ * one 32-bit division, where the walk over every dim takes one 64-bit division per dim. */
+typedef struct gc_broadcast_2d {
+    uint32_t numel, inner;
+    uint32_t a_stride[2], b_stride[2]; /* {outer, inner} */
+} gc_broadcast_2d;
+
+/* Merges the dims of a broadcast (ndim dims of `shape`, the operands' strides in elements, 0
+ * along a repeated dim) into two where it can: a dim joins the merged dim after it when each
+ * operand steps over it by the merged dim's whole extent (or not at all); dims of 1 are
+ * skipped. True, with *merged filled, when at most two dims remain and the output has fewer
+ * than 2^31 elements, so that no index of the 32-bit arithmetic (nor one grid-stride step
+ * beyond the last) overflows. */
+static inline GC_HD bool gc_broadcast_merge_2d(int ndim, const int64_t *shape, const int64_t *a_stride,
+                                               const int64_t *b_stride, gc_broadcast_2d *merged) {
+    int64_t size[2] = {1, 1}, as[2][2] = {{0, 0}, {0, 0}}, numel = 1; /* [0]: the inner dim */
+    int dims = 0;
+    for (int d = ndim - 1; d >= 0; d--) {
+        numel *= shape[d];
+        if (shape[d] == 1) continue;
+        int last = dims - 1;
+        if (dims > 0 && a_stride[d] == as[0][last] * size[last] && b_stride[d] == as[1][last] * size[last]) {
+            size[last] *= shape[d];
+            continue;
+        }
+        if (dims == 2) return false;
+        size[dims] = shape[d];
+        as[0][dims] = a_stride[d];
+        as[1][dims] = b_stride[d];
+        dims++;
+    }
+    if (numel > INT32_MAX) return false;
+    merged->numel = (uint32_t)numel;
+    merged->inner = (uint32_t)size[0];
+    for (int k = 0; k < 2; k++) {
+        merged->a_stride[k] = (uint32_t)as[0][1 - k];
+        merged->b_stride[k] = (uint32_t)as[1][1 - k];
+    }
+    return true;
 }
 
 /* --- Philox-driven kernels: a thread per Philox block of 4 words, computed once --- */

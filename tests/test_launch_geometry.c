@@ -133,6 +133,59 @@ static void test_middle_split(void) {
     CHECK(gc_middle_splits(1, 0, 256) == 1 && gc_middle_splits(1, 1, 256) == 1);
 }
 
+/* A broadcast of 4 dims merged into two: when it merges, every output element reads the same
+ * elements of a and b as the walk over the 4 dims (checked one by one). */
+typedef struct bcast_case {
+    int64_t shape[4], a_stride[4], b_stride[4];
+    bool merges;
+} bcast_case;
+
+static int64_t walk_offset(const int64_t *shape, const int64_t *stride, int64_t i) {
+    int64_t offset = 0;
+    for (int d = 3; d >= 0; d--) {
+        offset += i % shape[d] * stride[d];
+        i /= shape[d];
+    }
+    return offset;
+}
+
+static void check_merge(const bcast_case *c, const char *what) {
+    gc_broadcast_2d merged;
+    bool merges = gc_broadcast_merge_2d(4, c->shape, c->a_stride, c->b_stride, &merged);
+    CHECK_MSG(merges == c->merges, "%s: merges %d", what, merges);
+    if (!merges || merged.numel > 100000) return;
+    int wrong = 0;
+    for (uint32_t i = 0; i < merged.numel; i++) {
+        uint32_t q = i / merged.inner, r = i % merged.inner;
+        wrong += q * merged.a_stride[0] + r * merged.a_stride[1] != walk_offset(c->shape, c->a_stride, i) ||
+                 q * merged.b_stride[0] + r * merged.b_stride[1] != walk_offset(c->shape, c->b_stride, i);
+    }
+    CHECK_MSG(wrong == 0, "%s: %d of %u elements read elsewhere", what, wrong, merged.numel);
+}
+
+static void test_broadcast_merge(void) {
+    const int64_t big = (int64_t)1 << 16;
+    const struct {
+        const char *what;
+        bcast_case c;
+    } cases[] = {
+        {"[5, 7] + [7]", {{1, 1, 5, 7}, {0, 0, 7, 1}, {0, 0, 0, 1}, true}},
+        {"[7] + [5, 7]", {{1, 1, 5, 7}, {0, 0, 0, 1}, {0, 0, 7, 1}, true}},
+        {"[5, 7] + [5, 1]", {{1, 1, 5, 7}, {0, 0, 7, 1}, {0, 0, 1, 0}, true}},
+        {"[2, 3, 4] + [2, 3, 1]", {{1, 2, 3, 4}, {0, 12, 4, 1}, {0, 3, 1, 0}, true}},
+        {"[2, 3, 4, 5] + [5]", {{2, 3, 4, 5}, {60, 20, 5, 1}, {0, 0, 0, 1}, true}},
+        {"[5, 1] + [7]", {{1, 1, 5, 7}, {0, 0, 1, 0}, {0, 0, 0, 1}, true}}, /* neither full */
+        {"[] + [4, 33]", {{1, 1, 4, 33}, {0, 0, 0, 0}, {0, 0, 33, 1}, true}},
+        {"[] + []", {{1, 1, 1, 1}, {0, 0, 0, 0}, {0, 0, 0, 0}, true}},
+        {"[3, 5, 33] + [3, 1, 33]", {{1, 3, 5, 33}, {0, 165, 33, 1}, {0, 33, 0, 1}, false}},
+        {"[2, 1, 1, 7] + [2, 3, 7, 7]", {{2, 3, 7, 7}, {7, 0, 0, 1}, {147, 49, 7, 1}, false}},
+        {"[2^16, 2^15] + [2^15]", {{1, 1, big, big / 2}, {0, 0, big / 2, 1}, {0, 0, 0, 1}, false}}, /* 2^31 */
+        {"[2^31 - 1] + []", {{1, 1, 1, INT32_MAX}, {0, 0, 0, 1}, {0, 0, 0, 0}, true}},
+        {"[0, 7] + [7]", {{1, 1, 0, 7}, {0, 0, 7, 1}, {0, 0, 0, 1}, true}},
+    };
+    for (int c = 0; c < COUNT(cases); c++) check_merge(&cases[c].c, cases[c].what);
+}
+
 /* Groups cover [0, n) exactly once, in order. */
 static void test_philox_groups(void) {
     const int64_t lengths[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 1001};
@@ -194,6 +247,7 @@ int main(void) {
     test_row_geometry();
     test_split_reduction();
     test_middle_split();
+    test_broadcast_merge();
     test_philox_groups();
     test_index_keys();
     return gc_test_result();
