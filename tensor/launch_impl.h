@@ -153,28 +153,30 @@ typedef struct gc_broadcast_2d {
  * beyond the last) overflows. */
 static inline GC_HD bool gc_broadcast_merge_2d(int ndim, const int64_t *shape, const int64_t *a_stride,
                                                const int64_t *b_stride, gc_broadcast_2d *merged) {
-    int64_t size[2] = {1, 1}, as[2][2] = {{0, 0}, {0, 0}}, numel = 1; /* [0]: the inner dim */
+    /* the merged dims, inner first: their sizes, and a's and b's strides over them */
+    int64_t size[2] = {1, 1}, sa[2] = {0, 0}, sb[2] = {0, 0}, numel = 1;
     int dims = 0;
     for (int d = ndim - 1; d >= 0; d--) {
         numel *= shape[d];
         if (shape[d] == 1) continue;
-        int last = dims - 1;
-        if (dims > 0 && a_stride[d] == as[0][last] * size[last] && b_stride[d] == as[1][last] * size[last]) {
-            size[last] *= shape[d];
+        int outermost = dims - 1;
+        if (dims > 0 && a_stride[d] == sa[outermost] * size[outermost] &&
+            b_stride[d] == sb[outermost] * size[outermost]) {
+            size[outermost] *= shape[d];
             continue;
         }
         if (dims == 2) return false;
         size[dims] = shape[d];
-        as[0][dims] = a_stride[d];
-        as[1][dims] = b_stride[d];
+        sa[dims] = a_stride[d];
+        sb[dims] = b_stride[d];
         dims++;
     }
     if (numel > INT32_MAX) return false;
     merged->numel = (uint32_t)numel;
     merged->inner = (uint32_t)size[0];
-    for (int k = 0; k < 2; k++) {
-        merged->a_stride[k] = (uint32_t)as[0][1 - k];
-        merged->b_stride[k] = (uint32_t)as[1][1 - k];
+    for (int k = 0; k < 2; k++) { /* {outer, inner} */
+        merged->a_stride[k] = (uint32_t)sa[1 - k];
+        merged->b_stride[k] = (uint32_t)sb[1 - k];
     }
     return true;
 }
