@@ -6,8 +6,8 @@
  *
  * Every backend has the kernels of GC_KERNELS. Those of GC_FUSED_KERNELS are optional: one
  * pass where the composition of other kernels would take several, which the CPU has and
- * CUDA does not (a CUDA op composes them, deciding so in the tensor layer: op_norm_backward.c,
- * op_sum_to_shape.c). GC_COMPOSED_OPS=1 gives the CPU the table without them, so that the
+ * CUDA does not (a CUDA op composes them, deciding so in the tensor layer:
+ * op_norm_backward.c). GC_COMPOSED_OPS=1 gives the CPU the table without them, so that the
  * CPU suite runs the paths a GPU takes (tensor/device.c).
  *
  * n is a number of elements; arrays are raw device memory, contiguous, of `dtype` unless said
@@ -38,6 +38,9 @@
     /* x [rows, cols] -> out [rows]; for MAX, argmax (may be NULL) gets the first index. */                         \
     X(reduce_last, (gc_reduce_op op, const void *x, void *out, int32_t *argmax, size_t rows, size_t cols,           \
                     gc_dtype dtype))                                                                                \
+    /* x [outer, mid, inner] -> out [outer, inner], summed over mid as reduce_last sums a row                       \
+     * (sum_to_shape's bias gradients, without moving mid last by a transposing copy). */                           \
+    X(sum_middle, (const void *x, void *out, size_t outer, size_t mid, size_t inner, gc_dtype dtype))               \
     /* x, y [rows, cols] (y may be x); log selects log-softmax. Softmax of scale x + bias per row                  \
      * (bias NULL: none; op_params.h says which bias row a row adds); log-softmax has scale 1, no bias. */          \
     X(softmax_last, (const void *x, void *y, size_t rows, size_t cols, gc_dtype dtype, bool log, double scale,      \
@@ -118,10 +121,6 @@
     X(nonfinite_check, (const gc_span *spans, int count, int32_t *flag))
 
 #define GC_FUSED_KERNELS(X)                                                                                         \
-    /* x [outer, mid, inner] -> out [outer, inner], summed over mid as reduce_last sums a row.                      \
-     * CUDA composes it: moving mid last with a permute runs at memory bandwidth and                                \
-     * reduce_last's blocks fill the device, which one thread per column would not. */                              \
-    X(sum_middle, (const void *x, void *out, size_t outer, size_t mid, size_t inner, gc_dtype dtype))               \
     /* The input gradient of layernorm: x, g, dx [rows, cols] of a working dtype (f32, f64);                        \
      * gamma [cols] or NULL; dx NULL when not wanted; g_xhat [rows, cols] or NULL gets                              \
      * g (x - mean) rstd, whose column sums are gamma's gradient. */                                                \

@@ -1,11 +1,12 @@
 /* gc_sum_to_shape: the inverse of broadcasting, composed of recorded ops, so that it is
  * itself differentiable.
  *
- * The reduced dims are summed in double, in the row-major order of their indices, and
- * rounded once, whichever way below is taken:
+ * The reduced dims are summed as a row of reduce_last is (on the CPU in double, in the
+ * row-major order of their indices, rounded once; on CUDA in the dtype's accumulator, in an
+ * order fixed by the sizes), whichever way below is taken:
  *  - reduced dims that are one run of consecutive dims followed by kept ones (a bias
- *    gradient: [B, T, H] -> [H]) are summed in place by the backend's sum_middle, where it
- *    has one (the CPU): no transposed copy of the gradient;
+ *    gradient: [B, T, H] -> [H]) are summed in place by the backend's sum_middle: no
+ *    transposed copy of the gradient;
  *  - otherwise they are moved last by a permute (a copy, unless they are last already)
  *    and summed as one row by sum_last. */
 #include "backend.h"
@@ -75,7 +76,7 @@ gc_tensor *gc_sum_to_shape(const gc_tensor *x, int ndim, const int64_t *shape) {
     /* In place when a kept dim follows the run of reduced ones (else they are last already). */
     int first = reduced[0];
     bool one_run = reduced[n_reduced - 1] == first + n_reduced - 1;
-    bool in_place = one_run && n_kept > 0 && kept[n_kept - 1] > first && gc_backend_for(x->device)->sum_middle;
+    bool in_place = one_run && n_kept > 0 && kept[n_kept - 1] > first;
     gc_tensor *summed = in_place ? sum_dims(x, first, n_reduced) : sum_moved_last(x, kept, n_kept, reduced, n_reduced);
     gc_tensor *result = gc_reshape(summed, ndim, shape);
     gc_tensor_release(summed);

@@ -3,6 +3,7 @@
  * sizes, broadcast shapes that take the kernel's fast and slow paths, 0-dim and 0-row
  * tensors. */
 #include <stdio.h>
+#include <string.h>
 
 #include "check.h"
 #include "tensor/op_internal.h"
@@ -168,12 +169,12 @@ static void test_binary(void) {
     const struct {
         shape a, b;
     } pairs[] = {
-        /* one shape: the kernel's fast path (also with size-1 dims) */
+        /* one shape: the flat kernel (also with size-1 dims) */
         {{1, {1}}, {1, {1}}},
         {{2, {3, 7}}, {2, {3, 7}}},
         {{2, {1, 33}}, {2, {1, 33}}},
         {{2, {2, 4097}}, {2, {2, 4097}}},
-        /* broadcasting: the strided path */
+        /* broadcasting: dims merged into two (test_binary_merged), or walked */
         {{4, {2, 3, 4, 33}}, {1, {33}}},         /* a bias over a batch */
         {{2, {7, 1}}, {2, {7, 33}}},             /* a column over rows */
         {{3, {3, 1, 33}}, {2, {5, 1}}},          /* both broadcast: [3, 5, 33] */
@@ -202,6 +203,64 @@ static void test_binary(void) {
                 gc_tensor_release(b);
                 gc_tensor_release(a_cuda);
                 gc_tensor_release(b_cuda);
+            }
+}
+
+/* Broadcasts whose dims merge into two (gc_broadcast_merge_2d: binary_2d_kernel): a row
+ * repeated over the leading dims (a bias) and a column repeated along the last (per-row
+ * statistics), as either operand, and broadcasts that do not merge (the walk over every
+ * dim). Against the CPU as above, and bit for bit against the same op on the broadcast
+ * operand expanded first (one shape: binary_same_shape_kernel), which reads the same
+ * elements. [4097, 600] is more elements than one pass of the grid covers. */
+static void test_binary_merged(void) {
+    const struct {
+        const char *name;
+        gc_tensor *(*fn)(const gc_tensor *, const gc_tensor *);
+        bool int_ok;
+    } ops[] = {{"add", gc_add, true}, {"sub", gc_sub, true}, {"mul", gc_mul, true}, {"div", gc_div, false}};
+    const struct {
+        shape full, repeated;
+    } pairs[] = {
+        {{2, {64, 96}}, {1, {96}}},               /* a row */
+        {{3, {3, 5, 33}}, {1, {33}}},             /* a row over two leading dims */
+        {{4, {2, 3, 4, 40}}, {3, {1, 1, 40}}},    /* a row with dims of 1 */
+        {{2, {4097, 600}}, {1, {600}}},           /* a row, beyond one grid pass */
+        {{2, {64, 96}}, {2, {64, 1}}},            /* a column */
+        {{3, {2, 6, 33}}, {3, {2, 6, 1}}},        /* layernorm's statistics [B, T, 1] */
+        {{2, {5, 3}}, {2, {5, 1}}},               /* a short column */
+        {{2, {4, 33}}, {1, {1}}},                 /* one element: a row of 1 */
+        {{3, {3, 5, 33}}, {3, {3, 1, 33}}},       /* a dim repeated in the middle: no merge */
+        {{4, {2, 3, 7, 7}}, {4, {2, 1, 1, 7}}},   /* an attention mask: no merge */
+    };
+    uint64_t seed = 7000;
+    for (int o = 0; o < COUNT(ops); o++)
+        for (int d = 0; d < COUNT(all_dtypes); d++)
+            for (int p = 0; p < COUNT(pairs); p++) {
+                gc_dtype dtype = all_dtypes[d];
+                if (dtype == GC_I32 && !ops[o].int_ok) continue;
+                double range = dtype == GC_I32 ? 1000 : 1;
+                const shape *fs = &pairs[p].full, *rs = &pairs[p].repeated;
+                gc_tensor *full = gc_test_random_in(fs->ndim, fs->dims, dtype, -range, range, seed++);
+                gc_tensor *repeated = gc_test_random_in(rs->ndim, rs->dims, dtype, -range, range, seed++);
+                gc_tensor *full_cuda = on_cuda(full), *repeated_cuda = on_cuda(repeated);
+                gc_tensor *expanded_cuda = gc_expand(repeated_cuda, fs->ndim, fs->dims);
+                REQUIRE(expanded_cuda);
+                char what[160], tf[64], tr[64];
+                for (int swap = 0; swap <= 1; swap++) {
+                    const gc_tensor *x = swap ? repeated : full, *y = swap ? full : repeated;
+                    const gc_tensor *x_cuda = swap ? repeated_cuda : full_cuda;
+                    const gc_tensor *y_cuda = swap ? full_cuda : repeated_cuda;
+                    const gc_tensor *x_same = swap ? expanded_cuda : full_cuda; /* one shape */
+                    const gc_tensor *y_same = swap ? full_cuda : expanded_cuda;
+                    snprintf(what, sizeof what, "%s %s, %s", ops[o].name, gc_tensor_str(x, tf, sizeof tf),
+                             gc_tensor_str(y, tr, sizeof tr));
+                    gc_tensor *got = ops[o].fn(x_cuda, y_cuda);
+                    REQUIRE(got);
+                    expect_parity(ops[o].fn(x, y), gc_tensor_retain(got), 0, binary_rtol(dtype), what);
+                    strncat(what, ", against one shape", sizeof what - strlen(what) - 1);
+                    expect_parity(ops[o].fn(x_same, y_same), got, 0, 0, what);
+                }
+                RELEASE(full, repeated, full_cuda, repeated_cuda, expanded_cuda);
             }
 }
 
@@ -254,6 +313,7 @@ int main(void) {
     GC_TEST_CASE(test_unary);
     GC_TEST_CASE(test_derivatives);
     GC_TEST_CASE(test_binary);
+    GC_TEST_CASE(test_binary_merged);
     GC_TEST_CASE(test_binary_scalar);
     return gc_test_result();
 }

@@ -86,6 +86,106 @@ static void test_split_reduction(void) {
     CHECK(gc_reduce_splits(4096, 1 << 24) == 1); /* enough rows for one block each */
 }
 
+/* sum_middle's blocks: each tile of columns of each outer slice in turn, its segments in
+ * order covering [0, mid) exactly once, a tile's first column a multiple of the tile width
+ * inside [0, inner); the split within its limits. Every block is walked when there are few. */
+static void check_middle(size_t outer, size_t mid, size_t inner) {
+    size_t splits = gc_middle_splits(outer, mid, inner), tiles = gc_middle_tiles(outer, inner);
+    unsigned blocks = gc_middle_blocks(outer, inner, splits);
+    CHECK_MSG(splits >= 1 && blocks <= GC_ROW_MAX_BLOCKS && (blocks == 0) == (outer * inner == 0),
+              "outer %zu mid %zu inner %zu: %zu splits, %u blocks", outer, mid, inner, splits, blocks);
+    CHECK_MSG(splits == 1 || (mid / splits >= GC_MIDDLE_MIN_SEGMENT && tiles * splits <= GC_MIDDLE_FILL_BLOCKS &&
+                              outer * inner * splits <= GC_MIDDLE_MAX_PARTIALS),
+              "outer %zu mid %zu inner %zu: %zu splits", outer, mid, inner, splits);
+    if (tiles * splits > 100000) return;
+    size_t tiles_per_outer = gc_middle_tiles(1, inner), expected_begin = 0;
+    for (size_t b = 0; b < tiles * splits; b++) {
+        size_t o, first_col, begin, end;
+        gc_middle_block(b, splits, mid, inner, &o, &first_col, &begin, &end);
+        bool tile_ok = o < outer && first_col < inner && first_col % GC_MIDDLE_TILE == 0 &&
+                       o * tiles_per_outer + first_col / GC_MIDDLE_TILE == b / splits;
+        if (b % splits == 0) expected_begin = 0;
+        CHECK_MSG(tile_ok && begin == expected_begin && begin <= end && end <= mid,
+                  "outer %zu mid %zu inner %zu: block %zu is slice %zu column %zu rows [%zu, %zu)", outer, mid, inner,
+                  b, o, first_col, begin, end);
+        expected_begin = end;
+        if (b % splits == splits - 1)
+            CHECK_MSG(end == mid, "outer %zu mid %zu inner %zu: tile %zu ends at row %zu", outer, mid, inner,
+                      b / splits, end);
+    }
+}
+
+static void test_middle_split(void) {
+    const size_t outers[] = {1, 2, 3, 16, 100, 4096};
+    const size_t mids[] = {0, 1, 127, 128, 255, 256, 4097, 131072, (size_t)1 << 33};
+    const size_t inners[] = {0, 1, 31, 32, 33, 256, 1000, 1024, 16384, 100000};
+    for (int o = 0; o < COUNT(outers); o++)
+        for (int m = 0; m < COUNT(mids); m++)
+            for (int i = 0; i < COUNT(inners); i++) check_middle(outers[o], mids[m], inners[i]);
+    CHECK(gc_middle_splits(1, 4096 * 32, 256) == 128); /* a bias gradient: 8 tiles, 1024 blocks */
+    CHECK(gc_middle_splits(1, 512 * 32, 1024) == 32);  /* 32 tiles: 32 segments of 512 rows */
+    CHECK(gc_middle_splits(1, (size_t)1 << 33, 256) == 128);
+    CHECK(gc_middle_splits(1, 255, 256) == 1); /* too short for two segments of 128 */
+    CHECK(gc_middle_splits(1, 256, 256) == 2);
+    CHECK(gc_middle_splits(4, 4096, 64) == 32);     /* [4, 4096, 64] -> [4, 1, 64]: 8 tiles, by length */
+    CHECK(gc_middle_splits(512, 32, 1024) == 1);    /* [512, 32, 1024] -> [512, 1, 1024]: tiles enough */
+    CHECK(gc_middle_splits(1, 1 << 20, 16416) == 1); /* 513 tiles fill the GPU */
+    CHECK(gc_middle_splits(1, 0, 256) == 1 && gc_middle_splits(1, 1, 256) == 1);
+}
+
+/* A broadcast of 4 dims merged into two: when it merges, every output element reads the same
+ * elements of a and b as the walk over the 4 dims (checked one by one). */
+typedef struct bcast_case {
+    int64_t shape[4], a_stride[4], b_stride[4];
+    bool merges;
+} bcast_case;
+
+static int64_t walk_offset(const int64_t *shape, const int64_t *stride, int64_t i) {
+    int64_t offset = 0;
+    for (int d = 3; d >= 0; d--) {
+        offset += i % shape[d] * stride[d];
+        i /= shape[d];
+    }
+    return offset;
+}
+
+static void check_merge(const bcast_case *c, const char *what) {
+    gc_broadcast_2d merged;
+    bool merges = gc_broadcast_merge_2d(4, c->shape, c->a_stride, c->b_stride, &merged);
+    CHECK_MSG(merges == c->merges, "%s: merges %d", what, merges);
+    if (!merges || merged.numel > 100000) return;
+    int wrong = 0;
+    for (uint32_t i = 0; i < merged.numel; i++) {
+        uint32_t q = i / merged.inner, r = i % merged.inner;
+        wrong += q * merged.a_stride[0] + r * merged.a_stride[1] != walk_offset(c->shape, c->a_stride, i) ||
+                 q * merged.b_stride[0] + r * merged.b_stride[1] != walk_offset(c->shape, c->b_stride, i);
+    }
+    CHECK_MSG(wrong == 0, "%s: %d of %u elements read elsewhere", what, wrong, merged.numel);
+}
+
+static void test_broadcast_merge(void) {
+    const int64_t big = (int64_t)1 << 16;
+    const struct {
+        const char *what;
+        bcast_case c;
+    } cases[] = {
+        {"[5, 7] + [7]", {{1, 1, 5, 7}, {0, 0, 7, 1}, {0, 0, 0, 1}, true}},
+        {"[7] + [5, 7]", {{1, 1, 5, 7}, {0, 0, 0, 1}, {0, 0, 7, 1}, true}},
+        {"[5, 7] + [5, 1]", {{1, 1, 5, 7}, {0, 0, 7, 1}, {0, 0, 1, 0}, true}},
+        {"[2, 3, 4] + [2, 3, 1]", {{1, 2, 3, 4}, {0, 12, 4, 1}, {0, 3, 1, 0}, true}},
+        {"[2, 3, 4, 5] + [5]", {{2, 3, 4, 5}, {60, 20, 5, 1}, {0, 0, 0, 1}, true}},
+        {"[5, 1] + [7]", {{1, 1, 5, 7}, {0, 0, 1, 0}, {0, 0, 0, 1}, true}}, /* neither full */
+        {"[] + [4, 33]", {{1, 1, 4, 33}, {0, 0, 0, 0}, {0, 0, 33, 1}, true}},
+        {"[] + []", {{1, 1, 1, 1}, {0, 0, 0, 0}, {0, 0, 0, 0}, true}},
+        {"[3, 5, 33] + [3, 1, 33]", {{1, 3, 5, 33}, {0, 165, 33, 1}, {0, 33, 0, 1}, false}},
+        {"[2, 1, 1, 7] + [2, 3, 7, 7]", {{2, 3, 7, 7}, {7, 0, 0, 1}, {147, 49, 7, 1}, false}},
+        {"[2^16, 2^15] + [2^15]", {{1, 1, big, big / 2}, {0, 0, big / 2, 1}, {0, 0, 0, 1}, false}}, /* 2^31 */
+        {"[2^31 - 1] + []", {{1, 1, 1, INT32_MAX}, {0, 0, 0, 1}, {0, 0, 0, 0}, true}},
+        {"[0, 7] + [7]", {{1, 1, 0, 7}, {0, 0, 7, 1}, {0, 0, 0, 1}, true}},
+    };
+    for (int c = 0; c < COUNT(cases); c++) check_merge(&cases[c].c, cases[c].what);
+}
+
 /* Groups cover [0, n) exactly once, in order. */
 static void test_philox_groups(void) {
     const int64_t lengths[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 1001};
@@ -146,6 +246,8 @@ int main(void) {
     test_elementwise_grid();
     test_row_geometry();
     test_split_reduction();
+    test_middle_split();
+    test_broadcast_merge();
     test_philox_groups();
     test_index_keys();
     return gc_test_result();

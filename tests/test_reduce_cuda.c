@@ -1,12 +1,15 @@
-/* The CUDA reductions over the last dim (sum, mean, max with argmax) and over everything,
- * against the CPU reference and against hand-computed values. Suite cuda: skipped where
- * there is no GPU. Tolerances: see reduce_parity.h. */
+/* The CUDA reductions over the last dim (sum, mean, max with argmax), over everything and
+ * over middle dims (sum_to_shape's sum_middle), against the CPU reference and against
+ * hand-computed values. Suite cuda: skipped where there is no GPU. Tolerances: see
+ * reduce_parity.h. */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 
 #include "check.h"
 #include "reduce_parity.h"
+#include "tensor/backend.h"
+#include "tensor/launch_impl.h"
 
 static const gc_dtype all_dtypes[] = {GC_F32, GC_F16, GC_BF16, GC_F64, GC_I32};
 static const gc_dtype float_dtypes[] = {GC_F32, GC_F16, GC_BF16, GC_F64};
@@ -291,23 +294,142 @@ static void test_longest_row(void) {
     gc_tensor_release(x_gpu);
 }
 
+/* --- sum_to_shape: sum_middle ---------------------------------------------------------- */
+
+/* The bound on |CUDA sum - CPU sum| over mid, relative to sum |x_i| of a column (the terms
+ * as in gc_test_sum_error). A column of inner 1 is a row for reduce_last's kernels
+ * (reduce_cuda.cu), bounded as theirs. Otherwise a term goes through at most
+ * ceil(segment / GC_MIDDLE_WARPS) additions in its lane, GC_MIDDLE_WARPS - 1 adding the
+ * warps' sums and splits - 1 adding the segments' partials (tensor/launch_impl.h). */
+static double middle_sum_error(int64_t outer, int64_t mid, int64_t inner, gc_dtype dtype) {
+    if (inner == 1 || dtype == GC_I32) return gc_test_sum_error(mid, dtype);
+    size_t splits = gc_middle_splits((size_t)outer, (size_t)mid, (size_t)inner);
+    double additions = ceil(ceil((double)mid / (double)splits) / GC_MIDDLE_WARPS) + GC_MIDDLE_WARPS + (double)splits;
+    return additions * gc_test_accum_roundoff(dtype) + (double)mid * 0x1p-53;
+}
+
+/* The largest sum |x_i| over mid of a column of x viewed as [outer, mid, inner] (read row
+ * by row: a [131072, 256] x column by column would miss the cache at every element). */
+static double max_column_abs_sum(const gc_tensor *x, int64_t outer, int64_t mid, int64_t inner) {
+    double *values = gc_test_host_values(x), *sums = calloc((size_t)(inner ? inner : 1), sizeof(double));
+    double largest = 0;
+    REQUIRE(sums);
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t c = 0; c < inner; c++) sums[c] = 0;
+        for (int64_t m = 0; m < mid; m++)
+            for (int64_t c = 0; c < inner; c++) sums[c] += fabs(values[(o * mid + m) * inner + c]);
+        for (int64_t c = 0; c < inner; c++) largest = sums[c] > largest ? sums[c] : largest;
+    }
+    free(values);
+    free(sums);
+    return largest;
+}
+
+/* sum_to_shape of x (on the CPU) over its dims [first, first + count), one run followed by
+ * kept dims, against the CUDA one within middle_sum_error; and the CUDA one twice, bit for
+ * bit (the split depends on the sizes only). i32 values up to 2^30 wrap, exactly alike. */
+static void check_sum_middle(int ndim, const int64_t *shape, int first, int count, gc_dtype dtype, uint64_t seed) {
+    int64_t target[GC_MAX_DIMS], outer = 1, mid = 1, inner = 1;
+    for (int d = 0; d < ndim; d++) {
+        bool reduced = d >= first && d < first + count;
+        target[d] = reduced ? 1 : shape[d];
+        if (d < first) outer *= shape[d];
+        else if (reduced) mid *= shape[d];
+        else inner *= shape[d];
+    }
+    double bound = dtype == GC_I32 ? 1073741824.0 : 1.0;
+    gc_tensor *x = gc_test_random_in(ndim, shape, dtype, -bound, bound, seed), *x_gpu = gc_test_to_cuda(x);
+    gc_tensor *want = gc_sum_to_shape(x, ndim, target), *got = gc_sum_to_shape(x_gpu, ndim, target);
+    gc_tensor *again = gc_sum_to_shape(x_gpu, ndim, target);
+    REQUIRE(want && got && again);
+    char what[160];
+    snprintf(what, sizeof what, "sum_to_shape %s [%lld, %lld, %lld] over mid", gc_dtype_name(dtype),
+             (long long)outer, (long long)mid, (long long)inner);
+    double atol = middle_sum_error(outer, mid, inner, dtype) * max_column_abs_sum(x, outer, mid, inner);
+    gc_test_expect_close(want, got, atol + gc_test_tiny(dtype), gc_test_step_rtol(dtype), what);
+    strncat(what, ", run twice", sizeof what - strlen(what) - 1);
+    gc_test_expect_close(got, again, 0, 0, what);
+    gc_tensor_release(x);
+    gc_tensor_release(x_gpu);
+    gc_tensor_release(want);
+    gc_tensor_release(got);
+    gc_tensor_release(again);
+}
+
+/* Bias gradients and their kin, every dtype: [B, T, H] -> [H], [T, H] (outer 1, wide inner)
+ * and [B, 1, H] (outer > 1); columns that fill no whole tile of 32; mid split into segments
+ * of unequal length; inner 1 (a column: reduce_last's kernels); nothing to sum (zeros). */
+static void test_sum_middle(void) {
+    const struct {
+        int ndim;
+        int64_t shape[3];
+        int first, count;
+    } cases[] = {
+        {3, {8, 32, 256}, 0, 2},   /* [B, T, H] -> [H]: 2 segments */
+        {3, {64, 32, 96}, 0, 1},   /* -> [T, H]: 96 tiles, no split */
+        {3, {6, 300, 40}, 1, 1},   /* -> [B, 1, H]: 6 slices of a tile and a part, 2 segments each */
+        {3, {3, 1000, 33}, 0, 2},  /* 23 segments of 131 rows, the last 118 */
+        {2, {40000, 70}, 0, 1},    /* 312 segments */
+        {3, {4, 9, 1025}, 0, 2},   /* a last tile of one column */
+        {3, {7, 500, 1}, 0, 2},    /* -> [1]: inner 1 */
+        {3, {3, 5000, 1}, 1, 1},   /* -> [3, 1, 1]: inner 1, outer 3 */
+        {2, {0, 7}, 0, 1},         /* mid 0: zeros */
+    };
+    const gc_dtype dtypes[] = {GC_F32, GC_F64, GC_F16, GC_BF16, GC_I32};
+    uint64_t seed = 500;
+    for (int c = 0; c < COUNT(cases); c++)
+        for (int t = 0; t < COUNT(dtypes); t++)
+            check_sum_middle(cases[c].ndim, cases[c].shape, cases[c].first, cases[c].count, dtypes[t], seed++);
+}
+
+/* A bias gradient of batch 4096 x 32 tokens, [131072, 256] -> [256]: 8 tiles of columns, 128
+ * segments of 1024 rows (the split that fills a GPU). */
+static void test_sum_middle_long(void) {
+    check_sum_middle(2, (const int64_t[]){4096 * 32, 256}, 0, 1, GC_F32, 600);
+    check_sum_middle(2, (const int64_t[]){4096 * 32, 256}, 0, 1, GC_BF16, 601);
+}
+
+/* mid 1, which sum_to_shape never asks (a dim of 1 is kept): the kernel itself copies x
+ * [5, 1, 70] into out [5, 70], bit for bit (values in [-100, 100): whole i32 ones too). */
+static void test_sum_middle_single(void) {
+    for (int t = 0; t < COUNT(all_dtypes); t++) {
+        gc_tensor *x = gc_test_random_in(2, (const int64_t[]){5, 70}, all_dtypes[t], -100, 100, 700 + (uint64_t)t);
+        gc_tensor *x_gpu = gc_test_to_cuda(x), *out = gc_empty(GC_SHAPE(5, 70), all_dtypes[t], gc_cuda(0));
+        REQUIRE(out);
+        gc_backend_for(gc_cuda(0))->sum_middle(gc_data(x_gpu), gc_data(out), 5, 1, 70, all_dtypes[t]);
+        gc_test_expect_close(x, out, 0, 0, gc_dtype_name(all_dtypes[t]));
+        gc_tensor_release(x);
+        gc_tensor_release(x_gpu);
+        gc_tensor_release(out);
+    }
+}
+
 /* Host threads that reduce long rows at once on one device: each split writes its partials
  * into the device's one scratch, so without the split lock (reduce_cuda.cu) a split queued
- * between another's two launches would overwrite its partials. Half the threads sum, half
- * take the max (other instantiations, the same scratch); every result must be the one the
- * thread got alone, bit for bit (a split is deterministic). */
-enum { split_threads = 4, split_repeats = 40 };
+ * between another's two launches would overwrite its partials. A third of the threads sum,
+ * a third take the max (other instantiations, the same scratch), a third sum x viewed as
+ * [4096, 256] over its rows (sum_middle's split: 32 segments), then that [256] (no split);
+ * every result must be the one the thread got alone, bit for bit (a split is
+ * deterministic). */
+enum { split_threads = 6, split_repeats = 40 };
 
 typedef struct split_job {
-    gc_tensor *x;   /* [2^20] f32 on cuda:0: 64 segments */
-    double alone;   /* its sum (even jobs) or max (odd ones), reduced before the threads start */
+    gc_tensor *x;   /* [2^20] f32 on cuda:0 (64 segments), [4096, 256] for the column sums */
+    double alone;   /* its reduction (reduce_job), before the threads start */
     int wrong;      /* repeats that gave anything else */
 } split_job;
 
 static double reduce_job(const split_job *job, int index) {
-    gc_tensor *result = index % 2 ? gc_max_all(job->x) : gc_sum_all(job->x);
+    gc_tensor *columns = NULL, *result = NULL;
+    if (index % 3 == 0) result = gc_sum_all(job->x);
+    else if (index % 3 == 1) result = gc_max_all(job->x);
+    else {
+        columns = gc_sum_to_shape(job->x, GC_SHAPE(256));
+        result = gc_sum_all(columns);
+    }
     REQUIRE(result);
     double value = gc_item(result);
+    gc_tensor_release(columns);
     gc_tensor_release(result);
     return value;
 }
@@ -325,17 +447,22 @@ static void test_splits_from_threads(void) {
     const int64_t n = (int64_t)1 << 20;
     pthread_t threads[split_threads];
     for (int t = 0; t < split_threads; t++) {
-        gc_tensor *x = gc_test_random(1, &n, GC_F32, 900 + (uint64_t)t);
-        split_jobs[t] = (split_job){gc_test_to_cuda(x), 0, 0};
+        gc_tensor *x = gc_test_random(1, &n, GC_F32, 900 + (uint64_t)t), *x_gpu = gc_test_to_cuda(x);
+        /* viewed here, not in the threads: a view counts references without atomics */
+        gc_tensor *job_x = t % 3 == 2 ? gc_reshape(x_gpu, GC_SHAPE(4096, 256)) : gc_tensor_retain(x_gpu);
+        split_jobs[t] = (split_job){job_x, 0, 0};
+        REQUIRE(split_jobs[t].x);
         gc_tensor_release(x);
+        gc_tensor_release(x_gpu);
         split_jobs[t].alone = reduce_job(&split_jobs[t], t);
     }
     for (int t = 0; t < split_threads; t++)
         REQUIRE(pthread_create(&threads[t], NULL, reduce_repeatedly, (void *)(intptr_t)t) == 0);
     for (int t = 0; t < split_threads; t++) {
         REQUIRE(pthread_join(threads[t], NULL) == 0);
+        const char *kinds[] = {"sums", "maxes", "column sums"};
         CHECK_MSG(split_jobs[t].wrong == 0, "thread %d: %d of %d %s differ from the one reduced alone", t,
-                  split_jobs[t].wrong, split_repeats, t % 2 ? "maxes" : "sums");
+                  split_jobs[t].wrong, split_repeats, kinds[t % 3]);
         gc_tensor_release(split_jobs[t].x);
     }
 }
@@ -348,6 +475,9 @@ int main(void) {
     GC_TEST_CASE(test_empty_rows);
     GC_TEST_CASE(test_all_exact);
     GC_TEST_CASE(test_longest_row);
+    GC_TEST_CASE(test_sum_middle);
+    GC_TEST_CASE(test_sum_middle_long);
+    GC_TEST_CASE(test_sum_middle_single);
     GC_TEST_CASE(test_splits_from_threads);
     return gc_test_result();
 }

@@ -1,7 +1,9 @@
 /* Elementwise unary and binary ops on CUDA. f32, f16 and bf16 are computed in float and
  * rounded once when stored, f64 in double, i32 (binary ops only) in integers. Each op is
  * a small functor, so the kernels are instantiated per op and carry no per-element
- * switch. */
+ * switch. A broadcast is read in one of three ways, the cheapest that applies: flat (one
+ * shape), as two dims (a bias row or a column of per-row statistics beside a full operand:
+ * 32-bit indices, one division), or by a walk over every dim. */
 #include "dtype_cuda.cuh"
 #include "kernels_cuda.h"
 
@@ -155,6 +157,20 @@ __global__ void binary_broadcast_kernel(Op op, const T *a, const T *b, T *out, g
     }
 }
 
+/* out [outer, inner] (gc_broadcast_2d: fewer than 2^31 elements); a and b read at
+ * q stride[0] + r stride[1] for element (q, r): the same elements, the same op, so the same
+ * bits as binary_broadcast_kernel, with 32-bit indices and one division. A grid-stride step
+ * past the last element stays under 2^32. */
+template <typename T, typename Op>
+__global__ void binary_2d_kernel(Op op, const T *a, const T *b, T *out, gc_broadcast_2d bc) {
+    using E = gc_elem<T>;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < bc.numel; i += gridDim.x * blockDim.x) {
+        uint32_t q = i / bc.inner, r = i - q * bc.inner;
+        out[i] = E::from_acc(op(E::to_acc(a[q * bc.a_stride[0] + r * bc.a_stride[1]]),
+                                E::to_acc(b[q * bc.b_stride[0] + r * bc.b_stride[1]])));
+    }
+}
+
 /* a, out [n]: out = a op s, or s op a when scalar_first. The scalar is applied in the
  * working type: float for f32, f16 and bf16, double for f64, and int32 for i32 (the
  * front-end accepts only whole i32 scalars there), as on the CPU. */
@@ -202,9 +218,15 @@ extern "C" void gc_cuda_unary_grad(gc_unary_op derivative, const void *x, const 
     });
 }
 
+/* Same shapes: one flat walk. A broadcast whose dims merge into two (a bias row, a column of
+ * per-row statistics, beside a full operand: gc_broadcast_merge_2d) and fits in 32-bit
+ * indices: binary_2d_kernel. Any other: the walk over every dim. */
 extern "C" void gc_cuda_binary(gc_binary_op op, const void *a, const void *b, void *out,
                                const gc_broadcast *bc, gc_dtype dtype) {
     bool same_shape = is_contiguous(bc->out_shape, bc->a_stride) && is_contiguous(bc->out_shape, bc->b_stride);
+    gc_broadcast_2d merged = {}; /* zeroed for the compiler: read only when two_dims */
+    bool two_dims = !same_shape && gc_broadcast_merge_2d(GC_BCAST_DIMS, bc->out_shape, bc->a_stride, bc->b_stride,
+                                                         &merged);
     gc_cuda_dispatch_all("binary", dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         with_binary_op(op, [&](auto functor) {
@@ -213,6 +235,9 @@ extern "C" void gc_cuda_binary(gc_binary_op op, const void *a, const void *b, vo
             if (same_shape)
                 GC_CUDA_LAUNCH(binary_same_shape_kernel<T, Op>, blocks, functor, (const T *)a, (const T *)b,
                                (T *)out, bc->numel);
+            else if (two_dims)
+                GC_CUDA_LAUNCH(binary_2d_kernel<T, Op>, blocks, functor, (const T *)a, (const T *)b, (T *)out,
+                               merged);
             else
                 GC_CUDA_LAUNCH(binary_broadcast_kernel<T, Op>, blocks, functor, (const T *)a, (const T *)b,
                                (T *)out, *bc);

@@ -1,11 +1,12 @@
-/* Sum, mean and max over the last dim, and softmax, on CUDA. Same semantics as
- * tensor/cpu/reduce_cpu.c.
+/* Sum, mean and max over the last dim, sums over middle dims (sum_middle), and softmax, on
+ * CUDA. Same semantics as tensor/cpu/reduce_cpu.c.
  *
  * A row is reduced by one block (reduce_common.cuh), which fills the GPU when there are
  * many rows. A few long rows (sum_all and mean_all are one row of every element) are split:
  * each row into `splits` segments, one block per segment writing a partial result into the
- * workspace's scratch, then one block per row combining its partials in order. The split
- * (../launch_impl.h) depends on the sizes only, never on the GPU, so a result is the same on
+ * workspace's scratch, then one block per row combining its partials in order. sum_middle
+ * splits its summed dims likewise when its tiles of columns are few. The splits
+ * (../launch_impl.h) depend on the sizes only, never on the GPU, so a result is the same on
  * every device and every run: deterministic.
  *
  * The scratch is one per device, and the two launches of a split run on the device's one
@@ -116,6 +117,57 @@ __global__ void __launch_bounds__(GC_ROW_MAX_THREADS)
     }
 }
 
+/* x [outer, mid, inner] -> out [outer, inner] summed over mid, or with splits > 1 ->
+ * partials [outer, splits, inner], each the sum over one segment of mid. Block b takes one
+ * tile of columns and one segment (gc_middle_block): lane l of warp w adds rows begin + w,
+ * begin + w + GC_MIDDLE_WARPS, ... of column first_col + l in order, then warp 0 adds the
+ * warps' sums in order, w = 0 first. */
+template <typename T>
+__global__ void __launch_bounds__(GC_CUDA_THREADS)
+    middle_segments_kernel(const T *x, T *out, typename gc_row_acc<T>::acc *partials, size_t outer, size_t mid,
+                           size_t inner, size_t splits) {
+    using R = gc_row_acc<T>;
+    using A = typename R::acc;
+    __shared__ A warp_sums[GC_MIDDLE_WARPS][GC_MIDDLE_TILE];
+    const unsigned lane = threadIdx.x % GC_MIDDLE_TILE, warp = threadIdx.x / GC_MIDDLE_TILE;
+    for (size_t b = blockIdx.x; b < gc_middle_tiles(outer, inner) * splits; b += gridDim.x) {
+        size_t o, first_col, begin, end;
+        gc_middle_block(b, splits, mid, inner, &o, &first_col, &begin, &end);
+        size_t col = first_col + lane;
+        A sum = A(0);
+        if (col < inner) {
+            const T *row = x + (o * mid + begin + warp) * inner + col;
+#pragma unroll 4
+            for (size_t m = begin + warp; m < end; m += GC_MIDDLE_WARPS, row += GC_MIDDLE_WARPS * inner)
+                sum += R::load(*row);
+        }
+        warp_sums[warp][lane] = sum;
+        __syncthreads();
+        if (warp == 0 && col < inner) {
+            A total = warp_sums[0][lane];
+            for (unsigned w = 1; w < GC_MIDDLE_WARPS; w++) total += warp_sums[w][lane];
+            if (splits == 1) out[o * inner + col] = R::store(total);
+            else partials[(o * splits + b % splits) * inner + col] = total;
+        }
+        __syncthreads(); /* warp_sums is read before the next tile writes it */
+    }
+}
+
+/* The second pass of a split: partials [outer, splits, inner] -> out [outer, inner], each
+ * output adding its partials in order, segment 0 first. */
+template <typename T>
+__global__ void middle_partials_kernel(const typename gc_row_acc<T>::acc *partials, T *out, size_t splits,
+                                       size_t inner, int64_t n) {
+    using R = gc_row_acc<T>;
+    GC_CUDA_GRID_STRIDE(i, n) {
+        size_t o = (size_t)i / inner, col = (size_t)i % inner;
+        const typename R::acc *p = partials + o * splits * inner + col;
+        typename R::acc total = p[0];
+        for (size_t s = 1; s < splits; s++) total += p[s * inner];
+        out[i] = R::store(total);
+    }
+}
+
 } // namespace
 
 /* Held while a split's two launches are queued: one lock per device, shared by every dtype
@@ -139,6 +191,25 @@ static void reduce(Reduction reduction, const T *x, T *out, int32_t *argmax, siz
                            reduction, x, partials, rows, cols, splits);
     GC_ROW_LAUNCH(reduce_partials_kernel<T, Reduction>, rows, splits, reduction, (const V *)partials, out, argmax,
                   rows, splits, cols);
+}
+
+/* x [outer, mid, inner] -> out [outer, inner]. A split's launches hold the device's lock,
+ * as a split row reduction's do: they share the scratch. */
+template <typename T> static void sum_middle(const T *x, T *out, size_t outer, size_t mid, size_t inner) {
+    using A = typename gc_row_acc<T>::acc;
+    static_assert(GC_MIDDLE_MAX_PARTIALS * sizeof(A) <= GC_CUDA_REDUCE_SCRATCH_BYTES, "the scratch holds the partials");
+    size_t splits = gc_middle_splits(outer, mid, inner);
+    unsigned blocks = gc_middle_blocks(outer, inner, splits);
+    if (splits == 1) {
+        GC_CUDA_LAUNCH(middle_segments_kernel<T>, blocks, x, out, (A *)nullptr, outer, mid, inner, splits);
+        return;
+    }
+    int device = gc_cuda_current_device();
+    std::lock_guard<std::mutex> hold(split_locks[device]);
+    A *partials = (A *)gc_cuda_workspace_of(device)->reduce_scratch;
+    GC_CUDA_LAUNCH(middle_segments_kernel<T>, blocks, x, out, partials, outer, mid, inner, splits);
+    int64_t n = (int64_t)(outer * inner);
+    GC_CUDA_LAUNCH(middle_partials_kernel<T>, gc_cuda_blocks(n), (const A *)partials, out, splits, inner, n);
 }
 
 /* y [rows, cols] = softmax (or log-softmax) of each row of scale x + bias (x [rows, cols];
@@ -180,6 +251,18 @@ extern "C" void gc_cuda_reduce_last(gc_reduce_op op, const void *x, void *out, i
         using T = typename decltype(tag)::type;
         if (op == GC_REDUCE_MAX) reduce(row_max<T>{}, (const T *)x, (T *)out, argmax, rows, cols);
         else reduce(row_sum<T>{op == GC_REDUCE_MEAN}, (const T *)x, (T *)out, nullptr, rows, cols);
+    });
+}
+
+/* A column (inner 1) is a row of mid: reduce_last's kernels, which spread one row over a
+ * block rather than one lane of a tile. */
+extern "C" void gc_cuda_sum_middle(const void *x, void *out, size_t outer, size_t mid, size_t inner,
+                                   gc_dtype dtype) {
+    if (outer == 0 || inner == 0) return;
+    gc_cuda_dispatch_all("sum_middle", dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if (inner == 1) reduce(row_sum<T>{false}, (const T *)x, (T *)out, nullptr, outer, mid);
+        else sum_middle((const T *)x, (T *)out, outer, mid, inner);
     });
 }
 

@@ -10,9 +10,12 @@
 extern "C" {
 #endif
 
-/* Scratch of the row reductions split over several blocks (reduce_cuda.cu): room for 1024
- * partial results of up to 16 bytes (a value and its index). */
-#define GC_CUDA_REDUCE_SCRATCH_BYTES (1024 * 16)
+/* Scratch of the reductions split over several blocks (reduce_cuda.cu): 256 KiB, the room of
+ * sum_middle's 32768 partial sums of up to 8 bytes (GC_MIDDLE_MAX_PARTIALS: 1024 blocks of
+ * 32 columns, what fills a GPU when a bias gradient has few columns); a split row
+ * reduction's 1024 partial results of up to 16 bytes (a value and its index) take 16 KiB of
+ * it. Beside cuBLAS's 32 MiB it is small. */
+#define GC_CUDA_REDUCE_SCRATCH_BYTES (32768 * 8)
 
 typedef struct gc_cuda_workspace {
     void *cublas;                    /* cuBLAS's workspace [cublas_bytes] (cublasSetWorkspace) */
