@@ -346,11 +346,13 @@ part_check() {
     # tests (compute-sanitizer is 10-100x slower); it refuses the GPU of a gVisor machine (KINDS.md).
     local sanitizer
     sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-    step memcheck_reduce 40 env GC_TEST_ONLY=test_random_rows,test_empty_rows,test_longest_row \
+    step memcheck_reduce 30 env GC_TEST_ONLY=test_random_rows,test_empty_rows,test_longest_row,test_sum_middle \
         "$sanitizer" --tool memcheck --error-exitcode 1 "$build/tests/test_reduce_cuda"
-    step racecheck_norm 40 env GC_TEST_ONLY=test_softmax_nonfinite,test_layernorm_random \
+    step racecheck_norm 30 env GC_TEST_ONLY=test_softmax_nonfinite,test_layernorm_random \
         "$sanitizer" --tool racecheck --error-exitcode 1 "$build/tests/test_norm_cuda"
-    step memcheck_elementwise 40 env GC_TEST_ONLY=test_binary,test_binary_scalar \
+    step racecheck_sum_middle 30 env GC_TEST_ONLY=test_sum_middle \
+        "$sanitizer" --tool racecheck --error-exitcode 1 "$build/tests/test_reduce_cuda"
+    step memcheck_elementwise 30 env GC_TEST_ONLY=test_binary,test_binary_merged,test_binary_scalar \
         "$sanitizer" --tool memcheck --error-exitcode 1 "$build/tests/test_elementwise_cuda"
 }
 
