@@ -1,4 +1,5 @@
-/* dtype sizes and names, and the f32 <-> f16 / bf16 conversions (round to nearest even). */
+/* dtype sizes and names, the f32 <-> f16 / bf16 conversions (round to nearest even), and an
+ * element of any dtype read as a double. */
 #include <string.h>
 
 #include "gradcache/dtype.h"
@@ -86,4 +87,17 @@ float gc_f16_to_f32(uint16_t bits) {
         return sign ? -magnitude : magnitude;
     }
     return bits_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
+double gc_element_f64(const void *elements, gc_dtype dtype, int64_t i) {
+    const char *element = (const char *)elements + (size_t)i * gc_dtype_size(dtype);
+    switch (dtype) {
+    case GC_F64: { double v; memcpy(&v, element, 8); return v; }
+    case GC_F32: { float v; memcpy(&v, element, 4); return v; }
+    case GC_I32: { int32_t v; memcpy(&v, element, 4); return v; }
+    case GC_F16: { uint16_t v; memcpy(&v, element, 2); return gc_f16_to_f32(v); }
+    case GC_BF16: { uint16_t v; memcpy(&v, element, 2); return gc_bf16_to_f32(v); }
+    default: break;
+    }
+    gc_fatal("element_f64: unknown dtype %d", (int)dtype);
 }

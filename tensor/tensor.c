@@ -235,18 +235,7 @@ void gc_to_host_f64(const gc_tensor *t, double *host) {
     size_t size = gc_dtype_size(t->dtype);
     char *raw = (char *)host + (size_t)numel * (sizeof(double) - size);
     gc_copy_to_host(t, raw);
-    for (int64_t i = 0; i < numel; i++) {
-        const void *element = raw + (size_t)i * size;
-        double value;
-        switch (t->dtype) {
-        case GC_F32: { float v; memcpy(&v, element, 4); value = v; break; }
-        case GC_I32: { int32_t v; memcpy(&v, element, 4); value = v; break; }
-        case GC_F16: { uint16_t v; memcpy(&v, element, 2); value = gc_f16_to_f32(v); break; }
-        case GC_BF16: { uint16_t v; memcpy(&v, element, 2); value = gc_bf16_to_f32(v); break; }
-        default: gc_fatal("to_host_f64: unknown dtype %d", (int)t->dtype);
-        }
-        host[i] = value;
-    }
+    for (int64_t i = 0; i < numel; i++) host[i] = gc_element_f64(raw, t->dtype, i);
 }
 
 double gc_item(const gc_tensor *t) {

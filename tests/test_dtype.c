@@ -235,8 +235,23 @@ static void test_cpu_cast(void) {
     expect_cast(GC_F32, f32_in, GC_F16, f16_want, 0);
 }
 
+/* gc_element_f64 reads element i of each dtype exactly: -2.5 at index 1 of every array. */
+static void test_element_f64(void) {
+    const double f64[] = {0, -2.5};
+    const float f32[] = {0, -2.5f};
+    const int32_t i32[] = {0, -3};
+    const uint16_t f16[] = {0, gc_f32_to_f16(-2.5f)}, bf16[] = {0, gc_f32_to_bf16(-2.5f)};
+    CHECK(gc_element_f64(f64, GC_F64, 1) == -2.5);
+    CHECK(gc_element_f64(f32, GC_F32, 1) == -2.5);
+    CHECK(gc_element_f64(i32, GC_I32, 1) == -3);
+    CHECK(gc_element_f64(f16, GC_F16, 1) == -2.5);
+    CHECK(gc_element_f64(bf16, GC_BF16, 1) == -2.5);
+    CHECK(gc_element_f64(f16, GC_F16, 0) == 0);
+}
+
 int main(void) {
     test_f16_known();
+    test_element_f64();
     test_bf16_known();
     test_nearest_even_sweep();
     test_round_trips();

@@ -35,6 +35,8 @@ uint16_t gc_f32_to_f16(float value);
 float gc_f16_to_f32(uint16_t bits);
 uint16_t gc_f32_to_bf16(float value);
 float gc_bf16_to_f32(uint16_t bits);
+/* Element i of an array of `dtype` in host memory, as a double (exact for every dtype). */
+double gc_element_f64(const void *elements, gc_dtype dtype, int64_t i);
 
 #ifdef __cplusplus
 }

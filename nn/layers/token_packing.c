@@ -2,22 +2,18 @@
  * gc_embedding, which reads rows of a table by i32 index, so that packing and unpacking run
  * on every device and dtype, and are differentiable where a graph is recorded. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "layer_util.h"
 
-/* mask's values into host memory: a CPU mask read where it lies (a cast, no copy to the
- * host: nothing waits, so a GradCache chunk on the CPU may pack), a device's copied (one
- * counted copy, and the wait for the work queued before it). */
+/* mask's values into host memory: a CPU mask read where it lies (no copy to the host:
+ * nothing waits, so a GradCache chunk on the CPU may pack), a device's copied (one counted
+ * copy, and the wait for the work queued before it). */
 static void read_mask(const gc_tensor *mask, double *real) {
     if (mask->device.type != GC_DEVICE_CPU) {
         gc_to_host_f64(mask, real);
         return;
     }
-    gc_tensor *wide = gc_cast(mask, GC_F64);
-    if (!wide) gc_fatal("token_packing: out of memory for the mask's %lld values", (long long)gc_numel(mask));
-    memcpy(real, gc_data(wide), (size_t)gc_numel(mask) * sizeof *real);
-    gc_tensor_release(wide);
+    for (int64_t i = 0; i < gc_numel(mask); i++) real[i] = gc_element_f64(gc_data(mask), mask->dtype, i);
 }
 
 bool gc_token_packing_make(const gc_tensor *mask /* [B, T] */, gc_token_packing *packing) {
