@@ -160,12 +160,20 @@ static void test_derivatives(void) {
  * tolerance allows a CPU that computes in double and rounds twice. i32 must be exact. */
 static double binary_rtol(gc_dtype dtype) { return dtype == GC_I32 ? 0 : gc_test_tolerance(dtype); }
 
+static const struct {
+    const char *name;
+    gc_tensor *(*fn)(const gc_tensor *, const gc_tensor *);
+    bool int_ok; /* defined for i32 */
+} binary_ops[] = {{"add", gc_add, true}, {"sub", gc_sub, true}, {"mul", gc_mul, true}, {"div", gc_div, false}};
+
+/* Operands of `dtype` for a binary op (i32 in [-1000, 1000): products stay far from
+ * overflow), made on the CPU from successive seeds. */
+static gc_tensor *binary_operand(const shape *s, gc_dtype dtype, uint64_t *seed) {
+    double range = dtype == GC_I32 ? 1000 : 1;
+    return gc_test_random_in(s->ndim, s->dims, dtype, -range, range, (*seed)++);
+}
+
 static void test_binary(void) {
-    const struct {
-        const char *name;
-        gc_tensor *(*fn)(const gc_tensor *, const gc_tensor *);
-        bool int_ok; /* defined for i32 */
-    } ops[] = {{"add", gc_add, true}, {"sub", gc_sub, true}, {"mul", gc_mul, true}, {"div", gc_div, false}};
     const struct {
         shape a, b;
     } pairs[] = {
@@ -183,22 +191,20 @@ static void test_binary(void) {
         {{2, {0, 7}}, {1, {7}}},                 /* no rows */
     };
     uint64_t seed = 1000;
-    for (int o = 0; o < COUNT(ops); o++)
+    for (int o = 0; o < COUNT(binary_ops); o++)
         for (int d = 0; d < COUNT(all_dtypes); d++)
             for (int p = 0; p < COUNT(pairs); p++) {
                 gc_dtype dtype = all_dtypes[d];
-                if (dtype == GC_I32 && !ops[o].int_ok) continue;
-                /* i32 in [-1000, 1000): products stay far from overflow */
-                double range = dtype == GC_I32 ? 1000 : 1;
-                gc_tensor *a = gc_test_random_in(pairs[p].a.ndim, pairs[p].a.dims, dtype, -range, range, seed++);
-                gc_tensor *b = gc_test_random_in(pairs[p].b.ndim, pairs[p].b.dims, dtype, -range, range, seed++);
+                if (dtype == GC_I32 && !binary_ops[o].int_ok) continue;
+                gc_tensor *a = binary_operand(&pairs[p].a, dtype, &seed), *b = binary_operand(&pairs[p].b, dtype, &seed);
                 gc_tensor *a_cuda = on_cuda(a), *b_cuda = on_cuda(b);
                 char what[160], ta[64], tb[64];
-                snprintf(what, sizeof what, "%s %s, %s", ops[o].name, gc_tensor_str(a, ta, sizeof ta),
+                snprintf(what, sizeof what, "%s %s, %s", binary_ops[o].name, gc_tensor_str(a, ta, sizeof ta),
                          gc_tensor_str(b, tb, sizeof tb));
-                expect_parity(ops[o].fn(a, b), ops[o].fn(a_cuda, b_cuda), 0, binary_rtol(dtype), what);
+                gc_tensor *(*fn)(const gc_tensor *, const gc_tensor *) = binary_ops[o].fn;
+                expect_parity(fn(a, b), fn(a_cuda, b_cuda), 0, binary_rtol(dtype), what);
                 /* the operands swapped: the broadcast strides trade places */
-                expect_parity(ops[o].fn(b, a), ops[o].fn(b_cuda, a_cuda), 0, binary_rtol(dtype), what);
+                expect_parity(fn(b, a), fn(b_cuda, a_cuda), 0, binary_rtol(dtype), what);
                 gc_tensor_release(a);
                 gc_tensor_release(b);
                 gc_tensor_release(a_cuda);
@@ -214,11 +220,6 @@ static void test_binary(void) {
  * elements. [4097, 600] is more elements than one pass of the grid covers. */
 static void test_binary_merged(void) {
     const struct {
-        const char *name;
-        gc_tensor *(*fn)(const gc_tensor *, const gc_tensor *);
-        bool int_ok;
-    } ops[] = {{"add", gc_add, true}, {"sub", gc_sub, true}, {"mul", gc_mul, true}, {"div", gc_div, false}};
-    const struct {
         shape full, repeated;
     } pairs[] = {
         {{2, {64, 96}}, {1, {96}}},               /* a row */
@@ -233,15 +234,13 @@ static void test_binary_merged(void) {
         {{4, {2, 3, 7, 7}}, {4, {2, 1, 1, 7}}},   /* an attention mask: no merge */
     };
     uint64_t seed = 7000;
-    for (int o = 0; o < COUNT(ops); o++)
+    for (int o = 0; o < COUNT(binary_ops); o++)
         for (int d = 0; d < COUNT(all_dtypes); d++)
             for (int p = 0; p < COUNT(pairs); p++) {
                 gc_dtype dtype = all_dtypes[d];
-                if (dtype == GC_I32 && !ops[o].int_ok) continue;
-                double range = dtype == GC_I32 ? 1000 : 1;
+                if (dtype == GC_I32 && !binary_ops[o].int_ok) continue;
                 const shape *fs = &pairs[p].full, *rs = &pairs[p].repeated;
-                gc_tensor *full = gc_test_random_in(fs->ndim, fs->dims, dtype, -range, range, seed++);
-                gc_tensor *repeated = gc_test_random_in(rs->ndim, rs->dims, dtype, -range, range, seed++);
+                gc_tensor *full = binary_operand(fs, dtype, &seed), *repeated = binary_operand(rs, dtype, &seed);
                 gc_tensor *full_cuda = on_cuda(full), *repeated_cuda = on_cuda(repeated);
                 gc_tensor *expanded_cuda = gc_expand(repeated_cuda, fs->ndim, fs->dims);
                 REQUIRE(expanded_cuda);
@@ -252,13 +251,13 @@ static void test_binary_merged(void) {
                     const gc_tensor *y_cuda = swap ? full_cuda : repeated_cuda;
                     const gc_tensor *x_same = swap ? expanded_cuda : full_cuda; /* one shape */
                     const gc_tensor *y_same = swap ? full_cuda : expanded_cuda;
-                    snprintf(what, sizeof what, "%s %s, %s", ops[o].name, gc_tensor_str(x, tf, sizeof tf),
+                    snprintf(what, sizeof what, "%s %s, %s", binary_ops[o].name, gc_tensor_str(x, tf, sizeof tf),
                              gc_tensor_str(y, tr, sizeof tr));
-                    gc_tensor *got = ops[o].fn(x_cuda, y_cuda);
+                    gc_tensor *got = binary_ops[o].fn(x_cuda, y_cuda);
                     REQUIRE(got);
-                    expect_parity(ops[o].fn(x, y), gc_tensor_retain(got), 0, binary_rtol(dtype), what);
+                    expect_parity(binary_ops[o].fn(x, y), gc_tensor_retain(got), 0, binary_rtol(dtype), what);
                     strncat(what, ", against one shape", sizeof what - strlen(what) - 1);
-                    expect_parity(ops[o].fn(x_same, y_same), got, 0, 0, what);
+                    expect_parity(binary_ops[o].fn(x_same, y_same), got, 0, 0, what);
                 }
                 RELEASE(full, repeated, full_cuda, repeated_cuda, expanded_cuda);
             }
