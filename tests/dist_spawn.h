@@ -183,8 +183,15 @@ static inline gc_process_group *dist_test_group(double timeout) {
     return group;
 }
 
+/* Makes `base` (a template ending in XXXXXX) a unique name for the ranks' stderr files. */
+static inline void dist_stderr_base(char *base) {
+    int fd = mkstemp(base);
+    REQUIRE(fd >= 0);
+    close(fd);
+}
+
 /* For a rank that is to stop with a fatal error: its stderr goes to the file `base`.RANK
- * (`base` a name from mkstemp), which dist_read_stderr reads after the run. */
+ * (`base` from dist_stderr_base), which dist_read_stderr reads after the run. */
 static inline void dist_stderr_to_file(const char *base, int rank) {
     char path[256];
     snprintf(path, sizeof path, "%s.%d", base, rank);

@@ -231,9 +231,7 @@ static int remote_positive_body(int rank, int world, void *arg) {
 
 static void check_remote_positive(void) {
     char base[] = "/tmp/gc_gist_ring_remoteXXXXXX";
-    int fd = mkstemp(base);
-    REQUIRE(fd >= 0);
-    close(fd);
+    dist_stderr_base(base);
     int status[2];
     double elapsed;
     CHECK(dist_run(2, NULL, 0, remote_positive_body, base, 60, status, &elapsed));

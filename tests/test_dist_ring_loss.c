@@ -62,9 +62,7 @@ static int disagreeing_body(int rank, int world, void *arg) {
 
 static void check_disagreement(void) {
     char base[] = "/tmp/gc_ring_disagreeXXXXXX";
-    int fd = mkstemp(base);
-    REQUIRE(fd >= 0);
-    close(fd);
+    dist_stderr_base(base);
     int status[2];
     double elapsed;
     CHECK(dist_run(2, NULL, 0, disagreeing_body, base, 60, status, &elapsed));

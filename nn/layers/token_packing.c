@@ -13,7 +13,8 @@ static void read_mask(const gc_tensor *mask, double *real) {
         gc_to_host_f64(mask, real);
         return;
     }
-    for (int64_t i = 0; i < gc_numel(mask); i++) real[i] = gc_element_f64(gc_data(mask), mask->dtype, i);
+    const void *values = gc_data(mask);
+    for (int64_t i = 0, n = gc_numel(mask); i < n; i++) real[i] = gc_element_f64(values, mask->dtype, i);
 }
 
 bool gc_token_packing_make(const gc_tensor *mask /* [B, T] */, gc_token_packing *packing) {
