@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # docs/TOUR.md's stops and docs/DESIGN.md's path of a step name `file:function`; every one must
-# exist: the file in the repository and the function in it. Run by meson with the source root
-# as $1.
+# exist: the file in the repository and the function in it. And the tour names every example
+# program, so a new one cannot be left out of the reading order. Run by meson with the source
+# root as $1.
 set -uo pipefail
 root=${1:?usage: test_tour.sh SOURCE_ROOT}
 cd "$root" || exit 99
@@ -18,6 +19,11 @@ for place in $places; do
         echo "docs/TOUR.md names $place: $file has no $name"
         failures=$((failures + 1))
     fi
+done
+for example in examples/*.c; do
+    grep -qF "$(basename "$example" .c)" docs/TOUR.md && continue
+    echo "docs/TOUR.md does not name $example"
+    failures=$((failures + 1))
 done
 [ "$tour" -ge 20 ] || { echo "only $tour file:function places found in docs/TOUR.md"; exit 1; }
 [ "$failures" -eq 0 ] && echo "the $checked places the tour and the design name exist"

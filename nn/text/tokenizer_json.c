@@ -1,7 +1,8 @@
-/* Reading a Hugging Face tokenizer.json into a WordPiece tokenizer. Every part the
- * tokenizer uses is checked; a part of another kind (a BPE model, a Metaspace
- * pre-tokeniser, ...) is refused by name rather than approximated. Truncation, padding and
- * the decoder are not read: the caller chooses the length, and ids are never decoded here. */
+/* Reading a Hugging Face tokenizer.json: the WordPiece parts (BERT's) here, the byte-level BPE
+ * parts in bpe_json.c. Every part the tokenizer uses is checked; a part of another kind (a
+ * Unigram model, a Metaspace pre-tokeniser, ...) is refused by name rather than approximated.
+ * Truncation, padding and the decoder are not read: the caller chooses the length, and ids are
+ * never decoded here. */
 #include <stdlib.h>
 #include <string.h>
 
