@@ -150,11 +150,32 @@ static void test_resume(void) {
     gc_clear_error();
 }
 
+/* A learning rate that blows the weights up: the step that sees a non-finite loss or gradient
+ * stops the run with GC_ERR_NON_FINITE (what a caller can tell from a bad file or flag), one
+ * line saying so, and the parameters as the last finite step left them. */
+static void test_diverged(void) {
+    char out[256];
+    gc_trainer_config config = small_run("diverged", out, sizeof out);
+    config.lr = 1e30;
+    config.gc = false;
+    gc_trainer *trainer;
+    REQUIRE(gc_trainer_new(&config, &trainer) == GC_OK);
+    gc_status status = gc_trainer_run(trainer);
+    CHECK_MSG(status == GC_ERR_NON_FINITE, "status %s: %s", gc_status_name(status), gc_last_error());
+    const char *message = gc_last_error();
+    CHECK_MSG((strstr(message, "an inf or a nan") || strstr(message, "diverged")) && !strchr(message, '\n'), "%s",
+              message);
+    CHECK(gc_trainer_get_info(trainer).step < 4);
+    gc_clear_error();
+    gc_trainer_free(trainer);
+}
+
 int main(void) {
     REQUIRE(mkdtemp(folder));
     test_refused();
     test_steps();
     test_resume();
+    test_diverged();
     if (gc_test_failures == 0) REQUIRE(gc_folder_remove(folder) == GC_OK); /* else left to look at */
     return gc_test_result();
 }

@@ -36,10 +36,10 @@ static gc_status clip_and_update(gc_trainer *t, double loss, double divisor, dou
     if (isnan(*grad_norm) && gc_last_status() != GC_OK) return gc_last_status();
     if (!isfinite(loss) || isnan(*grad_norm)) {
         /* an update would spread the nan into every parameter: stop while the last
-         * checkpoint is still sound (GC_ERR_FORMAT: the run, as given, cannot go on) */
-        gc_set_error(GC_ERR_FORMAT, "the loss is %g and the gradient norm %g: the run diverged (lower --lr?)", loss,
-                     *grad_norm);
-        return GC_ERR_FORMAT;
+         * checkpoint is still sound, as the loss does when a representation overflows */
+        gc_set_error(GC_ERR_NON_FINITE, "the loss is %g and the gradient norm %g: the run diverged (lower --lr?)",
+                     loss, *grad_norm);
+        return GC_ERR_NON_FINITE;
     }
     return gc_train_optim_step_scaled(&t->optimizer, grad_scale);
 }
