@@ -85,7 +85,12 @@ static void test_positives(void) {
     expect_refused(config, "--hard-negatives 1: " PAIRS " has 0 negative columns");
     config.hard_negatives = 0;
     config.global_loss = GC_GLOBAL_LOSS_RING; /* the ring computes one positive */
-    expect_refused(config, "--loss ring with --positives 2 or --matryoshka");
+    expect_refused(config, "--loss ring with --positives 2: the ring computes the one-positive loss");
+    config.positives = 1;
+    config.matryoshka_count = 1;
+    config.matryoshka_dims[0] = 64;
+    config.matryoshka_weights[0] = 1;
+    expect_refused(config, "--loss ring with --matryoshka: the ring computes the loss of the whole");
 }
 
 static void test_matryoshka(void) {
