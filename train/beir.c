@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gradcache/train.h"
 #include "lines.h"
@@ -396,4 +397,27 @@ gc_status gc_beir_pairs(const gc_beir *data, const char *name, gc_pairs *pairs) 
     }
     *pairs = (gc_pairs){.count = count, .negatives = 0, .texts = table}; /* gc_pairs_free frees texts[0]: block */
     return GC_OK;
+}
+
+bool gc_beir_is_folder(const char *path) {
+    char *corpus = gc_path_join(path, "corpus.jsonl");
+    bool found = access(corpus, F_OK) == 0;
+    free(corpus);
+    return found;
+}
+
+gc_status gc_dataset_pairs_read(const char *path, const char *split, gc_pairs *pairs, char **name) {
+    *pairs = (gc_pairs){0};
+    if (!gc_beir_is_folder(path)) {
+        *name = gc_data_path(path, split);
+        return gc_pairs_read(*name, pairs);
+    }
+    char qrels[64];
+    snprintf(qrels, sizeof qrels, "qrels/%.50s.tsv", split);
+    *name = gc_path_join(path, qrels);
+    gc_beir data;
+    gc_status status = gc_beir_read(path, split, &data);
+    if (status == GC_OK) status = gc_beir_pairs(&data, *name, pairs);
+    gc_beir_free(&data);
+    return status;
 }

@@ -103,6 +103,26 @@ gc_status gc_wordnet_read_stream(FILE *in, const char *name, double held_out, ui
  * under temporary names before either is renamed into place. */
 gc_status gc_wordnet_split_save(const char *folder, const gc_wordnet_split *split);
 void gc_wordnet_split_free(gc_wordnet_split *split);
+/* Where a definition falls in [0, 1) for `seed` (64-bit FNV-1a of its bytes, mixed with the
+ * seed by splitmix64's finalizer): below held_out it goes to dev.tsv. */
+double gc_wordnet_split_unit(const char *definition, uint64_t seed);
+
+/* The same pairs as a BEIR-format folder (gc_beir_read reads it): the queries are the
+ * distinct definitions ("q0", "q1"... in byte order), the corpus the distinct words ("d0"...,
+ * no title), and every distinct (definition, word) a judgement of grade 1, in
+ * qrels/test.tsv when the definition's unit is below held_out (dev.tsv's pairs), in
+ * qrels/dev.tsv when below 2 held_out, else in qrels/train.tsv. */
+typedef struct gc_wordnet_beir_counts {
+    int64_t documents, queries;
+    int64_t qrels[3]; /* train, dev, test */
+} gc_wordnet_beir_counts;
+
+/* Writes folder/corpus.jsonl, queries.jsonl and qrels/{train,dev,test}.tsv (folders created
+ * if missing), all complete under temporary names before any is renamed into place.
+ * GC_ERR_FORMAT when a split would have no judgement (held_out too large or too small for the
+ * data); GC_ERR_IO naming a file that cannot be written. */
+gc_status gc_wordnet_beir_save(const char *folder, const gc_wordnet_split *split, double held_out, uint64_t seed,
+                               gc_wordnet_beir_counts *counts);
 
 /* ---- paths of datasets and runs ------------------------------------------------------------- */
 
@@ -325,6 +345,13 @@ void gc_beir_free(gc_beir *data);
 /* Training pairs: (query, passage) for every judgement of grade 1 or more, in qrels order;
  * GC_ERR_FORMAT naming `name` when there is none. */
 gc_status gc_beir_pairs(const gc_beir *data, const char *name, gc_pairs *pairs);
+/* Whether `path` is a BEIR-format folder (one holding corpus.jsonl). */
+bool gc_beir_is_folder(const char *path);
+/* The pairs of a dataset argument (train's --data): of a BEIR-format folder, its qrels
+ * `split`'s judgements of grade 1 or more (gc_beir_pairs); else of the pair file
+ * gc_data_path(path, split) names. *name receives what was read (a new string, for messages;
+ * set on failure too). */
+gc_status gc_dataset_pairs_read(const char *path, const char *split, gc_pairs *pairs, char **name);
 
 /* One retrieved document of a query's ranking, as a TREC run file gives it. */
 typedef struct gc_trec_hit {
@@ -472,7 +499,8 @@ typedef struct gc_step_record {
  * batch_size), and errors name them so too. gc_trainer_config_default() gives the program's
  * defaults; `data` and `out` have none. */
 typedef struct gc_trainer_config {
-    const char *data;           /* --data: a pair file, or a folder holding train.tsv */
+    const char *data;           /* --data: a pair file, a folder holding train.tsv, or a BEIR-format
+                                   folder (its qrels/train.tsv: gc_dataset_pairs_read) */
     const char *out;            /* --out: the run folder */
     const char *init;           /* --init: a pretrained model folder to fine-tune (one encoder), or NULL */
     int model_size;             /* --model-size without init: an index into gc_model_size_names */
