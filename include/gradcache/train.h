@@ -301,7 +301,8 @@ int64_t gc_distinct_texts(const char *const *texts, int64_t count, const char **
  * header `query-id<TAB>corpus-id<TAB>score` then one judgement per line, the score an integer
  * grade (0: judged not relevant). A passage is its title, a space and its text, then stripped
  * of ASCII whitespace at both ends, as BEIR's dense models join them (its text alone without a
- * title). Ids are strings, non-empty and without whitespace (a TREC run file separates its
+ * title; an empty title counts as none); a query is its text, stripped the same way. Ids are
+ * strings, non-empty and without whitespace (a TREC run file separates its
  * fields by whitespace). Other members of a line are ignored. Every problem (a line longer
  * than GC_BEIR_MAX_LINE, not a JSON object, a missing or mistyped member, a duplicate id, a
  * judgement naming an unknown id or judged twice, a grade that is no integer in
