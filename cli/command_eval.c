@@ -24,7 +24,7 @@
 
 typedef struct eval_flags {
     const char *model, *data, *split, *matryoshka, *beir, *run;
-    int64_t batch_size, max_length, limit, top_k, block;
+    int64_t batch_size, max_length, limit, top_k, block, corpus_limit;
     int device, weight_packing;
     bool json;
 } eval_flags;
@@ -46,6 +46,8 @@ static int parse_flags(int argc, char **argv, eval_flags *f) {
         {"run", CLI_FLAG_STRING, &f->run, 0, 0, NULL, "with --beir: write the ranking to this TREC run file"},
         {"top-k", CLI_FLAG_INT, &f->top_k, 100, 1 << 20, NULL,
          "with --beir: documents retrieved per query (at least 100, for Recall@100 and MAP@100)"},
+        {"corpus-limit", CLI_FLAG_INT, &f->corpus_limit, 0, 1e12, NULL,
+         "with --beir: search a fixed subset, the first N documents and those judged for the queries (0: all)"},
         {"block", CLI_FLAG_INT, &f->block, 1, 1 << 24, NULL,
          "with --beir: corpus texts encoded and scored at a time (bounds the memory of the search)"},
         {"batch-size", CLI_FLAG_INT, &f->batch_size, 1, 1 << 24, NULL, "texts encoded at a time"},
@@ -99,11 +101,12 @@ static void print_beir(const gc_beir_result *r, const gc_beir *data, const eval_
         printf("{\"ndcg_at_10\":%.17g,\"recall_at_10\":%.17g,\"recall_at_100\":%.17g,\"mrr_at_10\":%.17g,"
                "\"map_at_100\":%.17g,\"queries\":%lld,\"documents\":%lld,\"subset\":%s}\n",
                m->ndcg_at_10, m->recall_at_10, m->recall_at_100, m->mrr_at_10, m->map_at_100, (long long)r->queries,
-               (long long)data->corpus.count, subset ? "true" : "false");
+               (long long)r->documents, subset ? "true" : "false");
     else
         printf("nDCG@10 %.4f  Recall@10 %.4f  Recall@100 %.4f  MRR@10 %.4f  MAP@100 %.4f  (%lld %s queries%s, "
-               "%lld documents)\n", m->ndcg_at_10, m->recall_at_10, m->recall_at_100, m->mrr_at_10, m->map_at_100,
-               (long long)r->queries, f->split, subset ? ": the first judged ones" : "", (long long)data->corpus.count);
+               "%lld documents%s)\n", m->ndcg_at_10, m->recall_at_10, m->recall_at_100, m->mrr_at_10, m->map_at_100,
+               (long long)r->queries, f->split, subset ? ": the first judged ones" : "", (long long)r->documents,
+               r->documents < data->corpus.count ? ": the first ones and the judged ones" : "");
 }
 
 /* eval --beir: read, evaluate, print, write the run file. */
@@ -112,7 +115,7 @@ static int eval_beir(const eval_flags *f, gc_dual_encoder *model) {
     gc_beir_result result = {0};
     int status = 0;
     gc_beir_eval_options options = {.k = f->top_k, .batch = f->batch_size, .block = f->block, .limit = f->limit,
-                                    .progress = print_progress};
+                                    .corpus_limit = f->corpus_limit, .progress = print_progress};
     if (gc_beir_read(f->beir, f->split, &data) != GC_OK) return fail(1, "--beir: %s", gc_last_error());
     if (gc_beir_evaluate(model, &data, &options, &result) != GC_OK) status = fail(1, "%s", gc_last_error());
     else if (f->run && gc_beir_run_save(f->run, &data, &result, "gradcache") != GC_OK)

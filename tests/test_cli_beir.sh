@@ -63,6 +63,12 @@ expect_ok "$gradcache" eval --model "$run" --beir "$beir" --json --block 7 --bat
 check [ "$(cat "$work/stdout")" = "$json" ] "--block 7 changed the figures: $(cat "$work/stdout") vs $json"
 expect_ok "$gradcache" eval --model "$run" --beir "$beir" --json --limit 5
 [[ $(cat "$work/stdout") == *'"queries":5,"documents":60,"subset":true}' ]] || fail "--limit 5: $(cat "$work/stdout")"
+# --corpus-limit 10: the first 10 documents and the 20 judged for the test queries (w40..w59)
+expect_ok "$gradcache" eval --model "$run" --beir "$beir" --corpus-limit 10 --run "$work/subset.run"
+grep -q "Recall@100 0.9500 .*(20 test queries, 30 documents: the first ones and the judged ones)" "$work/stdout" ||
+    fail "--corpus-limit 10: $(cat "$work/stdout")"
+check [ "$(cut -d' ' -f3 "$work/subset.run" | sort -u | tr '\n' ' ')" = \
+    "$(printf 'w%d\n' 0 1 2 3 4 5 6 7 8 9 $(seq 40 59) | sort | tr '\n' ' ')" ] "--corpus-limit 10 searched other documents"
 expect_ok "$gradcache" eval --model "$run" --beir "$beir" --split train --limit 3
 grep -q "(3 train queries: the first judged ones, 60 documents)" "$work/stdout" || fail "--split train: $(cat "$work/stdout")"
 

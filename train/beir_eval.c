@@ -1,5 +1,5 @@
-/* BEIR evaluation (see gradcache/train.h): the judged queries encoded once, the corpus a block
- * at a time into a running top-k (gc_top_k), then each query's ranking put in trec_eval's
+/* BEIR evaluation (see gradcache/train.h): the judged queries encoded once, the corpus (or its
+ * subset) a block at a time into a running top-k (gc_top_k), then each query's ranking put in trec_eval's
  * order and measured (gc_trec_query_measures), and the run file written from it. */
 #include <stdlib.h>
 #include <string.h>
@@ -34,20 +34,47 @@ static gc_status judged_queries(const gc_beir *data, int64_t limit, gc_beir_resu
     return GC_OK;
 }
 
-/* Encodes the corpus `block` rows at a time, each block scored against queries [Nq, D]. */
-static gc_status search_corpus(gc_dual_encoder *model, const gc_beir *data, const gc_tensor *queries,
-                               const gc_beir_eval_options *options, gc_top_k *top) {
-    int64_t total = data->corpus.count;
-    for (int64_t start = 0; start < total; start += options->block) {
-        int64_t rows = total - start < options->block ? total - start : options->block;
-        gc_tensor *block = gc_dual_encoder_encode(model, 1, (const char *const *)data->corpus.texts + start, rows,
-                                                  options->batch); /* [rows, D] */
-        gc_status status = block ? gc_top_k_add(top, queries, block) : gc_last_status();
-        gc_tensor_release(block);
-        if (status != GC_OK) return status;
-        if (options->progress) options->progress(options->user, start + rows, total);
+/* The documents searched, ascending: every one, or (corpus_limit) the first corpus_limit and
+ * those judged for the evaluated queries, whose judgements are data->qrels[0..end_qrel). */
+static gc_status searched_documents(const gc_beir *data, int64_t corpus_limit, int64_t end_qrel, int64_t **docs,
+                                    int64_t *count) {
+    int64_t n = data->corpus.count;
+    bool *searched = calloc((size_t)n, sizeof *searched);
+    *docs = malloc((size_t)n * sizeof **docs);
+    if (!searched || !*docs) {
+        free(searched);
+        return out_of_memory("the documents");
     }
+    for (int64_t d = 0; d < n; d++) searched[d] = corpus_limit == 0 || d < corpus_limit;
+    for (int64_t i = 0; i < end_qrel; i++) searched[data->qrels[i].doc] = true;
+    *count = 0;
+    for (int64_t d = 0; d < n; d++)
+        if (searched[d]) (*docs)[(*count)++] = d;
+    free(searched);
+    return GC_OK;
+}
+
+/* Encodes documents docs[0..count) `block` at a time, each block scored against queries
+ * [Nq, D]; the lists then hold corpus indices. */
+static gc_status search_corpus(gc_dual_encoder *model, const gc_beir *data, const int64_t *docs, int64_t count,
+                               const gc_tensor *queries, const gc_beir_eval_options *options, gc_top_k *top) {
+    int64_t most = count < options->block ? count : options->block;
+    const char **texts = malloc((size_t)(most + 1) * sizeof *texts);
+    if (!texts) return out_of_memory("a block");
+    gc_status status = GC_OK;
+    for (int64_t start = 0; start < count && status == GC_OK; start += options->block) {
+        int64_t rows = count - start < options->block ? count - start : options->block;
+        for (int64_t i = 0; i < rows; i++) texts[i] = data->corpus.texts[docs[start + i]];
+        gc_tensor *block = gc_dual_encoder_encode(model, 1, texts, rows, options->batch); /* [rows, D] */
+        status = block ? gc_top_k_add(top, queries, block) : gc_last_status();
+        gc_tensor_release(block);
+        if (status == GC_OK && options->progress) options->progress(options->user, start + rows, count);
+    }
+    free(texts);
+    if (status != GC_OK) return status;
     gc_top_k_finish(top);
+    for (int64_t q = 0; q < top->queries; q++) /* positions among docs -> corpus indices */
+        for (int64_t i = 0; i < top->k; i++) top->index[q * top->capacity + i] = docs[top->index[q * top->capacity + i]];
     return GC_OK;
 }
 
@@ -101,11 +128,12 @@ static gc_status measure_all(const gc_beir *data, const int64_t *first_qrel, gc_
 
 gc_status gc_beir_evaluate(gc_dual_encoder *model, const gc_beir *data, const gc_beir_eval_options *options,
                            gc_beir_result *result) {
-    if (options->k < 1 || options->batch < 1 || options->block < 1 || options->limit < 0)
-        gc_fatal("beir_evaluate: needs k, batch and block >= 1 and limit >= 0, got %lld, %lld, %lld and %lld",
-                 (long long)options->k, (long long)options->batch, (long long)options->block, (long long)options->limit);
+    if (options->k < 1 || options->batch < 1 || options->block < 1 || options->limit < 0 || options->corpus_limit < 0)
+        gc_fatal("beir_evaluate: needs k, batch and block >= 1 and limits >= 0, got %lld, %lld, %lld, %lld and %lld",
+                 (long long)options->k, (long long)options->batch, (long long)options->block, (long long)options->limit,
+                 (long long)options->corpus_limit);
     *result = (gc_beir_result){0};
-    int64_t *first_qrel = NULL;
+    int64_t *first_qrel = NULL, *docs = NULL;
     const char **texts = NULL;
     gc_tensor *queries = NULL;
     gc_status status = judged_queries(data, options->limit, result, &first_qrel);
@@ -118,12 +146,15 @@ gc_status gc_beir_evaluate(gc_dual_encoder *model, const gc_beir *data, const gc
         queries = gc_dual_encoder_encode(model, 0, texts, result->queries, options->batch); /* [Nq, D] */
         status = queries ? GC_OK : gc_last_status();
     }
+    if (status == GC_OK)
+        status = searched_documents(data, options->corpus_limit, first_qrel[result->queries], &docs, &result->documents);
     if (status == GC_OK) status = gc_top_k_init(&result->top, result->queries, options->k);
-    if (status == GC_OK) status = search_corpus(model, data, queries, options, &result->top);
+    if (status == GC_OK) status = search_corpus(model, data, docs, result->documents, queries, options, &result->top);
     if (status == GC_OK) status = measure_all(data, first_qrel, result);
     gc_tensor_release(queries);
     free(texts);
     free(first_qrel);
+    free(docs);
     if (status != GC_OK) gc_beir_result_free(result);
     return status;
 }

@@ -419,6 +419,8 @@ typedef struct gc_beir_eval_options {
     int64_t batch;          /* texts encoded at a time */
     int64_t block;          /* corpus rows encoded and scored at a time */
     int64_t limit;          /* evaluate the first N judged queries only (0: all) */
+    int64_t corpus_limit;   /* search a subset only: the first N documents of the corpus and the
+                               documents judged for the evaluated queries (0: the whole corpus) */
     /* called after every corpus block with the rows done and the total, or NULL */
     void (*progress)(void *user, int64_t done, int64_t total);
     void *user;
@@ -428,11 +430,12 @@ typedef struct gc_beir_result {
     gc_trec_measures mean;  /* over the evaluated queries */
     int64_t queries;        /* evaluated: the judged ones of the split (or the first `limit`) */
     int64_t *query_index;   /* [queries]: each one's index in data->queries, in file order */
-    gc_top_k top;           /* [queries, k]: their rankings, best first */
+    int64_t documents;      /* searched: the corpus, or the subset corpus_limit asks for */
+    gc_top_k top;           /* [queries, k]: their rankings (corpus indices), in trec_eval's order */
 } gc_beir_result;
 
-/* Encodes the judged queries (the query tower) and the whole corpus (the passage tower, a
- * block at a time), ranks the corpus for each query by exact search and computes the
+/* Encodes the judged queries (the query tower) and the corpus or its subset (the passage
+ * tower, a block at a time), ranks it for each query by exact search and computes the
  * measures. Nothing is left allocated on failure. */
 gc_status gc_beir_evaluate(gc_dual_encoder *model, const gc_beir *data, const gc_beir_eval_options *options,
                            gc_beir_result *result);
