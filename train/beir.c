@@ -3,7 +3,6 @@
  * looked up among the texts' by binary search over their sorted order. Outside input: every
  * line is bounded and checked, every problem is an error naming the file and the line. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,19 +13,6 @@
 
 /* Objects nest at most this deep in a line (BEIR's metadata members are flat). */
 enum { MAX_DEPTH = 16 };
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static gc_status line_error(const char *name, long long number, const char *fmt, ...) {
-    char problem[256];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(problem, sizeof problem, fmt, args);
-    va_end(args);
-    gc_set_error(GC_ERR_FORMAT, "%s:%lld: %s", name, number, problem);
-    return GC_ERR_FORMAT;
-}
 
 static gc_status out_of_memory(const char *name, long long number) {
     gc_set_error(GC_ERR_OUT_OF_MEMORY, "%s: out of host memory at line %lld", name, number);
@@ -39,7 +25,7 @@ static gc_status next_line(FILE *in, const char *name, long long number, char *b
     *done = false;
     switch (gc_read_line(in, buf, GC_BEIR_MAX_LINE + 1, length)) {
     case GC_LINE_END: *done = true; return GC_OK;
-    case GC_LINE_TOO_LONG: return line_error(name, number, "line longer than the limit of %d bytes", GC_BEIR_MAX_LINE);
+    case GC_LINE_TOO_LONG: return gc_line_error(name, number, "line longer than the limit of %d bytes", GC_BEIR_MAX_LINE);
     case GC_LINE_ERROR:
         gc_set_error(GC_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
         return GC_ERR_IO;
@@ -49,8 +35,28 @@ static gc_status next_line(FILE *in, const char *name, long long number, char *b
     case GC_LINE_LAST: break;
     }
     if (*length > GC_BEIR_MAX_LINE)
-        return line_error(name, number, "line longer than the limit of %d bytes", GC_BEIR_MAX_LINE);
+        return gc_line_error(name, number, "line longer than the limit of %d bytes", GC_BEIR_MAX_LINE);
     return GC_OK;
+}
+
+/* Calls add(reader, name, number, line, length) for every line of `in` (line[length] may be
+ * written: the buffer has room), each read into one buffer of GC_BEIR_MAX_LINE + 1 bytes,
+ * until the end or the first error. */
+static gc_status each_line(FILE *in, const char *name,
+                           gc_status (*add)(void *reader, const char *name, long long number, char *line, size_t length),
+                           void *reader) {
+    char *line = malloc(GC_BEIR_MAX_LINE + 1);
+    if (!line) return out_of_memory(name, 1);
+    gc_status status = GC_OK;
+    for (long long number = 1; status == GC_OK; number++) {
+        size_t length;
+        bool done;
+        status = next_line(in, name, number, line, &length, &done);
+        if (status != GC_OK || done) break;
+        status = add(reader, name, number, line, length);
+    }
+    free(line);
+    return status;
 }
 
 static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
@@ -69,9 +75,9 @@ static gc_status string_member(const gc_json *object, const char *key, bool opti
     const gc_json *member = gc_json_member(object, key);
     *value = NULL;
     if (!member && optional) return GC_OK;
-    if (!member) return line_error(name, number, "no \"%s\"", key);
+    if (!member) return gc_line_error(name, number, "no \"%s\"", key);
     if (member->type != GC_JSON_STRING)
-        return line_error(name, number, "\"%s\" is %s, not a string", key, gc_json_type_name(member->type));
+        return gc_line_error(name, number, "\"%s\" is %s, not a string", key, gc_json_type_name(member->type));
     *value = member->string;
     return GC_OK;
 }
@@ -120,16 +126,16 @@ static bool append_entry(gc_beir_texts *texts, int64_t *capacity, char *entry) {
 /* Parses line `number` (a JSON object) and appends its entry. */
 static gc_status add_text_line(gc_beir_texts *texts, int64_t *capacity, const char *name, long long number,
                                const char *line, size_t length, bool corpus) {
-    if (length == 0) return line_error(name, number, "empty line");
+    if (length == 0) return gc_line_error(name, number, "empty line");
     gc_json_error error;
     gc_json *object = gc_json_parse_document(line, length, MAX_DEPTH, &error);
-    if (!object) return line_error(name, number, "%s at byte %zu", error.message, error.position + 1);
+    if (!object) return gc_line_error(name, number, "%s at byte %zu", error.message, error.position + 1);
     const char *id, *text, *title = NULL;
     gc_status status = object->type == GC_JSON_OBJECT
                            ? GC_OK
-                           : line_error(name, number, "%s, not an object", gc_json_type_name(object->type));
+                           : gc_line_error(name, number, "%s, not an object", gc_json_type_name(object->type));
     if (status == GC_OK) status = string_member(object, "_id", false, name, number, &id);
-    if (status == GC_OK && id_problem(id)) status = line_error(name, number, "%s", id_problem(id));
+    if (status == GC_OK && id_problem(id)) status = gc_line_error(name, number, "%s", id_problem(id));
     if (status == GC_OK) status = string_member(object, "text", false, name, number, &text);
     if (status == GC_OK && corpus) status = string_member(object, "title", true, name, number, &title);
     if (status == GC_OK) {
@@ -143,54 +149,48 @@ static gc_status add_text_line(gc_beir_texts *texts, int64_t *capacity, const ch
     return status;
 }
 
-typedef struct indexed_id {
-    const char *id;
-    int64_t index;
-} indexed_id;
-
-static int compare_ids(const void *a, const void *b) {
-    const indexed_id *x = a, *y = b;
-    int order = strcmp(x->id, y->id);
-    return order ? order : (x->index > y->index) - (x->index < y->index);
+/* Sorts the entries by id (texts->by_id, from gc_distinct_texts); GC_ERR_FORMAT naming the
+ * line of an id seen before (an entry is a line: line i + 1 holds entry i). */
+static gc_status index_ids(gc_beir_texts *texts, const char *name) {
+    int64_t n = texts->count, *position = malloc((size_t)n * sizeof *position);
+    texts->by_id = malloc((size_t)n * sizeof *texts->by_id);
+    if (!position || !texts->by_id) {
+        free(position);
+        return out_of_memory(name, n);
+    }
+    const char **distinct;
+    int64_t unique = gc_distinct_texts((const char *const *)texts->ids, n, &distinct, position);
+    free(distinct);
+    for (int64_t i = 0; i < unique; i++) texts->by_id[i] = -1;
+    gc_status status = GC_OK;
+    for (int64_t i = 0; i < n && status == GC_OK; i++) {
+        int64_t first = texts->by_id[position[i]];
+        if (first >= 0)
+            status = gc_line_error(name, (long long)i + 1, "\"_id\" \"%s\" again (first on line %lld)", texts->ids[i],
+                                (long long)first + 1);
+        texts->by_id[position[i]] = i;
+    }
+    free(position);
+    return status;
 }
 
-/* Sorts the entries by id (texts->by_id); GC_ERR_FORMAT naming the line of an id seen before
- * (an entry is a line: line i + 1 holds entry i). */
-static gc_status index_ids(gc_beir_texts *texts, const char *name) {
-    indexed_id *sorted = malloc((size_t)texts->count * sizeof *sorted);
-    texts->by_id = malloc((size_t)texts->count * sizeof *texts->by_id);
-    if (!sorted || !texts->by_id) {
-        free(sorted);
-        return out_of_memory(name, texts->count);
-    }
-    for (int64_t i = 0; i < texts->count; i++) sorted[i] = (indexed_id){texts->ids[i], i};
-    qsort(sorted, (size_t)texts->count, sizeof *sorted, compare_ids);
-    for (int64_t i = 0; i < texts->count; i++) texts->by_id[i] = sorted[i].index;
-    free(sorted);
-    for (int64_t i = 1; i < texts->count; i++) {
-        int64_t first = texts->by_id[i - 1], again = texts->by_id[i];
-        if (strcmp(texts->ids[first], texts->ids[again]) == 0)
-            return line_error(name, (long long)again + 1, "\"_id\" \"%s\" again (first on line %lld)",
-                              texts->ids[again], (long long)first + 1);
-    }
-    return GC_OK;
+/* What the texts' reader adds each line to. */
+typedef struct texts_reader {
+    gc_beir_texts *texts;
+    int64_t capacity;
+    bool corpus;
+} texts_reader;
+
+static gc_status add_text(void *reader, const char *name, long long number, char *line, size_t length) {
+    texts_reader *r = reader;
+    return add_text_line(r->texts, &r->capacity, name, number, line, length, r->corpus);
 }
 
 gc_status gc_beir_texts_read_stream(FILE *in, const char *name, bool corpus, gc_beir_texts *texts) {
     *texts = (gc_beir_texts){0};
-    char *line = malloc(GC_BEIR_MAX_LINE + 1);
-    if (!line) return out_of_memory(name, 1);
-    int64_t capacity = 0;
-    gc_status status = GC_OK;
-    for (long long number = 1; status == GC_OK; number++) {
-        size_t length;
-        bool done;
-        status = next_line(in, name, number, line, &length, &done);
-        if (status != GC_OK || done) break;
-        status = add_text_line(texts, &capacity, name, number, line, length, corpus);
-    }
-    free(line);
-    if (status == GC_OK && texts->count == 0) status = line_error(name, 1, "no entries (the file is empty)");
+    texts_reader reader = {texts, 0, corpus};
+    gc_status status = each_line(in, name, add_text, &reader);
+    if (status == GC_OK && texts->count == 0) status = gc_line_error(name, 1, "no entries (the file is empty)");
     if (status == GC_OK) status = index_ids(texts, name);
     if (status != GC_OK) gc_beir_texts_free(texts);
     return status;
@@ -239,19 +239,19 @@ static int64_t parse_grade(const char *text, size_t length) {
 /* Line `number`, `query<TAB>doc<TAB>grade`, into *out. */
 static gc_status parse_qrel(const gc_beir *data, const char *name, long long number, char *line, size_t length,
                             numbered_qrel *out) {
-    if (memchr(line, '\0', length)) return line_error(name, number, "NUL byte");
+    if (memchr(line, '\0', length)) return gc_line_error(name, number, "NUL byte");
     line[length] = '\0';
     char *query = line, *doc = strchr(query, '\t'), *grade = doc ? strchr(doc + 1, '\t') : NULL;
     if (!grade || strchr(grade + 1, '\t'))
-        return line_error(name, number, "not 3 fields separated by tabs (query-id, corpus-id, score)");
+        return gc_line_error(name, number, "not 3 fields separated by tabs (query-id, corpus-id, score)");
     *doc++ = '\0';
     *grade++ = '\0';
     int64_t q = gc_beir_find(&data->queries, query), d = gc_beir_find(&data->corpus, doc);
     int64_t value = parse_grade(grade, strlen(grade));
-    if (q < 0) return line_error(name, number, "query \"%.64s\" is not in queries.jsonl", query);
-    if (d < 0) return line_error(name, number, "document \"%.64s\" is not in corpus.jsonl", doc);
+    if (q < 0) return gc_line_error(name, number, "query \"%.64s\" is not in queries.jsonl", query);
+    if (d < 0) return gc_line_error(name, number, "document \"%.64s\" is not in corpus.jsonl", doc);
     if (value < 0)
-        return line_error(name, number, "score \"%.32s\" is not an integer grade from 0 to %d", grade,
+        return gc_line_error(name, number, "score \"%.32s\" is not an integer grade from 0 to %d", grade,
                           GC_BEIR_MAX_GRADE);
     *out = (numbered_qrel){{q, d, value}, number};
     return GC_OK;
@@ -266,11 +266,11 @@ static int compare_qrels(const void *a, const void *b) {
 
 /* Sorts the judgements and hands them to data; GC_ERR_FORMAT at a pair judged twice. */
 static gc_status finish_qrels(numbered_qrel *read, int64_t count, const char *name, gc_beir *data) {
-    if (count == 0) return line_error(name, 2, "no judgements after the header");
+    if (count == 0) return gc_line_error(name, 2, "no judgements after the header");
     qsort(read, (size_t)count, sizeof *read, compare_qrels);
     for (int64_t i = 1; i < count; i++)
         if (read[i].qrel.query == read[i - 1].qrel.query && read[i].qrel.doc == read[i - 1].qrel.doc)
-            return line_error(name, read[i].line, "query \"%s\" and document \"%s\" judged again (first on line %lld)",
+            return gc_line_error(name, read[i].line, "query \"%s\" and document \"%s\" judged again (first on line %lld)",
                               data->queries.ids[read[i].qrel.query], data->corpus.ids[read[i].qrel.doc],
                               read[i - 1].line);
     data->qrels = malloc((size_t)count * sizeof *data->qrels);
@@ -280,39 +280,38 @@ static gc_status finish_qrels(numbered_qrel *read, int64_t count, const char *na
     return GC_OK;
 }
 
+/* What the qrels' reader adds each line to. */
+typedef struct qrels_reader {
+    gc_beir *data;
+    numbered_qrel *read;
+    int64_t count, capacity;
+} qrels_reader;
+
+static gc_status add_qrel(void *reader, const char *name, long long number, char *line, size_t length) {
+    qrels_reader *r = reader;
+    if (number == 1)
+        return length == strlen(qrels_header) && memcmp(line, qrels_header, length) == 0
+                   ? GC_OK
+                   : gc_line_error(name, 1, "not the header query-id<TAB>corpus-id<TAB>score");
+    if (r->count == r->capacity) {
+        int64_t capacity = r->capacity ? 2 * r->capacity : 1024;
+        numbered_qrel *bigger = realloc(r->read, (size_t)capacity * sizeof *bigger);
+        if (!bigger) return out_of_memory(name, number);
+        r->read = bigger;
+        r->capacity = capacity;
+    }
+    gc_status status = parse_qrel(r->data, name, number, line, length, &r->read[r->count]);
+    r->count += status == GC_OK;
+    return status;
+}
+
 gc_status gc_beir_qrels_read_stream(FILE *in, const char *name, gc_beir *data) {
     data->qrels = NULL;
     data->qrel_count = 0;
-    char *line = malloc(GC_BEIR_MAX_LINE + 1);
-    numbered_qrel *read = NULL;
-    int64_t count = 0, capacity = 0;
-    if (!line) return out_of_memory(name, 1);
-    gc_status status = GC_OK;
-    for (long long number = 1; status == GC_OK; number++) {
-        size_t length;
-        bool done;
-        status = next_line(in, name, number, line, &length, &done);
-        if (status != GC_OK || done) break;
-        if (number == 1) {
-            if (length != strlen(qrels_header) || memcmp(line, qrels_header, length) != 0)
-                status = line_error(name, 1, "not the header query-id<TAB>corpus-id<TAB>score");
-            continue;
-        }
-        if (count == capacity) {
-            capacity = capacity ? 2 * capacity : 1024;
-            numbered_qrel *bigger = realloc(read, (size_t)capacity * sizeof *read);
-            if (!bigger) {
-                status = out_of_memory(name, number);
-                break;
-            }
-            read = bigger;
-        }
-        status = parse_qrel(data, name, number, line, length, &read[count]);
-        count += status == GC_OK;
-    }
-    if (status == GC_OK) status = finish_qrels(read, count, name, data);
-    free(read);
-    free(line);
+    qrels_reader reader = {.data = data};
+    gc_status status = each_line(in, name, add_qrel, &reader);
+    if (status == GC_OK) status = finish_qrels(reader.read, reader.count, name, data);
+    free(reader.read);
     return status;
 }
 
