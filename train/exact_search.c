@@ -1,14 +1,11 @@
 /* Exact search (see gradcache/train.h): a running top-k per query, kept as a binary min-heap
  * whose root is the worst of the k kept, so that a candidate costs one comparison unless it
- * beats that one. The scores come a [QUERY_BLOCK, Nb] matrix at a time to the host. */
+ * beats that one. The scores come a block of queries at a time to the host (cosine_blocks.h). */
 #include <math.h>
 #include <stdlib.h>
 
-#include "gradcache/autograd.h"
-#include "gradcache/ops.h"
+#include "cosine_blocks.h"
 #include "gradcache/train.h"
-
-enum { QUERY_BLOCK = 1024 };
 
 gc_status gc_top_k_init(gc_top_k *top, int64_t queries, int64_t capacity) {
     if (capacity < 1 || queries < 0)
@@ -76,21 +73,27 @@ static void offer(gc_top_k *top, int64_t q, int64_t held, float s, int64_t row) 
     }
 }
 
-/* Queries [start, start + rows) against corpus rows [first, first + width), their scores
- * [rows, width] on the host; GC_ERR_FORMAT at the first score that is not finite. */
-static gc_status add_scores(gc_top_k *top, const float *scores, int64_t start, int64_t rows, int64_t first,
-                            int64_t width) {
+/* The scores of queries [start, start + rows) against the block's width corpus rows from
+ * `first`, [rows, width] on the host, offered to the lists; GC_ERR_FORMAT at the first score
+ * that is not finite. */
+typedef struct block_scores {
+    gc_top_k *top;
+    int64_t first, width;
+} block_scores;
+
+static gc_status add_scores(void *user, const float *scores, int64_t start, int64_t rows) {
+    block_scores *b = user;
     for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < width; c++) {
-            float s = scores[r * width + c];
+        for (int64_t c = 0; c < b->width; c++) {
+            float s = scores[r * b->width + c];
+            int64_t row = b->first + c;
             if (!isfinite(s)) {
                 gc_set_error(GC_ERR_FORMAT, "exact search: the score of query row %lld and corpus row %lld is %g "
                              "(an embedding holds nan or inf: the model's weights are broken)",
-                             (long long)(start + r), (long long)(first + c), (double)s);
+                             (long long)(start + r), (long long)row, (double)s);
                 return GC_ERR_FORMAT;
             }
-            int64_t held = first + c < top->capacity ? first + c : top->capacity; /* what rows before it left */
-            offer(top, start + r, held, s, first + c);
+            offer(b->top, start + r, row < b->top->capacity ? row : b->top->capacity, s, row); /* row: rows before it */
         }
     return GC_OK;
 }
@@ -101,38 +104,11 @@ gc_status gc_top_k_add(gc_top_k *top, const gc_tensor *queries, const gc_tensor 
         queries->shape[1] != block->shape[1] || queries->shape[0] != top->queries)
         gc_fatal("top_k_add: needs f32 queries [%lld, D] and a block [Nb, D], got %s and %s", (long long)top->queries,
                  gc_tensor_str(queries, tq, sizeof tq), gc_tensor_str(block, tb, sizeof tb));
-    int64_t first = top->seen, width = block->shape[0];
-    if (width == 0) return GC_OK;
-    int64_t block_rows = top->queries < QUERY_BLOCK ? top->queries : QUERY_BLOCK;
-    float *scores = malloc((size_t)(block_rows * width + 1) * sizeof *scores);
-    if (!scores) {
-        gc_set_error(GC_ERR_OUT_OF_MEMORY, "exact search: out of host memory for %lld scores",
-                     (long long)(block_rows * width));
-        return GC_ERR_OUT_OF_MEMORY;
-    }
-    bool previous = gc_set_grad_enabled(false);
-    /* cosine similarity, as the trainer's loss and gc_retrieval_evaluate score (eps: only a zero row changes) */
-    gc_tensor *unit_queries = gc_l2_normalize(queries, 1e-12), *unit_block = gc_l2_normalize(block, 1e-12);
-    gc_status status = unit_queries && unit_block ? GC_OK : gc_last_status();
-    for (int64_t start = 0; start < top->queries && status == GC_OK; start += QUERY_BLOCK) {
-        int64_t end = start + QUERY_BLOCK < top->queries ? start + QUERY_BLOCK : top->queries;
-        gc_tensor *rows = gc_slice0(unit_queries, start, end);
-        gc_tensor *block_scores = gc_matmul(rows, unit_block, false, true); /* [end - start, Nb] */
-        if (block_scores) {
-            gc_copy_to_host(block_scores, scores);
-            status = add_scores(top, scores, start, end - start, first, width);
-        } else {
-            status = gc_last_status();
-        }
-        gc_tensor_release(rows);
-        gc_tensor_release(block_scores);
-    }
-    gc_set_grad_enabled(previous);
-    gc_tensor_release(unit_queries);
-    gc_tensor_release(unit_block);
-    free(scores);
+    block_scores b = {top, top->seen, block->shape[0]};
+    if (b.width == 0) return GC_OK;
+    gc_status status = gc_cosine_score_blocks(queries, block, add_scores, &b);
     if (status != GC_OK) return status;
-    top->seen += width;
+    top->seen += b.width;
     top->k = top->seen < top->capacity ? top->seen : top->capacity;
     return GC_OK;
 }
