@@ -15,7 +15,10 @@ static const char wordnet_summary[] =
     "(synset, word): the definition is the gloss up to its first ';' (examples dropped), the\n"
     "word has '_' replaced by ' '. The split is held out by synset: a hash of the definition\n"
     "(and --seed) decides, so all words of a synset, and all synsets sharing a definition, land\n"
-    "on the same side. Entries that would not be valid pair lines are skipped. See docs/DATA.md.";
+    "on the same side. Entries that would not be valid pair lines are skipped. See docs/DATA.md.\n"
+    "With --beir, OUT is a BEIR-format folder instead: corpus.jsonl (the distinct words),\n"
+    "queries.jsonl (the distinct definitions) and qrels/{train,dev,test}.tsv, test holding the\n"
+    "definitions dev.tsv would, dev the next --held-out of them by the same hash.";
 
 static const char check_usage[] =
     "usage: gradcache data check FILE\n"
@@ -32,11 +35,14 @@ static int data_wordnet(int argc, char **argv) {
     const char *out = "data", *folder = "/usr/share/wordnet";
     double held_out = 0.05;
     int64_t seed = 0;
+    bool beir = false;
     cli_flag flags[] = {
         {"out", CLI_FLAG_STRING, &out, 0, 0, NULL, "folder for train.tsv and dev.tsv (created if missing)"},
         {"wordnet", CLI_FLAG_STRING, &folder, 0, 0, NULL, "folder of WordNet's data.noun, .verb, .adj, .adv"},
         {"held-out", CLI_FLAG_DOUBLE, &held_out, 0.001, 0.5, NULL, "fraction of the definitions put in dev.tsv"},
         {"seed", CLI_FLAG_INT, &seed, 0, 4294967295.0, NULL, "another seed holds out other definitions"},
+        {"beir", CLI_FLAG_BOOL, &beir, 0, 0, NULL,
+         "write a BEIR-format folder (corpus.jsonl, queries.jsonl, qrels/) instead of pair files"},
     };
     int parsed = cli_flags_parse("data wordnet", wordnet_summary, flags, sizeof flags / sizeof *flags, argc, argv, 3);
     if (parsed) return parsed == 1 ? 0 : parsed;
@@ -49,11 +55,21 @@ static int data_wordnet(int argc, char **argv) {
                      (long long)(split.train.pairs + split.dev.pairs), (long long)split.skipped);
         status = GC_ERR_FORMAT;
     }
-    if (status == GC_OK) status = gc_wordnet_split_save(out, &split);
+    gc_wordnet_beir_counts counts;
+    if (status == GC_OK)
+        status = beir ? gc_wordnet_beir_save(out, &split, held_out, (uint64_t)seed, &counts)
+                      : gc_wordnet_split_save(out, &split);
     if (status != GC_OK) {
         fprintf(stderr, "gradcache data wordnet: %s\n", gc_last_error());
         gc_wordnet_split_free(&split);
         return 1;
+    }
+    if (beir) {
+        printf("%s: %lld documents (words), %lld queries (definitions); qrels: train %lld, dev %lld, test %lld\n",
+               out, (long long)counts.documents, (long long)counts.queries, (long long)counts.qrels[0],
+               (long long)counts.qrels[1], (long long)counts.qrels[2]);
+        gc_wordnet_split_free(&split);
+        return 0;
     }
     printf("%s/train.tsv: %lld pairs from %lld synsets\n", out, (long long)split.train.pairs,
            (long long)split.train.synsets);

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "gradcache/error.h"
+
 typedef enum gc_line_result {
     GC_LINE_OK,       /* a line: buf[0..*length), its '\n' dropped */
     GC_LINE_LAST,     /* the last line, which has no '\n': buf[0..*length) */
@@ -18,5 +20,11 @@ typedef enum gc_line_result {
 /* Reads the next line of `in` into buf[most] (not NUL-terminated: a line may hold NUL bytes,
  * which the caller judges). */
 gc_line_result gc_read_line(FILE *in, char *buf, size_t most, size_t *length);
+
+/* Records GC_ERR_FORMAT as "NAME:NUMBER: problem" (the problem at most 255 bytes) and returns it. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+gc_status gc_line_error(const char *name, long long number, const char *fmt, ...);
 
 #endif

@@ -6,10 +6,10 @@
 #include "gradcache/autograd.h"
 #include "gradcache/ops.h"
 #include "gradcache/train.h"
+#include "cosine_blocks.h"
 
-/* Queries scored per matrix product: bounds the host copy of the scores ([block, Nc] floats)
- * whatever the number of queries. */
-enum { QUERY_BLOCK = 1024 };
+/* Rows copied to the host at a time by the finiteness check. */
+enum { QUERY_BLOCK = GC_COSINE_QUERY_BLOCK };
 
 typedef struct indexed_text {
     const char *text;
@@ -35,12 +35,6 @@ int64_t gc_distinct_texts(const char *const *texts, int64_t count, const char **
     }
     free(sorted);
     return unique;
-}
-
-/* x [N, D] -> rows of unit length */
-static gc_tensor *unit_rows(const gc_tensor *x) {
-    /* eps as the contrastive loss's cosine uses it: only a zero row is affected */
-    return gc_l2_normalize(x, 1e-12);
 }
 
 /* The first row of x [N, D] (f32) holding a nan or an infinity, or -1; copied to the host
@@ -72,20 +66,29 @@ static gc_status check_finite(const gc_tensor *x, const char *what) {
     return GC_ERR_FORMAT;
 }
 
+/* What add_ranks needs besides the scores. */
+typedef struct ranking {
+    int64_t candidates;
+    const int64_t *positive; /* [Nq] */
+    gc_retrieval_metrics *metrics;
+} ranking;
+
 /* Adds the ranks of queries [start, start + rows) given their scores [rows, Nc] on the host.
  * A tie counts against the query: rank = 1 + the other candidates scored at least as high as
  * its positive, so a model that scores everything alike ranks every positive last. */
-static void add_ranks(const float *scores, int64_t rows, int64_t candidates, const int64_t *positive,
-                      gc_retrieval_metrics *metrics) {
+static gc_status add_ranks(void *user, const float *scores, int64_t start, int64_t rows) {
+    const ranking *ranks = user;
     for (int64_t r = 0; r < rows; r++) {
-        const float *row = scores + r * candidates;
-        float target = row[positive[r]];
+        const float *row = scores + r * ranks->candidates;
+        int64_t positive = ranks->positive[start + r];
+        float target = row[positive];
         int64_t rank = 1;
-        for (int64_t c = 0; c < candidates; c++) rank += c != positive[r] && row[c] >= target;
-        metrics->recall_at_1 += rank == 1;
-        metrics->recall_at_10 += rank <= 10;
-        metrics->mrr += 1.0 / (double)rank;
+        for (int64_t c = 0; c < ranks->candidates; c++) rank += c != positive && row[c] >= target;
+        ranks->metrics->recall_at_1 += rank == 1;
+        ranks->metrics->recall_at_10 += rank <= 10;
+        ranks->metrics->mrr += 1.0 / (double)rank;
     }
+    return GC_OK;
 }
 
 gc_status gc_retrieval_evaluate(const gc_tensor *queries, const gc_tensor *candidates, const int64_t *positive,
@@ -96,38 +99,15 @@ gc_status gc_retrieval_evaluate(const gc_tensor *queries, const gc_tensor *candi
         gc_fatal("retrieval_evaluate: needs f32 queries [Nq, D] and candidates [Nc, D], got %s and %s",
                  gc_tensor_str(queries, tq, sizeof tq), gc_tensor_str(candidates, tc, sizeof tc));
     int64_t n_queries = queries->shape[0], n_candidates = candidates->shape[0];
-    int64_t block_rows = n_queries < QUERY_BLOCK ? n_queries : QUERY_BLOCK;
     *metrics = (gc_retrieval_metrics){.queries = n_queries, .candidates = n_candidates};
     for (int64_t i = 0; i < n_queries; i++)
         if (positive[i] < 0 || positive[i] >= n_candidates)
             gc_fatal("retrieval_evaluate: query %lld has positive %lld outside [0, %lld)", (long long)i,
                      (long long)positive[i], (long long)n_candidates);
-    gc_status checked = check_finite(queries, "query");
-    if (checked == GC_OK) checked = check_finite(candidates, "candidate");
-    if (checked != GC_OK) return checked;
-    bool previous = gc_set_grad_enabled(false);
-    gc_tensor *unit_queries = unit_rows(queries), *unit_candidates = unit_rows(candidates);
-    float *scores = malloc((size_t)(block_rows * n_candidates + 1) * sizeof *scores);
-    if (!scores)
-        gc_fatal("retrieval_evaluate: out of host memory for %lld scores", (long long)(block_rows * n_candidates));
-    gc_status status = unit_queries && unit_candidates ? GC_OK : gc_last_status();
-    for (int64_t start = 0; start < n_queries && status == GC_OK; start += QUERY_BLOCK) {
-        int64_t end = start + QUERY_BLOCK < n_queries ? start + QUERY_BLOCK : n_queries;
-        gc_tensor *block = gc_slice0(unit_queries, start, end);
-        gc_tensor *block_scores = gc_matmul(block, unit_candidates, false, true); /* [end - start, Nc] */
-        if (block_scores) {
-            gc_copy_to_host(block_scores, scores);
-            add_ranks(scores, end - start, n_candidates, positive + start, metrics);
-        } else {
-            status = gc_last_status();
-        }
-        gc_tensor_release(block);
-        gc_tensor_release(block_scores);
-    }
-    gc_set_grad_enabled(previous);
-    free(scores);
-    gc_tensor_release(unit_queries);
-    gc_tensor_release(unit_candidates);
+    gc_status status = check_finite(queries, "query");
+    if (status == GC_OK) status = check_finite(candidates, "candidate");
+    ranking ranks = {n_candidates, positive, metrics};
+    if (status == GC_OK) status = gc_cosine_score_blocks(queries, candidates, add_ranks, &ranks);
     if (status == GC_OK && n_queries > 0) {
         metrics->recall_at_1 /= (double)n_queries;
         metrics->recall_at_10 /= (double)n_queries;

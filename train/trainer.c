@@ -170,8 +170,7 @@ static gc_status load_data(gc_trainer *t) {
     if (status == GC_OK) status = check_zero(t);
     if (status != GC_OK) return status;
     t->limit = gc_mem_limit_apply(t->device, c->mem_limit, t->dist.env.local_world_size);
-    t->data_path = gc_data_path(c->data, "train");
-    if (gc_pairs_read(t->data_path, &t->pairs) != GC_OK) return failed("--data");
+    if (gc_dataset_pairs_read(c->data, "train", &t->pairs, &t->data_path) != GC_OK) return failed("--data");
     /* the columns after the query: the positives, then the negatives */
     int64_t columns = t->pairs.negatives + 1, positives = gc_trainer_positives(c), negatives = columns - positives;
     if (positives > columns)

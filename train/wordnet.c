@@ -4,15 +4,14 @@
  * file is on lines that start with two spaces. */
 #include <ctype.h>
 #include <errno.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gradcache/files.h"
 #include "gradcache/train.h"
 #include "lines.h"
+#include "write_together.h"
 
 #define GC_WORDNET_MAX_LINE_TEXT "65536" /* GC_WORDNET_MAX_LINE, for messages */
 
@@ -93,14 +92,14 @@ static void clean_word(char *word) {
 
 /* Deterministic on every platform: FNV-1a over the bytes, then splitmix64's finalizer
  * over that and the seed, so that nearby seeds give unrelated splits. */
-static bool goes_to_dev(const char *definition, double held_out, uint64_t seed) {
+double gc_wordnet_split_unit(const char *definition, uint64_t seed) {
     uint64_t hash = 0xcbf29ce484222325u;
     for (const unsigned char *c = (const unsigned char *)definition; *c; c++) hash = (hash ^ *c) * 0x100000001b3u;
     hash ^= seed * 0x9e3779b97f4a7c15u;
     hash = (hash ^ (hash >> 30)) * 0xbf58476d1ce4e5b9u;
     hash = (hash ^ (hash >> 27)) * 0x94d049bb133111ebu;
     hash ^= hash >> 31;
-    return (double)(hash >> 11) * 0x1.0p-53 < held_out;
+    return (double)(hash >> 11) * 0x1.0p-53;
 }
 
 static bool reserve(gc_wordnet_side *side, size_t more) {
@@ -145,7 +144,7 @@ static gc_status append_pair(gc_wordnet_side *side, const char *definition, cons
 
 static gc_status add_synset(gc_wordnet_split *split, synset *entry, double held_out, uint64_t seed) {
     char *definition = definition_of(entry->gloss);
-    gc_wordnet_side *side = goes_to_dev(definition, held_out, seed) ? &split->dev : &split->train;
+    gc_wordnet_side *side = gc_wordnet_split_unit(definition, seed) < held_out ? &split->dev : &split->train;
     bool any = false;
     for (int i = 0; i < entry->word_count; i++) {
         clean_word(entry->words[i]);
@@ -234,27 +233,13 @@ void gc_wordnet_split_free(gc_wordnet_split *split) {
 }
 
 gc_status gc_wordnet_split_save(const char *folder, const gc_wordnet_split *split) {
-    static const char *const names[2] = {"train.tsv", "dev.tsv"};
-    const gc_wordnet_side *sides[2] = {&split->train, &split->dev};
     gc_status status = gc_make_directories(folder);
     if (status != GC_OK) return status;
-    /* both files complete under temporary names first, then both renamed: a failure leaves
-     * neither half-written */
-    gc_file_writer outputs[2] = {{0}};
-    for (int i = 0; i < 2 && status == GC_OK; i++) {
-        char path[PATH_MAX];
-        if (snprintf(path, sizeof path, "%s/%s", folder, names[i]) >= (int)sizeof path) {
-            gc_set_error(GC_ERR_IO, "%s/%s: path too long", folder, names[i]);
-            status = GC_ERR_IO;
-        } else if ((status = gc_file_begin(&outputs[i], path)) == GC_OK &&
-                   fwrite(sides[i]->text, 1, sides[i]->size, outputs[i].file) != sides[i]->size) {
-            gc_set_error(GC_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-            status = GC_ERR_IO;
-        }
-    }
-    for (int i = 0; i < 2; i++) {
-        if (status == GC_OK) status = gc_file_commit(&outputs[i]);
-        else gc_file_abort(&outputs[i]);
-    }
+    char *paths[2] = {gc_path_join(folder, "train.tsv"), gc_path_join(folder, "dev.tsv")};
+    const char *texts[2] = {split->train.text, split->dev.text};
+    size_t sizes[2] = {split->train.size, split->dev.size};
+    status = gc_write_together(2, paths, texts, sizes);
+    free(paths[0]);
+    free(paths[1]);
     return status;
 }

@@ -7,7 +7,8 @@
  *                   from the step alone; gc_training_batch: a step's tokenized tensors
  *   dual encoders   gc_dual_encoder: a query and a passage tower (or one, tied), from a preset
  *                   or a pretrained folder; loaded from and saved to a run or model folder
- *   evaluation      gc_retrieval_*: Recall@1, Recall@10 and MRR
+ *   evaluation      gc_retrieval_*: Recall@1, Recall@10 and MRR; gc_beir_*: BEIR-format
+ *                   datasets, exact search (gc_top_k) and trec_eval's measures (gc_trec_*)
  *   memory          gc_mem_limit: the default byte limit that turns a run too large for the
  *                   machine into an error instead of the kernel's OOM killer
  *   the trainer     gc_trainer: a run from a config struct, step by step, into a run folder
@@ -102,6 +103,26 @@ gc_status gc_wordnet_read_stream(FILE *in, const char *name, double held_out, ui
  * under temporary names before either is renamed into place. */
 gc_status gc_wordnet_split_save(const char *folder, const gc_wordnet_split *split);
 void gc_wordnet_split_free(gc_wordnet_split *split);
+/* Where a definition falls in [0, 1) for `seed` (64-bit FNV-1a of its bytes, mixed with the
+ * seed by splitmix64's finalizer): below held_out it goes to dev.tsv. */
+double gc_wordnet_split_unit(const char *definition, uint64_t seed);
+
+/* The same pairs as a BEIR-format folder (gc_beir_read reads it): the queries are the
+ * distinct definitions ("q0", "q1"... in byte order), the corpus the distinct words ("d0"...,
+ * no title), and every distinct (definition, word) a judgement of grade 1, in
+ * qrels/test.tsv when the definition's unit is below held_out (dev.tsv's pairs), in
+ * qrels/dev.tsv when below 2 held_out, else in qrels/train.tsv. */
+typedef struct gc_wordnet_beir_counts {
+    int64_t documents, queries;
+    int64_t qrels[3]; /* train, dev, test */
+} gc_wordnet_beir_counts;
+
+/* Writes folder/corpus.jsonl, queries.jsonl and qrels/{train,dev,test}.tsv (folders created
+ * if missing), all complete under temporary names before any is renamed into place.
+ * GC_ERR_FORMAT when a split would have no judgement (held_out too large or too small for the
+ * data); GC_ERR_IO naming a file that cannot be written. */
+gc_status gc_wordnet_beir_save(const char *folder, const gc_wordnet_split *split, double held_out, uint64_t seed,
+                               gc_wordnet_beir_counts *counts);
 
 /* ---- paths of datasets and runs ------------------------------------------------------------- */
 
@@ -273,6 +294,157 @@ gc_status gc_retrieval_evaluate_pairs_at(gc_dual_encoder *model, const gc_pairs 
  * how many there are. */
 int64_t gc_distinct_texts(const char *const *texts, int64_t count, const char ***distinct, int64_t *index);
 
+/* ---- BEIR datasets and trec_eval's measures ----------------------------------------------- */
+
+/* A BEIR-format dataset (docs/DATA.md): DIR/corpus.jsonl, one object per line with "_id",
+ * "text" and optionally "title"; DIR/queries.jsonl, "_id" and "text"; DIR/qrels/SPLIT.tsv, the
+ * header `query-id<TAB>corpus-id<TAB>score` then one judgement per line, the score an integer
+ * grade (0: judged not relevant). A passage is its title, a space and its text, then stripped
+ * of ASCII whitespace at both ends, as BEIR's dense models join them (its text alone without a
+ * title; an empty title counts as none); a query is its text, stripped the same way. Ids are
+ * strings, non-empty and without whitespace (a TREC run file separates its
+ * fields by whitespace). Other members of a line are ignored. Every problem (a line longer
+ * than GC_BEIR_MAX_LINE, not a JSON object, a missing or mistyped member, a duplicate id, a
+ * judgement naming an unknown id or judged twice, a grade that is no integer in
+ * [0, GC_BEIR_MAX_GRADE]) is GC_ERR_FORMAT naming the file and the line; the files are read
+ * a line at a time, so a stream that is none of these costs at most a line's bytes. */
+#define GC_BEIR_MAX_LINE (1 << 20)
+#define GC_BEIR_MAX_GRADE 1000000
+
+/* The entries of corpus.jsonl or queries.jsonl, in the file's order. */
+typedef struct gc_beir_texts {
+    int64_t count;
+    char **ids;      /* [count], NUL-terminated */
+    char **texts;    /* [count]: a passage or a query, NUL-terminated */
+    int64_t *by_id;  /* [count]: the entries' indices in the byte order of their ids */
+} gc_beir_texts;
+
+typedef struct gc_beir_qrel {
+    int64_t query, doc; /* indices into the queries and the corpus */
+    int64_t grade;      /* 0: not relevant; 1 and more: relevant, the gain of nDCG */
+} gc_beir_qrel;
+
+typedef struct gc_beir {
+    gc_beir_texts corpus, queries;
+    gc_beir_qrel *qrels; /* [qrel_count], sorted by query then doc */
+    int64_t qrel_count;
+} gc_beir;
+
+/* DIR's corpus, queries and the judgements of qrels/SPLIT.tsv ("train", "dev", "test").
+ * Nothing is kept on failure. */
+gc_status gc_beir_read(const char *dir, const char *split, gc_beir *data);
+/* One jsonl file from a stream (`name` in messages): corpus entries (a title allowed) or
+ * queries. *texts is left empty on failure. */
+gc_status gc_beir_texts_read_stream(FILE *in, const char *name, bool corpus, gc_beir_texts *texts);
+/* The judgements of a qrels file from a stream, checked against data's corpus and queries,
+ * into data->qrels. */
+gc_status gc_beir_qrels_read_stream(FILE *in, const char *name, gc_beir *data);
+/* The index of the entry whose id is `id`, or -1. */
+int64_t gc_beir_find(const gc_beir_texts *texts, const char *id);
+void gc_beir_texts_free(gc_beir_texts *texts);
+void gc_beir_free(gc_beir *data);
+/* Training pairs: (query, passage) for every judgement of grade 1 or more, in qrels order;
+ * GC_ERR_FORMAT naming `name` when there is none. */
+gc_status gc_beir_pairs(const gc_beir *data, const char *name, gc_pairs *pairs);
+/* Whether `path` is a BEIR-format folder (one holding corpus.jsonl). */
+bool gc_beir_is_folder(const char *path);
+/* The pairs of a dataset argument (train's --data): of a BEIR-format folder, its qrels
+ * `split`'s judgements of grade 1 or more (gc_beir_pairs); else of the pair file
+ * gc_data_path(path, split) names. *name receives what was read (a new string, for messages;
+ * set on failure too). */
+gc_status gc_dataset_pairs_read(const char *path, const char *split, gc_pairs *pairs, char **name);
+
+/* One retrieved document of a query's ranking, as a TREC run file gives it. */
+typedef struct gc_trec_hit {
+    const char *doc; /* its id */
+    double score;
+    int64_t grade;   /* the qrels' grade of (query, doc), or -1 when not judged */
+} gc_trec_hit;
+
+/* The measures, each as trec_eval 9.0.8+ computes it for one query (relevant: grade >= 1):
+ *   ndcg_at_10     ndcg_cut.10: sum of grade / log2(rank + 1) over the first 10, divided by
+ *                  the same sum over the query's grades in descending order (the ideal)
+ *   recall_at_10,  recall.10, recall.100: relevant documents in the first k / relevant ones
+ *   recall_at_100
+ *   mrr_at_10      1 / the rank of the first relevant document if it is in the first 10,
+ *                  else 0: trec_eval's recip_rank over the run cut at 10 (trec_eval's own has
+ *                  no cut; BEIR's MRR@10, but in trec_eval's order and averaged as below)
+ *   map_at_100     map_cut.100: sum over the relevant documents in the first 100 of the
+ *                  precision at their rank, divided by the query's relevant documents
+ * A query judged but with no relevant document scores 0 in all of them and counts in the
+ * mean, as trec_eval does. */
+typedef struct gc_trec_measures {
+    double ndcg_at_10, recall_at_10, recall_at_100, mrr_at_10, map_at_100;
+} gc_trec_measures;
+
+/* Sorts hits[0..count) in trec_eval's order: score descending, a tie broken by document id
+ * descending (strcmp), whatever order the run lists them in. */
+void gc_trec_order(gc_trec_hit *hits, int64_t count);
+/* One query's measures: its hits (sorted in place by gc_trec_order) and the grades of all its
+ * judgements, grades[0..judged) (the ideal ranking's gains). */
+gc_trec_measures gc_trec_query_measures(gc_trec_hit *hits, int64_t count, const int64_t *grades, int64_t judged);
+/* trec_eval's "all": the mean over per_query[0..count) (zeros when count is 0). */
+gc_trec_measures gc_trec_mean(const gc_trec_measures *per_query, int64_t count);
+
+/* ---- exact search ----------------------------------------------------------------------------- */
+
+/* The k best corpus rows of every query by cosine similarity, the corpus fed a block at a
+ * time: host memory is the top-k lists and one [1024, block] score matrix, whatever the
+ * corpus's size. Within a query, a tie is broken for the lower corpus index. */
+typedef struct gc_top_k {
+    int64_t queries;
+    int64_t capacity;    /* the k asked for */
+    int64_t seen;        /* corpus rows offered so far */
+    int64_t k;           /* entries per list: the smaller of capacity and seen */
+    int64_t *index;      /* [queries, capacity]: corpus rows */
+    float *score;        /* [queries, capacity]: their cosine similarity */
+} gc_top_k;
+
+/* 1 <= capacity, else a programmer error; GC_ERR_OUT_OF_MEMORY when the lists do not fit. */
+gc_status gc_top_k_init(gc_top_k *top, int64_t queries, int64_t capacity);
+/* Scores queries [Nq, D] against the next corpus rows, block [Nb, D] (f32, one device; its
+ * first row is corpus row top->seen), and keeps the best. GC_ERR_FORMAT naming the query and
+ * corpus row of a score that is not finite (an embedding holding nan or inf), or an
+ * allocation error; the lists are then unusable. */
+gc_status gc_top_k_add(gc_top_k *top, const gc_tensor *queries, const gc_tensor *block);
+/* Orders each query's list best first (the score descending, then the corpus index
+ * ascending); call once, after the last block. */
+void gc_top_k_finish(gc_top_k *top);
+void gc_top_k_free(gc_top_k *top);
+
+/* ---- BEIR evaluation -------------------------------------------------------------------------- */
+
+typedef struct gc_beir_eval_options {
+    int64_t k;              /* documents retrieved per query (100 for recall@100 and map@100) */
+    int64_t batch;          /* texts encoded at a time */
+    int64_t block;          /* corpus rows encoded and scored at a time */
+    int64_t limit;          /* evaluate the first N judged queries only (0: all) */
+    int64_t corpus_limit;   /* search a subset only: the first N documents of the corpus and the
+                               documents judged for the evaluated queries (0: the whole corpus) */
+    /* called after every corpus block with the rows done and the total, or NULL */
+    void (*progress)(void *user, int64_t done, int64_t total);
+    void *user;
+} gc_beir_eval_options;
+
+typedef struct gc_beir_result {
+    gc_trec_measures mean;  /* over the evaluated queries */
+    int64_t queries;        /* evaluated: the judged ones of the split (or the first `limit`) */
+    int64_t *query_index;   /* [queries]: each one's index in data->queries, in file order */
+    int64_t documents;      /* searched: the corpus, or the subset corpus_limit asks for */
+    gc_top_k top;           /* [queries, k]: their rankings (corpus indices), in trec_eval's order */
+} gc_beir_result;
+
+/* Encodes the judged queries (the query tower) and the corpus or its subset (the passage
+ * tower, a block at a time), ranks it for each query by exact search and computes the
+ * measures. Nothing is left allocated on failure. */
+gc_status gc_beir_evaluate(gc_dual_encoder *model, const gc_beir *data, const gc_beir_eval_options *options,
+                           gc_beir_result *result);
+/* The rankings as a TREC run file, `query-id Q0 doc-id rank score tag` a line, each query's
+ * documents in trec_eval's order (rank from 1; scores "%.9g": the f32 exactly), written
+ * whole (gradcache/files.h). GC_ERR_IO naming the file. */
+gc_status gc_beir_run_save(const char *path, const gc_beir *data, const gc_beir_result *result, const char *tag);
+void gc_beir_result_free(gc_beir_result *result);
+
 /* ---- memory ------------------------------------------------------------------------------- */
 
 /* The byte limit a run holds a device to: an explicit one when given; else GC_MEM_LIMIT's,
@@ -331,7 +503,8 @@ typedef struct gc_step_record {
  * batch_size), and errors name them so too. gc_trainer_config_default() gives the program's
  * defaults; `data` and `out` have none. */
 typedef struct gc_trainer_config {
-    const char *data;           /* --data: a pair file, or a folder holding train.tsv */
+    const char *data;           /* --data: a pair file, a folder holding train.tsv, or a BEIR-format
+                                   folder (its qrels/train.tsv: gc_dataset_pairs_read) */
     const char *out;            /* --out: the run folder */
     const char *init;           /* --init: a pretrained model folder to fine-tune (one encoder), or NULL */
     int model_size;             /* --model-size without init: an index into gc_model_size_names */
