@@ -32,7 +32,8 @@
 #
 # Each call writes two files to $OUT (the device tool's folder; gpu_check_out/ when unset):
 # gpu_check.md, the summary to paste into bench/RESULTS.md (device, every figure, the exact
-# commands), and gpu_check.log, every step's whole output. --previous FILE puts an earlier
+# commands), and gpu_check.log, every step's whole output (compare and minilm add each side's
+# CSV file, length32.engine_f32.csv and so on). --previous FILE puts an earlier
 # call's summary first, so that the last call's file is the whole record.
 #
 # --dry-run checks the script without a GPU (tests/test_gpu_check.sh, in the cpu suite): no
@@ -416,7 +417,7 @@ part_bench() {
 # the GPU is a result, not a failure.
 compare_runs() {
     local name=$1 length=$2 batches=$3 reps=$4 losses=$5 limits=("${@:6}")
-    local model=("${base_sizes[@]}" --max-length "$length") csv=$work/$name
+    local model=("${base_sizes[@]}" --max-length "$length") csv=$out/$name
     local runs=(--device cuda --batches "$batches" --chunks "128,512" --reps "$reps" --warmup 1)
     local torch=(python3 bench/torch_gradcache.py "${runs[@]}" "${model[@]}")
     local engine_loss=tiled torch_loss=full
@@ -453,7 +454,7 @@ part_compare() {
 # its weights random (bench/make_minilm_folder.py, with transformers).
 part_minilm() {
     build_once || return 0
-    local folder=$work/minilm csv=$work/minilm
+    local folder=$work/minilm csv=$out/minilm
     local runs=(--device cuda --batches 4096 --chunks 128 --reps 3 --warmup 1 --max-length 32 --precision bf16)
     step minilm_folder 40 python3 bench/make_minilm_folder.py "$folder"
     step minilm_engine 30 "$gradcache" bench memory --init "$folder" "${runs[@]}" --csv "$csv.engine.csv"

@@ -95,7 +95,11 @@ grep -q '^| PyTorch bf16 | - | no result |' "$dir/table" || fail "table, a missi
 
 # The MiniLM-shaped folder: transformers writes it, the engine loads it (GradCache at batch 4)
 # and so does sentence-transformers (its cached loss at mini-batch 2).
-if [ -n "$st_python" ] && "$st_python" "$bench/make_minilm_folder.py" "$dir/minilm" >"$dir/folder" 2>&1; then
+if [ -z "$st_python" ]; then
+    echo "skip: the MiniLM folder (no python3 with transformers and sentence-transformers)"
+elif ! "$st_python" "$bench/make_minilm_folder.py" "$dir/minilm" >"$dir/folder" 2>&1; then
+    fail "make_minilm_folder.py: $(cat "$dir/folder")"
+else
     "$gradcache" bench memory --init "$dir/minilm" --max-length 8 --batches 4 --chunks 2 --precision bf16 \
         --csv "$dir/minilm_engine.csv" >"$dir/minilm_engine" 2>&1 || fail "engine on the MiniLM folder: $(cat "$dir/minilm_engine")"
     grep -q '^gc,4,2,tiled,' "$dir/minilm_engine.csv" || fail "engine on the MiniLM folder: $(cat "$dir/minilm_engine.csv")"
@@ -103,8 +107,6 @@ if [ -n "$st_python" ] && "$st_python" "$bench/make_minilm_folder.py" "$dir/mini
     if run_variant minilm_st "$st_python" --sentence-transformers "$dir/minilm" --max-length 8 --precision bf16; then
         grep -q '^gc,4,2,full,,[0-9.]*,1$' "$dir/minilm_st.csv" || fail "minilm_st: $(cat "$dir/minilm_st.csv")"
     fi
-else
-    echo "skip: the MiniLM folder (no python3 with transformers and sentence-transformers): $(tail -1 "$dir/folder" 2>/dev/null)"
 fi
 
 [ "$failures" -eq 0 ] && echo "torch_gradcache: all checks passed"
