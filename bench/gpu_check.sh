@@ -52,17 +52,17 @@
 #
 # With the session's device tool (15 minutes of device time, starts and idle time included; a
 # call may run 10 minutes; a machine left idle goes back after 30 s). On the first H200 run
-# (2026-11-26) the build took 12 s on 16 cores and the five parts about 5 minutes, so two
-# calls on a warm machine hold them, each part writing its own folder under $OUT:
+# (2026-11-26) the build took 12 s on 16 cores and the five parts about 5 minutes; check,
+# shipped, train and bench take two calls on a warm machine, each part writing its own folder
+# under $OUT:
 #   run(command='O=$OUT; OUT=$O/check bash bench/gpu_check.sh check shipped;
 #                OUT=$O/train bash bench/gpu_check.sh train', timeout_s=440)
-#   run(command='O=$OUT; OUT=$O/bench bash bench/gpu_check.sh bench;
-#                OUT=$O/compare bash bench/gpu_check.sh compare', timeout_s=350)
+#   run(command='O=$OUT; OUT=$O/bench bash bench/gpu_check.sh bench', timeout_s=350)
 # (--previous FILE, with .gpu/ carried, joins a call's summary to an earlier one's).
-# compare and minilm (issue 36's figures) were planned without a GPU: about 4 minutes and 1
-# by the H100's figures of 2026-11-26 (max length 128 estimated at 4 times 32's), against
-# limits of 560 s and 290 s with the build. One call on a warm machine, the second part given
-# what the call has left:
+# compare (grown since: issue 36's table) and minilm were planned without a GPU: about 4
+# minutes and 1 by the H100's figures of 2026-11-26 (max length 128 estimated at 4 times
+# 32's), against limits of 565 s and 290 s with the build. One call on a warm machine, the
+# second part given what the call has left:
 #   run(command='O=$OUT; OUT=$O/compare bash bench/gpu_check.sh compare;
 #                OUT=$O/minilm GC_GPU_CHECK_BUDGET=$((580 - SECONDS)) bash bench/gpu_check.sh minilm',
 #       timeout_s=600)
