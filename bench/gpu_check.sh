@@ -61,7 +61,7 @@
 # (--previous FILE, with .gpu/ carried, joins a call's summary to an earlier one's).
 # compare (grown since: issue 36's table) and minilm were planned without a GPU: about 4
 # minutes and 1 by the H100's figures of 2026-11-26 (max length 128 estimated at 4 times
-# 32's), against limits of 565 s and 290 s with the build. One call on a warm machine, the
+# 32's), against limits of 570 s and 290 s with the build. One call on a warm machine, the
 # second part given what the call has left:
 #   run(command='O=$OUT; OUT=$O/compare bash bench/gpu_check.sh compare;
 #                OUT=$O/minilm GC_GPU_CHECK_BUDGET=$((580 - SECONDS)) bash bench/gpu_check.sh minilm',
@@ -438,13 +438,14 @@ compare_runs() {
         "PyTorch autocast+SDPA bf16=$csv.sdpa_bf16.csv"
 }
 
-# The base model at max length 32, then 128: there a plain step of 4096 needs about 4 times
-# 32's 29 GiB in f32, past an H100's 80 GB (a row that says so; an H200 may hold it), so batch
-# 1024 gives the plain step and GradCache / plain too; fewer steps, each about 4 times 32's.
+# The base model at max length 32, then 128: there a plain step of 4096 needs about 150 GiB in
+# f32 (64 times the CPU's 2.35 GiB at batch 64; 32's is 29 GiB), past an H100's and an H200's
+# memory (a row that says so), so batch 1024 gives the plain step and GradCache / plain too;
+# fewer steps there, each about 4 times 32's. The limits are about twice the steps' estimates.
 part_compare() {
     build_once || return 0
-    compare_runs length32 32 4096 3 both 30 25 35 40 30
-    compare_runs length128 128 1024,4096 2 one 50 35 55 50 40
+    compare_runs length32 32 4096 3 both 25 20 30 35 25
+    compare_runs length128 128 1024,4096 2 one 60 40 60 55 45
 }
 
 # all-MiniLM-L6-v2 trained with Gradient Cache at batch 4096 (max length 32, chunk 128) in
