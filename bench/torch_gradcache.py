@@ -349,7 +349,6 @@ def benchmark(args):
     writer = csv.DictWriter(out, CSV_FIELDS, lineterminator="\n") if out else None
     if writer:
         writer.writeheader()
-    # bf16: autocast over f32 parameters, as a PyTorch user trains in bf16 (torch.amp)
     for batch in args.batches:
         batches = model.batch(batch)
         for loss in losses:
