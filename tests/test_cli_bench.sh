@@ -105,6 +105,30 @@ python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' "$d
 grep -q 'does not fit' "$dir/limit.svg" || fail "bench memory --mem-limit: the chart does not mark the run"
 [ -z "$(find "$dir" -name '.*.tmp-*')" ] || fail "temporary files left behind: $(find "$dir" -name '.*.tmp-*')"
 
+# The CSV is rewritten after every run, so that a sweep stopped by a time limit (gpu_check.sh)
+# keeps the runs it finished: the small runs' rows are there while the large ones (4096 pairs,
+# GradCache in 1024 chunks: seconds) still run. Its own folder: the kill may leave a temporary file.
+mkdir "$dir/partial"
+"$gradcache" bench memory --batches 8,4096 --chunks 4 --reps 1 --warmup 0 --dim 16 --hidden 32 \
+    --csv "$dir/partial/memory.csv" >/dev/null 2>&1 &
+sweep=$!
+partial=
+for _ in $(seq 600); do
+    kill -0 "$sweep" 2>/dev/null || break
+    if [ -s "$dir/partial/memory.csv" ]; then
+        partial=$(cat "$dir/partial/memory.csv")
+        break
+    fi
+    sleep 0.05
+done
+kill "$sweep" 2>/dev/null
+wait "$sweep" 2>/dev/null
+[ -n "$partial" ] || fail "bench memory: no CSV while the sweep ran"
+# (a finished program is a zombie until waited for: the last run's row shows the file came late)
+grep -q '^gc,4096,' <<<"$partial" && fail "bench memory: the CSV was written only at the end: $partial"
+grep -q '^plain,4,4,full,[0-9]*,0,[0-9]*,0,[0-9.]*,1$' <<<"$partial" ||
+    fail "bench memory: the first run is not in the CSV written during the sweep: $partial"
+
 # --- bench speed: the ratios ---
 expect_status 0 bench speed --batch-size 32 --chunks 8,16,64 --reps 1 --warmup 0
 grep -q 'time/plain' "$dir/out" || fail "bench speed: no ratio column"
