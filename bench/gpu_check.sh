@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/gpu_check.sh: what a session with a GPU runs, in five calls of under 10 minutes each:
+# bench/gpu_check.sh: what a session with a GPU runs, in calls of under 10 minutes each:
 # build for the GPU, prove the CUDA backend correct, then measure it, against PyTorch too.
 #
 #   bash bench/gpu_check.sh PART... [--previous FILE] [--dry-run]
@@ -14,12 +14,16 @@
 #   train    gradcache verify (f32, f64, the base model) and train (GradCache, plain) on the GPU
 #   bench    bench_matmul, bench_bandwidth, bench_autograd, bench_cache, gradcache bench speed
 #            (base model, batch 4096, chunks 64/128/256, with and without --keep-last-graph)
-#   compare  the engine (gradcache bench memory) and PyTorch (bench/torch_gradcache.py, with
-#            GradCache and plain) on the same model, batch 4096 then larger: step time and peak
-#            memory side by side
+#   compare  the engine (gradcache bench memory, f32 and bf16) and PyTorch (bench/torch_gradcache.py:
+#            eager f32, SDPA f32, autocast bf16 + SDPA) on the base model at batch 4096, max
+#            length 32 then 128: the plain step, GradCache at chunks 128 and 512 (the engine's
+#            loss tiled and full, PyTorch's full and chunked), step time and peak memory side by
+#            side in one table per length (bench/compare_table.py)
+#   minilm   all-MiniLM-L6-v2 (its shape, random weights) with GradCache at batch 4096 in bf16:
+#            the engine against sentence-transformers' CachedMultipleNegativesRankingLoss
 #   profile  Nsight Compute's kernel times over a plain and a cached step of the base model,
 #            as a table of the kernels that take the time (bench/ncu_kernels.py)
-#   all      all six (more than one call holds: the dry run says so and exits 1)
+#   all      all seven (more than one call holds: the dry run says so and exits 1)
 #
 # A step's time limit is its test's own (tests/meson.build's timeout, a GPU's figure for the
 # cuda suite) or, for the other programs, the figure beside it below; a call's steps must fit
@@ -28,7 +32,8 @@
 #
 # Each call writes two files to $OUT (the device tool's folder; gpu_check_out/ when unset):
 # gpu_check.md, the summary to paste into bench/RESULTS.md (device, every figure, the exact
-# commands), and gpu_check.log, every step's whole output. --previous FILE puts an earlier
+# commands), and gpu_check.log, every step's whole output (compare and minilm add each side's
+# CSV file, length32.engine_f32.csv and so on). --previous FILE puts an earlier
 # call's summary first, so that the last call's file is the whole record.
 #
 # --dry-run checks the script without a GPU (tests/test_gpu_check.sh, in the cpu suite): no
@@ -47,13 +52,20 @@
 #
 # With the session's device tool (15 minutes of device time, starts and idle time included; a
 # call may run 10 minutes; a machine left idle goes back after 30 s). On the first H200 run
-# (2026-11-26) the build took 12 s on 16 cores and the five parts about 5 minutes, so two
-# calls on a warm machine hold them, each part writing its own folder under $OUT:
+# (2026-11-26) the build took 12 s on 16 cores and the five parts about 5 minutes; check,
+# shipped, train and bench take two calls on a warm machine, each part writing its own folder
+# under $OUT:
 #   run(command='O=$OUT; OUT=$O/check bash bench/gpu_check.sh check shipped;
 #                OUT=$O/train bash bench/gpu_check.sh train', timeout_s=440)
-#   run(command='O=$OUT; OUT=$O/bench bash bench/gpu_check.sh bench;
-#                OUT=$O/compare bash bench/gpu_check.sh compare', timeout_s=350)
+#   run(command='O=$OUT; OUT=$O/bench bash bench/gpu_check.sh bench', timeout_s=350)
 # (--previous FILE, with .gpu/ carried, joins a call's summary to an earlier one's).
+# compare (grown since: issue 36's table) and minilm were planned without a GPU: about 4
+# minutes and 1 by the H100's figures of 2026-11-26 (max length 128 estimated at 4 times
+# 32's), against limits of 570 s and 290 s with the build. One call on a warm machine, the
+# second part given what the call has left:
+#   run(command='O=$OUT; OUT=$O/compare bash bench/gpu_check.sh compare;
+#                OUT=$O/minilm GC_GPU_CHECK_BUDGET=$((580 - SECONDS)) bash bench/gpu_check.sh minilm',
+#       timeout_s=600)
 #
 # Environment: GC_GPU_CHECK_BUDGET (seconds a call may take, default 570: the steps' limits
 # are cut to what is left of it), GC_GPU_CHECK_BUILD (the build folder, default build-gpu),
@@ -61,15 +73,15 @@
 set -u
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,60p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; }
 
 parts=()
 previous=
 dry_run=false
 while [ $# -gt 0 ]; do
     case $1 in
-        check | shipped | train | bench | compare | profile) parts+=("$1") ;;
-        all) parts+=(check shipped train bench compare profile) ;;
+        check | shipped | train | bench | compare | minilm | profile) parts+=("$1") ;;
+        all) parts+=(check shipped train bench compare minilm profile) ;;
         --previous) previous=${2:?--previous needs a file}; shift ;;
         --dry-run) dry_run=true ;;
         -h | --help) usage; exit 0 ;;
@@ -102,8 +114,9 @@ if ! command -v ninja >/dev/null && python3 -c 'import ninja' 2>/dev/null; then
 fi
 gradcache=$build/cli/gradcache
 # The model of the comparisons: the trainer's base preset (train/dual_encoder.c) without its
-# final projection, as gradcache bench builds it.
-base_model=(--dim 256 --layers 6 --heads 8 --hidden 1024 --max-length 32 --dropout 0.1)
+# final projection, as gradcache bench builds it; base_model at max length 32.
+base_sizes=(--dim 256 --layers 6 --heads 8 --hidden 1024 --dropout 0.1)
+base_model=("${base_sizes[@]}" --max-length 32)
 
 # --- recording -----------------------------------------------------------------------------
 steps_table=()   # one markdown row per step
@@ -393,27 +406,64 @@ part_bench() {
         --reps 2 --warmup 1 --keep-last-graph "${base_model[@]}"
 }
 
-# --- compare: the engine against PyTorch + GradCache, side by side -------------------------
+# --- compare and minilm: the engine against PyTorch, side by side -----------------------------
+# compare_runs NAME LENGTH BATCHES REPS LOSSES LIMITS...: at max length LENGTH and each of
+# BATCHES, the plain step and GradCache at chunks 128 and 512 (a warm-up step, then REPS
+# measured), each side a step of its own writing a CSV row per run (LIMITS: the five steps'
+# limits in the order below), then their tables. The engine in f32 and bf16; PyTorch eager
+# f32 (the engine's attention ops), with SDPA in f32 and with autocast bf16 + SDPA. LOSSES
+# both: the engine's f32 run with its tiled and its full loss, PyTorch's SDPA f32 run with its
+# full and chunked one; else the engine's tiled and PyTorch's full. A run that does not fit
+# the GPU is a result, not a failure.
+compare_runs() {
+    local name=$1 length=$2 batches=$3 reps=$4 losses=$5 limits=("${@:6}")
+    local model=("${base_sizes[@]}" --max-length "$length") csv=$out/$name
+    local runs=(--device cuda --batches "$batches" --chunks "128,512" --reps "$reps" --warmup 1)
+    local torch=(python3 bench/torch_gradcache.py "${runs[@]}" "${model[@]}")
+    local engine_loss=tiled torch_loss=full
+    [ "$losses" = both ] && engine_loss=both torch_loss=both
+    step "${name}_engine_f32" "${limits[0]}" "$gradcache" bench memory "${runs[@]}" --precision f32 \
+        --loss "$engine_loss" --csv "$csv.engine_f32.csv" "${model[@]}"
+    step "${name}_engine_bf16" "${limits[1]}" "$gradcache" bench memory "${runs[@]}" --precision bf16 \
+        --csv "$csv.engine_bf16.csv" "${model[@]}"
+    step "${name}_torch_eager_f32" "${limits[2]}" "${torch[@]}" --attention manual --csv "$csv.eager_f32.csv"
+    step "${name}_torch_sdpa_f32" "${limits[3]}" "${torch[@]}" --attention sdpa --loss "$torch_loss" \
+        --csv "$csv.sdpa_f32.csv"
+    step "${name}_torch_sdpa_bf16" "${limits[4]}" "${torch[@]}" --attention sdpa --precision bf16 \
+        --csv "$csv.sdpa_bf16.csv"
+    step "${name}_table" 5 python3 bench/compare_table.py --batches "$batches" \
+        --title "base model (dim 256, 6 layers, 8 heads, hidden 1024), max length $length" \
+        "engine f32=$csv.engine_f32.csv" "engine bf16=$csv.engine_bf16.csv" \
+        "PyTorch eager f32=$csv.eager_f32.csv" "PyTorch SDPA f32=$csv.sdpa_f32.csv" \
+        "PyTorch autocast+SDPA bf16=$csv.sdpa_bf16.csv"
+}
+
+# The base model at max length 32, then 128: there a plain step of 4096 needs about 150 GiB in
+# f32 (64 times the CPU's 2.35 GiB at batch 64; 32's is 29 GiB), past an H100's and an H200's
+# memory (a row that says so), so batch 1024 gives the plain step and GradCache / plain too;
+# fewer steps there, each about 4 times 32's. The limits are about twice the steps' estimates.
 part_compare() {
     build_once || return 0
-    local chunks=64,128,256
-    # batch 4096 first (the issue's figure), then as large as fits (each run that does not is a result)
-    step engine_4096 80 "$gradcache" bench memory --device cuda --batches 4096 --chunks "$chunks" --reps 3 \
-        --warmup 1 --csv "$work/engine_4096.csv" "${base_model[@]}"
-    step torch_4096 80 python3 bench/torch_gradcache.py --device cuda --batches 4096 --chunks "$chunks" --reps 3 \
-        --warmup 1 --csv "$work/torch_4096.csv" "${base_model[@]}"
-    step torch_sdpa_4096 45 python3 bench/torch_gradcache.py --device cuda --batches 4096 --chunks 128 --reps 3 \
-        --warmup 1 --attention sdpa "${base_model[@]}"
-    step engine_large 90 "$gradcache" bench memory --device cuda --batches 16384,32768 --chunks 128 --reps 2 \
-        --warmup 1 --csv "$work/engine_large.csv" "${base_model[@]}"
-    step torch_large 90 python3 bench/torch_gradcache.py --device cuda --batches 16384,32768 --chunks 128 --reps 2 \
-        --warmup 1 --csv "$work/torch_large.csv" "${base_model[@]}"
-    # the runs both sides finished, in one table
-    for side in engine torch; do
-        cat "$work/${side}_4096.csv" 2>/dev/null >"$work/$side.csv"
-        tail -n +2 "$work/${side}_large.csv" 2>/dev/null >>"$work/$side.csv"
-    done
-    step side_by_side 20 python3 bench/torch_gradcache.py --compare "$work/engine.csv" "$work/torch.csv"
+    compare_runs length32 32 4096 3 both 25 20 30 35 25
+    compare_runs length128 128 1024,4096 2 one 60 40 60 55 45
+}
+
+# all-MiniLM-L6-v2 trained with Gradient Cache at batch 4096 (max length 32, chunk 128) in
+# bf16: the engine on the model's folder against sentence-transformers'
+# CachedMultipleNegativesRankingLoss at the same mini-batch (autocast bf16), each with its
+# plain step. No network on the GPU machine: the folder has the model's shape and tokenizer,
+# its weights random (bench/make_minilm_folder.py, with transformers).
+part_minilm() {
+    build_once || return 0
+    local folder=$work/minilm csv=$out/minilm
+    local runs=(--device cuda --batches 4096 --chunks 128 --reps 3 --warmup 1 --max-length 32 --precision bf16)
+    step minilm_folder 40 python3 bench/make_minilm_folder.py "$folder"
+    step minilm_engine 30 "$gradcache" bench memory --init "$folder" "${runs[@]}" --csv "$csv.engine.csv"
+    step minilm_st 50 python3 bench/torch_gradcache.py --sentence-transformers "$folder" "${runs[@]}" \
+        --csv "$csv.st.csv"
+    step minilm_table 5 python3 bench/compare_table.py --batches 4096 \
+        --title "all-MiniLM-L6-v2 (random weights), max length 32, bf16" \
+        "engine bf16=$csv.engine.csv" "sentence-transformers CachedMNRL bf16=$csv.st.csv"
 }
 
 # --- profile: where the GPU time of a step goes ---------------------------------------------

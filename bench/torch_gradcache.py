@@ -17,14 +17,24 @@ state captured first; (2) the loss runs on the cached representations, and its g
 respect to them is kept; (3) each chunk runs forward again under its captured RNG state (so
 dropout draws the same masks) and back-propagates its slice of that gradient.
 
+The variants the comparison needs: --attention manual (the engine's ops) or sdpa
+(F.scaled_dot_product_attention); --precision f32 (TF32 off, as the engine computes) or bf16
+(autocast over f32 parameters, as torch.amp trains); --loss full (the B x B scores kept for the
+backward) or chunked (blocks of query rows under activation checkpointing: one block of scores
+alive at a time). --sentence-transformers FOLDER measures, instead of this model,
+sentence-transformers' CachedMultipleNegativesRankingLoss (its own Gradient Cache) on a BERT
+folder (bench/st_cached_mnrl.py).
+
 A step is zero_grad(set_to_none) + loss + gradients (no optimizer update), as the engine
-measures it; its time is the median of --reps steps after --warmup, its peak the largest
-torch.cuda.max_memory_allocated of a step (parameters, data and gradients included, like the
-engine's peak live bytes). Matmuls run in full f32 (TF32 off, as in the engine).
+measures it; its time is the median of --reps steps after --warmup (torch.cuda.synchronize
+around each), its peak the largest torch.cuda.max_memory_allocated of a step (parameters, data,
+gradients and PyTorch's cuBLAS workspace included, which its caching allocator holds; the
+engine's CSV gives its own workspace apart). Each run is a row of --csv, written as it ends
+(bench/compare_table.py puts the files of several runs side by side).
 
   python3 bench/torch_gradcache.py --check          # GradCache gradients = plain ones (CPU, f64)
-  python3 bench/torch_gradcache.py --device cuda --batches 4096 --chunks 64,128,256 --csv torch.csv
-  python3 bench/torch_gradcache.py --compare engine.csv torch.csv   # a markdown table of both
+  python3 bench/torch_gradcache.py --device cuda --batches 4096 --chunks 128,512 --csv torch.csv
+  python3 bench/torch_gradcache.py --device cuda --attention sdpa --precision bf16 --loss both ...
 """
 import argparse
 import csv
@@ -37,6 +47,7 @@ try:
     import torch
     import torch.nn.functional as F
     from torch import nn
+    from torch.utils.checkpoint import checkpoint
 except ImportError:  # --help and --compare need no PyTorch; the rest exits 77 (the CPU test skips)
     torch = None
 
@@ -48,6 +59,7 @@ PAD, CLS = 0, 1
 LAYERNORM_EPS = 1e-12  # BERT's, nn/layers/layer_util.h
 COSINE_EPS = 1e-12  # nn/losses/contrastive.c
 TEMPERATURE = 0.05  # train/bench_step.c
+LOSS_BLOCK = 512  # --loss chunked: query rows per block of the loss's scores
 
 
 def normal_parameters(module):
@@ -75,7 +87,8 @@ class SelfAttention(nn.Module):
         q, k, v = self.split_heads(self.query(x)), self.split_heads(self.key(x)), self.split_heads(self.value(x))
         bias = ((mask - 1) * 10000)[:, None, None, :]  # [B, 1, 1, T]
         if self.use_sdpa:  # PyTorch's fused kernel: the same function, another memory profile
-            context = F.scaled_dot_product_attention(q, k, v, attn_mask=bias,
+            # the fused kernels take a float mask only in the queries' dtype (bf16 under autocast)
+            context = F.scaled_dot_product_attention(q, k, v, attn_mask=bias.to(q.dtype),
                                                      dropout_p=self.dropout if self.training else 0.0)
         else:
             scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]) + bias
@@ -124,15 +137,29 @@ class TextEncoder(nn.Module):
         return self.projection(pooled) if self.projection is not None else pooled
 
 
-def contrastive_loss(queries, passages, temperature=TEMPERATURE):
-    """Cosine InfoNCE, query i's positive passage i * (Np / Nq) (nn/losses/contrastive.c)."""
-    def unit(x):
-        return x * torch.rsqrt((x * x).sum(dim=1, keepdim=True) + COSINE_EPS * COSINE_EPS)
+def unit(x):
+    return x * torch.rsqrt((x * x).sum(dim=1, keepdim=True) + COSINE_EPS * COSINE_EPS)
 
-    scores = unit(queries) @ unit(passages).t() / temperature
+
+def block_loss(queries, passages, targets, temperature):
+    """The summed cross-entropy of a block of (unit) query rows against every passage."""
+    return F.cross_entropy(queries @ passages.t() / temperature, targets, reduction="sum")
+
+
+def contrastive_loss(queries, passages, block=0, temperature=TEMPERATURE):
+    """Cosine InfoNCE, query i's positive passage i * (Np / Nq) (nn/losses/contrastive.c).
+    block 0: the whole [Nq, Np] score matrix at once, kept for the backward; block > 0:
+    `block` query rows at a time under activation checkpointing, so that one [block, Np]
+    block of scores lives at a time, in the backward too (how one tiles the loss in PyTorch;
+    the engine's tiled loss, nn/losses/contrastive_tiled.c, also tiles the passages)."""
+    q, p = unit(queries), unit(passages)
     group = passages.shape[0] // queries.shape[0]
     targets = torch.arange(queries.shape[0], device=queries.device) * group
-    return F.cross_entropy(scores, targets)
+    if not block:
+        return F.cross_entropy(q @ p.t() / temperature, targets)
+    total = sum(checkpoint(block_loss, q[a:b], p, targets[a:b], temperature, use_reentrant=False)
+                for a, b in chunks_of(q.shape[0], block))
+    return total / q.shape[0]
 
 
 def synthetic_batch(rows, max_length, generator, device, dtype):
@@ -179,19 +206,19 @@ def chunks_of(rows, chunk):
     return [(start, min(start + chunk, rows)) for start in range(0, rows, chunk)]
 
 
-def plain_step(towers, batches, chunk=None):
+def plain_step(towers, batches, chunk=None, loss_block=0):
     """One graph over the whole batch; with `chunk`, its forwards run chunk by chunk (the same
     RNG draws as GradCache's first pass, for the gradient check)."""
     reps = []
     for tower, (ids, mask) in zip(towers, batches):
         spans = chunks_of(ids.shape[0], chunk or ids.shape[0])
         reps.append(torch.cat([tower(ids[a:b], mask[a:b]) for a, b in spans]))
-    loss = contrastive_loss(*reps)
+    loss = contrastive_loss(*reps, block=loss_block)
     loss.backward()
     return loss.detach()
 
 
-def gradcache_step(towers, batches, chunk):
+def gradcache_step(towers, batches, chunk, loss_block=0):
     """Gradient Cache: graph-less forwards, the loss's gradient on the cached
     representations, then per chunk a replayed forward and its backward."""
     device = batches[0][0].device
@@ -204,7 +231,7 @@ def gradcache_step(towers, batches, chunk):
                 outputs.append(tower(ids[a:b], mask[a:b]))
         cached.append(torch.cat(outputs).requires_grad_())
         snapshots.append(tower_snapshots)
-    loss = contrastive_loss(*cached)
+    loss = contrastive_loss(*cached, block=loss_block)
     loss.backward()
     for tower, (ids, mask), tower_snapshots, reps in zip(towers, batches, snapshots, cached):
         for (a, b), snapshot in zip(chunks_of(ids.shape[0], chunk), tower_snapshots):
@@ -223,23 +250,19 @@ def synchronize(device):
         torch.cuda.synchronize(device)
 
 
-def measure(towers, batches, chunk, warmup, reps):
-    """(median step ms, peak bytes or None on the CPU, which PyTorch does not count), or None
-    when a step runs out of device memory."""
-    device = batches[0][0].device
+def measure(step, zero_grad, device, warmup, reps):
+    """(median ms of step(), peak bytes or None on the CPU, which PyTorch does not count), or
+    None when a step runs out of device memory. zero_grad() runs before every step (each one
+    allocates its gradients, as a training step does) and after the last."""
     times, peak = [], None
     try:
         for run in range(warmup + reps):
-            for tower in towers:
-                tower.zero_grad(set_to_none=True)
+            zero_grad()
             synchronize(device)
             if device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats(device)
             start = time.perf_counter()
-            if chunk:
-                gradcache_step(towers, batches, chunk)
-            else:
-                plain_step(towers, batches)
+            step()
             synchronize(device)
             if run >= warmup:
                 times.append(time.perf_counter() - start)
@@ -249,125 +272,156 @@ def measure(towers, batches, chunk, warmup, reps):
         if not is_out_of_memory(error):
             raise
         times = None
-    for tower in towers:
-        tower.zero_grad(set_to_none=True)
+    zero_grad()
     if device.type == "cuda":
         torch.cuda.empty_cache()
     return None if times is None else (1e3 * statistics.median(times), peak)
 
 
-def make_towers(args, device, dtype):
+def make_towers(args, device):
     torch.manual_seed(args.seed)
     towers = [TextEncoder(args.dim, args.heads, args.layers, args.hidden, args.max_length, args.dropout,
-                          args.projection, args.attention == "sdpa").to(device=device, dtype=dtype)
+                          args.projection, args.attention == "sdpa").to(device=device)
               for _ in range(2)]
     for tower in towers:
         tower.train()
     return towers
 
 
+class EngineModel:
+    """The engine's benchmark model (two towers), its synthetic batches and its two steps."""
+
+    def __init__(self, args, device):
+        self.towers, self.device = make_towers(args, device), device
+        self.generator = torch.Generator().manual_seed(args.seed + 1)
+        self.max_length = args.max_length
+        self.description = (f"dual encoder (dim {args.dim}, {args.layers} layers, {args.heads} heads, hidden "
+                            f"{args.hidden}, max length {args.max_length}, dropout {args.dropout}, "
+                            f"{args.attention} attention)")
+
+    def batch(self, rows):
+        return [synthetic_batch(rows, self.max_length, self.generator, self.device, torch.float32) for _ in range(2)]
+
+    def step(self, batches, chunk, loss):
+        block = LOSS_BLOCK if loss == "chunked" else 0
+        return lambda: gradcache_step(self.towers, batches, chunk, block) if chunk else \
+            plain_step(self.towers, batches, loss_block=block)
+
+    def zero_grad(self):
+        for tower in self.towers:
+            tower.zero_grad(set_to_none=True)
+
+
+def cublas_workspace_bytes(device):
+    """What PyTorch's first matmul leaves in torch.cuda.memory_allocated: the cuBLAS workspace,
+    which its caching allocator holds and so counts in max_memory_allocated. Before any other
+    matmul of the process."""
+    a = torch.ones(8, 8, device=device)
+    before = torch.cuda.memory_allocated(device)
+    product = a @ a
+    del product
+    torch.cuda.synchronize(device)
+    return torch.cuda.memory_allocated(device) - before
+
+
+CSV_FIELDS = ["mode", "batch", "chunk", "loss", "peak_bytes", "step_ms", "fits"]
+
+
 def benchmark(args):
     device = torch.device(args.device)
+    workspace = ""
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = False  # full f32, as the engine computes
-    towers = make_towers(args, device, torch.float32)
-    generator = torch.Generator().manual_seed(args.seed + 1)
+        workspace = f"; cuBLAS workspace in its peaks: {cublas_workspace_bytes(device) / 2**20:.1f} MiB"
+    if args.sentence_transformers:
+        import st_cached_mnrl  # bench/st_cached_mnrl.py: sentence-transformers, imported only here
+        model = st_cached_mnrl.CachedMnrlModel(args.sentence_transformers, args.max_length, TEMPERATURE, args.seed,
+                                               device)
+    else:
+        model = EngineModel(args, device)
+    losses = ["full", "chunked"] if args.loss == "both" else [args.loss]
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    print(f"torch_gradcache: PyTorch {torch.__version__} on {name}; dual encoder (dim {args.dim}, {args.layers} "
-          f"layers, {args.heads} heads, hidden {args.hidden}, max length {args.max_length}, dropout "
-          f"{args.dropout}, {args.attention} attention), f32, median of {args.reps} steps after {args.warmup}")
-    print(f"  {'mode':6} {'batch':>7} {'chunk':>7} {'peak bytes':>14} {'step ms':>10} {'time/plain':>11}")
-    rows = []
+    precision = "bf16 autocast (f32 parameters)" if args.precision == "bf16" else "f32"
+    print(f"torch_gradcache: PyTorch {torch.__version__} on {name}; {model.description}, {precision}, median of "
+          f"{args.reps} steps after {args.warmup}{workspace}")
+    print(f"  {'mode':6} {'batch':>7} {'chunk':>7} {'loss':8} {'peak bytes':>14} {'step ms':>10} {'time/plain':>11}")
+    out = open(args.csv, "w", newline="") if args.csv else None
+    writer = csv.DictWriter(out, CSV_FIELDS, lineterminator="\n") if out else None
+    if writer:
+        writer.writeheader()
     for batch in args.batches:
-        batches = [synthetic_batch(batch, args.max_length, generator, device, torch.float32) for _ in range(2)]
-        plain = None
-        for chunk in [0] + [c for c in args.chunks if c <= batch]:
-            result = measure(towers, batches, chunk, args.warmup, args.reps)
-            mode = "gc" if chunk else "plain"
-            peak = result[1] if result and result[1] is not None else ""
-            rows.append({"mode": mode, "batch": batch, "chunk": chunk or batch, "peak_bytes": peak,
-                         "step_ms": f"{result[0]:.3f}" if result else "", "fits": 1 if result else 0})
-            if not chunk:
-                plain = result
-            if result:
-                ratio = f"{result[0] / plain[0]:11.2f}" if plain else ""
-                print(f"  {mode:6} {batch:7} {chunk or batch:7} {peak if peak != '' else '-':>14} {result[0]:10.1f} "
-                      f"{ratio}", flush=True)
-            else:
-                print(f"  {mode:6} {batch:7} {chunk or batch:7}   does not fit (out of memory)", flush=True)
+        batches = model.batch(batch)
+        for loss in losses:
+            plain = None
+            for chunk in [0] + [c for c in args.chunks if c <= batch]:
+                step = model.step(batches, chunk, loss)
+
+                def under_autocast(step=step):  # bf16: autocast over f32 parameters, as torch.amp trains
+                    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+                        step()
+
+                result = measure(under_autocast, model.zero_grad, device, args.warmup, args.reps)
+                mode = "gc" if chunk else "plain"
+                peak = result[1] if result and result[1] is not None else ""
+                row = {"mode": mode, "batch": batch, "chunk": chunk or batch, "loss": loss, "peak_bytes": peak,
+                       "step_ms": f"{result[0]:.3f}" if result else "", "fits": 1 if result else 0}
+                if writer:  # row by row, so that a run cut short keeps what it measured
+                    writer.writerow(row)
+                    out.flush()
+                if not chunk:
+                    plain = result
+                if result:
+                    ratio = f"{result[0] / plain[0]:11.2f}" if plain else ""
+                    print(f"  {mode:6} {batch:7} {chunk or batch:7} {loss:8} {peak if peak != '' else '-':>14} "
+                          f"{result[0]:10.1f} {ratio}", flush=True)
+                else:
+                    print(f"  {mode:6} {batch:7} {chunk or batch:7} {loss:8}   does not fit (out of memory)", flush=True)
         del batches
-    if args.csv:
-        with open(args.csv, "w", newline="") as out:
-            writer = csv.DictWriter(out, ["mode", "batch", "chunk", "peak_bytes", "step_ms", "fits"], lineterminator="\n")
-            writer.writeheader()
-            writer.writerows(rows)
+    if out:
+        out.close()
     return 0
 
 
 def check(args):
     """GradCache's gradients equal the plain step's, in f64 on the CPU: without dropout against
     the one-graph step, with dropout against the step whose forwards run chunk by chunk (the
-    same masks), for an even and an uneven chunk size. Exits 1 on a mismatch."""
+    same masks), for an even and an uneven chunk size; and the chunked loss's equal the full
+    one's (blocks of 3 and of 4 rows over 10). Exits 1 on a mismatch."""
     torch.manual_seed(0)
     device = torch.device("cpu")
     failures = 0
-    for dropout, chunk in [(0.0, 3), (0.1, 3), (0.1, 4)]:
+    cases = [(0.0, 3, "gc", 0), (0.1, 3, "gc", 0), (0.1, 4, "gc", 0), (0.0, 0, "chunked loss", 3),
+             (0.1, 4, "gc, chunked loss", 4)]
+    for dropout, chunk, name, block in cases:
         torch.manual_seed(1)
         towers = [TextEncoder(16, 2, 2, 32, 8, dropout).double() for _ in range(2)]
         generator = torch.Generator().manual_seed(2)
         batches = [synthetic_batch(10, 8, generator, device, torch.float64) for _ in range(2)]
         results = []
-        for cached in (True, False):
+        for tested in (True, False):
             for tower in towers:
                 tower.zero_grad(set_to_none=True)
             torch.manual_seed(3)
-            loss = gradcache_step(towers, batches, chunk) if cached else \
-                plain_step(towers, batches, chunk if dropout else None)
+            if not tested:  # the reference: the plain step, the full loss
+                loss = plain_step(towers, batches, chunk if dropout else None)
+            elif chunk:
+                loss = gradcache_step(towers, batches, chunk, block)
+            else:
+                loss = plain_step(towers, batches, loss_block=block)
             results.append((loss.item(), [p.grad.clone() for tower in towers for p in tower.parameters()]))
-        (gc_loss, gc_grads), (plain_loss, plain_grads) = results
+        (tested_loss, tested_grads), (plain_loss, plain_grads) = results
         # Relative to each gradient's norm, but at least a millionth of all of them: some are 0
         # in exact arithmetic and rounding noise here (attention's key bias: softmax ignores a
         # constant added to a whole row of scores).
         total = torch.sqrt(sum((p * p).sum() for p in plain_grads))
         worst = max(((g - p).norm() / torch.maximum(p.norm(), 1e-6 * total)).item()
-                    for g, p in zip(gc_grads, plain_grads))
-        ok = abs(gc_loss - plain_loss) <= 1e-12 * abs(plain_loss) and worst <= 1e-10
+                    for g, p in zip(tested_grads, plain_grads))
+        ok = abs(tested_loss - plain_loss) <= 1e-12 * abs(plain_loss) and worst <= 1e-10
         failures += not ok
-        print(f"check: dropout {dropout}, chunks of {chunk}: loss {gc_loss:.12g} vs {plain_loss:.12g}, "
-              f"worst gradient relative error {worst:.3g} (tolerance 1e-10: f64 rounding) {'ok' if ok else 'FAIL'}")
+        print(f"check: {name}, dropout {dropout}, chunks of {chunk}, loss blocks of {block}: loss {tested_loss:.12g} "
+              f"vs {plain_loss:.12g}, worst gradient relative error {worst:.3g} (tolerance 1e-10: f64 rounding) "
+              f"{'ok' if ok else 'FAIL'}")
     return 1 if failures else 0
-
-
-def read_rows(path):
-    with open(path, newline="") as source:
-        return {(row["mode"], int(row["batch"]), int(row["chunk"])): row for row in csv.DictReader(source)}
-
-
-def compare(engine_path, torch_path):
-    """A markdown table of the runs both files hold: time and peak, and engine / PyTorch."""
-    engine, reference = read_rows(engine_path), read_rows(torch_path)
-    print("| mode | batch | chunk | engine ms | PyTorch ms | time engine/PyTorch | engine peak MiB | "
-          "PyTorch peak MiB | peak engine/PyTorch |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for key in sorted(reference, key=lambda k: (k[1], k[0] != "plain", k[2])):
-        if key not in engine:
-            continue
-        mine, theirs = engine[key], reference[key]
-
-        def cell(row, field, scale=1.0):
-            if row["fits"] != "1":
-                return "does not fit"
-            return f"{float(row[field]) / scale:.1f}" if row[field] else "-"
-
-        def ratio(field):
-            if mine["fits"] != "1" or theirs["fits"] != "1" or not mine[field] or not float(theirs[field] or 0):
-                return "-"
-            return f"{float(mine[field]) / float(theirs[field]):.2f}"
-
-        print(f"| {key[0]} | {key[1]} | {key[2]} | {cell(mine, 'step_ms')} | {cell(theirs, 'step_ms')} | "
-              f"{ratio('step_ms')} | {cell(mine, 'peak_bytes', 2**20)} | {cell(theirs, 'peak_bytes', 2**20)} | "
-              f"{ratio('peak_bytes')} |")
-    return 0
 
 
 def int_list(text):
@@ -381,14 +435,12 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--check", action="store_true", help="GradCache vs plain gradients (CPU, f64); exit 1 if off")
-    parser.add_argument("--compare", nargs=2, metavar=("ENGINE_CSV", "TORCH_CSV"),
-                        help="print both CSV files (gradcache bench memory --csv, this --csv) side by side")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     parser.add_argument("--batches", type=int_list, default=[64], help="batch sizes, comma-separated")
     parser.add_argument("--chunks", type=int_list, default=[16, 32], help="GradCache chunk sizes, comma-separated")
     parser.add_argument("--reps", type=int, default=3, help="measured steps per run (median)")
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured steps before them")
-    parser.add_argument("--csv", help="write mode,batch,chunk,peak_bytes,step_ms,fits here (as the engine does)")
+    parser.add_argument("--csv", help="write " + ",".join(CSV_FIELDS) + " here, a row per run (as the engine does)")
     parser.add_argument("--dim", type=int, default=32)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--heads", type=int, default=4)
@@ -398,13 +450,25 @@ def main(argv):
     parser.add_argument("--projection", type=int, default=0, help="output projection width (0: none, as bench)")
     parser.add_argument("--attention", choices=["manual", "sdpa"], default="manual",
                         help="the engine's attention ops, or F.scaled_dot_product_attention (PyTorch 2)")
+    parser.add_argument("--precision", choices=["f32", "bf16"], default="f32",
+                        help="f32 (TF32 off), or bf16 autocast over f32 parameters (torch.amp)")
+    parser.add_argument("--loss", choices=["full", "chunked", "both"], default="full",
+                        help=f"the loss: the whole B x B scores, or {LOSS_BLOCK} query rows at a time, checkpointed")
+    parser.add_argument("--sentence-transformers", metavar="FOLDER",
+                        help="instead of the engine's model: sentence-transformers' CachedMultipleNegativesRanking"
+                             "Loss (--chunks: its mini_batch_size; the plain step: MultipleNegativesRankingLoss) on "
+                             "the BERT folder (bench/make_minilm_folder.py), mean pooling, --max-length tokens")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
-    if args.compare:
-        return compare(*args.compare)
     if torch is None:
         print("torch_gradcache: PyTorch is not installed for this python", file=sys.stderr)
         return 77
+    if args.attention == "sdpa" and not hasattr(F, "scaled_dot_product_attention"):
+        print(f"torch_gradcache: PyTorch {torch.__version__} has no scaled_dot_product_attention (2.0 and later)",
+              file=sys.stderr)
+        return 77
+    if args.sentence_transformers and args.loss != "full":
+        parser.error("--sentence-transformers: the library computes its own loss (--loss full)")
     if args.dim % args.heads:
         parser.error(f"--heads {args.heads} does not divide --dim {args.dim}")
     return check(args) if args.check else benchmark(args)

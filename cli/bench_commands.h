@@ -22,9 +22,10 @@ typedef struct cli_memory_row {
 /* "tiled" or "full". */
 const char *cli_memory_loss_name(gc_contrastive_method loss);
 
-/* The rows as CSV: mode,batch,chunk,loss,peak_bytes,cache_bytes,packed_bytes,step_ms,fits (a
- * run that does not fit has fits 0 and empty measurements; the plain step has no cache: 0;
- * packed_bytes, the weights' kept GEMM panels, is outside peak_bytes). */
+/* The rows as CSV: mode,batch,chunk,loss,peak_bytes,cache_bytes,packed_bytes,workspace_bytes,
+ * step_ms,fits (a run that does not fit has fits 0 and empty measurements; the plain step has
+ * no cache: 0; packed_bytes, the weights' kept GEMM panels, and workspace_bytes, the library's
+ * own device memory (the cuBLAS workspace), are outside peak_bytes). */
 void cli_memory_rows_write_csv(FILE *out, const cli_memory_row *rows, int count);
 /* The rows as an SVG chart of peak bytes against the batch (log scale): one line for the
  * plain step, one per chunk size and loss; limit_bytes > 0 draws the memory limit. */

@@ -10,15 +10,15 @@
 const char *cli_memory_loss_name(gc_contrastive_method loss) { return loss == GC_CONTRASTIVE_FULL ? "full" : "tiled"; }
 
 void cli_memory_rows_write_csv(FILE *out, const cli_memory_row *rows, int count) {
-    fputs("mode,batch,chunk,loss,peak_bytes,cache_bytes,packed_bytes,step_ms,fits\n", out);
+    fputs("mode,batch,chunk,loss,peak_bytes,cache_bytes,packed_bytes,workspace_bytes,step_ms,fits\n", out);
     for (int i = 0; i < count; i++) {
         const cli_memory_row *row = &rows[i];
         fprintf(out, "%s,%lld,%lld,%s,", row->plain ? "plain" : "gc", (long long)row->batch, (long long)row->chunk,
                 cli_memory_loss_name(row->loss));
         if (row->result.status == GC_OK)
-            fprintf(out, "%zu,%zu,%zu,%.3f,1\n", row->result.peak_bytes, row->result.cache_bytes,
-                    row->result.packed_bytes, row->result.step_ms);
-        else fputs(",,,,0\n", out);
+            fprintf(out, "%zu,%zu,%zu,%zu,%.3f,1\n", row->result.peak_bytes, row->result.cache_bytes,
+                    row->result.packed_bytes, row->result.workspace_bytes, row->result.step_ms);
+        else fputs(",,,,,0\n", out);
     }
 }
 

@@ -133,6 +133,9 @@ static int sweep(const memory_options *options, const cli_bench_model_options *m
            limit ? gc_format_bytes((double)limit, limit_text, 32) : "no memory limit", (long long)options->reps);
     printf("  %-6s %7s %7s %-5s %14s %12s %12s %12s %10s %12s\n", "mode", "batch", "chunk", "loss", "peak bytes",
            "peak", "cache", "packed", "step ms", "peak/plain");
+    snprintf(title, sizeof title, "Peak memory of one training step, plain and GradCache (%s, %s)", device_text,
+             cli_precision_names[options->precision]);
+    const char *titles[2] = {title, model_text};
     int status = 0;
     const cli_memory_row *plain = NULL;
     for (int i = 0; i < count && status == 0; i++) {
@@ -148,13 +151,12 @@ static int sweep(const memory_options *options, const cli_bench_model_options *m
         if (rows[i].plain) plain = &rows[i];
         print_row(&rows[i], plain);
         fflush(stdout);
+        /* the CSV rewritten after every run, so that a sweep cut short (a time limit) keeps
+         * the runs it finished */
+        if (status == 0 && options->csv) status = write_output(options->csv, rows, i + 1, titles, limit, false);
     }
     gc_bench_setup_free(&setup);
     if (device.type == GC_DEVICE_CUDA) print_driver_check(device);
-    snprintf(title, sizeof title, "Peak memory of one training step, plain and GradCache (%s, %s)", device_text,
-             cli_precision_names[options->precision]);
-    const char *titles[2] = {title, model_text};
-    if (status == 0 && options->csv) status = write_output(options->csv, rows, count, titles, limit, false);
     if (status == 0 && options->svg) status = write_output(options->svg, rows, count, titles, limit, true);
     return status;
 }
@@ -166,7 +168,7 @@ int cli_command_bench_memory(int argc, char **argv) {
         {"batches", CLI_FLAG_STRING, &options.batches, 0, 0, NULL, "batch sizes, comma-separated"},
         {"chunks", CLI_FLAG_STRING, &options.chunks, 0, 0, NULL, "GradCache chunk sizes, comma-separated"},
         {"mem-limit", CLI_FLAG_SIZE, &options.mem_limit, 0, 0, NULL, "device memory limit, e.g. 64M (runs above it do not fit)"},
-        {"csv", CLI_FLAG_STRING, &options.csv, 0, 0, NULL, "write the results as CSV to this file"},
+        {"csv", CLI_FLAG_STRING, &options.csv, 0, 0, NULL, "write the results as CSV to this file (after every run)"},
         {"svg", CLI_FLAG_STRING, &options.svg, 0, 0, NULL, "draw the results as an SVG chart in this file"},
         {"reps", CLI_FLAG_INT, &options.reps, 1, GC_BENCH_MAX_REPS, NULL, "measured steps per run (median time)"},
         {"warmup", CLI_FLAG_INT, &options.warmup, 0, 100, NULL, "unmeasured steps before them"},

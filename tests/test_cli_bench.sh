@@ -53,9 +53,10 @@ expect_status 0 bench memory --batches 16,64 --chunks 8,32 --csv "$dir/memory.cs
 want_rows="plain,8,8,full plain,16,16,full gc,16,8,tiled plain,32,32,full plain,64,64,full gc,64,8,tiled gc,64,32,tiled"
 got_rows=$(tail -n +2 "$dir/memory.csv" | cut -d, -f1-4 | tr '\n' ' ' | sed 's/ $//')
 [ "$got_rows" = "$want_rows" ] || fail "bench memory: CSV rows '$got_rows', want '$want_rows'"
-[ "$(head -1 "$dir/memory.csv")" = "mode,batch,chunk,loss,peak_bytes,cache_bytes,packed_bytes,step_ms,fits" ] ||
+[ "$(head -1 "$dir/memory.csv")" = "mode,batch,chunk,loss,peak_bytes,cache_bytes,packed_bytes,workspace_bytes,step_ms,fits" ] ||
     fail "bench memory: CSV header $(head -1 "$dir/memory.csv")"
-awk -F, 'NR > 1 && !($5 > 0 && $8 > 0 && $9 == 1) { exit 1 }' "$dir/memory.csv" ||
+# the CPU backend keeps no workspace of its own (CUDA's cuBLAS workspace is counted there)
+awk -F, 'NR > 1 && !($5 > 0 && $8 == 0 && $9 > 0 && $10 == 1) { exit 1 }' "$dir/memory.csv" ||
     fail "bench memory: a row without positive measurements: $(cat "$dir/memory.csv")"
 grep -q '^  gc  *64  *8 ' "$dir/out" || fail "bench memory: no table row for gc 64 8: $(cat "$dir/out")"
 python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' "$dir/memory.svg" ||
@@ -94,15 +95,39 @@ awk -F, -v plain="$plain16" -v inputs=$((1024 * 16 * 8 * 2)) \
 # Under a limit the plain step at 256 pairs exceeds (~38 MiB) and GradCache in chunks of 16
 # does not (~2 MiB): a result, not a failure.
 expect_status 0 bench memory --batches 16,256 --chunks 16 --mem-limit 16M --csv "$dir/limit.csv" --svg "$dir/limit.svg"
-grep -q '^plain,256,256,full,,,,,0$' "$dir/limit.csv" ||
+grep -q '^plain,256,256,full,,,,,,0$' "$dir/limit.csv" ||
     fail "bench memory --mem-limit: plain 256 not reported as not fitting"
-grep -q '^gc,256,16,tiled,[0-9]*,[0-9]*,[0-9]*,[0-9.]*,1$' "$dir/limit.csv" ||
+grep -q '^gc,256,16,tiled,[0-9]*,[0-9]*,[0-9]*,0,[0-9.]*,1$' "$dir/limit.csv" ||
     fail "bench memory --mem-limit: gc 256/16 does not fit"
 grep -q '^  plain  *256  *256 full  *does not fit' "$dir/out" || fail "bench memory --mem-limit: no 'does not fit' row"
 python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' "$dir/limit.svg" ||
     fail "bench memory --mem-limit: the SVG is not well-formed XML"
 grep -q 'does not fit' "$dir/limit.svg" || fail "bench memory --mem-limit: the chart does not mark the run"
 [ -z "$(find "$dir" -name '.*.tmp-*')" ] || fail "temporary files left behind: $(find "$dir" -name '.*.tmp-*')"
+
+# The CSV is rewritten after every run, so that a sweep stopped by a time limit (gpu_check.sh)
+# keeps the runs it finished: the small runs' rows are there while the large ones (4096 pairs,
+# GradCache in 1024 chunks: seconds) still run. Its own folder: the kill may leave a temporary file.
+mkdir "$dir/partial"
+"$gradcache" bench memory --batches 8,4096 --chunks 4 --reps 1 --warmup 0 --dim 16 --hidden 32 \
+    --csv "$dir/partial/memory.csv" >/dev/null 2>&1 &
+sweep=$!
+partial=
+for _ in $(seq 600); do
+    kill -0 "$sweep" 2>/dev/null || break
+    if [ -s "$dir/partial/memory.csv" ]; then
+        partial=$(cat "$dir/partial/memory.csv")
+        break
+    fi
+    sleep 0.05
+done
+kill "$sweep" 2>/dev/null
+wait "$sweep" 2>/dev/null
+[ -n "$partial" ] || fail "bench memory: no CSV while the sweep ran"
+# (a finished program is a zombie until waited for: the last run's row shows the file came late)
+grep -q '^gc,4096,' <<<"$partial" && fail "bench memory: the CSV was written only at the end: $partial"
+grep -q '^plain,4,4,full,[0-9]*,0,[0-9]*,0,[0-9.]*,1$' <<<"$partial" ||
+    fail "bench memory: the first run is not in the CSV written during the sweep: $partial"
 
 # --- bench speed: the ratios ---
 expect_status 0 bench speed --batch-size 32 --chunks 8,16,64 --reps 1 --warmup 0
@@ -119,7 +144,7 @@ done
 expect_status 0 bench memory --batches 16 --chunks 8 --dim 16 --hidden 32 --precision bf16 --csv "$dir/bf16.csv"
 grep -q 'parameters in bf16' "$dir/out" || fail "bench memory --precision: the header does not say bf16: $(cat "$dir/out")"
 # the cache (16 rows x dim 16, two models, representations and gradients) in 2-byte bf16
-grep -q '^gc,16,8,tiled,[0-9]*,2048,[0-9]*,[0-9.]*,1$' "$dir/bf16.csv" ||
+grep -q '^gc,16,8,tiled,[0-9]*,2048,[0-9]*,0,[0-9.]*,1$' "$dir/bf16.csv" ||
     fail "bench memory --precision bf16: no gc row with a 2048-byte cache: $(cat "$dir/bf16.csv")"
 expect_status 0 bench speed --batch-size 16 --chunks 8 --reps 1 --warmup 0 --keep-last-graph
 grep -q "keeping the last chunk's graph" "$dir/out" || fail "bench speed --keep-last-graph: not said: $(head -1 "$dir/out")"

@@ -14,7 +14,7 @@ dir=$work
 
 # Each part is one call of the device tool: its dry run starts every step, and its plan (the
 # sum of the steps' limits, the build's included) fits the call's budget.
-for part in check shipped train bench compare profile; do
+for part in check shipped train bench compare minilm profile; do
     OUT=$dir/$part GC_GPU_CHECK_BUILD=$build bash "$script" --dry-run "$part" >"$dir/$part.stdout" 2>&1 ||
         fail "dry run of $part: $(grep -B1 'would not start' "$dir/$part/gpu_check.log"; tail -2 "$dir/$part.stdout")"
     grep -q "plan for $part: the steps' limits add up to [0-9]*s of a 570s budget (fits one call: yes)" \
@@ -43,13 +43,24 @@ for step in verify_f32 train_gc; do grep -q "^| $step | dry run" "$dir/train/gpu
 for step in bench_matmul bench_bandwidth bench_speed bench_speed_keep_last; do
     grep -q "^| $step | dry run" "$dir/bench/gpu_check.md" || fail "bench: no $step"
 done
-for step in engine_4096 torch_4096 engine_large torch_large side_by_side; do
-    grep -q "^| $step | dry run" "$dir/compare/gpu_check.md" || fail "compare: no $step"
+# issue 36's table: each side at max length 32 and 128, then the table of each length
+for length in 32 128; do
+    for side in engine_f32 engine_bf16 torch_eager_f32 torch_sdpa_f32 torch_sdpa_bf16 table; do
+        grep -q "^| length${length}_$side | dry run" "$dir/compare/gpu_check.md" || fail "compare: no length${length}_$side"
+    done
+    # the step's whole command: three lines below its heading
+    grep -A3 "^### length${length}_engine_f32 " "$dir/compare/gpu_check.md" | grep -q -- "--max-length $length\>" ||
+        fail "compare: the engine's run at length $length is not at that length: $(cat "$dir/compare/gpu_check.md")"
+done
+grep -A3 '^### length32_torch_sdpa_bf16 ' "$dir/compare/gpu_check.md" | grep -q -- '--attention sdpa --precision bf16' ||
+    fail "compare: no autocast bf16 + SDPA run: $(cat "$dir/compare/gpu_check.md")"
+for step in minilm_folder minilm_engine minilm_st minilm_table; do
+    grep -q "^| $step | dry run" "$dir/minilm/gpu_check.md" || fail "minilm: no $step"
 done
 for step in ncu_step kernel_table; do
     grep -q "^| $step | dry run" "$dir/profile/gpu_check.md" || fail "profile: no $step"
 done
-# all six parts are more than one call holds: the dry run says so and fails
+# all seven parts are more than one call holds: the dry run says so and fails
 if OUT=$dir/all GC_GPU_CHECK_BUILD=$build bash "$script" --dry-run all >"$dir/all.stdout" 2>&1; then
     fail "the plan of all six parts passed as one call"
 fi
@@ -85,16 +96,19 @@ fi
 grep -q 'tests/test_reduce_cuda.c has no case test_longest_rowz' "$dir/bad_case/gpu_check.log" ||
     fail "the misspelt case is not named: $(grep -A3 memcheck_reduce "$dir/bad_case/gpu_check.log")"
 
-# the side-by-side table needs no PyTorch (import torch made to fail, whatever is installed)
-printf 'mode,batch,chunk,peak_bytes,step_ms,fits\nplain,8,8,2097152,2.0,1\ngc,8,4,1048576,3.0,1\n' >"$dir/engine.csv"
-printf 'mode,batch,chunk,peak_bytes,step_ms,fits\nplain,8,8,4194304,4.0,1\ngc,8,4,1048576,2.0,1\n' >"$dir/torch.csv"
+# the comparison's table needs no PyTorch (import torch made to fail, whatever is installed)
+printf 'mode,batch,chunk,loss,peak_bytes,cache_bytes,packed_bytes,workspace_bytes,step_ms,fits\n%s\n%s\n' \
+    plain,8,8,full,1048576,0,0,1048576,2.0,1 gc,8,4,tiled,1048576,1,0,1048576,3.0,1 >"$dir/engine.csv"
+printf 'mode,batch,chunk,loss,peak_bytes,step_ms,fits\nplain,8,8,full,4194304,4.0,1\ngc,8,4,full,,,0\n' >"$dir/torch.csv"
 python3 -c 'import runpy, sys
 sys.modules["torch"] = None
 sys.argv = sys.argv[1:]
-runpy.run_path(sys.argv[0], run_name="__main__")' "$(dirname "$script")/torch_gradcache.py" --compare \
-    "$dir/engine.csv" "$dir/torch.csv" >"$dir/table" 2>&1 || fail "--compare without PyTorch: $(cat "$dir/table")"
-grep -q '^| plain | 8 | 8 | 2.0 | 4.0 | 0.50 | 2.0 | 4.0 | 0.50 |' "$dir/table" ||
-    fail "--compare without PyTorch, plain row: $(cat "$dir/table")"
+runpy.run_path(sys.argv[0], run_name="__main__")' "$(dirname "$script")/compare_table.py" --batches 8 \
+    "engine f32=$dir/engine.csv" "PyTorch f32=$dir/torch.csv" >"$dir/table" 2>&1 || fail "compare_table: $(cat "$dir/table")"
+# the engine's peak counts its workspace: 2 MiB against PyTorch's 4
+grep -q '^| PyTorch f32 | full | 4.0 | 4 | 2.00 | 2.00 |$' "$dir/table" || fail "compare_table, plain row: $(cat "$dir/table")"
+grep -q '^| PyTorch f32 | full | 4 | does not fit | - | - | - | - |$' "$dir/table" ||
+    fail "compare_table, a run that did not fit: $(cat "$dir/table")"
 
 # the kernel table from ncu's summary: the program's own output before the header skipped, a
 # kernel's launch shapes added up, the unit read, the rest in one row

@@ -104,6 +104,7 @@ gc_bench_result gc_bench_measure(gc_bench_setup *setup, int64_t batch, int64_t c
          * weights), so the peak since the last phase's reset is the step's */
         result.packed_bytes = largest(result.packed_bytes, gc_memory_get_stats(setup->device).peak_packed_bytes);
         result.cache_bytes = report.cache_bytes;
+        result.workspace_bytes = gc_memory_get_stats(setup->device).workspace_bytes;
         if (run >= warmup) {
             step_seconds[run - warmup] = seconds;
             forward_seconds[run - warmup] = report.forward_seconds;

@@ -74,6 +74,10 @@ typedef struct gc_bench_result {
     size_t cache_bytes; /* GradCache: the representations and their gradients (the step report's) */
     size_t packed_bytes; /* the weights' packed panels at their highest during a step (outside
                             peak_bytes: gc_memory_stats; 0 with gc_set_weight_packing(false)) */
+    size_t workspace_bytes; /* the library's own device memory (CUDA: the cuBLAS workspace and
+                               scratch, gc_memory_stats), outside peak_bytes; PyTorch's
+                               max_memory_allocated counts its cuBLAS workspace, so a figure to
+                               set beside it is peak_bytes + workspace_bytes. CPU: 0 */
 } gc_bench_result;
 
 /* Runs `warmup` unmeasured then `reps` (1 to GC_BENCH_MAX_REPS) measured steps over one new
