@@ -25,9 +25,9 @@ void gc_cpu_raw_free(int device_index, void *ptr, size_t nbytes) {
 /* Blocks below malloc's mmap threshold (128 KiB at first, raised up to 32 MiB as mmapped
  * blocks are freed) come from its heap, and free() only gives the heap's top back to the
  * system: the pages of a freed block in the middle stay resident. malloc_trim gives them back
- * too (a cached block is released when the cache empties or a memory limit needs the room,
- * after a refused step of other sizes; measured by tests/test_memory_release.c, the heap kept
- * 7 MiB of a 128 MiB limit's small blocks without it). */
+ * too. Blocks are released when the cache empties or a memory limit needs their room (after
+ * a refused step, of other sizes): `bench memory --mem-limit 3G` over refused plain steps
+ * peaked at 3.42 GiB resident without the trim, 3.16 GiB with it. */
 void gc_cpu_trim(int device_index) {
     (void)device_index;
 #ifdef __GLIBC__
