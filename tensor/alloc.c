@@ -3,7 +3,8 @@
  * The cache keeps freed blocks in lists hashed by size class; a request is served from its
  * class's blocks when it can, from the backend (cudaMalloc, malloc) otherwise. When the
  * backend is out of memory, the cache is returned to it and the request tried once more: a
- * cached block of another class is memory the request could use. */
+ * cached block of another class is memory the request could use. Under a byte limit the
+ * cache also gives blocks back rather than hold more than the limit leaves. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -114,16 +115,35 @@ static void *take_cached(device_pool *pool, size_t size_class) {
     return NULL;
 }
 
-static void release_cache(const gc_backend *backend, gc_device device, device_pool *pool) {
-    for (int list = 0; list < CACHE_LISTS; list++)
-        while (pool->free_blocks[list]) {
+/* Gives cached blocks back to the backend until the pool holds at most `keep` bytes from it
+ * or no cached block is left (keep 0: the whole cache). */
+static void release_cache(const gc_backend *backend, gc_device device, device_pool *pool, size_t keep) {
+    bool released = false;
+    for (int list = 0; list < CACHE_LISTS && pool->stats.reserved_bytes > keep; list++)
+        while (pool->free_blocks[list] && pool->stats.reserved_bytes > keep) {
             cached_block *block = pool->free_blocks[list];
             pool->free_blocks[list] = block->next;
             backend->raw_free(device.index, block->ptr, block->size_class);
             pool->stats.reserved_bytes -= block->size_class;
             free(block);
+            pool->cached_blocks--;
+            released = true;
         }
-    pool->cached_blocks = 0;
+    if (released && backend->trim) backend->trim(device.index);
+}
+
+/* Under a limit, the blocks the cache keeps count against it too: before a fresh block of
+ * `size_class` bytes would bring what the pool holds from the backend (live, packed and
+ * cached blocks, rounded to their classes; the workspace aside) past the limit, cached blocks
+ * go back until it fits or none is left. Without this a step the limit refused would leave
+ * its blocks cached, of sizes the next step (another batch, a smaller chunk) never asks for,
+ * and the process would hold about the limit once more for every refused step. */
+static void release_over_limit(const gc_backend *backend, gc_device device, device_pool *pool, size_t size_class) {
+    size_t limit = pool->stats.limit_bytes;
+    if (!limit || !pool->cached_blocks) return;
+    size_t workspace = pool->stats.workspace_bytes;
+    size_t room = limit > SIZE_MAX - workspace ? SIZE_MAX : limit + workspace; /* any limit a flag can say */
+    release_cache(backend, device, pool, room > size_class ? room - size_class : 0);
 }
 
 static void *allocate_locked(const gc_backend *backend, gc_device device, device_pool *pool,
@@ -136,9 +156,10 @@ static void *allocate_locked(const gc_backend *backend, gc_device device, device
     size_t size_class = gc_alloc_size_class(nbytes);
     void *ptr = take_cached(pool, size_class);
     if (ptr) return ptr;
+    release_over_limit(backend, device, pool, size_class);
     ptr = backend->raw_alloc(device.index, size_class);
     if (!ptr && pool->cached_blocks) {
-        release_cache(backend, device, pool);
+        release_cache(backend, device, pool, 0);
         ptr = backend->raw_alloc(device.index, size_class);
     }
     if (ptr) {
@@ -276,7 +297,7 @@ void gc_alloc_set_caching(gc_device device, bool enabled) {
         gc_fatal("alloc: caching can only be switched while no memory is live (%zu bytes are)",
                  pool->stats.live_bytes);
     }
-    if (!enabled) release_cache(backend, device, pool);
+    if (!enabled) release_cache(backend, device, pool, 0);
     pool->caching = enabled;
     pthread_mutex_unlock(&pools_lock);
 }
@@ -311,7 +332,7 @@ void gc_memory_empty_cache(gc_device device) {
     pthread_once(&pools_once, init_pools);
     const gc_backend *backend = gc_backend_for(device);
     pthread_mutex_lock(&pools_lock);
-    release_cache(backend, device, pool_for(device));
+    release_cache(backend, device, pool_for(device), 0);
     pthread_mutex_unlock(&pools_lock);
 }
 

@@ -119,6 +119,9 @@ typedef struct gc_backend {
     /* NULL when the device is full; a request of 0 bytes gets a unique pointer too. */
     void *(*raw_alloc)(int device_index, size_t nbytes);
     void (*raw_free)(int device_index, void *ptr, size_t nbytes);
+    /* Hands what raw_free freed but the backend's own allocator still keeps (malloc's heap)
+     * back to the system; called after the allocator returns cached blocks. NULL: nothing kept. */
+    void (*trim)(int device_index);
     /* The device memory the backend keeps for itself on a device (NULL or 0: none), and
      * the block the allocator reserved for it, once per device, at the device's first
      * allocation (tensor/alloc.c counts it as workspace). */

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 
 #include "check.h"
+#include "limit_cache_case.h"
 #include "tensor/alloc.h"
 
 static const gc_device cpu = {GC_DEVICE_CPU, 0};
@@ -231,6 +232,12 @@ static void test_block_cache(void) {
     gc_alloc_set_caching(cpu, false);
 }
 
+static void test_limit_bounds_cache(void) {
+    gc_alloc_set_caching(cpu, true);
+    check_limit_bounds_cache(cpu);
+    gc_alloc_set_caching(cpu, false);
+}
+
 /* The CPU's available memory is Linux's MemAvailable (the page cache counted as available),
  * not the free pages alone: what a default memory limit is taken from. */
 static void test_cpu_memory_info(void) {
@@ -302,6 +309,7 @@ int main(int argc, char **argv) {
     test_limit_spec();
     test_size_classes();
     test_block_cache();
+    test_limit_bounds_cache();
     test_cpu_memory_info();
     gc_test_expect_fatal(switch_caching_while_live, NULL, "caching can only be switched while no memory is live");
 

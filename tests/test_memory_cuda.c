@@ -2,6 +2,7 @@
  * reuse, zero-byte tensors with the cache off, the byte limit, a real out-of-memory that is
  * recoverable, and copies between host and device. */
 #include "check.h"
+#include "limit_cache_case.h"
 #include "tensor/alloc.h"
 
 /* The device's first allocation reserves the library's workspace (the cuBLAS workspace and
@@ -145,6 +146,7 @@ int main(void) {
     test_zero_bytes_uncached(gpu);
     test_cache_reuses_blocks(gpu);
     test_limit_and_real_oom(gpu);
+    check_limit_bounds_cache(gpu);
     test_copies(gpu);
     CHECK(gc_memory_get_stats(gpu).live_bytes == 0);
     return gc_test_result();

@@ -11,7 +11,9 @@
  *
  * An optional byte limit per device makes an allocation that would bring the live bytes
  * past it fail with GC_ERR_MEM_LIMIT (the op returns NULL; see error.h). This makes
- * memory-versus-batch experiments possible on a machine with no GPU. The limit can be
+ * memory-versus-batch experiments possible on a machine with no GPU. Under a limit the
+ * cache gives blocks back rather than let reserved_bytes (the workspace aside) pass it, so a
+ * refused step's cached blocks do not stay on top of the next step's. The limit can be
  * set with gc_memory_set_limit() or, at start-up, with the environment variable
  * GC_MEM_LIMIT: either one size for every device ("512M") or a comma-separated list of
  * device=size pairs ("cpu=2G,cuda:0=40G"). Sizes are integers with an optional suffix

@@ -5,7 +5,8 @@
 
 #define GC_CPU_ENTRY(name, params) .name = gc_cpu_##name,
 #define GC_CPU_MEMORY                                                                                               \
-    .raw_alloc = gc_cpu_raw_alloc, .raw_free = gc_cpu_raw_free, .memory_info = gc_cpu_memory_info,                 \
+    .raw_alloc = gc_cpu_raw_alloc, .raw_free = gc_cpu_raw_free, .trim = gc_cpu_trim,                                \
+    .memory_info = gc_cpu_memory_info,                                                                              \
     .memcpy_to_host = gc_cpu_memcpy, .memcpy_from_host = gc_cpu_memcpy, .memcpy_same_device = gc_cpu_memcpy,        \
     .synchronize = gc_cpu_synchronize
 

@@ -16,6 +16,7 @@ GC_PACKING_KERNELS(GC_CPU_KERNEL)
 /* memory_cpu.c */
 void *gc_cpu_raw_alloc(int device_index, size_t nbytes);
 void gc_cpu_raw_free(int device_index, void *ptr, size_t nbytes);
+void gc_cpu_trim(int device_index);
 void gc_cpu_memory_info(int device_index, size_t *free_bytes, size_t *total_bytes);
 void gc_cpu_memcpy(void *dst, const void *src, size_t nbytes);
 void gc_cpu_synchronize(int device_index);

@@ -2,6 +2,9 @@
  * vector load), so that kernels may use aligned vector code. */
 #include <stdio.h>
 #include <stdlib.h>
+#ifdef __GLIBC__ /* defined by the headers above */
+#include <malloc.h> /* malloc_trim */
+#endif
 #include <string.h>
 #include <unistd.h>
 
@@ -17,6 +20,19 @@ void gc_cpu_raw_free(int device_index, void *ptr, size_t nbytes) {
     (void)device_index;
     (void)nbytes;
     free(ptr);
+}
+
+/* Blocks below malloc's mmap threshold (128 KiB at first, raised up to 32 MiB as mmapped
+ * blocks are freed) come from its heap, and free() only gives the heap's top back to the
+ * system: the pages of a freed block in the middle stay resident. malloc_trim gives them back
+ * too. Blocks are released when the cache empties or a memory limit needs their room (after
+ * a refused step, of other sizes): `bench memory --mem-limit 3G` over refused plain steps
+ * peaked at 3.42 GiB resident without the trim, 3.16 GiB with it. */
+void gc_cpu_trim(int device_index) {
+    (void)device_index;
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
 }
 
 /* Linux's estimate of the memory a program can have without swapping, MemAvailable of
