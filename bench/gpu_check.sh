@@ -73,7 +73,7 @@
 set -u
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,60p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -u$/p' "$0" | sed '$d; s/^# \{0,1\}//'; } # the header, whatever its length
 
 parts=()
 previous=
