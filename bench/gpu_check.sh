@@ -284,14 +284,14 @@ step machine 15 bash -c 'nvidia-smi; nproc; free -g; ls /usr/local/cuda/lib64 2>
 # The carried NCCL (bench/build_nccl.sh's tarball in GC_GPU_CHECK_NCCL_DIR), unpacked once under
 # ${TMPDIR:-/tmp}/gc_nccl; prints the folder it holds, nothing when there is no tarball.
 carried_nccl() {
-    local tarball
-    tarball=$(ls -t "${GC_GPU_CHECK_NCCL_DIR:-.nccl}"/nccl-*.tar.xz 2>/dev/null | head -1)
-    [ -n "$tarball" ] || return 0
+    local tarballs=("${GC_GPU_CHECK_NCCL_DIR:-.nccl}"/nccl-*.tar.xz) # with several, the last by name
+    local tarball=${tarballs[-1]}
+    [ -f "$tarball" ] || return 0
     local into=${TMPDIR:-/tmp}/gc_nccl name
     name=$(basename "$tarball" .tar.xz)
-    if [ ! -f "$into/$name/include/nccl.h" ]; then
-        mkdir -p "$into" && tar -xJf "$tarball" -C "$into" ||
-            { echo "gpu_check: could not unpack $tarball" >&2; return 0; }
+    if [ ! -f "$into/$name/include/nccl.h" ] && ! { mkdir -p "$into" && tar -xJf "$tarball" -C "$into"; }; then
+        echo "gpu_check: could not unpack $tarball" >&2
+        return 0
     fi
     echo "$into/$name"
 }
