@@ -10,9 +10,10 @@
 #            named at its own launch), each test a step of its own; compute-sanitizer's memcheck
 #            and racecheck on a small fixed subset of the kernel tests' cases (GC_TEST_ONLY)
 #   shipped  the cuda suite as shipped (index errors deferred to the next synchronisation)
-#   nccl     test_dist_nccl (every check of the dist tests that NCCL runs, against the TCP ring's
-#            result) and gradcache launch of two ranks training on cuda through NCCL: two ranks
-#            on the one GPU when the NCCL found is 2.30 or later (see NCCL below)
+#   nccl     test_dist_nccl (the dist tests' collectives, distributed GradCache, the ring loss
+#            and ZeRO through NCCL, their parameters against the TCP ring's) and gradcache launch
+#            of two ranks training on cuda through NCCL: two ranks on the one GPU when the NCCL
+#            found is 2.30 or later (see NCCL below)
 #   train    gradcache verify (f32, f64, the base model) and train (GradCache, plain) on the GPU
 #   bench    bench_matmul, bench_bandwidth, bench_autograd, bench_cache, gradcache bench speed
 #            (base model, batch 4096, chunks 64/128/256, with and without --keep-last-graph)
