@@ -113,7 +113,7 @@ static double *param_grads(const gc_param_list *params, int64_t *n) {
  * the loss ran around the ring. */
 static gc_status step(const dist_scenario *s, gc_cache_config *config, gc_batch *inputs, double *loss, bool *ring) {
     *ring = false;
-    if (s->functional && config->group) return functional_step(config, inputs, loss);
+    if (s->functional) return functional_step(config, inputs, loss);
     gc_cache *cache = gc_cache_new(config);
     gc_cache_report report = {0};
     gc_status status = s->full_batch ? gc_cache_full_batch_step(cache, inputs, loss)
