@@ -9,8 +9,11 @@
 #   check    build (release, sm_90 + PTX), the cuda suite with GC_CUDA_SYNC=1 (a kernel's fault
 #            named at its own launch), each test a step of its own; compute-sanitizer's memcheck
 #            and racecheck on a small fixed subset of the kernel tests' cases (GC_TEST_ONLY)
-#   shipped  the cuda suite as shipped (index errors deferred to the next synchronisation), and
-#            test_dist_nccl (two ranks on the one GPU when the NCCL found is 2.30 or later)
+#   shipped  the cuda suite as shipped (index errors deferred to the next synchronisation)
+#   nccl     test_dist_nccl (the dist tests' collectives, distributed GradCache, the ring loss
+#            and ZeRO through NCCL, their parameters against the TCP ring's) and gradcache launch
+#            of two ranks training on cuda through NCCL: two ranks on the one GPU when the NCCL
+#            found is 2.30 or later (see NCCL below)
 #   train    gradcache verify (f32, f64, the base model) and train (GradCache, plain) on the GPU
 #   bench    bench_matmul, bench_bandwidth, bench_autograd, bench_cache, gradcache bench speed
 #            (base model, batch 4096, chunks 64/128/256, with and without --keep-last-graph)
@@ -23,7 +26,7 @@
 #            the engine against sentence-transformers' CachedMultipleNegativesRankingLoss
 #   profile  Nsight Compute's kernel times over a plain and a cached step of the base model,
 #            as a table of the kernels that take the time (bench/ncu_kernels.py)
-#   all      all seven (more than one call holds: the dry run says so and exits 1)
+#   all      all eight (more than one call holds: the dry run says so and exits 1)
 #
 # A step's time limit is its test's own (tests/meson.build's timeout, a GPU's figure for the
 # cuda suite) or, for the other programs, the figure beside it below; a call's steps must fit
@@ -44,11 +47,17 @@
 # plan: the sum of the step limits against the budget. It exits 1 when a step would not start
 # or the plan does not fit.
 #
-# NCCL: test_dist_nccl runs two ranks on one GPU only with NCCL 2.30 or later. The newest of
-# GC_GPU_CHECK_NCCL_ROOT, the nvidia-nccl-cu13 package of the machine's python3 (PyTorch's)
-# and the CUDA toolkit's is built with (-Dnccl-root); older than 2.30, the test runs the
-# world of one process and the summary says so. (The 2.30+ wheel is about 300 MB, past what
-# the device tool carries, so it is used only where the machine has it.)
+# NCCL: two ranks on one GPU need NCCL 2.30 or later (and NCCL_MULTI_RANK_GPU_ENABLE=1, which
+# the NCCL steps set). The machines have 2.28 (the toolkit's, PyTorch's), and the 2.30 wheel
+# (about 300 MB) is past what the device tool carries, so bench/build_nccl.sh builds 2.30.7 for
+# sm_90 alone into .nccl/nccl-2.30.7-sm90.tar.xz (git ignores .nccl/), small enough to carry:
+# when GC_GPU_CHECK_NCCL_DIR (default .nccl) holds an nccl-*.tar.xz, it is unpacked under
+# ${TMPDIR:-/tmp}/gc_nccl/ (once: the build's rpath points there, so later calls on a warm
+# machine keep it). The newest of that, GC_GPU_CHECK_NCCL_ROOT, the nvidia-nccl-cu13 package of
+# the machine's python3 (PyTorch's) and the CUDA toolkit's is built with (-Dnccl-root); older
+# than 2.30 with one GPU, test_dist_nccl runs the world of one process, the launched training
+# is skipped, and the summary says so. A build folder configured before keeps its NCCL: with
+# another, give a fresh GC_GPU_CHECK_BUILD.
 #
 # With the session's device tool (15 minutes of device time, starts and idle time included; a
 # call may run 10 minutes; a machine left idle goes back after 30 s). On the first H200 run
@@ -56,8 +65,12 @@
 # shipped, train and bench take two calls on a warm machine, each part writing its own folder
 # under $OUT:
 #   run(command='O=$OUT; OUT=$O/check bash bench/gpu_check.sh check shipped;
-#                OUT=$O/train bash bench/gpu_check.sh train', timeout_s=440)
-#   run(command='O=$OUT; OUT=$O/bench bash bench/gpu_check.sh bench', timeout_s=350)
+#                OUT=$O/train bash bench/gpu_check.sh train', carry=['.nccl'], timeout_s=440)
+#   run(command='O=$OUT; OUT=$O/bench bash bench/gpu_check.sh bench', carry=['.nccl'], timeout_s=350)
+#   run(command='OUT=$OUT/nccl bash bench/gpu_check.sh nccl', carry=['.nccl'], timeout_s=580)
+# (carry .nccl, built here first with bash bench/build_nccl.sh, in every call: a call without
+# it on a fresh machine builds with the machine's 2.28; the nccl part alone on a fresh machine
+# is the one call that runs every dist test over NCCL at world 2 on the one GPU.)
 # (--previous FILE, with .gpu/ carried, joins a call's summary to an earlier one's).
 # compare (grown since: issue 36's table) and minilm were planned without a GPU: about 4
 # minutes and 1 by the H100's figures of 2026-11-26 (max length 128 estimated at 4 times
@@ -80,8 +93,8 @@ previous=
 dry_run=false
 while [ $# -gt 0 ]; do
     case $1 in
-        check | shipped | train | bench | compare | minilm | profile) parts+=("$1") ;;
-        all) parts+=(check shipped train bench compare minilm profile) ;;
+        check | shipped | nccl | train | bench | compare | minilm | profile) parts+=("$1") ;;
+        all) parts+=(check shipped nccl train bench compare minilm profile) ;;
         --previous) previous=${2:?--previous needs a file}; shift ;;
         --dry-run) dry_run=true ;;
         -h | --help) usage; exit 0 ;;
@@ -185,6 +198,16 @@ would_start() {
         [[ ${words[0]} == GC_TEST_ONLY=* ]] && cases=${words[0]#GC_TEST_ONLY=}
         words=("${words[@]:1}")
     done
+    # a launcher's program after -- (gradcache launch -n 2 -- gradcache train ...) is a command
+    # of its own, its flags documented by its own --help
+    local i
+    for i in "${!words[@]}"; do
+        if [ "${words[i]}" = -- ]; then
+            would_start "${words[@]:0:i}" || problems=1
+            would_start "${words[@]:i+1}" || problems=1
+            return $problems
+        fi
+    done
     for word in "${words[@]}"; do
         case $word in
             "$build"/*) [ -e "$word" ] || { echo "no $word in the build"; problems=1; } ;;
@@ -272,13 +295,28 @@ toolchain="$(nvcc --version 2>/dev/null | tail -1); $(cc --version 2>/dev/null |
 step machine 15 bash -c 'nvidia-smi; nproc; free -g; ls /usr/local/cuda/lib64 2>/dev/null | grep -E "^lib(cudart|cublas|nccl)\.so" ; command -v nvcc compute-sanitizer cuobjdump meson ninja'
 
 # --- build ---------------------------------------------------------------------------------
-# The newest NCCL there is (a folder with include/nccl.h): GC_GPU_CHECK_NCCL_ROOT, the Python
-# package nvidia-nccl-cu13 (PyTorch's), the toolkit's. Sets nccl_root, nccl_version (e.g.
-# 23203 for 2.32.3) and nccl_line.
+# The carried NCCL (bench/build_nccl.sh's tarball in GC_GPU_CHECK_NCCL_DIR), unpacked once under
+# ${TMPDIR:-/tmp}/gc_nccl; prints the folder it holds, nothing when there is no tarball.
+carried_nccl() {
+    local tarballs=("${GC_GPU_CHECK_NCCL_DIR:-.nccl}"/nccl-*.tar.xz) # with several, the last by name
+    local tarball=${tarballs[-1]}
+    [ -f "$tarball" ] || return 0
+    local into=${TMPDIR:-/tmp}/gc_nccl name
+    name=$(basename "$tarball" .tar.xz)
+    if [ ! -f "$into/$name/include/nccl.h" ] && ! { mkdir -p "$into" && tar -xJf "$tarball" -C "$into"; }; then
+        echo "gpu_check: could not unpack $tarball" >&2
+        return 0
+    fi
+    echo "$into/$name"
+}
+
+# The newest NCCL there is (a folder with include/nccl.h): the carried one, GC_GPU_CHECK_NCCL_ROOT,
+# the Python package nvidia-nccl-cu13 (PyTorch's), the toolkit's. Sets nccl_root, nccl_version
+# (e.g. 23203 for 2.32.3) and nccl_line.
 nccl_root=
 nccl_version=0
 find_nccl() {
-    local candidates=("${GC_GPU_CHECK_NCCL_ROOT:-}" /usr/local/cuda) root version
+    local candidates=("$(carried_nccl)" "${GC_GPU_CHECK_NCCL_ROOT:-}" /usr/local/cuda) root version
     candidates+=("$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null)")
     for root in "${candidates[@]}"; do
         [ -n "$root" ] && [ -f "$root/include/nccl.h" ] || continue
@@ -295,7 +333,7 @@ find_nccl() {
     else
         nccl_line="$((nccl_version / 10000)).$((nccl_version / 100 % 100)).$((nccl_version % 100)) in $nccl_root"
         [ "$nccl_version" -ge 23000 ] && nccl_line+=" (two ranks on one GPU)" ||
-            nccl_line+=" (before 2.30: test_dist_nccl runs one rank only)"
+            nccl_line+=" (before 2.30: test_dist_nccl runs one rank only, the launched training is skipped)"
     fi
 }
 find_nccl
@@ -320,7 +358,7 @@ build_once() {
     step build 120 bash -c "ninja -C $build -j $(nproc) && $fatbinary" || $dry_run || return 1
 }
 
-# --- check and shipped: the cuda suite, NCCL, compute-sanitizer ------------------------------
+# --- check and shipped: the cuda suite, compute-sanitizer ------------------------------------
 # The cuda suite's tests as "name<TAB>limit<TAB>command" lines: each test's command and its own
 # time limit (tests/meson.build gives the cuda suite a GPU's figures), test_dist_nccl left out
 # (a step of its own).
@@ -373,20 +411,41 @@ part_shipped() {
     build_once || return 0
     # as shipped: index errors deferred to the next synchronisation, no waits
     suite_steps shipped
-    # NCCL's collectives and distributed GradCache against the TCP ring's, two ranks sharing
+}
+
+# --- nccl: the dist tests and the trainer over NCCL ----------------------------------------
+part_nccl() {
+    build_once || return 0
+    # NCCL's collectives, distributed GradCache and ZeRO against the TCP ring's, two ranks sharing
     # the GPU where NCCL allows it (2.30+); the dist suite proper is CPU-only (CI runs it)
     step dist_nccl "$(test_limit test_dist_nccl)" env NCCL_MULTI_RANK_GPU_ENABLE=1 "$build/tests/test_dist_nccl"
+    # the trainer over NCCL: two ranks launched on the GPU(s), a few GradCache steps of the tiny model
+    local gpus
+    gpus=$(nvidia-smi --list-gpus 2>/dev/null | wc -l)
+    if [ "$nccl_version" -lt 23000 ] && [ "$gpus" -lt 2 ] && ! $dry_run; then
+        steps_table+=("| train_nccl | skipped: two ranks on one GPU need NCCL 2.30+ | 0 | 0 | |")
+        return 0
+    fi
+    synthetic_pairs "$work/pairs.tsv"
+    step train_nccl 90 env NCCL_MULTI_RANK_GPU_ENABLE=1 GC_DIST_TIMEOUT=60 "$gradcache" launch -n 2 -- "$gradcache" \
+        train --data "$work/pairs.tsv" --device cuda --model-size tiny --batch-size 256 --gc --gc-chunk-size 32 \
+        --steps 10 --log-every 5 --out "$work/run_nccl"
 }
 
 # --- train: the program on the GPU -----------------------------------------------------------
+# synthetic_pairs FILE: 20,000 query-passage pairs for training runs (no WordNet on the machines).
+synthetic_pairs() {
+    awk 'BEGIN { for (i = 0; i < 20000; i++) printf "what is item %d of group %d\tthe item numbered %d\n", i, i % 97, i }' \
+        >"$1"
+}
+
 part_train() {
     build_once || return 0
     step verify_f32 30 "$gradcache" verify --device cuda
     step verify_f64 30 "$gradcache" verify --device cuda --dtype f64
     step verify_base 60 "$gradcache" verify --device cuda --batch-size 256 --chunk-size 32 "${base_model[@]}"
     # A short training run on synthetic pairs (no WordNet there): GradCache, then plain.
-    awk 'BEGIN { for (i = 0; i < 20000; i++) printf "what is item %d of group %d\tthe item numbered %d\n", i, i % 97, i }' \
-        >"$work/pairs.tsv"
+    synthetic_pairs "$work/pairs.tsv"
     step train_gc 90 "$gradcache" train --data "$work/pairs.tsv" --device cuda --model-size base --batch-size 1024 \
         --gc --gc-chunk-size 128 --steps 30 --log-every 10 --out "$work/run_gc"
     step train_plain 60 "$gradcache" train --data "$work/pairs.tsv" --device cuda --model-size base --batch-size 1024 \

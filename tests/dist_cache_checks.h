@@ -1,8 +1,10 @@
 /* Distributed Gradient Cache against one process, for any backend and device: in a world
  * of processes each giving its own rows of a global batch, one step must give every
- * parameter the gradient one process gets over the whole global batch (norm-relative
- * <= 1e-5 in f32, <= 1e-10 in f64), and after an AdamW step the parameters must be equal on
- * every rank, bitwise, and to the one process's to the same tolerance; the bucketer must
+ * parameter the gradient one process's plain full-batch step gets over the whole global batch
+ * (one forward and backward per model; norm-relative <= 1e-5 in f32, <= 1e-10 in f64), and
+ * after an AdamW step the parameters must be equal on every rank, bitwise, and to the one
+ * process's to the same tolerance -- and, through another backend than TCP, to those of the
+ * same scenario run through the TCP ring just before (dist_versus_tcp.h); the bucketer must
  * run exactly one all-reduce per bucket per step with sync suppressed, one per bucket of the
  * model's parameters per synced backward without. The one process runs on the CPU: on a GPU this also checks the
  * CUDA backend against the CPU. No dropout: the ranks draw their own masks, which one
@@ -12,6 +14,7 @@
 
 #include "check.h"
 #include "dist_spawn.h"
+#include "dist_versus_tcp.h"
 #include "functional_step.h"
 #include "mlp_encoder.h"
 
@@ -35,7 +38,9 @@ typedef struct dist_scenario {
     int accumulate;            /* steps, each on a global batch of its own, accumulated into one
                                   reduction (gc_ddp_micro_batch); 0: one step */
     bool functional;           /* the ranks' step through the functional API (functional_step.h),
-                                  small batches of `chunk` rows; the one process's: gc_cache_step */
+                                  small batches of `chunk` rows */
+    const char *versus_tcp;    /* a folder: the parameters after the step written there (TCP) or
+                                  compared with those written there (another backend); NULL: no */
 } dist_scenario;
 
 /* Rows [(k total + start) size, (k total + start + count) size) of x: global batch k's rows of a
@@ -108,7 +113,7 @@ static double *param_grads(const gc_param_list *params, int64_t *n) {
  * the loss ran around the ring. */
 static gc_status step(const dist_scenario *s, gc_cache_config *config, gc_batch *inputs, double *loss, bool *ring) {
     *ring = false;
-    if (s->functional && config->group) return functional_step(config, inputs, loss);
+    if (s->functional) return functional_step(config, inputs, loss);
     gc_cache *cache = gc_cache_new(config);
     gc_cache_report report = {0};
     gc_status status = s->full_batch ? gc_cache_full_batch_step(cache, inputs, loss)
@@ -214,11 +219,15 @@ static int dist_cache_body(int rank, int world, void *arg) {
     ref_config.group = NULL;
     ref_config.ddp = NULL;
     ref_config.global_loss = GC_GLOBAL_LOSS_AUTO;
+    ref_config.models[0].chunk_size = total; /* the whole global batch in one forward */
+    ref_config.models[1].chunk_size = total * group_size;
     for (int k = 0; k < steps; k++) { /* the steps' gradients add up in the parameters' */
         gc_tensor *q_rows = rank_rows(xq, k, total, 0, total, 1, gc_cpu());
         gc_tensor *p_rows = rank_rows(xp, k, total, 0, total, group_size, gc_cpu());
         gc_batch ref_inputs[2] = {{1, {"x"}, {q_rows}}, {1, {"x"}, {p_rows}}};
-        REQUIRE(step(s, &ref_config, ref_inputs, &ref_loss, &ring) == GC_OK);
+        gc_cache *full_batch = gc_cache_new(&ref_config);
+        REQUIRE(gc_cache_full_batch_step(full_batch, ref_inputs, &ref_loss) == GC_OK);
+        gc_cache_free(full_batch);
         RELEASE(q_rows, p_rows);
     }
 
@@ -243,6 +252,7 @@ static int dist_cache_body(int rank, int world, void *arg) {
     want = param_values(&ref_params, &n);
     error = relative_error(got, want, n);
     CHECK_MSG(error <= tolerance, "%s: parameters after AdamW: relative error %.3g", s->name, error);
+    if (s->versus_tcp) dist_versus_tcp(s->versus_tcp, s->backend, rank, got, n, tolerance, s->name);
     free(got);
     free(want);
 
@@ -261,56 +271,57 @@ static int dist_cache_body(int rank, int world, void *arg) {
 }
 
 /* Every scenario in a world of 2, and (worlds > 2) of 4, through `backend` (those with the ring
- * loss when `ring`), each run given `seconds` in all. */
+ * loss when `ring`), each run given `seconds` in all; through another backend than TCP, each
+ * scenario runs through the TCP ring first, whose parameters the other backend's must reach. */
 static inline void dist_cache_run_all(gc_dist_backend backend, int worlds, bool ring, double seconds) {
     const dist_scenario two[] = {
         {"f32, equal rows", GC_F32, {8, 8}, 0, 2, false, false, false, false,
-         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false, NULL},
         {"f64, unequal rows, 1 hard negative", GC_F64, {5, 11}, 1, 3, false, false, false, false,
-         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false, NULL},
         {"f32, tied, unequal rows", GC_F32, {7, 3}, 0, 2, true, false, false, false,
-         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false, NULL},
         {"f32, kept last graph", GC_F32, {6, 6}, 1, 4, false, true, false, false,
-         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false, NULL},
         {"f32, sync every backward", GC_F32, {8, 8}, 0, 2, false, false, true, false,
-         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false, NULL},
         {"f64, plain step, unequal rows", GC_F64, {9, 4}, 1, 4, false, false, false, true,
-         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false, NULL},
         {"f64, tiled loss, unequal rows, 1 hard negative", GC_F64, {5, 8}, 1, 3, false, false, false, false,
-         GC_DIST_TCP, true, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+         GC_DIST_TCP, true, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false, NULL},
         {"f32, tiled loss, tied", GC_F32, {7, 7}, 0, 2, true, false, false, false,
-         GC_DIST_TCP, true, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+         GC_DIST_TCP, true, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false, NULL},
     };
     const dist_scenario two_ring[] = {
         {"f64, ring loss, unequal rows, 1 hard negative", GC_F64, {5, 8}, 1, 3, false, false, false, false, GC_DIST_TCP,
-         true, GC_GLOBAL_LOSS_RING, 0, true, NULL, 0, 0, false},
+         true, GC_GLOBAL_LOSS_RING, 0, true, NULL, 0, 0, false, NULL},
         {"f32, ring loss, tied, kept last graph", GC_F32, {7, 7}, 0, 2, true, true, false, false, GC_DIST_TCP, true,
-         GC_GLOBAL_LOSS_RING, 0, true, NULL, 0, 0, false},
+         GC_GLOBAL_LOSS_RING, 0, true, NULL, 0, 0, false, NULL},
         {"f64, ring loss, plain step", GC_F64, {6, 3}, 1, 4, false, false, false, true, GC_DIST_TCP, true,
-         GC_GLOBAL_LOSS_RING, 0, false, NULL, 0, 0, false},
+         GC_GLOBAL_LOSS_RING, 0, false, NULL, 0, 0, false, NULL},
         /* a share of the memory limit so small that the gathered batch passes it */
         {"f64, auto takes the ring", GC_F64, {4, 5}, 0, 2, false, false, false, false, GC_DIST_TCP, true,
-         GC_GLOBAL_LOSS_AUTO, 1e-15, true, NULL, 0, 0, false},
+         GC_GLOBAL_LOSS_AUTO, 1e-15, true, NULL, 0, 0, false, NULL},
         {"f64, gather forced, auto would ring", GC_F64, {4, 5}, 0, 2, false, false, false, false, GC_DIST_TCP, true,
-         GC_GLOBAL_LOSS_GATHER, 1e-15, false, NULL, 0, 0, false},
+         GC_GLOBAL_LOSS_GATHER, 1e-15, false, NULL, 0, 0, false, NULL},
     };
     const dist_scenario four[] = {
         {"f32, equal rows", GC_F32, {4, 4, 4, 4}, 0, 2, false, false, false, false,
-         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false, NULL},
         {"f64, unequal rows, 2 hard negatives", GC_F64, {3, 1, 6, 4}, 2, 2, false, false, false, false,
-         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false, NULL},
         {"f64, tied, unequal rows", GC_F64, {2, 5, 1, 3}, 0, 2, true, true, false, false,
-         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false, NULL},
         {"f32, sync every backward", GC_F32, {4, 4, 4, 4}, 1, 1, true, false, true, false,
-         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+         GC_DIST_TCP, false, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false, NULL},
         {"f64, tiled loss, unequal rows", GC_F64, {3, 1, 6, 4}, 1, 2, false, false, false, false,
-         GC_DIST_TCP, true, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false},
+         GC_DIST_TCP, true, GC_GLOBAL_LOSS_AUTO, 0, false, NULL, 0, 0, false, NULL},
     };
     const dist_scenario four_ring[] = {
         {"f64, ring loss, unequal rows, 2 hard negatives", GC_F64, {3, 1, 6, 4}, 2, 2, false, false, false, false,
-         GC_DIST_TCP, true, GC_GLOBAL_LOSS_RING, 0, true, NULL, 0, 0, false},
+         GC_DIST_TCP, true, GC_GLOBAL_LOSS_RING, 0, true, NULL, 0, 0, false, NULL},
         {"f32, ring loss, tied, sync every backward", GC_F32, {4, 4, 4, 4}, 1, 1, true, false, true, false,
-         GC_DIST_TCP, true, GC_GLOBAL_LOSS_RING, 0, true, NULL, 0, 0, false},
+         GC_DIST_TCP, true, GC_GLOBAL_LOSS_RING, 0, true, NULL, 0, 0, false, NULL},
     };
     struct {
         const dist_scenario *scenarios;
@@ -320,12 +331,21 @@ static inline void dist_cache_run_all(gc_dist_backend backend, int worlds, bool 
                 {two_ring, ring ? sizeof two_ring / sizeof *two_ring : 0, 2},
                 {four, worlds > 2 ? sizeof four / sizeof *four : 0, 4},
                 {four_ring, worlds > 2 && ring ? sizeof four_ring / sizeof *four_ring : 0, 4}};
+    char folder[64];
+    dist_versus_folder(folder);
     for (size_t k = 0; k < sizeof runs / sizeof *runs; k++)
         for (size_t i = 0; i < runs[k].count; i++) {
             dist_scenario s = runs[k].scenarios[i];
+            if (backend != GC_DIST_TCP) {
+                s.backend = GC_DIST_TCP;
+                s.versus_tcp = folder;
+                CHECK_MSG(dist_all_pass(runs[k].world, dist_cache_body, &s, seconds), "world %d, TCP: %s",
+                          runs[k].world, s.name);
+            }
             s.backend = backend;
             CHECK_MSG(dist_all_pass(runs[k].world, dist_cache_body, &s, seconds), "world %d: %s", runs[k].world, s.name);
         }
+    dist_versus_folder_free(folder, worlds > 2 ? 4 : 2);
 }
 
 #endif

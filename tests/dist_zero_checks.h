@@ -19,10 +19,13 @@
  *     every rank, as the reference (whose all-reduce spreads the inf) skips it;
  *   - with K batches accumulated per update (gc_ddp_micro_batch), all of the above against the
  *     reference accumulating the same K: the reductions counted per update, the scaler's verdict
- *     and the gradient memory after the update's last batch. */
+ *     and the gradient memory after the update's last batch;
+ *   - through another backend than TCP, the parameters' change over the steps that of the same
+ *     case run through the TCP ring just before, to the tolerance (dist_versus_tcp.h). */
 #ifndef GC_TESTS_DIST_ZERO_CHECKS_H
 #define GC_TESTS_DIST_ZERO_CHECKS_H
 
+#include "dist_versus_tcp.h"
 #include "dist_zero_model.h"
 
 #define STEPS 3
@@ -115,15 +118,15 @@ static int dist_zero_body(int rank, int world, void *arg) {
         CHECK(e.zero.agreements - d.zero.agreements == c->scaler + (took && c->clip));
         CHECK_MSG(zero_same_on_every_rank(group, &z), "%s, step %d: the ranks' parameters differ", c->name, step);
         double *want = zero_values(&ref, &n), *got = zero_values(&z, &n);
-        if (bitwise) {
+        if (bitwise)
             CHECK_MSG(memcmp(got, want, (size_t)n * sizeof *got) == 0, "%s, world %d, step %d: not the reference's bits",
                       c->name, world, step);
-        } else {
-            for (int64_t i = 0; i < n; i++) got[i] -= start[i], want[i] -= start[i];
-            double error = relative_error(got, want, n);
-            CHECK_MSG(error <= zero_tolerance(c), "%s, world %d, step %d: change %.3g from the reference's", c->name,
-                      world, step, error);
-        }
+        for (int64_t i = 0; i < n; i++) got[i] -= start[i], want[i] -= start[i]; /* the changes over the steps */
+        double error = relative_error(got, want, n);
+        CHECK_MSG(bitwise || error <= zero_tolerance(c), "%s, world %d, step %d: change %.3g from the reference's",
+                  c->name, world, step, error);
+        if (c->versus_tcp && step == STEPS - 1)
+            dist_versus_tcp(c->versus_tcp, c->backend, rank, got, n, zero_tolerance(c), c->name);
         free(want);
         free(got);
     }
@@ -141,6 +144,21 @@ static int dist_zero_body(int rank, int world, void *arg) {
     return gc_test_result();
 }
 
+/* The case in a world of `world`, given `seconds`; through another backend than TCP, after the
+ * same case through the TCP ring, whose change of the parameters it must reach. */
+static void zero_run(int world, zero_case c, double seconds) {
+    char folder[64];
+    if (c.backend != GC_DIST_TCP) {
+        dist_versus_folder(folder);
+        zero_case tcp = c;
+        tcp.backend = GC_DIST_TCP;
+        tcp.versus_tcp = c.versus_tcp = folder;
+        CHECK_MSG(dist_all_pass(world, dist_zero_body, &tcp, seconds), "world %d, TCP: %s", world, c.name);
+    }
+    CHECK_MSG(dist_all_pass(world, dist_zero_body, &c, seconds), "world %d: %s", world, c.name);
+    if (c.versus_tcp) dist_versus_folder_free(folder, world);
+}
+
 /* Every stage and dtype in worlds of 2 and (max_world 4) 4, through `backend`, each run given
  * `seconds`: tied encoders, the plain step and clipping taken in turns, so that each meets every
  * stage and dtype across the worlds; and ZeRO-1 reducing after every backward, whose every
@@ -155,14 +173,14 @@ static void dist_zero_run_all(gc_dist_backend backend, int max_world, double sec
             for (int s = 0; s < 3; s++, variant++) {
                 char name[96];
                 zero_case c = {name, dtypes[d], stages[s], variant % 2 == 1, variant % 5 == 2, variant % 3 != 0,
-                               dtypes[d] == GC_F16, false, backend, 1};
+                               dtypes[d] == GC_F16, false, backend, 1, NULL};
                 snprintf(name, sizeof name, "ZeRO-%s %s%s%s%s", names[s], gc_dtype_name(dtypes[d]), c.tied ? ", tied" : "",
                          c.full_batch ? ", plain step" : "", c.clip ? ", clipped" : "");
-                CHECK_MSG(dist_all_pass(world, dist_zero_body, &c, seconds), "world %d: %s", world, name);
+                zero_run(world, c, seconds);
             }
         zero_case c = {"ZeRO-1 f32, every backward reduced", GC_F32, GC_ZERO_1, .sync_every_backward = true,
                        .backend = backend};
-        CHECK_MSG(dist_all_pass(world, dist_zero_body, &c, seconds), "world %d: %s", world, c.name);
+        zero_run(world, c, seconds);
         /* K batches accumulated per update against the reference accumulating them: at 1 and 2a
          * one reduction per update (bitwise on the TCP ring), at 2b every backward's added into
          * the shards; the f16 case's scaler judges the update once, after its last batch */
@@ -178,8 +196,7 @@ static void dist_zero_run_all(gc_dist_backend backend, int max_world, double sec
              .accumulate = 2},
         };
         for (size_t i = 0; i < sizeof accumulated / sizeof *accumulated; i++)
-            CHECK_MSG(dist_all_pass(world, dist_zero_body, (void *)&accumulated[i], seconds), "world %d: %s", world,
-                      accumulated[i].name);
+            zero_run(world, accumulated[i], seconds);
     }
 }
 

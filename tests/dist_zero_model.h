@@ -24,6 +24,8 @@ typedef struct zero_case {
     bool sync_every_backward; /* Gradient Cache's: a reduction after every backward at any stage */
     gc_dist_backend backend;  /* the group's; the models live on a GPU for NCCL, else the CPU */
     int accumulate;           /* micro-batches per update (gc_ddp_micro_batch); 0 or 1: one */
+    const char *versus_tcp;   /* a folder: the parameters' change written there (TCP) or compared
+                                 with the one written there (another backend); NULL: no */
 } zero_case;
 
 static inline int zero_micro_batches(const zero_case *c) { return c->accumulate > 1 ? c->accumulate : 1; }

@@ -1,12 +1,16 @@
-/* The NCCL backend on a GPU (skipped without one): the collective checks (shifts included),
- * distributed Gradient Cache, the ring loss's checks and ZeRO (its stages against the unsharded
- * run, to NCCL's tolerance) of the TCP tests, through NCCL on CUDA tensors; CUDA tensors through the
- * TCP ring (staged through the host); the TCP ring's result equal to NCCL's; and a peer
- * that leaves during an all-gather of unequal rows (padded buffers in flight).
+/* The NCCL backend on a GPU (skipped without one): the collective checks (unequal counts and
+ * shifts included), distributed Gradient Cache (the bucketer's sync suppression, the ring loss,
+ * each step against one process's full batch), the ring loss's checks and ZeRO 1/2/2b (its
+ * stages against the unsharded run, to NCCL's tolerance) of the TCP tests, through NCCL on CUDA
+ * tensors; CUDA tensors through the TCP ring (staged through the host); the TCP ring's result
+ * equal to NCCL's: its sums, and the parameters after each Gradient Cache scenario and each
+ * ZeRO case, run through the TCP ring just before (dist_versus_tcp.h); and a peer that leaves
+ * during an all-gather of unequal rows (padded buffers in flight).
  *
  * Two ranks need two GPUs, or one GPU shared by both ranks, which NCCL allows from 2.30 on
- * with NCCL_MULTI_RANK_GPU_ENABLE=1 (build with -Dnccl-root pointing at such an NCCL, e.g.
- * the PyPI wheel nvidia-nccl-cu13; see README "Using a GPU"). Without that, only the world
+ * with NCCL_MULTI_RANK_GPU_ENABLE=1 (build with -Dnccl-root pointing at such an NCCL: the one
+ * bench/build_nccl.sh builds, which bench/gpu_check.sh unpacks, or the PyPI wheel
+ * nvidia-nccl-cu13; see README "Using a GPU"). Without that, only the world
  * of one process runs, and the test says so. */
 #include "dist_cache_checks.h"
 #include "dist_collective_checks.h"
@@ -104,15 +108,14 @@ int main(void) {
                         "running the world of one process only\n", version);
         worlds = 1;
     }
-    /* 22 runs of at most 10 s each, so that a run that hangs is reported by name while the runs
-     * before it take their usual seconds (the limits add up to more than the test's own 120 s,
-     * tests/meson.build, which bench/gpu_check.sh's shipped part needs to fit one call; the
-     * GradCache scenarios with the ring loss are the TCP test's: the ring loss itself is
-     * checked through NCCL here) */
+    /* 32 runs through NCCL and 28 through the TCP ring (on the CPU, for the comparison), of at
+     * most 10 s each, so that a run that hangs is reported by name while the runs before it take
+     * their usual seconds (the limits add up to more than the test's own, tests/meson.build,
+     * which bench/gpu_check.sh's nccl part needs to fit one call) */
     for (int world = 1; world <= worlds; world++)
         CHECK_MSG(dist_all_pass(world, collectives_body, NULL, 10), "collectives, world %d", world);
     if (worlds > 1) {
-        dist_cache_run_all(GC_DIST_NCCL, 2, false, 10);
+        dist_cache_run_all(GC_DIST_NCCL, 2, true, 10);
         CHECK_MSG(dist_all_pass(2, ring_loss_body, NULL, 10), "the ring loss through NCCL");
         dist_zero_run_all(GC_DIST_NCCL, 2, 10);
         CHECK_MSG(dist_all_pass(2, peer_gone_body, NULL, 10), "a peer gone during an all-gather of unequal rows");

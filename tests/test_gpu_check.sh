@@ -1,7 +1,8 @@
 #!/bin/bash
 # bench/gpu_check.sh without a GPU ($1: the script, $2: the build folder): its dry run checks
 # every step's programs and flags against this build, so that a GPU session's minutes are not
-# spent on a misspelt flag. Also: a flag no program documents is caught, the summary holds a
+# spent on a misspelt flag. Also: a carried NCCL tarball (bench/build_nccl.sh's; a fake one here)
+# is unpacked and built with, and the NCCL steps planned for it; a flag no program documents is caught, the summary holds a
 # row per step, a wrong part stops with the usage, and the side-by-side table is made without
 # PyTorch. Skipped (77) without the benchmarks (-Dbench=false).
 set -u
@@ -12,9 +13,17 @@ build=$2
 source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 dir=$work
 
+# A carried NCCL 2.30.7 (a header that says so is all a dry run reads), unpacked under TMPDIR
+mkdir -p "$dir/fake_nccl/nccl-2.30.7-sm90/include" "$dir/carried" "$dir/tmp"
+printf '#define NCCL_MAJOR 2\n#define NCCL_MINOR 30\n#define NCCL_PATCH 7\n' \
+    >"$dir/fake_nccl/nccl-2.30.7-sm90/include/nccl.h"
+tar -C "$dir/fake_nccl" -cJf "$dir/carried/nccl-2.30.7-sm90.tar.xz" nccl-2.30.7-sm90
+export GC_GPU_CHECK_NCCL_DIR=$dir/carried TMPDIR=$dir/tmp
+carried=$dir/tmp/gc_nccl/nccl-2.30.7-sm90
+
 # Each part is one call of the device tool: its dry run starts every step, and its plan (the
 # sum of the steps' limits, the build's included) fits the call's budget.
-for part in check shipped train bench compare minilm profile; do
+for part in check shipped nccl train bench compare minilm profile; do
     OUT=$dir/$part GC_GPU_CHECK_BUILD=$build bash "$script" --dry-run "$part" >"$dir/$part.stdout" 2>&1 ||
         fail "dry run of $part: $(grep -B1 'would not start' "$dir/$part/gpu_check.log"; tail -2 "$dir/$part.stdout")"
     grep -q "plan for $part: the steps' limits add up to [0-9]*s of a 570s budget (fits one call: yes)" \
@@ -36,9 +45,14 @@ rows=$(grep -c '^| synced/' "$summary")
 grep -q '^| synced/test_large_cuda | dry run: would start | [0-9]* | 40 |' "$summary" ||
     fail "test_large_cuda's step does not have its own limit: $(grep test_large_cuda "$summary")"
 grep -q '^| synced/test_dist_nccl' "$summary" && fail "test_dist_nccl runs in the suite's steps"
-grep -q '^| dist_nccl | dry run: would start | [0-9]* | 120 |' "$dir/shipped/gpu_check.md" ||
-    fail "test_dist_nccl's step does not have its own limit: $(cat "$dir/shipped/gpu_check.md")"
-grep -q '^- NCCL: ' "$summary" || fail "the summary does not say which NCCL"
+grep -q '^| dist_nccl | dry run: would start | [0-9]* | 300 |' "$dir/nccl/gpu_check.md" ||
+    fail "test_dist_nccl's step does not have its own limit: $(cat "$dir/nccl/gpu_check.md")"
+grep -qF -- "- NCCL: 2.30.7 in $carried (two ranks on one GPU)" "$summary" ||
+    fail "the summary does not name the carried NCCL: $(grep -- '- NCCL' "$summary")"
+grep -qF -- "-Dnccl-root=$carried" "$summary" || fail "the configure step does not build with the carried NCCL"
+[ -f "$carried/include/nccl.h" ] || fail "the carried NCCL was not unpacked to $carried"
+grep -q '^| train_nccl | dry run: would start |' "$dir/nccl/gpu_check.md" ||
+    fail "nccl: no launched training over NCCL: $(cat "$dir/nccl/gpu_check.md")"
 for step in verify_f32 train_gc; do grep -q "^| $step | dry run" "$dir/train/gpu_check.md" || fail "train: no $step"; done
 for step in bench_matmul bench_bandwidth bench_speed bench_speed_keep_last; do
     grep -q "^| $step | dry run" "$dir/bench/gpu_check.md" || fail "bench: no $step"
@@ -62,7 +76,7 @@ for step in ncu_step kernel_table; do
 done
 # all seven parts are more than one call holds: the dry run says so and fails
 if OUT=$dir/all GC_GPU_CHECK_BUILD=$build bash "$script" --dry-run all >"$dir/all.stdout" 2>&1; then
-    fail "the plan of all six parts passed as one call"
+    fail "the plan of all seven parts passed as one call"
 fi
 grep -q "(fits one call: no)" "$dir/all.stdout" || fail "all: the plan is not refused: $(tail -2 "$dir/all.stdout")"
 
