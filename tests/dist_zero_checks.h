@@ -19,7 +19,9 @@
  *     every rank, as the reference (whose all-reduce spreads the inf) skips it;
  *   - with K batches accumulated per update (gc_ddp_micro_batch), all of the above against the
  *     reference accumulating the same K: the reductions counted per update, the scaler's verdict
- *     and the gradient memory after the update's last batch. */
+ *     and the gradient memory after the update's last batch;
+ *   - in a world of 2 whose ranks hold shares of unequal chunk counts, reducing every backward:
+ *     as many reductions on either rank (rank 0's count). */
 #ifndef GC_TESTS_DIST_ZERO_CHECKS_H
 #define GC_TESTS_DIST_ZERO_CHECKS_H
 
@@ -88,7 +90,7 @@ static int dist_zero_body(int rank, int world, void *arg) {
     bool bitwise = !c->clip && !every && c->backend == GC_DIST_TCP; /* NCCL's algorithms differ by collective */
     /* reductions per step: one per bucket, or when every backward is reduced one per bucket of
      * the backward's model, each model's chunks after another */
-    int64_t chunks = c->full_batch ? 1 : ZERO_GLOBAL_ROWS / world / ZERO_CHUNK;
+    int64_t chunks = c->full_batch ? 1 : (zero_first_row(c, 1, world) - zero_first_row(c, 0, world)) / ZERO_CHUNK;
     int64_t by_model = chunks * (dist_buckets_holding(z.ddp, &z.q.params) +
                                  dist_buckets_holding(z.ddp, c->tied ? &z.q.params : &z.p.params));
     /* with accumulation, only the last micro-batch syncs -- except at 2b, whose every micro-batch
@@ -155,7 +157,7 @@ static void dist_zero_run_all(gc_dist_backend backend, int max_world, double sec
             for (int s = 0; s < 3; s++, variant++) {
                 char name[96];
                 zero_case c = {name, dtypes[d], stages[s], variant % 2 == 1, variant % 5 == 2, variant % 3 != 0,
-                               dtypes[d] == GC_F16, false, backend, 1};
+                               dtypes[d] == GC_F16, false, backend, 1, false};
                 snprintf(name, sizeof name, "ZeRO-%s %s%s%s%s", names[s], gc_dtype_name(dtypes[d]), c.tied ? ", tied" : "",
                          c.full_batch ? ", plain step" : "", c.clip ? ", clipped" : "");
                 CHECK_MSG(dist_all_pass(world, dist_zero_body, &c, seconds), "world %d: %s", world, name);
@@ -163,6 +165,18 @@ static void dist_zero_run_all(gc_dist_backend backend, int max_world, double sec
         zero_case c = {"ZeRO-1 f32, every backward reduced", GC_F32, GC_ZERO_1, .sync_every_backward = true,
                        .backend = backend};
         CHECK_MSG(dist_all_pass(world, dist_zero_body, &c, seconds), "world %d: %s", world, c.name);
+        /* shares of unequal chunk counts (3 and 1 a side): rank 1 takes part in rank 0's last
+         * reductions of each model with nothing of its own */
+        const zero_case uneven[] = {
+            {"ZeRO-2b f32, 3 and 1 chunks", GC_F32, GC_ZERO_2_EVERY_BACKWARD, .backend = backend, .uneven = true},
+            {"ZeRO-2b bf16, 3 and 1 chunks, tied, clipped", GC_BF16, GC_ZERO_2_EVERY_BACKWARD, .tied = true,
+             .clip = true, .backend = backend, .uneven = true},
+            {"ZeRO-1 f32, every backward reduced, 3 and 1 chunks", GC_F32, GC_ZERO_1, .sync_every_backward = true,
+             .backend = backend, .uneven = true},
+        };
+        for (size_t i = 0; i < sizeof uneven / sizeof *uneven && world == 2; i++)
+            CHECK_MSG(dist_all_pass(world, dist_zero_body, (void *)&uneven[i], seconds), "world %d: %s", world,
+                      uneven[i].name);
         /* K batches accumulated per update against the reference accumulating them: at 1 and 2a
          * one reduction per update (bitwise on the TCP ring), at 2b every backward's added into
          * the shards; the f16 case's scaler judges the update once, after its last batch */
