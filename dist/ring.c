@@ -239,10 +239,13 @@ gc_status gc_ring_shift(gc_ring *ring, const void *send, size_t send_size, void 
             if (closed) return broken(ring, what, true);
             in.done += (size_t)got;
             moved |= got > 0;
-            if (in_header && in.done == sizeof in.header && header_size(&in) != receive_size)
-                gc_fatal("%s: rank %d sent %llu bytes, rank %d expects %zu (the ranks disagree on the sizes)", what,
-                         wrap(ring->rank - 1, ring->world), (unsigned long long)header_size(&in), ring->rank,
-                         receive_size);
+            if (in_header && in.done == sizeof in.header && header_size(&in) != receive_size) {
+                /* the size is the peer's word: an error to return, whoever is wrong */
+                gc_set_error(GC_ERR_FORMAT, "%s: rank %d sent %llu bytes, rank %d expects %zu (the ranks disagree on "
+                             "the sizes)", what, wrap(ring->rank - 1, ring->world),
+                             (unsigned long long)header_size(&in), ring->rank, receive_size);
+                return GC_ERR_FORMAT;
+            }
         }
         if (polls[0].revents & (POLLOUT | POLLERR | POLLHUP)) {
             uint8_t *at = stream_at(&out, &left);
