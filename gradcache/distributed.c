@@ -2,6 +2,7 @@
  * in cache.c asks of the process group -- the global batch for the loss (gathered, or left to
  * the loss's ring), each rank's share of its gradient, and one gradient reduction per step.
  * Nothing here calls back into cache.c. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,19 @@ static gc_tensor *gather(gc_process_group *group, const gc_tensor *leaf, const i
     return global;
 }
 
+/* The ranks' rows are their word: checked before they size a buffer or a collective (the
+ * loss indexes the global batch in i32, so no rank has more rows than that). */
+static gc_status check_rows(const rank_rows *all, int world, int n_models) {
+    for (int r = 0; r < world; r++)
+        for (int m = 0; m < n_models; m++)
+            if (all[r].rows[m] < 0 || all[r].rows[m] > INT32_MAX) {
+                gc_set_error(GC_ERR_FORMAT, "cache: rank %d says it has %lld rows of model %d (0 to %d)", r,
+                             (long long)all[r].rows[m], m, INT32_MAX);
+                return GC_ERR_FORMAT;
+            }
+    return GC_OK;
+}
+
 gc_status gc_cache_global_batch(const gc_cache *cache, gc_tensor *const *leaves, gc_tensor **global,
                                 gc_cache_exchange *exchange) {
     const gc_cache_config *config = &cache->config;
@@ -79,6 +93,7 @@ gc_status gc_cache_global_batch(const gc_cache *cache, gc_tensor *const *leaves,
     if (!all || !counts) gc_fatal("cache: out of host memory for %d ranks", world);
     for (int m = 0; m < n; m++) mine.rows[m] = leaves[m]->shape[0];
     gc_status status = gc_dist_all_gather_host(group, &mine, sizeof mine, all);
+    if (status == GC_OK) status = check_rows(all, world, n);
     if (status == GC_OK && choosing) exchange->ring = ring_wanted(config, leaves, all, world);
     for (int m = 0; m < n && status == GC_OK; m++) {
         if (exchange->ring) {
