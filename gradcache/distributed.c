@@ -136,7 +136,14 @@ static gc_status agree_rounds(const gc_cache *cache, gc_cache_sync *sync) {
     for (int m = 0; m < n; m++) most[m] = (double)sync->rounds[m];
     gc_tensor *counts = gc_from_host(most, GC_SHAPE(n), GC_F64, gc_cpu());
     gc_status status = counts ? gc_dist_all_reduce(cache->config.group, counts, GC_DIST_MAX) : gc_last_status();
-    for (int m = 0; m < n && status == GC_OK; m++) sync->rounds[m] = (int64_t)((const double *)gc_data(counts))[m];
+    for (int m = 0; m < n && status == GC_OK; m++) {
+        double most_chunks = ((const double *)gc_data(counts))[m]; /* a peer's word: no more chunks than rows */
+        if (!(most_chunks >= 0 && most_chunks <= INT32_MAX)) {
+            gc_set_error(GC_ERR_FORMAT, "cache: a rank says it has %g chunks of model %d", most_chunks, m);
+            status = GC_ERR_FORMAT;
+        }
+        sync->rounds[m] = status == GC_OK ? (int64_t)most_chunks : 0;
+    }
     gc_tensor_release(counts);
     return status;
 }
