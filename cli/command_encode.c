@@ -101,7 +101,7 @@ int cli_command_encode(int argc, char **argv) {
     gc_text_lines lines = {0};
     gc_tensor *embeddings = NULL;
     if (load_model(&f, device, &model) != GC_OK) {
-        status = fail(1, "--model: %s", gc_last_error());
+        status = cli_fail_model("encode");
     } else if (gc_text_lines_read(f.input, &lines) != GC_OK) {
         status = fail(1, "--input: %s", gc_last_error());
     } else if (lines.count == 0) {

@@ -149,7 +149,7 @@ int cli_command_eval(int argc, char **argv) {
     if (f.matryoshka && cli_int_list_parse("eval", "matryoshka", f.matryoshka, 1, 1 << 20, &dims)) return 2;
     gc_retrieval_metrics metrics[CLI_INT_LIST_MAX];
     if (gc_dual_encoder_load(f.model, f.max_length, device, &model) != GC_OK) {
-        status = fail(1, "--model: %s", gc_last_error());
+        status = cli_fail_model("eval");
     } else if (gc_pairs_read(data_path, &pairs) != GC_OK) {
         status = fail(1, "--data: %s", gc_last_error());
     } else {

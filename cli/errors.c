@@ -1,8 +1,10 @@
 /* One-line failure reports (see errors.h). */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "errors.h"
+#include "gradcache/error.h"
 
 int cli_fail(const char *command, int exit_status, const char *format, ...) {
     /* Formatted whole, then written by one call: a process stopped by a signal while it
@@ -15,4 +17,9 @@ int cli_fail(const char *command, int exit_status, const char *format, ...) {
     va_end(args);
     fprintf(stderr, "gradcache %s: %s\n", command, message);
     return exit_status;
+}
+
+int cli_fail_model(const char *command) {
+    bool flag = gc_last_status() == GC_ERR_CONFIG;
+    return cli_fail(command, flag ? 2 : 1, "%s: %s", flag ? "--max-length" : "--model", gc_last_error());
 }

@@ -11,4 +11,8 @@ int cli_fail(const char *command, int exit_status, const char *format, ...)
 #endif
     ;
 
+/* The line for a model --model could not load: a usage error (2) naming --max-length when the
+ * library said the length asked for leaves no room for text (GC_ERR_CONFIG), else 1. */
+int cli_fail_model(const char *command);
+
 #endif

@@ -167,11 +167,10 @@ gc_status gc_auth_connect(int fd, const gc_dist_secret *secret, gc_auth_identity
     return status;
 }
 
-gc_status gc_auth_send_challenge(int fd, gc_auth *auth, const gc_dist_secret *secret, gc_auth_identity me,
+gc_status gc_auth_send_challenge(int fd, gc_auth *auth, const gc_dist_secret *secret,
+                                 const uint8_t hello[GC_AUTH_HELLO_SIZE], gc_auth_identity me,
                                  gc_auth_identity expected, double deadline, const char *peer) {
-    uint8_t hello[GC_AUTH_HELLO_SIZE], challenge[GC_AUTH_CHALLENGE_SIZE];
-    gc_status status = receive(fd, hello, sizeof hello, deadline, peer, "its hello");
-    if (status != GC_OK) return status;
+    uint8_t challenge[GC_AUTH_CHALLENGE_SIZE];
     gc_auth_identity claimed;
     const char *problem;
     if (!gc_auth_challenge(auth, secret, hello, me, &claimed, challenge, &problem)) return refused(peer, problem);

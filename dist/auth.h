@@ -79,8 +79,9 @@ gc_status gc_auth_await_verdict(int fd, double deadline, const char *peer);
 /* Client: the three steps above in a row (turned_away as for gc_auth_answer). */
 gc_status gc_auth_connect(int fd, const gc_dist_secret *secret, gc_auth_identity me, gc_auth_identity expected,
                           double deadline, const char *peer, bool *turned_away);
-/* Server: reads the hello (it must claim `expected`), sends the challenge. */
-gc_status gc_auth_send_challenge(int fd, gc_auth *auth, const gc_dist_secret *secret, gc_auth_identity me,
+/* Server: answers the hello the caller has read (it must claim `expected`) with the challenge. */
+gc_status gc_auth_send_challenge(int fd, gc_auth *auth, const gc_dist_secret *secret,
+                                 const uint8_t hello[GC_AUTH_HELLO_SIZE], gc_auth_identity me,
                                  gc_auth_identity expected, double deadline, const char *peer);
 /* Server: reads and checks the proof, sends the verdict. */
 gc_status gc_auth_check_proof(int fd, const gc_auth *auth, double deadline, const char *peer);

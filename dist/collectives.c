@@ -200,6 +200,9 @@ gc_status gc_dist_barrier(gc_process_group *group) {
     return status;
 }
 
+/* 2^53: the row counts travel as f64, exact up to here */
+#define MAX_GATHERED_ROWS 9007199254740992.0
+
 gc_tensor *gc_dist_all_gather(gc_process_group *group, const gc_tensor *input, int64_t *counts) {
     int world = group->world;
     if (input->ndim < 1) gc_fatal("all_gather: a 0-dim input (rows are gathered)");
@@ -212,10 +215,19 @@ gc_tensor *gc_dist_all_gather(gc_process_group *group, const gc_tensor *input, i
     for (int r = 0; r < world; r++) ones[r] = 1;
     gc_status status = one && all ? gc_dist_work_wait(gc_dist_all_gather_start(group, one, all, ones)) : gc_last_status();
     gc_tensor *output = NULL;
+    int64_t total = 0;
+    for (int r = 0; r < world && status == GC_OK; r++) {
+        /* a peer's count is outside input: a whole number of rows the total can hold */
+        double count = ((const double *)gc_data(all))[r];
+        if (!(count >= 0 && count <= MAX_GATHERED_ROWS - (double)total && count == (double)(int64_t)count)) {
+            gc_set_error(GC_ERR_FORMAT, "all_gather: rank %d says it has %.17g rows (at most %.17g in all)", r, count,
+                         MAX_GATHERED_ROWS);
+            status = GC_ERR_FORMAT;
+        } else {
+            total += rows[r] = (int64_t)count;
+        }
+    }
     if (status == GC_OK) {
-        double *values = gc_data(all);
-        int64_t total = 0;
-        for (int r = 0; r < world; r++) total += rows[r] = (int64_t)values[r];
         int64_t shape[GC_MAX_DIMS];
         memcpy(shape, input->shape, sizeof shape);
         shape[0] = total;

@@ -29,12 +29,23 @@ static void signature_of(const gc_param *param, double *row) {
     row[7] = t->device.type;
 }
 
+/* Whether v is a whole number in [low, high]: checked before a peer's value becomes an int. */
+static bool whole_in(double v, double low, double high) { return v >= low && v <= high && v == (double)(int64_t)v; }
+
+/* A row as text. Another rank's row is outside input: its ndim may be past GC_MAX_DIMS, its
+ * sizes no sizes, its dtype no dtype, so each is checked before it is converted or named. */
 static const char *describe(const double *row, char *text, size_t size) {
     int64_t shape[GC_MAX_DIMS];
-    for (int d = 0; d < GC_MAX_DIMS; d++) shape[d] = (int64_t)row[2 + d];
-    char dims[64];
-    snprintf(text, size, "%s %s %s", gc_shape_str((int)row[1], shape, dims, sizeof dims),
-             gc_dtype_name((gc_dtype)row[6]), row[7] == GC_DEVICE_CUDA ? "cuda" : "cpu");
+    bool shaped = whole_in(row[1], 0, GC_MAX_DIMS);
+    for (int d = 0; d < GC_MAX_DIMS && shaped; d++) {
+        shaped = whole_in(row[2 + d], 0, 9007199254740992.0); /* 2^53: exact in an f64 */
+        shape[d] = shaped ? (int64_t)row[2 + d] : 0;
+    }
+    char dims[96], dtype[48];
+    if (shaped) gc_shape_str((int)row[1], shape, dims, sizeof dims);
+    else snprintf(dims, sizeof dims, "ndim %.17g [%g, %g, %g, %g]", row[1], row[2], row[3], row[4], row[5]);
+    const char *device = row[7] == GC_DEVICE_CUDA ? "cuda" : row[7] == GC_DEVICE_CPU ? "cpu" : "an unknown device";
+    snprintf(text, size, "%s %s %s", dims, gc_dtype_describe(row[6], dtype, sizeof dtype), device);
     return text;
 }
 
@@ -59,7 +70,7 @@ gc_status gc_ddp_check_params(gc_process_group *group, const gc_param_list *para
         for (int i = 0; i < count && status == GC_OK; i++) {
             const double *first = table + (size_t)i * SIGNATURE, *theirs = table + ((size_t)r * count + i) * SIGNATURE;
             if (memcmp(first, theirs, SIGNATURE * sizeof *first) == 0) continue;
-            char a[96], b[96];
+            char a[192], b[192];
             gc_set_error(GC_ERR_FORMAT, "ddp: parameter %d ('%s' on rank %d) is %s%s on rank 0 but %s%s on rank %d", i,
                          params->items[i].name, gc_dist_rank(group), describe(first, a, sizeof a),
                          first[0] != theirs[0] ? " (another name)" : "", describe(theirs, b, sizeof b),

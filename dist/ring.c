@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "host_reduce.h"
 #include "socket.h"
@@ -239,10 +240,17 @@ gc_status gc_ring_shift(gc_ring *ring, const void *send, size_t send_size, void 
             if (closed) return broken(ring, what, true);
             in.done += (size_t)got;
             moved |= got > 0;
-            if (in_header && in.done == sizeof in.header && header_size(&in) != receive_size)
-                gc_fatal("%s: rank %d sent %llu bytes, rank %d expects %zu (the ranks disagree on the sizes)", what,
-                         wrap(ring->rank - 1, ring->world), (unsigned long long)header_size(&in), ring->rank,
-                         receive_size);
+            if (in_header && in.done == sizeof in.header && header_size(&in) != receive_size) {
+                /* the size is the peer's word: an error to return, whoever is wrong; the streams are
+                 * out of step now, so the ring's connections are shut and every later collective,
+                 * here and at the neighbours, fails rather than take the wrong bytes */
+                gc_set_error(GC_ERR_FORMAT, "%s: rank %d sent %llu bytes, rank %d expects %zu (the ranks disagree on "
+                             "the sizes)", what, wrap(ring->rank - 1, ring->world),
+                             (unsigned long long)header_size(&in), ring->rank, receive_size);
+                shutdown(ring->prev_fd, SHUT_RDWR);
+                shutdown(ring->next_fd, SHUT_RDWR);
+                return GC_ERR_FORMAT;
+            }
         }
         if (polls[0].revents & (POLLOUT | POLLERR | POLLHUP)) {
             uint8_t *at = stream_at(&out, &left);

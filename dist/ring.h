@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "auth.h"
 #include "gradcache/dist.h"
 
 typedef struct gc_ring {
@@ -53,13 +54,23 @@ gc_status gc_ring_run(gc_ring *ring, const gc_ring_buffer *buffer, int phases, g
  * the handshake) with what was opened left in the fds for the caller to close. */
 gc_status gc_ring_connect(gc_process_group *group, gc_ring *ring);
 
+/* The connections a ring listener holds before their hellos (its backlog too): one is the
+ * previous rank's, the rest strangers (the store's margin of places beyond the run's). */
+#define GC_RING_WAITING_MAX GC_STORE_CONNECTION_MARGIN
+
+/* The listener's side of gc_ring_connect (ring_listener.c): accepts connections, side by side
+ * and at most GC_RING_WAITING_MAX at once, until one says hello as the previous rank and has
+ * been sent the challenge (with `whole`, until its proof is right too). Its fd, or -1 with
+ * GC_ERR_PEER at the deadline. */
+int gc_ring_accept_prev(gc_process_group *group, int listen_fd, gc_auth *auth, bool whole, double deadline);
+
 /* data[0, size) of rank `root` is copied to every rank, forwarded along the ring. */
 gc_status gc_ring_broadcast(gc_ring *ring, void *data, size_t size, int root, const char *what);
 
 /* One step of a ring: send[0, send_size) goes to the next rank while the previous rank's
  * bytes arrive in receive[0, receive_size), both at once through poll(). Each side is preceded
- * by 8 bytes giving its size, so that a receiver expecting another size stops the program
- * naming both (the ranks disagree on the sizes: a programmer error) instead of taking the next
+ * by 8 bytes giving its size, so that a receiver expecting another size returns GC_ERR_FORMAT
+ * naming both (the ranks disagree on the sizes, or a peer lies) instead of taking the next
  * collective's bytes for its own. In a world of one, send is moved into receive. */
 gc_status gc_ring_shift(gc_ring *ring, const void *send, size_t send_size, void *receive, size_t receive_size,
                         const char *what);

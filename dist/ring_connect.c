@@ -8,9 +8,10 @@
  * wait for each other around the ring. So the steps interleave: send the hello to the next
  * rank; accept the previous rank's hello and send it the challenge; answer the next rank's
  * challenge; check the previous rank's proof; read the next rank's verdict. Each step waits
- * only for a step that a neighbour takes before its own wait. A connection that fails the
- * handshake (a stranger, a wrong secret, another rank) is logged, closed and another
- * accepted, until the previous rank's arrives or the timeout passes. */
+ * only for a step that a neighbour takes before its own wait. The listener finds the previous
+ * rank's connection among strangers (ring_listener.c): one that fails the handshake (a
+ * stranger, a wrong secret, another rank) is logged and closed, until the previous rank's
+ * arrives or the timeout passes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,7 @@ static gc_auth_identity as_rank(int rank) { return (gc_auth_identity){GC_AUTH_RI
 static int listen_and_publish(gc_process_group *group) {
     char address[GC_DIST_ADDR_MAX], key[64], value[GC_DIST_ADDR_MAX + 16];
     gc_store_local_address(group->store, address, sizeof address);
-    int fd = gc_socket_listen(address, 0, group->world);
+    int fd = gc_socket_listen(address, 0, GC_RING_WAITING_MAX);
     if (fd < 0) return -1;
     snprintf(key, sizeof key, "gc/ring/address/%d", group->rank);
     snprintf(value, sizeof value, "%s:%d", address, gc_socket_port(fd));
@@ -63,31 +64,6 @@ static int connect_next(gc_process_group *group, gc_auth *auth, double deadline,
     return fd;
 }
 
-/* Accepts connections until one says hello as the previous rank and has been sent the
- * challenge; with `whole`, also until its proof is right. Each connection gets at most
- * GC_DIST_HANDSHAKE_SECONDS; one that fails is logged and closed. -1 at the deadline. */
-static int accept_prev(gc_process_group *group, int listen_fd, gc_auth *auth, bool whole, double deadline) {
-    int prev = (group->rank + group->world - 1) % group->world;
-    char where[64];
-    snprintf(where, sizeof where, "rank %d, ring", group->rank);
-    while (gc_ms_until(deadline) > 0) {
-        int fd = gc_socket_accept(listen_fd, deadline);
-        if (fd < 0) break;
-        char peer[64];
-        gc_socket_peer(fd, peer, sizeof peer);
-        double limit = gc_deadline_after(GC_DIST_HANDSHAKE_SECONDS);
-        if (limit > deadline) limit = deadline;
-        gc_status status =
-            gc_auth_send_challenge(fd, auth, &group->secret, as_rank(group->rank), as_rank(prev), limit, peer);
-        if (status == GC_OK && whole) status = gc_auth_check_proof(fd, auth, limit, peer);
-        if (status == GC_OK) return fd;
-        gc_auth_log_refusal(where, peer, gc_last_error());
-        gc_socket_close(fd); /* not our neighbour: keep waiting for it */
-    }
-    gc_set_error(GC_ERR_PEER, "rank %d did not connect within %g s (did it start?)", prev, group->timeout);
-    return -1;
-}
-
 /* The previous rank's proof; a wrong one is logged and the previous rank accepted anew. */
 static int check_prev(gc_process_group *group, int listen_fd, int fd, gc_auth *auth, double deadline) {
     char peer[64];
@@ -98,7 +74,7 @@ static int check_prev(gc_process_group *group, int listen_fd, int fd, gc_auth *a
     gc_auth_log_refusal(where, peer, gc_last_error());
     gc_socket_close(fd);
     /* our client side is done: a whole handshake here waits for nothing of ours */
-    return accept_prev(group, listen_fd, auth, true, deadline);
+    return gc_ring_accept_prev(group, listen_fd, auth, true, deadline);
 }
 
 gc_status gc_ring_connect(gc_process_group *group, gc_ring *ring) {
@@ -110,7 +86,7 @@ gc_status gc_ring_connect(gc_process_group *group, gc_ring *ring) {
     gc_status status = listen_fd < 0 ? gc_last_status() : GC_OK;
     if (status == GC_OK) ring->next_fd = connect_next(group, &as_client, deadline, next_peer, sizeof next_peer);
     if (status == GC_OK && ring->next_fd >= 0)
-        ring->prev_fd = accept_prev(group, listen_fd, &as_server, false, deadline);
+        ring->prev_fd = gc_ring_accept_prev(group, listen_fd, &as_server, false, deadline);
     if (status == GC_OK && (ring->next_fd < 0 || ring->prev_fd < 0)) status = gc_last_status();
     if (status == GC_OK) status = gc_auth_answer(ring->next_fd, &as_client, as_rank(next), deadline, next_peer, NULL);
     if (status == GC_OK) {

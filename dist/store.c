@@ -13,6 +13,9 @@
 #include "store_protocol.h"
 #include "store_server.h"
 
+/* How long rank 0 tries to reach the store it serves itself (a listener already up). */
+#define SELF_CONNECT_SECONDS 2.0
+
 struct gc_store {
     int fd;
     int port;                /* the server's */
@@ -49,6 +52,10 @@ gc_store *gc_store_new(const gc_store_options *options) {
     *store = (gc_store){.fd = -1, .port = port, .timeout = options->timeout_seconds, .server = server};
     snprintf(store->endpoint, sizeof store->endpoint, "%s:%d", target, port);
     double deadline = gc_deadline_after(options->timeout_seconds);
+    /* rank 0's own server listens already: a connection to it succeeds at once or never (its
+     * bind address does not serve MASTER_ADDR), so it gets a moment, not the whole timeout */
+    double connect_deadline = server ? gc_deadline_after(SELF_CONNECT_SECONDS) : deadline;
+    if (connect_deadline > deadline) connect_deadline = deadline;
     gc_auth_identity me = {GC_AUTH_STORE, (uint32_t)options->rank}, server_identity = {GC_AUTH_STORE, 0};
     gc_status status = GC_ERR_PEER;
     /* a server crowded by strangers may turn this connection away before the handshake (it
@@ -56,12 +63,21 @@ gc_store *gc_store_new(const gc_store_options *options) {
     bool turned_away = false;
     do {
         gc_socket_close(store->fd);
-        store->fd = gc_socket_connect(target, port, deadline);
+        store->fd = gc_socket_connect(target, port, connect_deadline);
         if (store->fd < 0) break;
+        connect_deadline = deadline; /* it is reachable: a retry of a turned-away one may wait */
         status = gc_auth_connect(store->fd, secret, me, server_identity, deadline, store->endpoint, &turned_away);
         struct timespec pause = {0, 50 * 1000 * 1000};
         if (status != GC_OK && turned_away) nanosleep(&pause, NULL);
     } while (status != GC_OK && turned_away && gc_ms_until(deadline) > 0);
+    if (store->fd < 0 && server) {
+        gc_set_error(GC_ERR_CONFIG, "the store: rank 0 cannot reach the store it serves on %s:%d at %s: %s "
+                     "(GC_DIST_BIND must be an address that MASTER_ADDR reaches: MASTER_ADDR itself, or 0.0.0.0)",
+                     options->bind ? options->bind : target, port, store->endpoint, gc_last_error());
+        gc_store_server_stop(server, 0);
+        free(store);
+        return NULL;
+    }
     if (store->fd < 0 || status != GC_OK) {
         gc_set_error(gc_last_status(), "the store (rank 0): %s", gc_last_error());
         gc_socket_close(store->fd);

@@ -255,10 +255,9 @@ static void check_second_pass(int m, int c, const gc_tensor *rep, const gc_tenso
 }
 
 /* Step 4 for one model: each chunk's forward with a graph (RNG replayed) and its backward
- * seeded with the chunk's slice of the cache; with a bucketer, the step's last backward
- * (last_model's last chunk) is the one synced. */
-static gc_status forward_backward(const gc_cache *cache, int m, model_pass *pass, const gc_cache_sync *sync,
-                                  bool last_model) {
+ * seeded with the chunk's slice of the cache; with a bucketer, the step's last backward is
+ * the one synced (or every one, as many on every rank: gc_cache_sync_pad). */
+static gc_status forward_backward(const gc_cache *cache, int m, model_pass *pass, const gc_cache_sync *sync) {
     const gc_cache_config *config = &cache->config;
     const gc_cached_model *model = &config->models[m];
     int64_t start = 0;
@@ -277,14 +276,14 @@ static gc_status forward_backward(const gc_cache *cache, int m, model_pass *pass
             gc_rng_replay_end(&saved);
         }
         check_second_pass(m, c, rep, seed);
-        bool last = last_model && c == pass->n_chunks - 1, synced = gc_cache_sync_before(sync, last, model->params);
+        bool synced = gc_cache_sync_before(sync, m, c, model->params);
         gc_status status = rep ? gc_cache_backward(config->backward, rep, seed, config->user) : gc_last_status();
-        status = gc_cache_sync_after(sync, synced, last, status);
+        status = gc_cache_sync_after(sync, synced, m, c, status);
         gc_tensor_release(rep);
         gc_tensor_release(seed);
         if (status != GC_OK) return status;
     }
-    return GC_OK;
+    return gc_cache_sync_pad(sync, m, pass->n_chunks, model->params);
 }
 
 /* One attempt at a step with fixed chunk sizes: the algorithm of cache.h, in order. */
@@ -327,14 +326,11 @@ static gc_status attempt(gc_cache *cache, const gc_batch *inputs, double *loss, 
      * with a chunk does it) */
     if (status == GC_OK) {
         p = phase_begin(measure, device);
-        int last_model = n - 1;
-        while (last_model > 0 && passes[last_model].n_chunks == 0) last_model--;
-        int64_t backwards = 0;
-        for (int m = 0; m < n; m++) backwards += passes[m].n_chunks;
+        int64_t chunks[GC_CACHE_MAX_MODELS];
+        for (int m = 0; m < n; m++) chunks[m] = passes[m].n_chunks;
         gc_cache_sync sync;
-        status = gc_cache_sync_begin(cache, backwards, &sync);
-        for (int m = 0; m < n && status == GC_OK; m++)
-            status = forward_backward(cache, m, &passes[m], &sync, m == last_model);
+        status = gc_cache_sync_begin(cache, chunks, &sync);
+        for (int m = 0; m < n && status == GC_OK; m++) status = forward_backward(cache, m, &passes[m], &sync);
         gc_cache_sync_end(&sync);
         phase_end(&p, &local.backward_seconds, &local.backward_peak_bytes);
     }

@@ -45,20 +45,28 @@ gc_status gc_cache_global_batch(const gc_cache *cache, gc_tensor *const *leaves,
 gc_status gc_cache_own_rows(const gc_cache *cache, gc_tensor *const *global_grads, const int64_t *own_start,
                             gc_tensor *const *leaves, gc_tensor **grads);
 
-/* The bucketer's sync over the `backwards` backwards of one step: only the step's last one
- * reduces (every one with sync_every_backward, whose count must then match on every rank).
- * Without a bucketer every call does nothing. */
+/* The bucketer's sync over the backwards of one step, chunks[m] of model m: only the step's
+ * last one reduces -- or every one, with sync_every_backward or ZeRO-2b, and then every rank
+ * runs as many reductions of each model as the rank with the most chunks of it: one with fewer
+ * takes part in the rest with empty contributions (gc_cache_sync_pad). Without a bucketer
+ * every call does nothing. */
 typedef struct gc_cache_sync {
     gc_ddp *ddp;  /* NULL: nothing to do */
     bool outer;   /* the caller's setting before the step, restored after it */
     bool every;   /* sync_every_backward, or a bucketer that reduces every backward (ZeRO-2b) */
+    int64_t rounds[GC_CACHE_MAX_MODELS]; /* backwards of model m this step: its chunks, or with
+                                            `every` the most any rank has */
+    int last_model; /* the last model with a round: its last round is the step's last */
 } gc_cache_sync;
-gc_status gc_cache_sync_begin(const gc_cache *cache, int64_t backwards, gc_cache_sync *sync);
-/* Sets the sync of the next backward (the step's last one when `last`), which reaches the
- * parameters `reached` (the model's; NULL: unknown); returns whether it is synced. */
-bool gc_cache_sync_before(const gc_cache_sync *sync, bool last, const gc_param_list *reached);
+gc_status gc_cache_sync_begin(const gc_cache *cache, const int64_t *chunks, gc_cache_sync *sync);
+/* Sets the sync of model m's backward of chunk c, which reaches the parameters `reached` (the
+ * model's; NULL: unknown); returns whether it is synced. */
+bool gc_cache_sync_before(const gc_cache_sync *sync, int m, int64_t c, const gc_param_list *reached);
 /* After that backward, given its status: a synced backward's reduction is waited for. */
-gc_status gc_cache_sync_after(const gc_cache_sync *sync, bool synced, bool last, gc_status status);
+gc_status gc_cache_sync_after(const gc_cache_sync *sync, bool synced, int m, int64_t c, gc_status status);
+/* After model m's `chunks` backwards: the rounds other ranks still run for it, with nothing of
+ * this rank's (its parameters' buckets reduced as zeros), so that the collectives match. */
+gc_status gc_cache_sync_pad(const gc_cache_sync *sync, int m, int64_t chunks, const gc_param_list *reached);
 void gc_cache_sync_end(const gc_cache_sync *sync);
 
 #endif

@@ -2,6 +2,7 @@
  * in cache.c asks of the process group -- the global batch for the loss (gathered, or left to
  * the loss's ring), each rank's share of its gradient, and one gradient reduction per step.
  * Nothing here calls back into cache.c. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,19 @@ static gc_tensor *gather(gc_process_group *group, const gc_tensor *leaf, const i
     return global;
 }
 
+/* The ranks' rows are their word: checked before they size a buffer or a collective (the
+ * loss indexes the global batch in i32, so no rank has more rows than that). */
+static gc_status check_rows(const rank_rows *all, int world, int n_models) {
+    for (int r = 0; r < world; r++)
+        for (int m = 0; m < n_models; m++)
+            if (all[r].rows[m] < 0 || all[r].rows[m] > INT32_MAX) {
+                gc_set_error(GC_ERR_FORMAT, "cache: rank %d says it has %lld rows of model %d (0 to %d)", r,
+                             (long long)all[r].rows[m], m, INT32_MAX);
+                return GC_ERR_FORMAT;
+            }
+    return GC_OK;
+}
+
 gc_status gc_cache_global_batch(const gc_cache *cache, gc_tensor *const *leaves, gc_tensor **global,
                                 gc_cache_exchange *exchange) {
     const gc_cache_config *config = &cache->config;
@@ -79,6 +93,7 @@ gc_status gc_cache_global_batch(const gc_cache *cache, gc_tensor *const *leaves,
     if (!all || !counts) gc_fatal("cache: out of host memory for %d ranks", world);
     for (int m = 0; m < n; m++) mine.rows[m] = leaves[m]->shape[0];
     gc_status status = gc_dist_all_gather_host(group, &mine, sizeof mine, all);
+    if (status == GC_OK) status = check_rows(all, world, n);
     if (status == GC_OK && choosing) exchange->ring = ring_wanted(config, leaves, all, world);
     for (int m = 0; m < n && status == GC_OK; m++) {
         if (exchange->ring) {
@@ -113,33 +128,47 @@ gc_status gc_cache_own_rows(const gc_cache *cache, gc_tensor *const *global_grad
     return GC_OK;
 }
 
-gc_status gc_cache_sync_begin(const gc_cache *cache, int64_t backwards, gc_cache_sync *sync) {
-    gc_ddp *ddp = cache->config.ddp;
-    /* ZeRO-2b reduces every chunk's backward into the shards, so that no bucket outlives it */
-    *sync = (gc_cache_sync){.ddp = ddp, .outer = ddp ? gc_ddp_require_sync(ddp) : false,
-                            .every = cache->config.sync_every_backward || (ddp && gc_ddp_reduces_every_backward(ddp))};
-    if (!sync->ddp || !sync->every || !sync->outer) return GC_OK;
-    /* one reduction per backward: every rank must run as many, or the collectives would not
-     * match; the max of (n, -n) gives the largest and the smallest count at once */
-    gc_process_group *group = cache->config.group;
-    double both[2] = {(double)backwards, -(double)backwards};
-    gc_tensor *counts = gc_from_host(both, GC_SHAPE(2), GC_F64, gc_cpu());
-    gc_status status = counts ? gc_dist_all_reduce(group, counts, GC_DIST_MAX) : gc_last_status();
-    if (status == GC_OK) {
-        const double *range = gc_data(counts);
-        if (range[0] != (double)backwards || -range[1] != (double)backwards)
-            gc_fatal("cache: sync_every_backward needs as many chunks on every rank (rank %d has %lld backwards, "
-                     "the ranks %g to %g)",
-                     gc_dist_rank(group), (long long)backwards, -range[1], range[0]);
+/* Each model's rounds: with every backward reduced, the most chunks any rank has of it (one
+ * all-reduce of the counts), so that every rank launches the same reductions in the same order. */
+static gc_status agree_rounds(const gc_cache *cache, gc_cache_sync *sync) {
+    int n = cache->config.n_models;
+    double most[GC_CACHE_MAX_MODELS];
+    for (int m = 0; m < n; m++) most[m] = (double)sync->rounds[m];
+    gc_tensor *counts = gc_from_host(most, GC_SHAPE(n), GC_F64, gc_cpu());
+    gc_status status = counts ? gc_dist_all_reduce(cache->config.group, counts, GC_DIST_MAX) : gc_last_status();
+    for (int m = 0; m < n && status == GC_OK; m++) {
+        double most_chunks = ((const double *)gc_data(counts))[m]; /* a peer's word: no more chunks than rows */
+        if (!(most_chunks >= 0 && most_chunks <= INT32_MAX)) {
+            gc_set_error(GC_ERR_FORMAT, "cache: a rank says it has %g chunks of model %d", most_chunks, m);
+            status = GC_ERR_FORMAT;
+        }
+        sync->rounds[m] = status == GC_OK ? (int64_t)most_chunks : 0;
     }
     gc_tensor_release(counts);
     return status;
 }
 
-bool gc_cache_sync_before(const gc_cache_sync *sync, bool last, const gc_param_list *reached) {
+gc_status gc_cache_sync_begin(const gc_cache *cache, const int64_t *chunks, gc_cache_sync *sync) {
+    gc_ddp *ddp = cache->config.ddp;
+    int n = cache->config.n_models;
+    /* ZeRO-2b reduces every chunk's backward into the shards, so that no bucket outlives it */
+    *sync = (gc_cache_sync){.ddp = ddp, .outer = ddp ? gc_ddp_require_sync(ddp) : false,
+                            .every = cache->config.sync_every_backward || (ddp && gc_ddp_reduces_every_backward(ddp))};
+    memcpy(sync->rounds, chunks, (size_t)n * sizeof *chunks);
+    gc_status status = sync->ddp && sync->every && sync->outer ? agree_rounds(cache, sync) : GC_OK;
+    for (int m = 0; m < n; m++)
+        if (sync->rounds[m] > 0) sync->last_model = m;
+    return status;
+}
+
+static bool is_last(const gc_cache_sync *sync, int m, int64_t c) {
+    return m == sync->last_model && c == sync->rounds[m] - 1;
+}
+
+bool gc_cache_sync_before(const gc_cache_sync *sync, int m, int64_t c, const gc_param_list *reached) {
     if (!sync->ddp) return false;
     /* the caller's setting decides whether this step syncs at all (an outer accumulation) */
-    bool synced = sync->outer && (last || sync->every);
+    bool synced = sync->outer && (is_last(sync, m, c) || sync->every);
     gc_ddp_set_require_sync(sync->ddp, synced);
     /* reducing every backward, each reduces only its own model's gradients: the other models'
      * buckets neither hold its buckets up nor get reduced as zeros */
@@ -147,12 +176,22 @@ bool gc_cache_sync_before(const gc_cache_sync *sync, bool last, const gc_param_l
     return synced;
 }
 
-gc_status gc_cache_sync_after(const gc_cache_sync *sync, bool synced, bool last, gc_status status) {
+gc_status gc_cache_sync_after(const gc_cache_sync *sync, bool synced, int m, int64_t c, gc_status status) {
     if (!synced) return status;
     /* the step's last reduction checks that every parameter got its gradient; one after a
      * local failure is completed all the same, so that the ranks' collectives stay matched */
-    gc_status reduced = status == GC_OK && last ? gc_ddp_wait(sync->ddp) : gc_ddp_wait_partial(sync->ddp);
+    gc_status reduced = status == GC_OK && is_last(sync, m, c) ? gc_ddp_wait(sync->ddp) : gc_ddp_wait_partial(sync->ddp);
     return status == GC_OK ? reduced : status;
+}
+
+gc_status gc_cache_sync_pad(const gc_cache_sync *sync, int m, int64_t chunks, const gc_param_list *reached) {
+    gc_status status = GC_OK;
+    for (int64_t c = chunks; c < sync->rounds[m] && sync->every; c++) {
+        /* no backward: waiting marks every gradient ready, as it is (none: zeros) */
+        bool synced = gc_cache_sync_before(sync, m, c, reached);
+        status = gc_cache_sync_after(sync, synced, m, c, status);
+    }
+    return status;
 }
 
 void gc_cache_sync_end(const gc_cache_sync *sync) {

@@ -19,11 +19,13 @@ gc_status gc_cache_full_batch_step(gc_cache *cache, const gc_batch *inputs, doub
     }
     if (status == GC_OK) status = gc_cache_loss(cache, leaves, loss, grads, NULL);
     gc_cache_sync sync = {0};
-    if (status == GC_OK) status = gc_cache_sync_begin(cache, n, &sync); /* one backward per model */
+    int64_t ones[GC_CACHE_MAX_MODELS]; /* one backward per model */
+    for (int m = 0; m < n; m++) ones[m] = 1;
+    if (status == GC_OK) status = gc_cache_sync_begin(cache, ones, &sync);
     for (int m = 0; m < n && status == GC_OK; m++) {
-        bool last = m == n - 1, synced = gc_cache_sync_before(&sync, last, config->models[m].params);
+        bool synced = gc_cache_sync_before(&sync, m, 0, config->models[m].params);
         status = gc_cache_backward(config->backward, reps[m], grads[m], config->user);
-        status = gc_cache_sync_after(&sync, synced, last, status);
+        status = gc_cache_sync_after(&sync, synced, m, 0, status);
     }
     gc_cache_sync_end(&sync);
     for (int m = 0; m < n; m++) {

@@ -1,5 +1,6 @@
 /* dtype sizes and names, the f32 <-> f16 / bf16 conversions (round to nearest even), and an
  * element of any dtype read as a double. */
+#include <stdio.h>
 #include <string.h>
 
 #include "gradcache/dtype.h"
@@ -20,6 +21,16 @@ const char *gc_dtype_name(gc_dtype dtype) {
     static const char *const names[GC_DTYPE_COUNT] = {"f32", "f16", "bf16", "i32", "f64"};
     if ((int)dtype < 0 || dtype >= GC_DTYPE_COUNT) gc_fatal("dtype: unknown dtype %d", (int)dtype);
     return names[dtype];
+}
+
+const char *gc_dtype_describe(double value, char *text, size_t size) {
+    for (int d = 0; d < GC_DTYPE_COUNT; d++)
+        if (value == d) {
+            snprintf(text, size, "%s", gc_dtype_name((gc_dtype)d));
+            return text;
+        }
+    snprintf(text, size, "an unknown dtype %.17g", value);
+    return text;
 }
 
 int gc_dtype_is_float(gc_dtype dtype) { return dtype != GC_I32; }

@@ -18,12 +18,14 @@ check() {
     "${@:1:$#-1}" || fail "$message"
 }
 
-# expect_error WANT COMMAND...: non-zero exit, exactly one line on stderr, containing WANT.
+# expect_error WANT COMMAND...: non-zero exit, exactly one line on stderr, containing WANT. The
+# exit status is left in $error_status.
 expect_error() {
     local want=$1 status=0
     shift
     checks=$((checks + 1))
     "$@" >"$work/stdout" 2>"$work/stderr" || status=$?
+    error_status=$status
     local message
     message=$(cat "$work/stderr")
     if [ "$status" -eq 0 ]; then
@@ -33,6 +35,15 @@ expect_error() {
     elif [[ $message != *"$want"* ]]; then
         fail "$*: wanted '$want' in: $message"
     fi
+}
+
+# expect_exit STATUS WANT COMMAND...: expect_error, and the exit status is STATUS (2 a usage
+# error, 1 a failure while running: a file's).
+expect_exit() {
+    local want_status=$1
+    shift
+    expect_error "$@"
+    [ "$error_status" -eq "$want_status" ] || fail "${*:2}: exited $error_status, wanted $want_status"
 }
 
 # expect_ok COMMAND...: exit 0; its stdout and stderr are left in $work/stdout, $work/stderr.

@@ -22,6 +22,8 @@
  *     and the gradient memory after the update's last batch;
  *   - through another backend than TCP, the parameters' change over the steps that of the same
  *     case run through the TCP ring just before, to the tolerance (dist_versus_tcp.h). */
+ *   - in a world of 2 whose ranks hold shares of unequal chunk counts, reducing every backward:
+ *     as many reductions on either rank (rank 0's count). */
 #ifndef GC_TESTS_DIST_ZERO_CHECKS_H
 #define GC_TESTS_DIST_ZERO_CHECKS_H
 
@@ -91,7 +93,7 @@ static int dist_zero_body(int rank, int world, void *arg) {
     bool bitwise = !c->clip && !every && c->backend == GC_DIST_TCP; /* NCCL's algorithms differ by collective */
     /* reductions per step: one per bucket, or when every backward is reduced one per bucket of
      * the backward's model, each model's chunks after another */
-    int64_t chunks = c->full_batch ? 1 : ZERO_GLOBAL_ROWS / world / ZERO_CHUNK;
+    int64_t chunks = c->full_batch ? 1 : (zero_first_row(c, 1, world) - zero_first_row(c, 0, world)) / ZERO_CHUNK;
     int64_t by_model = chunks * (dist_buckets_holding(z.ddp, &z.q.params) +
                                  dist_buckets_holding(z.ddp, c->tied ? &z.q.params : &z.p.params));
     /* with accumulation, only the last micro-batch syncs -- except at 2b, whose every micro-batch
@@ -173,7 +175,7 @@ static void dist_zero_run_all(gc_dist_backend backend, int max_world, double sec
             for (int s = 0; s < 3; s++, variant++) {
                 char name[96];
                 zero_case c = {name, dtypes[d], stages[s], variant % 2 == 1, variant % 5 == 2, variant % 3 != 0,
-                               dtypes[d] == GC_F16, false, backend, 1, NULL};
+                               dtypes[d] == GC_F16, false, backend, 1, false, NULL};
                 snprintf(name, sizeof name, "ZeRO-%s %s%s%s%s", names[s], gc_dtype_name(dtypes[d]), c.tied ? ", tied" : "",
                          c.full_batch ? ", plain step" : "", c.clip ? ", clipped" : "");
                 zero_run(world, c, seconds);
@@ -181,6 +183,17 @@ static void dist_zero_run_all(gc_dist_backend backend, int max_world, double sec
         zero_case c = {"ZeRO-1 f32, every backward reduced", GC_F32, GC_ZERO_1, .sync_every_backward = true,
                        .backend = backend};
         zero_run(world, c, seconds);
+        /* shares of unequal chunk counts (3 and 1 a side): rank 1 takes part in rank 0's last
+         * reductions of each model with nothing of its own */
+        const zero_case uneven[] = {
+            {"ZeRO-2b f32, 3 and 1 chunks", GC_F32, GC_ZERO_2_EVERY_BACKWARD, .backend = backend, .uneven = true},
+            {"ZeRO-2b bf16, 3 and 1 chunks, tied, clipped", GC_BF16, GC_ZERO_2_EVERY_BACKWARD, .tied = true,
+             .clip = true, .backend = backend, .uneven = true},
+            {"ZeRO-1 f32, every backward reduced, 3 and 1 chunks", GC_F32, GC_ZERO_1, .sync_every_backward = true,
+             .backend = backend, .uneven = true},
+        };
+        for (size_t i = 0; i < sizeof uneven / sizeof *uneven && world == 2; i++)
+            zero_run(world, uneven[i], seconds);
         /* K batches accumulated per update against the reference accumulating them: at 1 and 2a
          * one reduction per update (bitwise on the TCP ring), at 2b every backward's added into
          * the shards; the f16 case's scaler judges the update once, after its last batch */

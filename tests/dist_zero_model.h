@@ -24,6 +24,8 @@ typedef struct zero_case {
     bool sync_every_backward; /* Gradient Cache's: a reduction after every backward at any stage */
     gc_dist_backend backend;  /* the group's; the models live on a GPU for NCCL, else the CPU */
     int accumulate;           /* micro-batches per update (gc_ddp_micro_batch); 0 or 1: one */
+    bool uneven;              /* rank 0 has ZERO_CHUNK rows more, rank 1 as many fewer (a world of 2):
+                                 shares of unequal chunk counts */
     const char *versus_tcp;   /* a folder: the parameters' change written there (TCP) or compared
                                  with the one written there (another backend); NULL: no */
 } zero_case;
@@ -87,16 +89,21 @@ static inline void zero_model_free(zero_model *m) {
     free_encoder(&m->p);
 }
 
+/* Where rank `rank`'s rows of the global batch begin (rank `world`: the end). */
+static inline int64_t zero_first_row(const zero_case *c, int rank, int world) {
+    return rank * (ZERO_GLOBAL_ROWS / world) + (c->uneven && rank > 0 && rank < world ? ZERO_CHUNK : 0);
+}
+
 /* Global batch `step`, the same for every world size and device, and this rank's rows of it:
- * queries and passages [ZERO_GLOBAL_ROWS / world, IN]. */
+ * queries and passages [ZERO_GLOBAL_ROWS / world, IN] (uneven: ZERO_CHUNK more or fewer). */
 static inline void zero_batch(const zero_case *c, int step, int rank, int world, gc_tensor **q, gc_tensor **p) {
-    int64_t rows = ZERO_GLOBAL_ROWS / world;
+    int64_t first = zero_first_row(c, rank, world), end = zero_first_row(c, rank + 1, world);
     gc_device device = zero_device(c, rank);
     gc_tensor *all_q = gc_uniform(GC_SHAPE(ZERO_GLOBAL_ROWS, IN), c->dtype, device, -1, 1, 1000 + (uint64_t)step, 0);
     gc_tensor *all_p = gc_uniform(GC_SHAPE(ZERO_GLOBAL_ROWS, IN), c->dtype, device, -1, 1, 2000 + (uint64_t)step, 0);
     REQUIRE(all_q && all_p);
-    *q = gc_slice0(all_q, rank * rows, (rank + 1) * rows);
-    *p = gc_slice0(all_p, rank * rows, (rank + 1) * rows);
+    *q = gc_slice0(all_q, first, end);
+    *p = gc_slice0(all_p, first, end);
     RELEASE(all_q, all_p);
 }
 

@@ -2,7 +2,8 @@
 # gradcache encode on the tiny BERT of tests/fixtures/tiny_bert: TSV and safetensors outputs,
 # a file and standard input, the input's order kept whatever the batch size (each text's row
 # equals its row encoded alone), --precision bf16, progress on standard error; and bad input:
-# no --output, safetensors to standard output, an empty input, a NUL byte, a missing model.
+# no --output, safetensors to standard output, an empty input, a NUL byte, a missing model,
+# and a --max-length that leaves no room for text (encode and eval).
 # Run by meson with the gradcache program as $1 and the tiny model folder as $2.
 set -uo pipefail
 gradcache=${1:?usage: test_cli_encode.sh path/to/gradcache path/to/tiny_bert}
@@ -47,5 +48,15 @@ printf 'fine\nbad\0byte\n' >"$work/nul.txt"
 expect_error "line 2 holds a NUL byte" "$gradcache" encode --model "$tiny" --input "$work/nul.txt" --output "$work/x"
 expect_error "--model" "$gradcache" encode --model "$work/nowhere" --input "$texts" --output "$work/x"
 check [ ! -e "$work/x" ] "a failed encode left an output file"
+# a length that leaves no room for text after [CLS] and [SEP]: the flag's error, exit 2 (a decoder
+# folder whose own positions leave none: tests/test_cli_decoder.sh)
+for length in 1 2; do
+    expect_exit 2 "--max-length: max length $length leaves no room for text after the 2 special tokens" \
+        "$gradcache" encode --model "$tiny" --max-length "$length" --input "$texts" --output "$work/x"
+done
+write_word_pairs "$work/pairs.tsv"
+expect_exit 2 "--max-length: max length 2 leaves no room for text" \
+    "$gradcache" eval --model "$tiny" --max-length 2 --data "$work/pairs.tsv"
+check [ ! -e "$work/x" ] "a refused encode left an output file"
 
 cli_summary

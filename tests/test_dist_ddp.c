@@ -3,7 +3,8 @@
  * suppressed, backward communicates nothing and the next synced backward reduces the
  * accumulated sum once (gradient accumulation); zero_grad keeps the gradients as views of
  * the buckets, and a gradient replaced behind the bucketer's back is still reduced; ranks
- * with different parameters are refused at set-up, naming the parameter, on every rank. In
+ * with different parameters are refused at set-up, naming the parameter, on every rank, and a
+ * hostile peer's signatures with an error naming what it sent, never a stop. In
  * one process (a world of 1): a parameter no backward reached, a backward during a
  * reduction, and one reaching a parameter gc_ddp_expect_params left out, stop the program
  * with one line; find_unused_parameters lets the first pass. */
@@ -122,6 +123,40 @@ static int mismatch_body(int rank, int world, void *arg) {
     return gc_test_result();
 }
 
+/* Rank 1 sends crafted bytes where gc_ddp_new sends its parameters' signatures (ddp_setup.c:
+ * a name hash, ndim, four sizes, dtype, device, as f64): a first row with 7 dims, a nan size
+ * and a dtype no dtype has, or a row count of -1. Rank 0 returns an error naming what it got
+ * and does not stop (nor read past its four sizes). */
+static int hostile_signature_body(int rank, int world, void *arg) {
+    (void)world;
+    bool bad_count = *(bool *)arg;
+    gc_process_group *group = dist_test_group(20);
+    if (rank == 1 && bad_count) {
+        int64_t ones[2] = {1, 1};
+        gc_tensor *count = gc_full(GC_SHAPE(1), GC_F64, gc_cpu(), -1), *all = gc_empty(GC_SHAPE(2), GC_F64, gc_cpu());
+        CHECK(gc_dist_work_wait(gc_dist_all_gather_start(group, count, all, ones)) == GC_OK);
+        RELEASE(count, all);
+    } else if (rank == 1) {
+        gc_tensor *rows = gc_zeros(GC_SHAPE(3, 8), GC_F64, gc_cpu());
+        const double first[8] = {0, 7, 12, 24, 5, NAN, -1118111650, 5};
+        memcpy(gc_data(rows), first, sizeof first);
+        int64_t counts[2];
+        gc_tensor *all = gc_dist_all_gather(group, rows, counts);
+        CHECK(all != NULL);
+        RELEASE(rows, all);
+    } else {
+        mlp_encoder e = make_encoder(GC_F32, 1, 0);
+        CHECK(gc_ddp_new(group, &e.params, &(gc_ddp_options){0}) == NULL && gc_last_status() == GC_ERR_FORMAT);
+        const char *want = bad_count ? "all_gather: rank 1 says it has -1 rows"
+                                     : "is [12, 24] f32 cpu (another name) on rank 0 but ndim 7 [12, 24, 5, nan] an "
+                                       "unknown dtype -1118111650 an unknown device (another name) on rank 1";
+        CHECK_MSG(strstr(gc_last_error(), want) != NULL, "wanted '%s' in '%s'", want, gc_last_error());
+        free_encoder(&e);
+    }
+    gc_process_group_free(group);
+    return gc_test_result();
+}
+
 /* Runs fn in a child process; true when it died of SIGABRT with `want` in its stderr. */
 static bool dies_with(void (*fn)(void), const char *want) {
     char path[] = "/tmp/gc_test_ddp_XXXXXX";
@@ -200,6 +235,10 @@ int main(void) {
     fewer = true;
     CHECK(dist_all_pass(2, mismatch_body, &fewer, 60));
     CHECK(dist_all_pass(2, mismatch_body, &wider, 60));
+    bool bad_count = false;
+    CHECK_MSG(dist_all_pass(2, hostile_signature_body, &bad_count, 60), "a hostile peer's signature");
+    bad_count = true;
+    CHECK_MSG(dist_all_pass(2, hostile_signature_body, &bad_count, 60), "a hostile peer's row count");
     CHECK(dies_with(unused_parameter, "ddp: parameter 'w2' got no gradient since the last reduction"));
     CHECK(dies_with(backward_during_reduction, "ddp: a backward reached"));
     CHECK(dies_with(backward_not_announced, "ddp: a backward reached 'w2', which gc_ddp_expect_params said it would not"));

@@ -4,13 +4,15 @@
  * to be rank 1 and sends a proof made with another secret. Rank 0 refuses it
  * with one line naming its address and the reason, never sends it a verdict, and forms the
  * ring with the real rank 1, whose all-reduce then gives the right sum. Three processes:
- * ranks 0 and 1 of a world of 2, and the stranger. */
+ * ranks 0 and 1 of a world of 2, and the stranger. Then strangers that connect and say
+ * nothing, more than the listener holds: the ring forms at once (silent_body). */
 #include <fcntl.h>
 
 #include "check.h"
 #include "dist/auth.h"
 #include "dist/socket.h"
 #include "dist_spawn.h"
+#include "gradcache/clock.h"
 #include "outside_address.h"
 
 #define TIMEOUT 20.0
@@ -20,7 +22,8 @@ static gc_store *store_client(int rank) {
     gc_dist_secret secret = {.size = strlen(DIST_TEST_SECRET)};
     memcpy(secret.bytes, DIST_TEST_SECRET, secret.size);
     gc_store_options options = {.host = "127.0.0.1", .port = atoi(getenv("MASTER_PORT")), .rank = rank,
-                                .world_size = 2, .secret = &secret, .timeout_seconds = TIMEOUT};
+                                .world_size = atoi(getenv("WORLD_SIZE")), .secret = &secret,
+                                .timeout_seconds = TIMEOUT};
     gc_store *store = gc_store_new(&options);
     REQUIRE(store);
     return store;
@@ -31,23 +34,31 @@ static bool wait_for_key(gc_store *store, const char *key, char **value) {
     return gc_store_get(store, key, (void **)value, &size) == GC_OK;
 }
 
+/* Rank 0's ring listener's port, from the store. */
+static int ring_listener_port(gc_store *store, char *address, size_t size) {
+    char *value = NULL;
+    REQUIRE(wait_for_key(store, "gc/ring/address/0", &value));
+    char *colon = strrchr(value, ':');
+    REQUIRE(colon);
+    *colon = '\0';
+    snprintf(address, size, "%s", value);
+    int port = atoi(colon + 1);
+    free(value);
+    return port;
+}
+
 /* Connects to rank 0's ring listener as "rank 1", with another secret; sends the hello, lets
  * rank 1 go on, then the proof: the connection must be closed without a verdict. */
 static int stranger(void) {
     gc_store *store = store_client(1);
-    char *address = NULL;
-    REQUIRE(wait_for_key(store, "gc/ring/address/0", &address));
-    char *colon = strrchr(address, ':');
-    REQUIRE(colon);
-    *colon = '\0';
-    char outside[64];
+    char address[64], outside[64];
+    int port = ring_listener_port(store, address, sizeof address);
     if (outside_address(outside, sizeof outside)) { /* the listener is bound to the address advertised */
-        int elsewhere = gc_socket_connect(outside, atoi(colon + 1), gc_deadline_after(0.3));
-        CHECK_MSG(elsewhere < 0, "rank 0's ring listener (%s:%s) answered at %s", address, colon + 1, outside);
+        int elsewhere = gc_socket_connect(outside, port, gc_deadline_after(0.3));
+        CHECK_MSG(elsewhere < 0, "rank 0's ring listener (%s:%d) answered at %s", address, port, outside);
         gc_socket_close(elsewhere);
     }
-    int fd = gc_socket_connect(address, atoi(colon + 1), gc_deadline_after(5));
-    free(address);
+    int fd = gc_socket_connect(address, port, gc_deadline_after(5));
     REQUIRE(fd >= 0);
     gc_dist_secret wrong = {.size = 40};
     memset(wrong.bytes, 'w', wrong.size);
@@ -105,6 +116,54 @@ static int body(int rank, int world, void *arg) {
     return gc_test_result();
 }
 
+/* The second run: a world of 3, whose rank 0 waits for rank 2 (its previous) while a stranger
+ * holds SILENT connections to its listener, more than it keeps at once, and says nothing on
+ * any. Rank 2 joins once they are open and must form the ring at once: not after a wait per
+ * stranger (GC_DIST_HANDSHAKE_SECONDS each, served one at a time), nor locked out by a full
+ * listener. */
+#define SILENT (GC_STORE_CONNECTION_MARGIN + 4)
+#define SILENT_STRANGER 3
+
+static int silent_stranger(void) {
+    gc_store *store = store_client(1);
+    char address[64];
+    int port = ring_listener_port(store, address, sizeof address), fds[SILENT];
+    for (int i = 0; i < SILENT; i++) {
+        fds[i] = gc_socket_connect(address, port, gc_deadline_after(5));
+        CHECK_MSG(fds[i] >= 0, "silent connection %d: %s", i, gc_last_error());
+    }
+    CHECK(gc_store_set(store, "probe/strangers_wait", "1", 1) == GC_OK);
+    char *formed = NULL;
+    CHECK(wait_for_key(store, "probe/ring_formed", &formed));
+    free(formed);
+    for (int i = 0; i < SILENT; i++) gc_socket_close(fds[i]);
+    gc_store_free(store);
+    return gc_test_result();
+}
+
+static int silent_body(int rank, int world, void *arg) {
+    (void)world, (void)arg;
+    if (rank == SILENT_STRANGER) return silent_stranger();
+    gc_store *store = rank == 2 ? store_client(2) : NULL;
+    char *value = NULL;
+    if (store) REQUIRE(wait_for_key(store, "probe/strangers_wait", &value));
+    free(value);
+    double start = gc_seconds();
+    gc_process_group *group = dist_test_group(TIMEOUT);
+    gc_tensor *t = gc_full(GC_SHAPE(1000), GC_F32, gc_cpu(), rank + 1);
+    REQUIRE(t);
+    CHECK(gc_dist_all_reduce(group, t, GC_DIST_SUM) == GC_OK);
+    CHECK(((const float *)gc_data(t))[999] == 6.0f);
+    double seconds = gc_seconds() - start;
+    CHECK_MSG(rank != 2 || seconds < GC_DIST_HANDSHAKE_SECONDS / 2,
+              "rank 2 formed the ring past %d silent connections in %.1f s", SILENT, seconds);
+    if (store) CHECK(gc_store_set(store, "probe/ring_formed", "1", 1) == GC_OK);
+    gc_tensor_release(t);
+    gc_process_group_free(group);
+    gc_store_free(store);
+    return gc_test_result();
+}
+
 int main(void) {
     char log_path[] = "/tmp/gc_ring_auth_XXXXXX";
     int fd = mkstemp(log_path);
@@ -125,5 +184,9 @@ int main(void) {
     fclose(log);
     unlink(log_path);
     CHECK_MSG(refusals == 1, "rank 0 logged %d refusals of the stranger", refusals);
+    int silent_ranks[] = {0, 1, 2, SILENT_STRANGER}, silent_status[4];
+    CHECK(dist_run(3, silent_ranks, 4, silent_body, NULL, 60, silent_status, &elapsed));
+    for (int i = 0; i < 4; i++)
+        CHECK_MSG(silent_status[i] == 0, "silent strangers: process %d exited with %d", i, silent_status[i]);
     return gc_test_result();
 }

@@ -1,7 +1,8 @@
 /* The ring contrastive loss over the TCP ring on the CPU, in worlds of 1 to 4 processes
  * forked by this test: equal to the all-gather loss and to one process for every option
  * (dist_ring_loss_checks.h), its working memory at 4 x 2048 rows bounded by its blocks (never
- * the global batch), and ranks that call with other options stopped, naming both. */
+ * the global batch), ranks that call with other options refused with an error naming both, and
+ * a hostile peer's counts and dtype refused with an error naming it, never a stop. */
 #include "dist_ring_loss_checks.h"
 #include "dist_spawn.h"
 
@@ -46,41 +47,80 @@ static int memory_body(int rank, int world, void *arg) {
     return gc_test_result();
 }
 
-/* Rank 1 calls with another temperature: both ranks stop, naming both calls (stderr goes to a
- * file per rank, which the test reads). */
+/* Rank 1 calls with another temperature: every rank returns an error naming both calls. */
 static int disagreeing_body(int rank, int world, void *arg) {
-    (void)world;
-    dist_stderr_to_file(arg, rank);
+    (void)world, (void)arg;
     gc_process_group *group = dist_test_group(20);
     gc_tensor *q = gc_test_random(GC_SHAPE(2, 3), GC_F32, 1), *p = gc_test_random(GC_SHAPE(2, 3), GC_F32, 2);
     gc_contrastive_options options = {.similarity = GC_SIMILARITY_DOT, .temperature = rank ? 0.5 : 0.1};
     double value;
     gc_tensor *gq, *gp;
-    gc_contrastive_loss_ring(group, q, p, &options, 1, &value, &gq, &gp);
-    return 0; /* not reached */
+    CHECK(gc_contrastive_loss_ring(group, q, p, &options, 1, &value, &gq, &gp) == GC_ERR_FORMAT && !gq && !gp);
+    const char *said = gc_last_error();
+    CHECK_MSG(strstr(said, "contrastive_loss_ring: rank") && strstr(said, "temperature 0.1") &&
+                  strstr(said, "temperature 0.5"),
+              "rank %d said: %s", rank, said);
+    RELEASE(q, p);
+    gc_process_group_free(group);
+    return gc_test_result();
 }
 
-static void check_disagreement(void) {
-    char base[] = "/tmp/gc_ring_disagreeXXXXXX";
-    dist_stderr_base(base);
-    int status[2];
-    double elapsed;
-    CHECK(dist_run(2, NULL, 0, disagreeing_body, base, 60, status, &elapsed));
-    for (int rank = 0; rank < 2; rank++) {
-        char text[1024];
-        dist_read_stderr(base, rank, text, sizeof text);
-        CHECK_MSG(status[rank] == 128 + SIGABRT, "rank %d exited with %d", rank, status[rank]);
-        CHECK_MSG(strstr(text, "contrastive_loss_ring: rank") && strstr(text, "temperature 0.1") &&
-                      strstr(text, "temperature 0.5"),
-                  "rank %d said: %s", rank, text);
+/* What a rank of the ring loss sends first (contrastive_ring.c's rank_shape), as a hostile
+ * peer crafts it: rank 0's call below, with one value changed. */
+typedef struct sent_shape {
+    int64_t queries, passages, dim, dtype, similarity, reduction, symmetric, targets_given, guide_dim;
+    double temperature;
+} sent_shape;
+
+typedef struct hostile_case {
+    sent_shape sent; /* what rank 1 sends */
+    const char *said; /* what rank 0's error must say */
+} hostile_case;
+
+/* Rank 1 sends crafted bytes in place of calling the loss; rank 0 returns an error naming
+ * rank 1 and the value, and does not stop. */
+static int hostile_body(int rank, int world, void *arg) {
+    (void)world;
+    const hostile_case *c = arg;
+    gc_process_group *group = dist_test_group(20);
+    if (rank == 1) {
+        sent_shape all[2];
+        CHECK(gc_dist_all_gather_host(group, &c->sent, sizeof c->sent, all) == GC_OK);
+    } else {
+        gc_tensor *q = gc_test_random(GC_SHAPE(2, 3), GC_F32, 1), *p = gc_test_random(GC_SHAPE(2, 3), GC_F32, 2);
+        gc_contrastive_options options = {.similarity = GC_SIMILARITY_DOT, .temperature = 0.1};
+        double value;
+        gc_tensor *gq, *gp;
+        CHECK(gc_contrastive_loss_ring(group, q, p, &options, 1, &value, &gq, &gp) == GC_ERR_FORMAT && !gq && !gp);
+        CHECK_MSG(strstr(gc_last_error(), c->said) != NULL, "wanted '%s' in '%s'", c->said, gc_last_error());
+        RELEASE(q, p);
     }
-    remove(base);
+    gc_process_group_free(group);
+    return gc_test_result();
+}
+
+static void check_hostile_peers(void) {
+    const sent_shape honest = {.queries = 2, .passages = 2, .dim = 3, .dtype = GC_F32, .similarity = GC_SIMILARITY_DOT,
+                               .temperature = 0.1};
+    hostile_case cases[] = {
+        {honest, "rank 1 with D 3, an unknown dtype -1118111650"}, /* the flipped bits */
+        {honest, "rank 1 has -5 queries"},
+        {honest, "rank 1 has 2 queries and 9223372036854775807 passages"},
+        {honest, "the ranks' 5 passages together are not a multiple of their 4 queries"},
+    };
+    cases[0].sent.dtype = -1118111650;
+    cases[1].sent.queries = -5;
+    cases[2].sent.passages = INT64_MAX;
+    cases[3].sent.passages = 3;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        CHECK_MSG(dist_all_pass(2, hostile_body, &cases[i], 60), "a hostile peer: %s", cases[i].said);
 }
 
 int main(void) {
     for (int world = 1; world <= 4; world++)
         CHECK_MSG(dist_all_pass(world, equal_body, NULL, 240), "the ring loss, world %d", world);
     CHECK_MSG(dist_all_pass(4, memory_body, NULL, 240), "the ring loss's memory, world 4");
-    check_disagreement();
+    CHECK_MSG(dist_all_pass(2, disagreeing_body, NULL, 60), "ranks that call with other options");
+    check_hostile_peers();
     return gc_test_result();
 }

@@ -6,7 +6,8 @@
  * the bound displace the oldest strangers, and a process of the run still gets in; one that
  * never finishes the handshake is closed after the
  * limit and does not delay the server's stop; the server listens only on the interface it
- * was asked for. Every refusal is one line on stderr naming the address and the reason.
+ * was asked for, and one asked for an address that cannot serve MASTER_ADDR says so at once.
+ * Every refusal is one line on stderr naming the address and the reason.
  * The server runs in this process (a short handshake limit); clients are raw sockets. */
 #include <time.h>
 
@@ -277,6 +278,22 @@ static void probe_interface(const gc_dist_secret *secret) {
     }
 }
 
+/* GC_DIST_BIND 127.0.0.2 cannot serve MASTER_ADDR 127.0.0.1: rank 0 says so at once, naming
+ * the variable, rather than at the timeout as a refused connection. */
+static void probe_bind_cannot_serve(const gc_dist_secret *secret) {
+    gc_store_options options = {.host = "127.0.0.1", .serve = true, .bind = "127.0.0.2", .world_size = WORLD,
+                                .secret = secret, .timeout_seconds = 30};
+    double start = gc_seconds();
+    gc_store *store = gc_store_new(&options);
+    double seconds = gc_seconds() - start;
+    CHECK(store == NULL && gc_last_status() == GC_ERR_CONFIG);
+    CHECK_MSG(strstr(gc_last_error(), "rank 0 cannot reach the store it serves on 127.0.0.2:") &&
+                  strstr(gc_last_error(), "GC_DIST_BIND must be an address that MASTER_ADDR reaches"),
+              "said: %s", gc_last_error());
+    CHECK_MSG(seconds < 5, "refused after %.1f s (the timeout is 30 s)", seconds);
+    gc_store_free(store);
+}
+
 /* The log of the refusals above: one line each (or a count, past the rate limit), naming
  * the address and the reason. */
 static void check_log(const char *path) {
@@ -321,6 +338,7 @@ int main(void) {
     probe_idle(server, rank0);
     probe_connection_bound(&secret);
     probe_interface(&secret);
+    probe_bind_cannot_serve(&secret);
 
     fflush(stderr);
     dup2(saved_stderr, STDERR_FILENO);

@@ -44,12 +44,29 @@ static gc_status load_text_side(gc_dual_encoder *model, const gc_text_encoder_co
     return status;
 }
 
+/* Every text gets the tokenizer's special tokens: a length no longer than they are leaves no
+ * room for the text (each would encode as its special tokens alone). GC_ERR_CONFIG when the
+ * caller asked for the length, GC_ERR_FORMAT when the folder's config set it. */
+static gc_status check_room_for_text(const gc_dual_encoder *model, const char *dir, bool asked) {
+    int64_t special = gc_tokenizer_special_count(model->tokenizer);
+    if (model->max_length > special) return GC_OK;
+    if (asked)
+        gc_set_error(GC_ERR_CONFIG, "max length %lld leaves no room for text after the %lld special tokens of %s's "
+                     "tokenizer", (long long)model->max_length, (long long)special, dir);
+    else
+        gc_set_error(GC_ERR_FORMAT, "%s/config.json: its %lld positions (max_position_embeddings, or a sliding_window) "
+                     "leave no room for text after the tokenizer's %lld special tokens", dir,
+                     (long long)model->max_length, (long long)special);
+    return asked ? GC_ERR_CONFIG : GC_ERR_FORMAT;
+}
+
 gc_status gc_dual_encoder_from_folder(gc_dual_encoder *model, const char *dir, int64_t max_length, gc_dtype dtype,
                                       gc_device device) {
     *model = (gc_dual_encoder){0};
     gc_text_encoder_config config;
     gc_status status = gc_pretrained_read_config(dir, &config);
     if (status != GC_OK) return status;
+    bool asked = max_length != 0;
     if (max_length == 0) max_length = config.max_length < DEFAULT_EVAL_LENGTH ? config.max_length : DEFAULT_EVAL_LENGTH;
     if (max_length > config.max_length) {
         gc_set_error(GC_ERR_FORMAT, "%s/config.json: max_position_embeddings is %lld, fewer than the %lld tokens "
@@ -66,6 +83,7 @@ gc_status gc_dual_encoder_from_folder(gc_dual_encoder *model, const char *dir, i
     strcpy(model->pretrained, dir);
     status = gc_pretrained_load_weights(dir, &model->towers[0], &model->unused);
     if (status == GC_OK) status = load_text_side(model, &config);
+    if (status == GC_OK) status = check_room_for_text(model, dir, asked);
     if (status != GC_OK) gc_dual_encoder_free(model);
     return status;
 }

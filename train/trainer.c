@@ -100,26 +100,6 @@ static gc_status check_config(const gc_trainer_config *c) {
     return GC_OK;
 }
 
-/* --zero 2b reduces after every chunk's backward, so every process must run as many: the
- * largest and the smallest share of the batch must make as many chunks on each side. */
-static gc_status check_zero(const gc_trainer *t) {
-    const gc_trainer_config *c = &t->config;
-    int world = gc_train_dist_world(&t->dist);
-    if (c->zero != GC_ZERO_2_EVERY_BACKWARD || !c->gc || world == 1) return GC_OK;
-    int64_t most = (c->batch_size + world - 1) / world, least = c->batch_size / world;
-    for (int side = 0; side < 2; side++) {
-        int64_t per_example = side ? gc_trainer_positives(c) + c->hard_negatives : 1, chunk = c->chunk_sizes[side];
-        int64_t many = (most * per_example + chunk - 1) / chunk, few = (least * per_example + chunk - 1) / chunk;
-        if (many != few)
-            return refuse("--zero 2b: every process must run as many chunks, but --batch-size %lld over %d processes "
-                          "gives %lld and %lld %s rows, %lld and %lld chunks of %lld (make the batch a multiple of the "
-                          "processes)", (long long)c->batch_size, world, (long long)(most * per_example),
-                          (long long)(least * per_example), side ? "passage" : "query", (long long)many,
-                          (long long)few, (long long)chunk);
-    }
-    return GC_OK;
-}
-
 int64_t gc_trainer_accumulation(const gc_trainer_config *config) {
     return config->accumulate > 1 ? config->accumulate : 1;
 }
@@ -167,7 +147,6 @@ static gc_status load_data(gc_trainer *t) {
     gc_status status = gc_train_dist_begin(&t->dist, c->batch_size, &t->device);
     if (status == GC_OK && gc_device_check_dtype(t->device, c->dtype) != GC_OK)
         status = refuse("--precision %s: %s", gc_dtype_name(c->dtype), gc_last_error());
-    if (status == GC_OK) status = check_zero(t);
     if (status != GC_OK) return status;
     t->limit = gc_mem_limit_apply(t->device, c->mem_limit, t->dist.env.local_world_size);
     if (gc_dataset_pairs_read(c->data, "train", &t->pairs, &t->data_path) != GC_OK) return failed("--data");

@@ -159,7 +159,9 @@ typedef struct gc_cache_config {
     bool sync_every_backward;              /* with ddp: reduce after every chunk's backward
                                               instead (what suppression saves, measured); a
                                               bucketer at GC_ZERO_2_EVERY_BACKWARD does so
-                                              whatever this says */
+                                              whatever this says. A rank with fewer chunks of
+                                              a model than another takes part in the rest of
+                                              its reductions with empty contributions */
 } gc_cache_config;
 
 /* Time (seconds) and peak live bytes (on the representations' device) of each phase. */

@@ -25,6 +25,10 @@ typedef enum gc_dtype {
 
 size_t gc_dtype_size(gc_dtype dtype);
 const char *gc_dtype_name(gc_dtype dtype);
+/* A dtype's name, or "an unknown dtype <value>" for a value no dtype has: for printing what
+ * came from outside (a peer, a file), where an unknown value is the caller's error to report,
+ * not a reason to stop. Writes into text [size]; returns text. */
+const char *gc_dtype_describe(double value, char *text, size_t size);
 /* True for the floating-point types (everything but i32). */
 int gc_dtype_is_float(gc_dtype dtype);
 /* The dtype arithmetic on `dtype` is done in: f32 for f16 and bf16, the dtype itself

@@ -80,6 +80,9 @@ int32_t gc_tokenizer_pad_id(const gc_tokenizer *tokenizer);
  * vocabulary. The byte tokenizer writes into `buffer` (16 bytes); WordPiece ignores it. */
 const char *gc_tokenizer_token(const gc_tokenizer *tokenizer, int32_t id, char buffer[16]);
 
+/* The tokens the template adds to every text ([CLS] and [SEP], an end-of-text token): a
+ * max_length must exceed it to leave room for any text. */
+int64_t gc_tokenizer_special_count(const gc_tokenizer *tokenizer);
 /* One text (NUL-terminated UTF-8) -> at most max_length ids (max_length >= the template's
  * special tokens + 1) written to ids[]; returns how many, or -1 with GC_ERR_OUT_OF_MEMORY
  * when host memory runs out. */

@@ -232,7 +232,8 @@ gc_status gc_dual_encoder_init(gc_dual_encoder *model, const gc_text_encoder_con
  * config.json, model.safetensors or its shards, tokenizer.json; gradcache/pretrained.h), as one
  * tied encoder on `device`, its parameters in `dtype` (f32, f16 or bf16), tokenizing to
  * max_length tokens (at most its positions: GC_ERR_FORMAT otherwise; 0 for 128, or its
- * positions if fewer), with the "query" and "document" prompts of its sentence-transformers
+ * positions if fewer; more than its tokenizer's special tokens, or GC_ERR_CONFIG for a length
+ * asked for, GC_ERR_FORMAT for the folder's own), with the "query" and "document" prompts of its sentence-transformers
  * configuration (gc_pretrained_prompt) before the texts of each side. Nothing is left
  * allocated on failure. */
 gc_status gc_dual_encoder_from_folder(gc_dual_encoder *model, const char *dir, int64_t max_length, gc_dtype dtype,

@@ -3,6 +3,7 @@
  * and column counts in global indices, and the buffers the blocks arrive in. The passes are
  * contrastive_ring_passes.c's; docs/DESIGN.md ("The ring loss") has the algorithm. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -48,25 +49,44 @@ static rank_shape shape_of(const ring_loss *loss, const gc_tensor *queries, cons
                         o->reduction, o->symmetric, o->targets != NULL, loss->guide_dim, o->temperature};
 }
 
+/* What a rank sent, as text; a peer's values are outside input (its dtype may be no dtype). */
 static const char *describe(const rank_shape *s, char *text, size_t size) {
+    char dtype[48];
     snprintf(text, size, "D %lld, %s, %s, temperature %g, %s, %s, %s, guide Dg %lld", (long long)s->dim,
-             gc_dtype_name((gc_dtype)s->dtype), s->similarity == GC_SIMILARITY_COSINE ? "cosine" : "dot",
-             s->temperature, s->reduction == GC_LOSS_MEAN ? "mean" : "sum", s->symmetric ? "symmetric" : "one-sided",
+             gc_dtype_describe((double)s->dtype, dtype, sizeof dtype),
+             s->similarity == GC_SIMILARITY_COSINE ? "cosine" : "dot", s->temperature,
+             s->reduction == GC_LOSS_MEAN ? "mean" : "sum", s->symmetric ? "symmetric" : "one-sided",
              s->targets_given ? "targets given" : "default targets", (long long)s->guide_dim);
     return text;
 }
 
 /* A rank that calls with other options would send blocks of other sizes, or expect other
- * vectors: the ranks must agree, or nothing they compute means anything. */
-static void check_agreement(int rank, const rank_shape *mine, int other, const rank_shape *theirs) {
+ * vectors: the ranks must agree, or nothing they compute means anything. Every rank sees the
+ * same table, so every rank returns the same error. */
+static gc_status check_agreement(int rank, const rank_shape *mine, int other, const rank_shape *theirs) {
     bool same = mine->dim == theirs->dim && mine->dtype == theirs->dtype && mine->similarity == theirs->similarity &&
                 mine->reduction == theirs->reduction && mine->symmetric == theirs->symmetric &&
                 mine->targets_given == theirs->targets_given && mine->temperature == theirs->temperature &&
                 mine->guide_dim == theirs->guide_dim;
-    char a[160], b[160];
-    if (!same)
-        gc_fatal(OP ": rank %d calls with %s, rank %d with %s (every rank must give the same)", rank,
+    if (same) return GC_OK;
+    char a[192], b[192];
+    gc_set_error(GC_ERR_FORMAT, OP ": rank %d calls with %s, rank %d with %s (every rank must give the same)", rank,
                  describe(mine, a, sizeof a), other, describe(theirs, b, sizeof b));
+    return GC_ERR_FORMAT;
+}
+
+/* A rank's row counts, checked before any sum or buffer is made of them: the targets index
+ * the global batch's passages in i32, so every count and total fits one. */
+static gc_status check_rows(int rank, const rank_shape *theirs, int64_t total_queries, int64_t total_passages) {
+    bool fits = theirs->queries >= 0 && theirs->passages >= 0 && theirs->queries <= INT32_MAX - total_queries &&
+                theirs->passages <= INT32_MAX - total_passages;
+    if (fits) return GC_OK;
+    gc_set_error(GC_ERR_FORMAT,
+                 OP ": rank %d has %lld queries and %lld passages (the global batch has at most %d of each, "
+                 "after %lld and %lld of the ranks before)",
+                 rank, (long long)theirs->queries, (long long)theirs->passages, INT32_MAX, (long long)total_queries,
+                 (long long)total_passages);
+    return GC_ERR_FORMAT;
 }
 
 /* Every rank's rows (the layout of the global batch) and the checks of agreement. */
@@ -76,7 +96,9 @@ static gc_status exchange_shapes(ring_loss *loss, const gc_tensor *queries, cons
     if (!all) gc_fatal(OP ": out of host memory for %d ranks", loss->world);
     gc_status status = gc_dist_all_gather_host(loss->group, &mine, sizeof mine, all);
     for (int r = 0; r < loss->world && status == GC_OK; r++) {
-        check_agreement(loss->rank, &mine, r, &all[r]);
+        status = check_agreement(loss->rank, &mine, r, &all[r]);
+        if (status == GC_OK) status = check_rows(r, &all[r], loss->total_queries, loss->total_passages);
+        if (status != GC_OK) break;
         if (r < loss->rank) loss->query_start += all[r].queries;
         loss->query_starts[r] = loss->total_queries;
         loss->passage_start[r] = loss->total_passages;
@@ -91,16 +113,25 @@ static gc_status exchange_shapes(ring_loss *loss, const gc_tensor *queries, cons
 }
 
 /* The targets must index the global passages (checked on the device, like the tiled loss's),
- * or the default must be defined. */
-static void check_targets(const ring_loss *loss, const gc_tensor *queries) {
+ * or the default must be defined. The global counts are the ranks' together: a count that does
+ * not fit is the ranks' disagreement, an error every rank returns alike. */
+static gc_status check_targets(const ring_loss *loss, const gc_tensor *queries) {
     const gc_tensor *given = loss->options->targets;
+    if (given && given->ndim == 1 && given->shape[0] != loss->total_queries) {
+        gc_set_error(GC_ERR_FORMAT, OP ": the targets have %lld entries, the ranks' queries are %lld",
+                     (long long)given->shape[0], (long long)loss->total_queries);
+        return GC_ERR_FORMAT;
+    }
     if (given) {
         gc_contrastive_check_targets(OP, queries, loss->total_queries, given);
         gc_check_index_range(OP, "target", given, loss->total_passages);
     } else if (loss->total_queries > 0 && loss->total_passages % loss->total_queries != 0) {
-        gc_fatal(OP ": the global batch's %lld passages are not a multiple of its %lld queries (give targets)",
-                 (long long)loss->total_passages, (long long)loss->total_queries);
+        gc_set_error(GC_ERR_FORMAT,
+                     OP ": the ranks' %lld passages together are not a multiple of their %lld queries (give targets)",
+                     (long long)loss->total_passages, (long long)loss->total_queries);
+        return GC_ERR_FORMAT;
     }
+    return GC_OK;
 }
 
 /* --- this rank's sides --- */
@@ -315,8 +346,8 @@ gc_status gc_ring_loss_run(gc_process_group *group, const gc_tensor *queries, co
     if (gist) gc_ring_gist_attach(&loss);
     gc_tensor *grads[2] = {NULL, NULL};
     gc_status status = exchange_shapes(&loss, queries, passages);
+    if (status == GC_OK) status = check_targets(&loss, queries);
     if (status == GC_OK) {
-        check_targets(&loss, queries);
         loss.tiles.tile = gc_contrastive_tile_size(options, queries->device,
                                                    max64(queries->shape[0], loss.largest_block));
         loss.tiles.weight = gc_contrastive_weight(options, loss.total_queries);

@@ -81,8 +81,12 @@ static bool encode_pieces(const gc_tokenizer *tokenizer, const char *text, int32
     return *count >= limit || encode_text(tokenizer, segment, strlen(segment), ids, count, limit);
 }
 
+int64_t gc_tokenizer_special_count(const gc_tokenizer *tokenizer) {
+    return tokenizer->bytes ? 1 : tokenizer->n_before + tokenizer->n_after;
+}
+
 int64_t gc_tokenizer_encode(const gc_tokenizer *tokenizer, const char *text, int64_t max_length, int32_t *ids) {
-    int64_t special = tokenizer->bytes ? 1 : tokenizer->n_before + tokenizer->n_after;
+    int64_t special = gc_tokenizer_special_count(tokenizer);
     if (max_length < special + 1)
         gc_fatal("tokenizer_encode: max length %lld leaves no room for text after %lld special tokens",
                  (long long)max_length, (long long)special);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gradcache/memory.h"
 #include "train/model_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
