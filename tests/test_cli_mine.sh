@@ -48,6 +48,18 @@ expect_ok "$gradcache" mine --model "$run" --data "$pairs" --num-negatives 1 --r
 check [ "$(paste <(cut -f3 "$mined") <(cut -f3 "$work/skip.tsv") | awk -F'\t' '$1 == $2' | wc -l)" -eq 0 ] \
     "--range-min 1 took a query's best candidate"
 
+# a query of two lines has both positives: with 62 of the 64 candidates asked for, every other
+# candidate is its negative and neither positive is (sentence-transformers'
+# grouping of a query's lines)
+{ cat "$pairs"; head -2 "$pairs" | tail -1 | awk -F'\t' -v q="$(head -1 "$pairs" | cut -f1)" '{ print q "\t" $2 "\t" $3 }'; } \
+    >"$work/twice.tsv"
+expect_ok "$gradcache" mine --model "$run" --data "$work/twice.tsv" --num-negatives 62 --range-max 62 --out "$work/twice-mined.tsv"
+grep -q "for 65 of 65 lines (64 distinct queries, 64 candidates)" "$work/stdout" || fail "two lines of a query: $(cat "$work/stdout")"
+first=$(head -1 "$pairs" | cut -f2) second=$(head -2 "$pairs" | tail -1 | cut -f2)
+awk -F'\t' -v a="$first" -v b="$second" -v q="$(head -1 "$pairs" | cut -f1)" \
+    '$1 == q { for (i = 3; i <= NF; i++) if ($i == a || $i == b) bad = 1; n++; if (NF != 64) bad = 1 } END { exit bad || n != 2 }' \
+    "$work/twice-mined.tsv" || fail "a query's other positive was mined as its negative"
+
 # training reads the mined negatives
 expect_ok "$gradcache" train --data "$mined" --hard-negatives 2 --model-size tiny --max-length 16 --batch-size 8 \
     --steps 2 --out "$work/run2"
@@ -63,6 +75,8 @@ for i in $(seq 0 29); do
 done
 expect_ok "$gradcache" mine --model "$run" --data "$beir" --num-negatives 3 --out "$work/beir.tsv"
 grep -q "for 10 of 10 lines (10 distinct queries, 30 candidates)" "$work/stdout" || fail "mine a BEIR folder: $(cat "$work/stdout")"
+awk -F'\t' 'NF != 5 || $3 == $2 || $4 == $2 || $5 == $2 || $3 !~ /^word number/ { bad = 1 } END { exit bad }' \
+    "$work/beir.tsv" || fail "a BEIR line mined its own positive or no corpus text: $(head -2 "$work/beir.tsv")"
 
 # --- refusals: flags exit 2, files 1 --------------------------------------------------------
 expect_exit 2 "--out is required" "$gradcache" mine --model "$run" --data "$pairs"
