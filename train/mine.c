@@ -108,6 +108,11 @@ static bool refused(const gc_mine_options *o, double s, double p) {
            (!isnan(o->max_score) && s > o->max_score);
 }
 
+static int ascending(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
 /* Picks `want` of positions [0, count) uniformly (a partial Fisher-Yates shuffle on the Philox
  * words of `seed`), ascending, into picked[0..want); `scratch` holds count entries. */
 static void sample_positions(uint64_t seed, int64_t count, int64_t want, int64_t *scratch, int64_t *picked) {
@@ -119,11 +124,7 @@ static void sample_positions(uint64_t seed, int64_t count, int64_t want, int64_t
         scratch[i] = scratch[j], scratch[j] = x;
     }
     for (int64_t i = 0; i < want; i++) picked[i] = scratch[i];
-    for (int64_t i = 1; i < want; i++) /* insertion sort: want is small */
-        for (int64_t j = i; j > 0 && picked[j - 1] > picked[j]; j--) {
-            int64_t x = picked[j];
-            picked[j] = picked[j - 1], picked[j - 1] = x;
-        }
+    qsort(picked, (size_t)want, sizeof *picked, ascending);
 }
 
 int64_t gc_miner_choose(gc_miner *miner, int64_t q, int64_t *chosen) {
@@ -144,7 +145,8 @@ int64_t gc_miner_choose(gc_miner *miner, int64_t q, int64_t *chosen) {
         }
         if (p < lowest) lowest = p;
     }
-    /* the survivors' positions in the list, in rank order, kept while in the window */
+    /* window[0..count): the rows of the survivors in [range_min, range_max), in rank order;
+     * window[k..2k): the sampler's scratch */
     int64_t *window = malloc((size_t)(2 * top->k + 1) * sizeof *window), survivors = 0, count = 0;
     if (!window) gc_fatal("miner_choose: out of host memory for %lld candidates", (long long)top->k);
     for (int64_t i = 0; i < top->k && survivors < o->range_max; i++) {
