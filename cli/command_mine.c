@@ -48,7 +48,8 @@ static int parse_flags(int argc, char **argv, mine_flags *f) {
          "keep a candidate only if its score <= the query's lowest positive score - margin (off unless given)"},
         {"relative-margin", CLI_FLAG_DOUBLE, &f->relative_margin, -1, 2, NULL,
          "keep a candidate only if its score <= the lowest positive score x (1 - relative margin) (off unless given)"},
-        {"max-score", CLI_FLAG_DOUBLE, &f->max_score, -1, 1, NULL, "keep a candidate only if its score <= this (off unless given)"},
+        {"max-score", CLI_FLAG_DOUBLE, &f->max_score, -1, 1, NULL,
+         "keep a candidate only if its score <= this (off unless given)"},
         {"sampling", CLI_FLAG_CHOICE, &f->sampling, 0, 0, sampling_names,
          "top: the best candidates left; random: drawn among them (reproducible from --seed)"},
         {"seed", CLI_FLAG_INT, &f->seed, 0, 9007199254740992.0, NULL, "the seed of --sampling random"},
@@ -62,7 +63,8 @@ static int parse_flags(int argc, char **argv, mine_flags *f) {
     int status = cli_flags_parse("mine", SUMMARY, table, (int)(sizeof table / sizeof *table), argc, argv, 2);
     if (status) return status;
     if (!f->model) return fail(2, "--model is required (a run folder or a model folder)");
-    if (!f->data) return fail(2, "--data is required (a pair file, a folder holding %s.tsv, or a BEIR folder)", f->split);
+    if (!f->data)
+        return fail(2, "--data is required (a pair file, a folder holding %s.tsv, or a BEIR folder)", f->split);
     if (!f->out) return fail(2, "--out is required (the pair file to write)");
     if (f->range_max && f->range_max < f->range_min + f->negatives)
         return fail(2, "--range-max %lld: leaves fewer than --num-negatives %lld ranks after --range-min %lld",

@@ -62,7 +62,8 @@ static int64_t oracle_window(int64_t q, const gc_mine_options *o, int64_t range_
     qsort(all, CORPUS, sizeof *all, best_first);
     int64_t kept = range_max + MOST_POSITIVES < CORPUS ? range_max + MOST_POSITIVES : CORPUS;
     double lowest = INFINITY;
-    for (int64_t i = positive_start[q]; i < positive_start[q + 1]; i++) lowest = fmin(lowest, score(q, positive_rows[i]));
+    for (int64_t i = positive_start[q]; i < positive_start[q + 1]; i++)
+        lowest = fmin(lowest, score(q, positive_rows[i]));
     int64_t survivors = 0, count = 0;
     for (int64_t i = 0; i < kept; i++) {
         bool positive = false;

@@ -24,9 +24,11 @@ gc_status gc_mine_options_check(const gc_mine_options *o) {
     if (o->negatives < 1) return config_error("--num-negatives", (double)o->negatives, "needs at least 1");
     if (o->range_min < 0) return config_error("--range-min", (double)o->range_min, "needs at least 0");
     if (o->range_max && o->range_max < o->range_min + o->negatives)
-        return config_error("--range-max", (double)o->range_max, "leaves fewer ranks than --num-negatives after --range-min");
+        return config_error("--range-max", (double)o->range_max,
+                            "leaves fewer ranks than --num-negatives after --range-min");
     if (isinf(o->margin)) return config_error("--margin", o->margin, "needs a finite number");
-    if (isinf(o->relative_margin)) return config_error("--relative-margin", o->relative_margin, "needs a finite number");
+    if (isinf(o->relative_margin))
+        return config_error("--relative-margin", o->relative_margin, "needs a finite number");
     if (isinf(o->max_score)) return config_error("--max-score", o->max_score, "needs a finite number");
     if (o->batch < 1 || o->block < 1) return config_error("--batch-size or --block", 0, "needs at least 1");
     return GC_OK;
@@ -82,8 +84,8 @@ static void score_positives(gc_miner *miner, const float *block, int64_t first, 
     for (int64_t q = 0; q < miner->queries; q++)
         for (int64_t i = miner->positive_start[q]; i < miner->positive_start[q + 1]; i++) {
             int64_t row = miner->positive_rows[i] - first;
-            if (row >= 0 && row < rows)
-                miner->positive_score[i] = cosine(miner->query_host + q * miner->dim, block + row * miner->dim, miner->dim);
+            if (row < 0 || row >= rows) continue;
+            miner->positive_score[i] = cosine(miner->query_host + q * miner->dim, block + row * miner->dim, miner->dim);
         }
 }
 
@@ -104,7 +106,8 @@ gc_status gc_miner_add(gc_miner *miner, const gc_tensor *block) {
 
 /* Whether query q's filters refuse score s, given its lowest positive score p. */
 static bool refused(const gc_mine_options *o, double s, double p) {
-    return (!isnan(o->margin) && s + o->margin > p) || (!isnan(o->relative_margin) && s > p * (1 - o->relative_margin)) ||
+    return (!isnan(o->margin) && s + o->margin > p) ||
+           (!isnan(o->relative_margin) && s > p * (1 - o->relative_margin)) ||
            (!isnan(o->max_score) && s > o->max_score);
 }
 
@@ -118,7 +121,8 @@ static int ascending(const void *a, const void *b) {
 static void sample_positions(uint64_t seed, int64_t count, int64_t want, int64_t *scratch, int64_t *picked) {
     for (int64_t i = 0; i < count; i++) scratch[i] = i;
     for (int64_t i = 0; i < want; i++) {
-        uint64_t word = (uint64_t)gc_philox_word(seed, 2 * (uint64_t)i) << 32 | gc_philox_word(seed, 2 * (uint64_t)i + 1);
+        uint64_t at = 2 * (uint64_t)i;
+        uint64_t word = (uint64_t)gc_philox_word(seed, at) << 32 | gc_philox_word(seed, at + 1);
         int64_t j = i + (int64_t)(word % (uint64_t)(count - i));
         int64_t x = scratch[i];
         scratch[i] = scratch[j], scratch[j] = x;
