@@ -9,6 +9,8 @@
  *                   or a pretrained folder; loaded from and saved to a run or model folder
  *   evaluation      gc_retrieval_*: Recall@1, Recall@10 and MRR; gc_beir_*: BEIR-format
  *                   datasets, exact search (gc_top_k) and trec_eval's measures (gc_trec_*)
+ *   mining          gc_miner, gc_mine_pairs: hard negatives mined with a model by exact search,
+ *                   as sentence-transformers' mine_hard_negatives chooses them
  *   memory          gc_mem_limit: the default byte limit that turns a run too large for the
  *                   machine into an error instead of the kernel's OOM killer
  *   the trainer     gc_trainer: a run from a config struct, step by step, into a run folder
