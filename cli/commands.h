@@ -9,6 +9,7 @@ int cli_command_data(int argc, char **argv);         /* gradcache data wordnet .
 int cli_command_train(int argc, char **argv);        /* gradcache train ... */
 int cli_command_eval(int argc, char **argv);         /* gradcache eval ... */
 int cli_command_encode(int argc, char **argv);       /* gradcache encode ... */
+int cli_command_mine(int argc, char **argv);         /* gradcache mine ... */
 int cli_command_verify(int argc, char **argv);       /* gradcache verify ... */
 int cli_command_model(int argc, char **argv);        /* gradcache model fetch NAME ... */
 int cli_command_launch(int argc, char **argv);       /* gradcache launch -n N -- PROGRAM ... */

@@ -138,7 +138,10 @@ void cli_flags_usage(const char *command, const char *summary, const cli_flag *f
                  flag->kind == CLI_FLAG_BOOL ? "" : " VALUE");
         switch (flag->kind) {
         case CLI_FLAG_INT: snprintf(default_text, sizeof default_text, " (default %lld)", (long long)*(int64_t *)flag->value); break;
-        case CLI_FLAG_DOUBLE: snprintf(default_text, sizeof default_text, " (default %g)", *(double *)flag->value); break;
+        case CLI_FLAG_DOUBLE: /* a NAN default: off unless given */
+            if (!isnan(*(double *)flag->value))
+                snprintf(default_text, sizeof default_text, " (default %g)", *(double *)flag->value);
+            break;
         case CLI_FLAG_STRING:
             if (*(const char **)flag->value) snprintf(default_text, sizeof default_text, " (default %s)", *(const char **)flag->value);
             break;

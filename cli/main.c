@@ -14,6 +14,7 @@ static void usage(FILE *out) {
                  "  train          train a dual or tied text encoder, with or without Gradient Cache\n"
                  "  eval           Recall@1, Recall@10 and MRR of definition -> word retrieval\n"
                  "  encode         embed texts, one per line, into a safetensors or TSV file\n"
+                 "  mine           mine hard negatives with a model into a pair file\n"
                  "  verify         compare one Gradient Cache step with one full-batch step\n"
                  "  bench memory   peak memory versus batch size, plain and Gradient Cache\n"
                  "  bench speed    step time of Gradient Cache versus plain\n"
@@ -52,7 +53,7 @@ int main(int argc, char **argv) {
         const char *name;
         int (*run)(int, char **);
     } commands[] = {{"data", cli_command_data},     {"train", cli_command_train}, {"eval", cli_command_eval},
-                    {"encode", cli_command_encode},
+                    {"encode", cli_command_encode}, {"mine", cli_command_mine},
                     {"verify", cli_command_verify}, {"bench", command_bench},
                     {"model", cli_command_model}, {"launch", cli_command_launch}};
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {

@@ -9,6 +9,8 @@
  *                   or a pretrained folder; loaded from and saved to a run or model folder
  *   evaluation      gc_retrieval_*: Recall@1, Recall@10 and MRR; gc_beir_*: BEIR-format
  *                   datasets, exact search (gc_top_k) and trec_eval's measures (gc_trec_*)
+ *   mining          gc_miner, gc_mine_pairs: hard negatives mined with a model by exact search,
+ *                   as sentence-transformers' mine_hard_negatives chooses them
  *   memory          gc_mem_limit: the default byte limit that turns a run too large for the
  *                   machine into an error instead of the kernel's OOM killer
  *   the trainer     gc_trainer: a run from a config struct, step by step, into a run folder
@@ -445,6 +447,104 @@ gc_status gc_beir_evaluate(gc_dual_encoder *model, const gc_beir *data, const gc
  * whole (gradcache/files.h). GC_ERR_IO naming the file. */
 gc_status gc_beir_run_save(const char *path, const gc_beir *data, const gc_beir_result *result, const char *tag);
 void gc_beir_result_free(gc_beir_result *result);
+
+/* ---- mining hard negatives (`gradcache mine`) ------------------------------------------------ */
+
+/* sentence-transformers' mine_hard_negatives, its "n-tuple" output, by exact search. For each
+ * distinct query (the positives of all its lines are its positives), the corpus rows are
+ * ranked by cosine similarity (ties: the lower row first) and the first range_max +
+ * (the most positives of any query) kept; from those its positives are removed, then every
+ * candidate a filter refuses (relative to the query's lowest positive score p):
+ *   margin           s + margin > p             (absolute: s <= p - margin is kept)
+ *   relative_margin  s > p (1 - relative_margin)
+ *   max_score        s > max_score
+ * (NAN: the filter is off; the comparisons in double); the survivors keep their rank order, and
+ * the window [range_min, range_max) of them is where negatives are taken from: the first
+ * `negatives` (GC_MINE_TOP), or `negatives` of them drawn uniformly (GC_MINE_RANDOM: a partial
+ * Fisher-Yates shuffle on the Philox words of gc_derive_seed(seed, query), query being its row:
+ * reproducible, whatever the blocks), put back in rank order. A query whose window holds fewer
+ * than `negatives` survivors gets none: its lines are dropped, as sentence-transformers drops
+ * them. */
+typedef enum gc_mine_sampling { GC_MINE_TOP, GC_MINE_RANDOM } gc_mine_sampling;
+
+typedef struct gc_mine_options {
+    int64_t negatives;        /* --num-negatives: per query, at least 1 */
+    int64_t range_min;        /* --range-min: survivors skipped first */
+    int64_t range_max;        /* --range-max: the window's end; 0: sentence-transformers' default,
+                                 range_min + negatives (times 10 with a margin or max_score) +
+                                 the most positives of any query */
+    double margin, relative_margin, max_score; /* --margin, --relative-margin, --max-score; NAN: off */
+    gc_mine_sampling sampling; /* --sampling */
+    uint64_t seed;            /* --seed, for GC_MINE_RANDOM */
+    int64_t batch;            /* texts encoded at a time */
+    int64_t block;            /* corpus rows encoded and scored at a time */
+    /* called after every corpus block with the rows done and the total, or NULL */
+    void (*progress)(void *user, int64_t done, int64_t total);
+    void *user;
+} gc_mine_options;
+
+/* negatives 3, range 0 and 0 (the default), no filter, top sampling, seed 0, batch 256,
+ * block 8192. */
+gc_mine_options gc_mine_options_default(void);
+/* GC_ERR_CONFIG naming the flag of the first bad option: negatives < 1, range_min < 0, a
+ * range_max (when given) leaving fewer than `negatives` ranks after range_min, an infinite
+ * filter, batch or block < 1. */
+gc_status gc_mine_options_check(const gc_mine_options *options);
+
+/* The search and the choice on embeddings. Memory: the query embeddings twice (device and
+ * host, [Nq, D]), the candidate lists [Nq, range_max + most positives] (row and score), and
+ * per block its embeddings and one [1024, block] score matrix: bounded whatever the corpus. */
+typedef struct gc_miner {
+    gc_mine_options options;      /* range_max resolved */
+    int64_t queries;              /* Nq */
+    int64_t dim;                  /* D */
+    const gc_tensor *query_embeddings; /* [Nq, D] (borrowed) */
+    const int64_t *positive_start; /* [Nq + 1]: query q's positives are positive_rows[start[q]..start[q + 1]) */
+    const int64_t *positive_rows;  /* corpus rows (borrowed) */
+    float *query_host;            /* [Nq, D]: the query embeddings, for the positives' scores */
+    double *positive_score;       /* [start[Nq]]: cosine of each (query, positive), nan until its row is seen */
+    gc_top_k top;                 /* [Nq, range_max + most positives] */
+    bool sorted;                  /* the lists put best first (gc_top_k_finish) */
+} gc_miner;
+
+/* queries [Nq, D] (f32; the miner borrows it, positive_start and positive_rows, which must
+ * outlive it). GC_ERR_CONFIG for a bad option (gc_mine_options_check), else GC_OK or an
+ * allocation error, nothing left allocated. */
+gc_status gc_miner_init(gc_miner *miner, const gc_tensor *queries, const int64_t *positive_start,
+                        const int64_t *positive_rows, const gc_mine_options *options);
+/* The next corpus rows, block [Nb, D] (f32, the queries' device; its first row is corpus row
+ * miner->top.seen). As gc_top_k_add's errors. */
+gc_status gc_miner_add(gc_miner *miner, const gc_tensor *block);
+/* After the last block: query q's negatives, corpus rows best first, into chosen[0..negatives);
+ * returns how many (negatives, or 0 when the window holds too few). GC_ERR_FORMAT (returned
+ * as -1, error set) when a positive's row was never offered. Sorts the lists on first call. */
+int64_t gc_miner_choose(gc_miner *miner, int64_t q, int64_t *chosen);
+void gc_miner_free(gc_miner *miner);
+
+/* Mined pairs: what gc_mine_pairs found, to write with gc_mined_save. */
+typedef struct gc_mined {
+    int64_t negatives;   /* per line */
+    int64_t lines;       /* input lines */
+    int64_t kept;        /* of them, those whose query got its negatives */
+    int64_t queries;     /* distinct queries */
+    int64_t corpus;      /* distinct candidate texts */
+    const char **texts;  /* [corpus]: the candidates (borrowed from the inputs), in byte order */
+    int64_t *query_of;   /* [lines]: each line's distinct query */
+    int64_t *chosen;     /* [queries, negatives]: corpus rows, or -1 for a query that got none */
+} gc_mined;
+
+/* Mines negatives for the first column pairs (query) and second (positive) of every line of
+ * `pairs` (further columns are ignored) among the distinct texts of the positives and
+ * extra[0..extra_count) (a BEIR corpus, or none): the queries encoded with the query tower,
+ * the candidates with the passage tower `block` at a time. GC_OK, GC_ERR_CONFIG for a bad
+ * option, or the failing encode's or search's status; nothing is left allocated on failure. */
+gc_status gc_mine_pairs(gc_dual_encoder *model, const gc_pairs *pairs, const char *const *extra,
+                        int64_t extra_count, const gc_mine_options *options, gc_mined *mined);
+/* Writes the kept lines, `query<TAB>positive<TAB>negative_1...`, in the input's order, to `path`
+ * whole (gradcache/files.h); a tab or line break inside a text becomes a space. A line longer
+ * than GC_PAIRS_MAX_LINE is left out and counted in *too_long. GC_ERR_IO naming the file. */
+gc_status gc_mined_save(const char *path, const gc_pairs *pairs, const gc_mined *mined, int64_t *too_long);
+void gc_mined_free(gc_mined *mined);
 
 /* ---- memory ------------------------------------------------------------------------------- */
 
