@@ -296,9 +296,20 @@ gc_tensor *gc_distill_loss(const gc_tensor *queries, const gc_tensor *passages, 
 gc_status gc_distill_value_and_grad(const gc_tensor *queries, const gc_tensor *passages,
                                     const gc_distill_options *options, double seed, double *value,
                                     gc_tensor **grad_queries, gc_tensor **grad_passages);
+/* The same loss over the global batch of a process group, without gathering it: queries [nq, D],
+ * passages [nq (1 + k), D] and options->teacher_scores [nq, 1 + k] are this rank's (nq may
+ * differ per rank, zero included). The distillation term has no term across ranks (each query
+ * is scored against its own candidates only): each rank computes its own queries' terms,
+ * weighted by its share of the global queries, and the values are summed over the ranks (two
+ * all-reduces of one number); the contrastive term, when set, runs around the ring
+ * (gc_contrastive_loss_ring: its options, checks and errors). *value is the global loss, the
+ * same on every rank; the gradients are seed times d loss / d this rank's rows. */
+gc_status gc_distill_loss_group(gc_process_group *group, const gc_tensor *queries, const gc_tensor *passages,
+                                const gc_distill_options *options, double seed, double *value,
+                                gc_tensor **grad_queries, gc_tensor **grad_passages);
 /* A gc_loss_fn for it over (queries, passages); options kept by pointer and read at each call.
- * No group_value_and_grad: across processes GradCache gathers the representations (the
- * teacher's scores must then be the global batch's). */
+ * Its group_value_and_grad is gc_distill_loss_group: the teacher's scores must be this rank's
+ * rows for it (gc_cache_config.global_loss RING), the global batch's for the gathered loss. */
 gc_loss_fn gc_distill_loss_fn(const gc_distill_options *options);
 
 #ifdef __cplusplus

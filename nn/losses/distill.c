@@ -1,13 +1,15 @@
 /* Distillation from a teacher's scores (loss.h): MarginMSE and the listwise KL divergence over
  * each query's positive and hard negatives, built from recorded ops so that autograd
  * differentiates them (they hold [Nq, 1 + k] scores: nothing to tile), optionally added to the
- * in-batch contrastive loss; and the gc_loss_fn. The teacher's side is constant: it is turned
+ * in-batch contrastive loss; across processes without gathering (the contrastive term around the
+ * ring); and the gc_loss_fn. The teacher's side is constant: it is turned
  * into margins or probabilities on the host, in f64. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "contrastive_internal.h"
 #include "gradcache/autograd.h"
+#include "gradcache/dist.h"
 #include "gradcache/ops.h"
 #include "tensor/op_util.h"
 
@@ -228,7 +230,72 @@ static gc_status distill_value_and_grad(gc_tensor *const *reps, int count, void 
     return gc_distill_value_and_grad(reps[0], reps[1], args, seed, value, &grads[0], &grads[1]);
 }
 
+/* x (a few numbers, f64 on `device`) summed over the ranks, in place on the host array. */
+static gc_status sum_over_ranks(gc_process_group *group, double *x, int64_t count, gc_device device) {
+    gc_tensor *t = gc_from_host(x, GC_SHAPE(count), GC_F64, device);
+    gc_status status = t ? gc_dist_all_reduce(group, t, GC_DIST_SUM) : gc_last_status();
+    if (status == GC_OK) gc_to_host_f64(t, x);
+    gc_tensor_release(t);
+    return status;
+}
+
+/* The distillation term is a mean of per-query terms with no term across ranks: each rank's own
+ * rows give its term, weighted by its share nq / Nq of the global queries (seeded so), and the
+ * ranks' weighted values are summed: two all-reduces of one number, nothing else travels. A rank
+ * without rows adds 0 and gets empty gradients. */
+static gc_status distillation_over_ranks(gc_process_group *group, const gc_tensor *queries, const gc_tensor *passages,
+                                         const gc_distill_options *options, double seed, double *value,
+                                         gc_tensor **grads) {
+    double rows = (double)queries->shape[0], local = 0;
+    gc_status status = sum_over_ranks(group, &rows, 1, queries->device); /* now the global Nq */
+    double share = rows > 0 ? (double)queries->shape[0] / rows : 0;
+    if (status == GC_OK && queries->shape[0] > 0) {
+        gc_distill_options alone = *options;
+        alone.contrastive = NULL;
+        status = distillation_value_and_grad(queries, passages, &alone, seed * share, &local, grads);
+    } else if (status == GC_OK) {
+        grads[0] = gc_zeros_like(queries);
+        grads[1] = gc_zeros_like(passages);
+        if (!grads[0] || !grads[1]) status = gc_last_status();
+    }
+    /* every rank takes part in the sum, a failed one too (with nan), so that none waits */
+    *value = status == GC_OK ? local * share : NAN;
+    gc_status summed = sum_over_ranks(group, value, 1, queries->device);
+    return status != GC_OK ? status : summed;
+}
+
+gc_status gc_distill_loss_group(gc_process_group *group, const gc_tensor *queries, const gc_tensor *passages,
+                                const gc_distill_options *options, double seed, double *value,
+                                gc_tensor **grad_queries, gc_tensor **grad_passages) {
+    *grad_queries = *grad_passages = NULL;
+    if (!queries || !passages) return gc_last_status();
+    check_options(queries, passages, options);
+    gc_tensor *grads[2] = {NULL, NULL}, *contrastive[2] = {NULL, NULL};
+    double contrastive_value = 0;
+    gc_status status = distillation_over_ranks(group, queries, passages, options, seed, value, grads);
+    if (status == GC_OK && options->contrastive)
+        status = gc_contrastive_loss_ring(group, queries, passages, options->contrastive, seed, &contrastive_value,
+                                          &contrastive[0], &contrastive[1]);
+    for (int s = 0; s < 2 && status == GC_OK && options->contrastive; s++) status = gc_add_inplace(grads[s], contrastive[s]);
+    GC_RELEASE_ALL(contrastive[0], contrastive[1]);
+    if (status != GC_OK) {
+        GC_RELEASE_ALL(grads[0], grads[1]);
+        return status;
+    }
+    *value += contrastive_value;
+    *grad_queries = grads[0];
+    *grad_passages = grads[1];
+    return GC_OK;
+}
+
+static gc_status distill_group_value_and_grad(gc_process_group *group, gc_tensor *const *reps, int count, void *args,
+                                              double seed, double *value, gc_tensor **grads) {
+    check_count(count);
+    return gc_distill_loss_group(group, reps[0], reps[1], args, seed, value, &grads[0], &grads[1]);
+}
+
 gc_loss_fn gc_distill_loss_fn(const gc_distill_options *options) {
     if (!options) gc_fatal("distill_loss_fn: options is NULL");
-    return (gc_loss_fn){.forward = distill_forward, .value_and_grad = distill_value_and_grad, .args = (void *)options};
+    return (gc_loss_fn){.forward = distill_forward, .value_and_grad = distill_value_and_grad,
+                        .group_value_and_grad = distill_group_value_and_grad, .args = (void *)options};
 }
