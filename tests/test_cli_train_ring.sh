@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gradcache train --loss ring|gather|auto under gradcache launch: two processes train the same
 # run with the loss around the ring and with the gathered loss, and every step's loss and
-# gradient norm agree, with --guide (the GIST loss) too; the log and the summary say which ran;
+# gradient norm agree, with --guide (the GIST loss) and --teacher-scores (distillation) too; the log and the summary say which ran;
 # auto gathers a batch this small; a plain step or the full loss with the ring is refused. A
 # tiny model, seconds on two cores.
 # usage: test_cli_train_ring.sh GRADCACHE
@@ -77,6 +77,25 @@ same_steps "$work/guided_ring" "$work/guided_gather" "--guide, "
 # the guide masks something: the unguided run's first loss (the same initial model) is higher
 a=$(field "$work/guided_ring/log.jsonl" 1 loss) b=$(field "$work/ring/log.jsonl" 1 loss)
 check awk -v a="$a" -v b="$b" 'BEGIN { exit !(a < b) }' "--guide: step 1's loss $a, without a guide $b"
+
+# --teacher-scores (MarginMSE plus the contrastive loss): each process's own teacher rows with the
+# ring, the global batch's gathered; the same steps both ways (the same tolerance: the distillation
+# term is each query's own, summed per process then over the processes), and auto gathers
+awk '{ printf "%g\t%g\n", 3 + (NR % 4) * 0.25, 1 - (NR % 3) * 0.5 }' "$pairs" >"$work/teacher.tsv"
+distilled() {
+    expect_ok timeout 120 "$gradcache" launch -n 2 -- "$gradcache" train "${common[@]}" \
+        --teacher-scores "$work/teacher.tsv" --distill-weight 0.5 --loss "$1" --out "$work/distilled_$1"
+    local said
+    said=$(grep -o '"global_loss":"[a-z]*"' "$work/distilled_$1/log.jsonl" | uniq -c | tr -s ' ')
+    check [ "$said" = " 6 \"global_loss\":\"$2\"" ] "--teacher-scores --loss $1: not every one of 6 steps says $2: $said"
+}
+distilled ring ring
+distilled gather gather
+distilled auto gather
+same_steps "$work/distilled_ring" "$work/distilled_gather" "--teacher-scores, "
+# the distillation term adds to the contrastive loss: step 1's loss (the same initial model) is higher
+a=$(field "$work/distilled_ring/log.jsonl" 1 loss) b=$(field "$work/ring/log.jsonl" 1 loss)
+check awk -v a="$a" -v b="$b" 'BEGIN { exit !(a > b) }' "--teacher-scores: step 1's loss $a, without $b"
 
 expect_error "--loss ring needs --gc" "$gradcache" train --data "$pairs" --model-size tiny --loss ring
 expect_ok "$gradcache" train --help

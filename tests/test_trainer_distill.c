@@ -97,9 +97,6 @@ static void test_refused(void) {
     config.hard_negatives = 0;
     expect_refused(config, "--teacher-scores needs --hard-negatives of at least 1");
     config.hard_negatives = 1;
-    config.global_loss = GC_GLOBAL_LOSS_RING;
-    expect_refused(config, "--loss ring with --teacher-scores: the distillation loss is gathered");
-    config.global_loss = GC_GLOBAL_LOSS_AUTO;
     config.distill_weight = -1;
     expect_refused(config, "--distill-weight -1: expected a finite weight, at least 0");
     config.distill_weight = 0;

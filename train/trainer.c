@@ -67,8 +67,6 @@ static gc_status check_distill(const gc_trainer_config *c) {
                       (long long)c->positives);
     if (c->guide) return refuse("--teacher-scores with --guide: distillation adds to the plain contrastive loss");
     if (c->matryoshka_count) return refuse("--teacher-scores with --matryoshka: not supported together");
-    if (c->global_loss == GC_GLOBAL_LOSS_RING)
-        return refuse("--loss ring with --teacher-scores: the distillation loss is gathered");
     if (!isfinite(c->distill_weight) || c->distill_weight < 0)
         return refuse("--distill-weight %g: expected a finite weight, at least 0 (0: distillation alone)",
                       c->distill_weight);

@@ -87,18 +87,20 @@ static void release_guide(gc_trainer *t) {
     t->gist.guide_queries = t->gist.guide_passages = NULL;
 }
 
-/* --teacher-scores: the global batch's scores examples[0..batch_size) [B, 1 + hard_negatives], f64
+/* --teacher-scores: the scores of the batch examples[0..batch_size) [B, 1 + hard_negatives], f64
  * on the device, into the loss's options (released with release_teacher). Every rank holds the
- * whole file, so each takes the global batch's rows without a collective: the gathered loss's
- * rows are every rank's share in rank order, the examples' order. */
+ * whole file, so each takes its rows without a collective: the global batch's for the gathered
+ * loss (whose rows are every rank's share in rank order, the examples' order), its own share's
+ * for the loss around the ring. */
 static gc_status teacher_scores(gc_trainer *t, const int64_t *examples) {
     const gc_trainer_config *c = &t->config;
-    int64_t columns = 1 + c->hard_negatives, stride = t->teacher.columns;
-    double *rows = malloc((size_t)(c->batch_size * columns) * sizeof *rows);
-    if (!rows) gc_fatal("train: out of host memory for %lld teacher scores", (long long)(c->batch_size * columns));
-    for (int64_t e = 0; e < c->batch_size; e++)
-        for (int64_t j = 0; j < columns; j++) rows[e * columns + j] = t->teacher.scores[examples[e] * stride + j];
-    t->distill.teacher_scores = gc_from_host(rows, GC_SHAPE(c->batch_size, columns), GC_F64, t->device);
+    int64_t first = 0, count = c->batch_size, columns = 1 + c->hard_negatives, stride = t->teacher.columns;
+    if (gc_trainer_global_loss(c) == GC_GLOBAL_LOSS_RING) gc_train_dist_share(&t->dist, c->batch_size, &first, &count);
+    double *rows = malloc((size_t)(count * columns > 0 ? count * columns : 1) * sizeof *rows);
+    if (!rows) gc_fatal("train: out of host memory for %lld teacher scores", (long long)(count * columns));
+    for (int64_t e = 0; e < count; e++)
+        for (int64_t j = 0; j < columns; j++) rows[e * columns + j] = t->teacher.scores[examples[first + e] * stride + j];
+    t->distill.teacher_scores = gc_from_host(rows, GC_SHAPE(count, columns), GC_F64, t->device);
     free(rows);
     return t->distill.teacher_scores ? GC_OK : gc_last_status();
 }
