@@ -18,17 +18,6 @@
 
 static char folder[] = "/tmp/test_trainer_distill_XXXXXX";
 
-static void record_loss(void *user, const gc_step_record *record) { ((double *)user)[record->step - 1] = record->loss; }
-
-static void run(gc_trainer_config config, double losses[2]) {
-    config.on_step = record_loss;
-    config.user = losses;
-    gc_trainer *trainer;
-    REQUIRE(gc_trainer_new(&config, &trainer) == GC_OK);
-    CHECK_MSG(gc_trainer_run(trainer) == GC_OK, "%s", gc_last_error());
-    gc_trainer_free(trainer);
-}
-
 /* The tiny preset, 2 steps of 16, MarginMSE over the positive and the negative; one chunk per
  * side, so that the plain step draws the same dropout masks. */
 static gc_trainer_config distill_run(const char *name, char *out, size_t size) {
@@ -39,18 +28,10 @@ static gc_trainer_config distill_run(const char *name, char *out, size_t size) {
     return config;
 }
 
-/* config's GradCache run logs the plain run's losses: f32, the same terms in other orders (1e-5). */
 static void expect_cached_equals_plain(gc_trainer_config config, const char *name, double cached[2]) {
-    char out[256];
-    double plain[2];
-    run(config, cached);
-    snprintf(out, sizeof out, "%s/%s_plain", folder, name);
-    config.out = out;
-    config.gc = false;
-    run(config, plain);
-    for (int s = 0; s < 2; s++)
-        CHECK_MSG(fabs(cached[s] - plain[s]) <= 1e-5 * fabs(plain[s]), "%s, step %d: GradCache %.9g, plain %.9g", name,
-                  s + 1, cached[s], plain[s]);
+    char plain[64];
+    snprintf(plain, sizeof plain, "%s_plain", name);
+    gc_test_expect_cached_equals_plain(folder, config, plain, cached);
 }
 
 static void test_runs(void) {
@@ -67,7 +48,7 @@ static void test_runs(void) {
     expect_cached_equals_plain(config, "both", both);
     config = distill_run("contrastive", out, sizeof out);
     config.teacher_scores = NULL;
-    run(config, contrastive);
+    gc_test_run(config, contrastive);
     /* the first step's loss, before any update: MarginMSE of margins ~3 against cosine margins
      * under 2, the KL of two softmaxes, and contrastive + half the MarginMSE */
     CHECK_MSG(margin[0] > 1 && isfinite(kl[0]) && kl[0] > 0 && fabs(kl[0] - margin[0]) > 1e-3,
@@ -84,27 +65,20 @@ static void test_runs(void) {
     gc_clear_error();
 }
 
-static void expect_refused(gc_trainer_config config, const char *message) {
-    char out[256];
-    snprintf(out, sizeof out, "%s/refused", folder);
-    config.out = out;
-    gc_test_expect_refused(&config, message);
-}
-
 static void test_refused(void) {
     char out[256];
     gc_trainer_config config = distill_run("refused", out, sizeof out);
     config.hard_negatives = 0;
-    expect_refused(config, "--teacher-scores needs --hard-negatives of at least 1");
+    gc_test_expect_refused(&config, "--teacher-scores needs --hard-negatives of at least 1");
     config.hard_negatives = 1;
     config.distill_weight = -1;
-    expect_refused(config, "--distill-weight -1: expected a finite weight, at least 0");
+    gc_test_expect_refused(&config, "--distill-weight -1: expected a finite weight, at least 0");
     config.distill_weight = 0;
     config.distill_temperatures[1] = 0;
-    expect_refused(config, "--teacher-temperature 0: expected a positive, finite temperature");
+    gc_test_expect_refused(&config, "--teacher-temperature 0: expected a positive, finite temperature");
     config.distill_temperatures[1] = 1;
     config.positives = 2;
-    expect_refused(config, "--teacher-scores with --positives 2: distillation scores one positive");
+    gc_test_expect_refused(&config, "--teacher-scores with --positives 2: distillation scores one positive");
 }
 
 /* --- the teacher file --- */

@@ -4,7 +4,6 @@
  * good lines are copied, NUL-terminated, into one growing text block; at the end a table of
  * pointers into it is made (gc_pairs_free frees the block through the first pointer). */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,22 +27,6 @@ static line next_line(const char *data, size_t size, size_t *position) {
     *position += result.length + (newline ? 1 : 0);
     if (newline && result.length > 0 && start[result.length - 1] == '\r') result.length--;
     return result;
-}
-
-static gc_status line_error(const char *name, long long number, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static gc_status line_error(const char *name, long long number, const char *fmt, ...) {
-    char problem[256];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(problem, sizeof problem, fmt, args);
-    va_end(args);
-    gc_set_error(GC_ERR_FORMAT, "%s:%lld: %s", name, number, problem);
-    return GC_ERR_FORMAT;
 }
 
 /* The length of the valid UTF-8 sequence at text[0..length), or 0 when it is not one:
@@ -74,29 +57,29 @@ static size_t utf8_sequence(const unsigned char *text, size_t length) {
 }
 
 static gc_status too_long(const char *name, long long number) {
-    return line_error(name, number, "line longer than the limit of %d bytes", GC_PAIRS_MAX_LINE);
+    return gc_line_error(name, number, "line longer than the limit of %d bytes", GC_PAIRS_MAX_LINE);
 }
 
 /* Checks one line; sets *fields to its number of fields. */
 static gc_status check_line(const char *name, long long number, line text, int *fields) {
-    if (text.length == 0) return line_error(name, number, "empty line");
+    if (text.length == 0) return gc_line_error(name, number, "empty line");
     if (text.length > GC_PAIRS_MAX_LINE) return too_long(name, number);
     const unsigned char *bytes = (const unsigned char *)text.text;
     *fields = 1;
     for (size_t i = 0; i < text.length;) {
         unsigned char byte = bytes[i];
-        if (byte == '\0') return line_error(name, number, "NUL byte at column %zu", i + 1);
+        if (byte == '\0') return gc_line_error(name, number, "NUL byte at column %zu", i + 1);
         if (byte == '\r')
-            return line_error(name, number, "carriage return not followed by a newline at column %zu", i + 1);
+            return gc_line_error(name, number, "carriage return not followed by a newline at column %zu", i + 1);
         if (byte == '\t') {
             if (i == 0 || i + 1 == text.length || bytes[i + 1] == '\t')
-                return line_error(name, number, "empty field (%s)",
+                return gc_line_error(name, number, "empty field (%s)",
                                   i == 0 ? "the line starts with a tab"
                                   : i + 1 == text.length ? "the line ends with a tab" : "two tabs in a row");
             ++*fields;
         }
         size_t step = utf8_sequence(bytes + i, text.length - i);
-        if (step == 0) return line_error(name, number, "invalid UTF-8 (byte 0x%02X at column %zu)", byte, i + 1);
+        if (step == 0) return gc_line_error(name, number, "invalid UTF-8 (byte 0x%02X at column %zu)", byte, i + 1);
         i += step;
     }
     return GC_OK;
@@ -132,10 +115,10 @@ static gc_status add_line(builder *b, line text) {
     int fields = 0;
     gc_status status = check_line(b->name, number, text, &fields);
     if (status != GC_OK) return status;
-    if (fields < 2) return line_error(b->name, number, "one field; expected query<TAB>positive[<TAB>negative...]");
+    if (fields < 2) return gc_line_error(b->name, number, "one field; expected query<TAB>positive[<TAB>negative...]");
     if (number == 1) b->columns = fields;
     if (fields != b->columns)
-        return line_error(b->name, number, "%d fields where line 1 has %d (every line needs the same number of "
+        return gc_line_error(b->name, number, "%d fields where line 1 has %d (every line needs the same number of "
                           "negatives)", fields, b->columns);
     if (!reserve(b, text.length + 1)) {
         gc_set_error(GC_ERR_OUT_OF_MEMORY, "%s: out of host memory at line %lld", b->name, number);

@@ -3,7 +3,6 @@
  * line checked as it arrives; the first bad one stops the reading naming the file and the line. */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,27 +10,11 @@
 #include "gradcache/train.h"
 #include "lines.h"
 
-static gc_status line_error(const char *path, long long number, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static gc_status line_error(const char *path, long long number, const char *fmt, ...) {
-    char problem[256];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(problem, sizeof problem, fmt, args);
-    va_end(args);
-    gc_set_error(GC_ERR_FORMAT, "%s:%lld: %s", path, number, problem);
-    return GC_ERR_FORMAT;
-}
-
 /* The numbers of one line (text[0..length), its newline dropped; text has room for a NUL after
  * it) into row[columns]: exactly `columns` finite numbers, one tab between two. */
 static gc_status parse_line(const char *path, long long number, char *text, size_t length, int columns, double *row) {
-    if (length == 0) return line_error(path, number, "empty line");
-    if (memchr(text, '\0', length)) return line_error(path, number, "NUL byte");
+    if (length == 0) return gc_line_error(path, number, "empty line");
+    if (memchr(text, '\0', length)) return gc_line_error(path, number, "NUL byte");
     text[length] = '\0';
     const char *field = text;
     for (int c = 0; c < columns; c++) {
@@ -39,14 +22,14 @@ static gc_status parse_line(const char *path, long long number, char *text, size
         double value = *field == ' ' || *field == '\t' ? 0 : strtod(field, &end); /* strtod skips blanks */
         bool last = c + 1 == columns;
         if (end != field && *end == '\0' && !last)
-            return line_error(path, number, "%d scores where %d are expected (the positive's, then one per hard "
+            return gc_line_error(path, number, "%d scores where %d are expected (the positive's, then one per hard "
                               "negative of the pair file)", c + 1, columns);
         if (end != field && *end == '\t' && last)
-            return line_error(path, number, "more than the %d scores expected (the positive's, then one per hard "
+            return gc_line_error(path, number, "more than the %d scores expected (the positive's, then one per hard "
                               "negative of the pair file)", columns);
         if (end == field || *end != (last ? '\0' : '\t'))
-            return line_error(path, number, "score %d is not a number", c + 1);
-        if (!isfinite(value)) return line_error(path, number, "score %d is %g", c + 1, value);
+            return gc_line_error(path, number, "score %d is not a number", c + 1);
+        if (!isfinite(value)) return gc_line_error(path, number, "score %d is %g", c + 1, value);
         row[c] = value;
         field = end + 1;
     }
@@ -67,10 +50,10 @@ static gc_status read_scores(FILE *in, const char *path, gc_teacher_scores *scor
             return GC_ERR_IO;
         }
         if (number > scores->count)
-            return line_error(path, number, "more lines than the pair file's %lld examples", (long long)scores->count);
+            return gc_line_error(path, number, "more lines than the pair file's %lld examples", (long long)scores->count);
         if (result == GC_LINE_OK && length > 0 && pending[length - 1] == '\r') length--;
         if (result == GC_LINE_TOO_LONG || length > GC_PAIRS_MAX_LINE)
-            return line_error(path, number, "line longer than the limit of %d bytes", GC_PAIRS_MAX_LINE);
+            return gc_line_error(path, number, "line longer than the limit of %d bytes", GC_PAIRS_MAX_LINE);
         gc_status status = parse_line(path, number, pending, length, scores->columns,
                                       scores->scores + (number - 1) * scores->columns);
         if (status != GC_OK) return status;

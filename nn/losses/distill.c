@@ -190,46 +190,6 @@ static gc_status distillation_value_and_grad(const gc_tensor *queries, const gc_
     return gc_contrastive_autograd(distillation_pair, options, queries, passages, &explain, seed, value, grads);
 }
 
-gc_status gc_distill_value_and_grad(const gc_tensor *queries, const gc_tensor *passages,
-                                    const gc_distill_options *options, double seed, double *value,
-                                    gc_tensor **grad_queries, gc_tensor **grad_passages) {
-    *grad_queries = *grad_passages = NULL;
-    if (!queries || !passages) return gc_last_status();
-    check_options(queries, passages, options);
-    gc_tensor *grads[2] = {NULL, NULL}, *contrastive[2] = {NULL, NULL};
-    double contrastive_value = 0;
-    gc_status status = distillation_value_and_grad(queries, passages, options, seed, value, grads);
-    if (status == GC_OK && options->contrastive)
-        status = gc_contrastive_value_and_grad(queries, passages, options->contrastive, seed, &contrastive_value,
-                                               &contrastive[0], &contrastive[1]);
-    for (int s = 0; s < 2 && status == GC_OK && options->contrastive; s++) status = gc_add_inplace(grads[s], contrastive[s]);
-    GC_RELEASE_ALL(contrastive[0], contrastive[1]);
-    if (status != GC_OK) {
-        GC_RELEASE_ALL(grads[0], grads[1]);
-        return status;
-    }
-    *value += contrastive_value;
-    *grad_queries = grads[0];
-    *grad_passages = grads[1];
-    return GC_OK;
-}
-
-/* gc_loss_fn over reps = (queries, passages), args the options. */
-static void check_count(int count) {
-    if (count != 2) gc_fatal("distill_loss_fn: needs 2 representations (queries, passages), got %d", count);
-}
-
-static gc_tensor *distill_forward(gc_tensor *const *reps, int count, void *args) {
-    check_count(count);
-    return gc_distill_loss(reps[0], reps[1], args);
-}
-
-static gc_status distill_value_and_grad(gc_tensor *const *reps, int count, void *args, double seed, double *value,
-                                        gc_tensor **grads) {
-    check_count(count);
-    return gc_distill_value_and_grad(reps[0], reps[1], args, seed, value, &grads[0], &grads[1]);
-}
-
 /* x (a few numbers, f64 on `device`) summed over the ranks, in place on the host array. */
 static gc_status sum_over_ranks(gc_process_group *group, double *x, int64_t count, gc_device device) {
     gc_tensor *t = gc_from_host(x, GC_SHAPE(count), GC_F64, device);
@@ -264,19 +224,26 @@ static gc_status distillation_over_ranks(gc_process_group *group, const gc_tenso
     return status != GC_OK ? status : summed;
 }
 
-gc_status gc_distill_loss_group(gc_process_group *group, const gc_tensor *queries, const gc_tensor *passages,
-                                const gc_distill_options *options, double seed, double *value,
-                                gc_tensor **grad_queries, gc_tensor **grad_passages) {
+/* The loss's value and gradients in one process (group NULL: the contrastive term tiled or not,
+ * as its method says) or over a group (the distillation term per rank, the contrastive term around
+ * the ring). */
+static gc_status value_and_grad_over(gc_process_group *group, const gc_tensor *queries, const gc_tensor *passages,
+                                     const gc_distill_options *options, double seed, double *value,
+                                     gc_tensor **grad_queries, gc_tensor **grad_passages) {
     *grad_queries = *grad_passages = NULL;
     if (!queries || !passages) return gc_last_status();
     check_options(queries, passages, options);
     gc_tensor *grads[2] = {NULL, NULL}, *contrastive[2] = {NULL, NULL};
     double contrastive_value = 0;
-    gc_status status = distillation_over_ranks(group, queries, passages, options, seed, value, grads);
-    if (status == GC_OK && options->contrastive)
-        status = gc_contrastive_loss_ring(group, queries, passages, options->contrastive, seed, &contrastive_value,
-                                          &contrastive[0], &contrastive[1]);
-    for (int s = 0; s < 2 && status == GC_OK && options->contrastive; s++) status = gc_add_inplace(grads[s], contrastive[s]);
+    const gc_contrastive_options *in_batch = options->contrastive;
+    gc_status status = group ? distillation_over_ranks(group, queries, passages, options, seed, value, grads)
+                             : distillation_value_and_grad(queries, passages, options, seed, value, grads);
+    if (status == GC_OK && in_batch)
+        status = group ? gc_contrastive_loss_ring(group, queries, passages, in_batch, seed, &contrastive_value,
+                                                  &contrastive[0], &contrastive[1])
+                       : gc_contrastive_value_and_grad(queries, passages, in_batch, seed, &contrastive_value,
+                                                       &contrastive[0], &contrastive[1]);
+    for (int s = 0; s < 2 && status == GC_OK && in_batch; s++) status = gc_add_inplace(grads[s], contrastive[s]);
     GC_RELEASE_ALL(contrastive[0], contrastive[1]);
     if (status != GC_OK) {
         GC_RELEASE_ALL(grads[0], grads[1]);
@@ -286,6 +253,34 @@ gc_status gc_distill_loss_group(gc_process_group *group, const gc_tensor *querie
     *grad_queries = grads[0];
     *grad_passages = grads[1];
     return GC_OK;
+}
+
+gc_status gc_distill_loss_group(gc_process_group *group, const gc_tensor *queries, const gc_tensor *passages,
+                                const gc_distill_options *options, double seed, double *value,
+                                gc_tensor **grad_queries, gc_tensor **grad_passages) {
+    return value_and_grad_over(group, queries, passages, options, seed, value, grad_queries, grad_passages);
+}
+
+gc_status gc_distill_value_and_grad(const gc_tensor *queries, const gc_tensor *passages,
+                                    const gc_distill_options *options, double seed, double *value,
+                                    gc_tensor **grad_queries, gc_tensor **grad_passages) {
+    return value_and_grad_over(NULL, queries, passages, options, seed, value, grad_queries, grad_passages);
+}
+
+/* gc_loss_fn over reps = (queries, passages), args the options. */
+static void check_count(int count) {
+    if (count != 2) gc_fatal("distill_loss_fn: needs 2 representations (queries, passages), got %d", count);
+}
+
+static gc_tensor *distill_forward(gc_tensor *const *reps, int count, void *args) {
+    check_count(count);
+    return gc_distill_loss(reps[0], reps[1], args);
+}
+
+static gc_status distill_value_and_grad(gc_tensor *const *reps, int count, void *args, double seed, double *value,
+                                        gc_tensor **grads) {
+    check_count(count);
+    return gc_distill_value_and_grad(reps[0], reps[1], args, seed, value, &grads[0], &grads[1]);
 }
 
 static gc_status distill_group_value_and_grad(gc_process_group *group, gc_tensor *const *reps, int count, void *args,
