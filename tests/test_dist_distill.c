@@ -3,7 +3,8 @@
  * each rank gives its own queries, their candidates and their teacher rows (rows that differ
  * per rank, none on a rank included), and the global loss and this rank's rows of both
  * gradients must equal one process's gc_distill_value_and_grad over the whole batch, in f64, for
- * MarginMSE and the KL alone and added to the contrastive loss (which runs around the ring).
+ * MarginMSE and the KL alone and added to the contrastive loss (which runs around the ring); a
+ * rank's teacher score that is not finite stops every rank.
  *
  * Tolerance, f64: each query's term is computed from the same rows in the same order either
  * way; what differs is the order of the sums -- the mean summed per rank, then over the ranks,
@@ -91,6 +92,30 @@ static int body(int rank, int world, void *arg) {
     return gc_test_result();
 }
 
+/* Rank 1's teacher holds a nan: it fails naming the score, and rank 0, whose rows are sound,
+ * stops too (before the contrastive term's ring would wait for rank 1). */
+static int bad_teacher_body(int rank, int world, void *arg) {
+    (void)world, (void)arg;
+    gc_process_group *group = dist_test_group(60);
+    gc_tensor *q = gc_uniform(GC_SHAPE(2, DIM), GC_F64, gc_cpu(), -1, 1, 50 + (uint64_t)rank, 0);
+    gc_tensor *p = gc_uniform(GC_SHAPE(4, DIM), GC_F64, gc_cpu(), -1, 1, 60 + (uint64_t)rank, 0);
+    double scores[4] = {1, 0, 2, rank == 1 ? NAN : 1};
+    gc_tensor *teacher = gc_from_host(scores, GC_SHAPE(2, 2), GC_F64, gc_cpu());
+    gc_contrastive_options in_batch = {.similarity = GC_SIMILARITY_COSINE, .temperature = 0.1};
+    gc_distill_options options = {.kind = GC_DISTILL_MARGIN_MSE, .teacher_scores = teacher, .weight = 1,
+                                  .contrastive = &in_batch};
+    gc_tensor *grads[2] = {NULL, NULL};
+    double value = 0;
+    CHECK(gc_distill_loss_group(group, q, p, &options, 1, &value, &grads[0], &grads[1]) == GC_ERR_NON_FINITE);
+    const char *want = rank == 1 ? "distill_loss: teacher score [1, 1] is nan"
+                                 : "distill_loss: the loss over the ranks is nan";
+    CHECK_MSG(strstr(gc_last_error(), want) != NULL, "rank %d: %s", rank, gc_last_error());
+    CHECK(!grads[0] && !grads[1]);
+    RELEASE(q, p, teacher);
+    gc_process_group_free(group);
+    return gc_test_result();
+}
+
 static void test_against_one_process(void) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         for (int world = 2; world <= WORLD_MAX; world++) {
@@ -101,5 +126,6 @@ static void test_against_one_process(void) {
 
 int main(void) {
     GC_TEST_CASE(test_against_one_process);
+    CHECK_MSG(dist_all_pass(2, bad_teacher_body, NULL, 120), "a teacher score that is not finite");
     return gc_test_result();
 }

@@ -64,7 +64,8 @@ static void test_against_pytorch(void) {
 static void check_in_dtype(const gc_param_list *fixture, const char *name, gc_dtype dtype, double tolerance) {
     gc_contrastive_options in_batch;
     gc_distill_options options = case_options(fixture, name, &in_batch);
-    gc_tensor *q = gc_cast(fixture_entry(fixture, name, "q"), dtype), *p = gc_cast(fixture_entry(fixture, name, "p"), dtype);
+    gc_tensor *q = gc_cast(fixture_entry(fixture, name, "q"), dtype);
+    gc_tensor *p = gc_cast(fixture_entry(fixture, name, "p"), dtype);
     gc_tensor *want[2] = {fixture_entry(fixture, name, "grad_q"), fixture_entry(fixture, name, "grad_p")};
     gc_tensor *grads[2] = {NULL, NULL};
     double value = 0, expected = gc_item(fixture_entry(fixture, name, "loss"));
@@ -137,7 +138,8 @@ typedef struct bad_call {
 
 static void call_loss(void *arg) {
     const bad_call *b = arg;
-    gc_tensor *q = gc_zeros(GC_SHAPE(3, 4), GC_F32, gc_cpu()), *p = gc_zeros(GC_SHAPE(b->passages, 4), GC_F32, gc_cpu());
+    gc_tensor *q = gc_zeros(GC_SHAPE(3, 4), GC_F32, gc_cpu());
+    gc_tensor *p = gc_zeros(GC_SHAPE(b->passages, 4), GC_F32, gc_cpu());
     gc_tensor *teacher = gc_zeros(GC_SHAPE(3, b->teacher_columns), GC_F32, gc_cpu());
     gc_distill_options options = {.kind = b->kind, .teacher_scores = teacher, .weight = 1,
                                   .student_temperature = b->student_temperature, .teacher_temperature = 1};

@@ -126,6 +126,7 @@ static void test_teacher_file(void) {
     MALFORMED("1\t\t2\n", ":1: score 2 is not a number");
     MALFORMED("1 2\n", ":1: score 1 is not a number");
     MALFORMED("1\t 2\n", ":1: score 2 is not a number");
+    MALFORMED("1\t\v2\n", ":1: score 2 is not a number");
     MALFORMED("1\tnan\n", ":1: score 2 is nan");
     MALFORMED("1e999\t2\n", ":1: score 1 is inf");
     MALFORMED("1\t2\0\n", ":1: NUL byte");
@@ -152,9 +153,9 @@ static void test_teacher_file(void) {
     config.teacher_scores = path;
     gc_trainer *trainer = (gc_trainer *)1;
     CHECK(gc_trainer_new(&config, &trainer) == GC_ERR_FORMAT && trainer == NULL);
-    CHECK_MSG(strstr(gc_last_error(), "--teacher-scores: ") && strstr(gc_last_error(), ": 2 lines for the pair file's 64 "
-                                                                                        "examples"),
-              "%s", gc_last_error());
+    const char *error = gc_last_error();
+    CHECK_MSG(strstr(error, "--teacher-scores: ") && strstr(error, ": 2 lines for the pair file's 64 examples"), "%s",
+              error);
     gc_clear_error();
 }
 

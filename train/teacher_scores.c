@@ -1,6 +1,7 @@
 /* A teacher's scores beside a pair file (gradcache/train.h, docs/DATA.md): one line per example,
  * tab-separated numbers, read a bounded line at a time (train/lines.c) like the pair file, each
  * line checked as it arrives; the first bad one stops the reading naming the file and the line. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,7 +20,7 @@ static gc_status parse_line(const char *path, long long number, char *text, size
     const char *field = text;
     for (int c = 0; c < columns; c++) {
         char *end = (char *)field;
-        double value = *field == ' ' || *field == '\t' ? 0 : strtod(field, &end); /* strtod skips blanks */
+        double value = isspace((unsigned char)*field) ? 0 : strtod(field, &end); /* strtod would skip blanks */
         bool last = c + 1 == columns;
         if (end != field && *end == '\0' && !last)
             return gc_line_error(path, number, "%d scores where %d are expected (the positive's, then one per hard "
@@ -50,7 +51,8 @@ static gc_status read_scores(FILE *in, const char *path, gc_teacher_scores *scor
             return GC_ERR_IO;
         }
         if (number > scores->count)
-            return gc_line_error(path, number, "more lines than the pair file's %lld examples", (long long)scores->count);
+            return gc_line_error(path, number, "more lines than the pair file's %lld examples",
+                                 (long long)scores->count);
         if (result == GC_LINE_OK && length > 0 && pending[length - 1] == '\r') length--;
         if (result == GC_LINE_TOO_LONG || length > GC_PAIRS_MAX_LINE)
             return gc_line_error(path, number, "line longer than the limit of %d bytes", GC_PAIRS_MAX_LINE);
@@ -66,7 +68,8 @@ static gc_status read_scores(FILE *in, const char *path, gc_teacher_scores *scor
 
 gc_status gc_teacher_scores_read(const char *path, int64_t count, int columns, gc_teacher_scores *scores) {
     *scores = (gc_teacher_scores){0};
-    if (count < 1 || columns < 1) gc_fatal("teacher_scores_read: %lld examples of %d scores", (long long)count, columns);
+    if (count < 1 || columns < 1)
+        gc_fatal("teacher_scores_read: %lld examples of %d scores", (long long)count, columns);
     double *values = (size_t)count <= SIZE_MAX / sizeof *values / (size_t)columns
                          ? malloc((size_t)count * (size_t)columns * sizeof *values)
                          : NULL;

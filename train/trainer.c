@@ -314,10 +314,10 @@ static gc_status set_up(gc_trainer *t, bool resume) {
                                       .teacher_temperature = t->config.distill_temperatures[1],
                                       .weight = t->config.distill_weight > 0 ? t->config.distill_weight : 1,
                                       .contrastive = t->config.distill_weight > 0 ? &t->loss_options : NULL};
-    t->matryoshka = (gc_matryoshka_options){.base = t->config.guide            ? gc_gist_loss_fn(&t->gist)
-                                                    : t->config.teacher_scores ? gc_distill_loss_fn(&t->distill)
-                                                                               : gc_contrastive_loss_fn(&t->loss_options),
-                                            .count = t->config.matryoshka_count};
+    gc_loss_fn base = gc_contrastive_loss_fn(&t->loss_options);
+    if (t->config.guide) base = gc_gist_loss_fn(&t->gist);
+    if (t->config.teacher_scores) base = gc_distill_loss_fn(&t->distill);
+    t->matryoshka = (gc_matryoshka_options){.base = base, .count = t->config.matryoshka_count};
     for (int j = 0; j < t->config.matryoshka_count; j++) {
         t->matryoshka.dims[j] = t->config.matryoshka_dims[j];
         t->matryoshka.weights[j] = t->config.matryoshka_weights[j];

@@ -99,7 +99,8 @@ static gc_status teacher_scores(gc_trainer *t, const int64_t *examples) {
     double *rows = malloc((size_t)(count * columns > 0 ? count * columns : 1) * sizeof *rows);
     if (!rows) gc_fatal("train: out of host memory for %lld teacher scores", (long long)(count * columns));
     for (int64_t e = 0; e < count; e++)
-        for (int64_t j = 0; j < columns; j++) rows[e * columns + j] = t->teacher.scores[examples[first + e] * stride + j];
+        for (int64_t j = 0; j < columns; j++)
+            rows[e * columns + j] = t->teacher.scores[examples[first + e] * stride + j];
     t->distill.teacher_scores = gc_from_host(rows, GC_SHAPE(count, columns), GC_F64, t->device);
     free(rows);
     return t->distill.teacher_scores ? GC_OK : gc_last_status();

@@ -303,7 +303,9 @@ gc_status gc_distill_value_and_grad(const gc_tensor *queries, const gc_tensor *p
  * weighted by its share of the global queries, and the values are summed over the ranks (two
  * all-reduces of one number); the contrastive term, when set, runs around the ring
  * (gc_contrastive_loss_ring: its options, checks and errors). *value is the global loss, the
- * same on every rank; the gradients are seed times d loss / d this rank's rows. */
+ * same on every rank; the gradients are seed times d loss / d this rank's rows. A loss that is
+ * not finite (or a rank's failure before the sum, a teacher score that is not finite say) is an
+ * error on every rank: GC_ERR_NON_FINITE, or the failed rank's own. */
 gc_status gc_distill_loss_group(gc_process_group *group, const gc_tensor *queries, const gc_tensor *passages,
                                 const gc_distill_options *options, double seed, double *value,
                                 gc_tensor **grad_queries, gc_tensor **grad_passages);

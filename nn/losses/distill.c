@@ -123,7 +123,8 @@ static gc_tensor *listwise_kl(const gc_tensor *scores, const double *teacher, do
                               double teacher_temperature) {
     int64_t n_queries = scores->shape[0], columns = scores->shape[1];
     double *probabilities = malloc(sizeof *probabilities * (size_t)(n_queries * columns > 0 ? n_queries * columns : 1));
-    if (!probabilities) gc_fatal("distill_loss: out of host memory for %lld probabilities", (long long)(n_queries * columns));
+    if (!probabilities)
+        gc_fatal("distill_loss: out of host memory for %lld probabilities", (long long)(n_queries * columns));
     double p_log_p = 0;
     for (int64_t i = 0; i < n_queries; i++) {
         const double *t = teacher + i * columns;
@@ -155,10 +156,9 @@ static gc_tensor *distillation_term(const gc_tensor *queries, const gc_tensor *p
     double *teacher = teacher_on_host(options->teacher_scores);
     if (!teacher) return NULL;
     gc_tensor *scores = student_scores(queries, passages, options->similarity, columns);
-    gc_tensor *term = !scores                                     ? NULL
-                      : options->kind == GC_DISTILL_MARGIN_MSE ? margin_mse(scores, teacher)
-                                                               : listwise_kl(scores, teacher, options->student_temperature,
-                                                                             options->teacher_temperature);
+    gc_tensor *term = NULL;
+    if (scores && options->kind == GC_DISTILL_MARGIN_MSE) term = margin_mse(scores, teacher);
+    else if (scores) term = listwise_kl(scores, teacher, options->student_temperature, options->teacher_temperature);
     free(teacher);
     gc_tensor *weighted = gc_mul_scalar(term, options->weight);
     GC_RELEASE_ALL(scores, term);
@@ -202,7 +202,8 @@ static gc_status sum_over_ranks(gc_process_group *group, double *x, int64_t coun
 /* The distillation term is a mean of per-query terms with no term across ranks: each rank's own
  * rows give its term, weighted by its share nq / Nq of the global queries (seeded so), and the
  * ranks' weighted values are summed: two all-reduces of one number, nothing else travels. A rank
- * without rows adds 0 and gets empty gradients. */
+ * without rows adds 0 and gets empty gradients. A loss that is not finite, or a rank's failure,
+ * is GC_ERR_NON_FINITE (or that rank's own error) on every rank. */
 static gc_status distillation_over_ranks(gc_process_group *group, const gc_tensor *queries, const gc_tensor *passages,
                                          const gc_distill_options *options, double seed, double *value,
                                          gc_tensor **grads) {
@@ -218,10 +219,17 @@ static gc_status distillation_over_ranks(gc_process_group *group, const gc_tenso
         grads[1] = gc_zeros_like(passages);
         if (!grads[0] || !grads[1]) status = gc_last_status();
     }
-    /* every rank takes part in the sum, a failed one too (with nan), so that none waits */
+    /* every rank takes part in the sum, a failed one too (with nan), so that none waits; the others
+     * then see a loss that is not finite and stop too, before the ring would wait for that rank */
     *value = status == GC_OK ? local * share : NAN;
     gc_status summed = sum_over_ranks(group, value, 1, queries->device);
-    return status != GC_OK ? status : summed;
+    if (status != GC_OK) return status;
+    if (summed == GC_OK && !isfinite(*value)) {
+        gc_set_error(GC_ERR_NON_FINITE, "distill_loss: the loss over the ranks is %g (this rank's rows gave %g: "
+                     "another rank's are not finite, or it failed)", *value, local * share);
+        return GC_ERR_NON_FINITE;
+    }
+    return summed;
 }
 
 /* The loss's value and gradients in one process (group NULL: the contrastive term tiled or not,
