@@ -29,6 +29,9 @@ static const char *const zero_names[] = {"0", "1", "2", "2b", NULL};
 /* --guide-margin-strategy, in gc_gist_margin's order (sentence-transformers' names). */
 static const char *const margin_names[] = {"absolute", "relative", NULL};
 
+/* --distill, in gc_distill_kind's order. */
+static const char *const distill_names[] = {"margin-mse", "kl", NULL};
+
 /* --loss: how a --gc step computes the loss's gradient (tiled or full), and across processes
  * how it sees the global batch (gathered or around the ring). The ring is tiled, so "tiled"
  * leaves the exchange to auto and "full" gathers. */
@@ -52,6 +55,7 @@ typedef struct train_flags {
     int loss;                  /* an index into loss_names: config.loss and config.global_loss */
     int zero;                  /* an index into zero_names: config.zero */
     int margin_strategy;       /* an index into margin_names: config.guide_margin_strategy */
+    int distill;               /* an index into distill_names: config.distill */
     int weight_packing;        /* CLI_PACKING_*: gc_set_weight_packing (not a setting of the run:
                                   the same results either way) */
     int64_t log_every;
@@ -158,6 +162,18 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
          "with --guide, the margin below the positive's guide score"},
         {"guide-margin-strategy", CLI_FLAG_CHOICE, &flags->margin_strategy, 0, 0, margin_names,
          "with --guide: absolute (the positive's score minus the margin) or relative (times 1 - margin)"},
+        {"teacher-scores", CLI_FLAG_STRING, &f->teacher_scores, 0, 0, NULL,
+         "distil a teacher's scores: FILE has a line per example of the pair file, its positive's score then one "
+         "per negative, tab-separated (docs/DATA.md); needs --hard-negatives 1 or more"},
+        {"distill", CLI_FLAG_CHOICE, &flags->distill, 0, 0, distill_names,
+         "with --teacher-scores: margin-mse (the student's margins positive - negative against the teacher's, "
+         "squared) or kl (KL of the teacher's softmax over positive and negatives from the student's)"},
+        {"distill-weight", CLI_FLAG_DOUBLE, &f->distill_weight, 0, 1e6, NULL,
+         "with --teacher-scores: 0, the distillation loss alone; W > 0, the in-batch contrastive loss + W times it"},
+        {"student-temperature", CLI_FLAG_DOUBLE, &f->distill_temperatures[0], 1e-4, 100, NULL,
+         "with --distill kl, the student's cosine scores are divided by it (the loss is multiplied by its square)"},
+        {"teacher-temperature", CLI_FLAG_DOUBLE, &f->distill_temperatures[1], 1e-4, 1e6, NULL,
+         "with --distill kl, the teacher's scores are divided by it"},
         {"seed", CLI_FLAG_INT, &f->seed, 0, 9007199254740992.0, NULL,
          "names the random streams: weights, dropout, data order"},
         {"log-every", CLI_FLAG_INT, &flags->log_every, 1, 1e12, NULL,
@@ -186,6 +202,11 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
     f->guide_margin_strategy = (gc_gist_margin)flags->margin_strategy;
     if ((f->guide_margin != 0 || flags->margin_strategy) && !f->guide)
         return cli_fail("train", 2, "--guide-margin and --guide-margin-strategy need --guide");
+    f->distill = (gc_distill_kind)flags->distill;
+    if ((flags->distill || f->distill_weight != 0) && !f->teacher_scores)
+        return cli_fail("train", 2, "--distill and --distill-weight need --teacher-scores");
+    if ((f->distill_temperatures[0] != 1 || f->distill_temperatures[1] != 1) && f->distill != GC_DISTILL_KL_DIV)
+        return cli_fail("train", 2, "--student-temperature and --teacher-temperature need --distill kl");
     if (flags->matryoshka && parse_prefixes(flags->matryoshka, f)) return 2;
     return flags->gc_chunk_size ? parse_chunk_sizes(flags->gc_chunk_size, f->chunk_sizes) : 0;
 }

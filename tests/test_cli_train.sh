@@ -114,6 +114,17 @@ expect_ok "$gradcache" train "${common[@]}" --steps 2 --gc --guide "$fixtures/ti
     --guide-margin-strategy relative --out "$work/guided"
 check [ "$(wc -l <"$work/guided/log.jsonl")" -ge 2 ] "--guide: the run logged no steps"
 expect_error "--guide: " "$gradcache" train "${common[@]}" --guide "$work/missing" --out "$work/bad_run"
+# --teacher-scores: distillation through the flags, on the fixture pairs with a negative each
+distill=(--data "$fixtures/word_pairs.tsv" --teacher-scores "$fixtures/word_pairs_teacher.tsv" --hard-negatives 1
+         --model-size tiny --max-length 16 --batch-size 16 --steps 2 --gc)
+expect_ok "$gradcache" train "${distill[@]}" --distill kl --student-temperature 0.05 --distill-weight 0.5 \
+    --out "$work/distilled"
+check [ "$(wc -l <"$work/distilled/log.jsonl")" -eq 2 ] "--teacher-scores: the run logged no steps"
+expect_error "--distill and --distill-weight need --teacher-scores" "$gradcache" train "${common[@]}" --distill kl
+expect_error "--student-temperature and --teacher-temperature need --distill kl" "$gradcache" train \
+    "${distill[@]}" --teacher-temperature 2 --out "$work/bad_run"
+expect_error "--teacher-scores: $pairs:1: score 1 is not a number" "$gradcache" train "${distill[@]}" \
+    --teacher-scores "$pairs" --out "$work/bad_run"
 expect_error "--steps and --epochs cannot be used together" "$gradcache" train "${common[@]}" --epochs 1
 expect_error "--data is required" "$gradcache" train --steps 1
 check [ ! -e "$work/bad_run" ] "a failed run left $work/bad_run behind"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gradcache train --loss ring|gather|auto under gradcache launch: two processes train the same
 # run with the loss around the ring and with the gathered loss, and every step's loss and
-# gradient norm agree, with --guide (the GIST loss) too; the log and the summary say which ran;
+# gradient norm agree, with --guide (the GIST loss) and --teacher-scores (distillation) too; the log and the summary say which ran;
 # auto gathers a batch this small; a plain step or the full loss with the ring is refused. A
 # tiny model, seconds on two cores.
 # usage: test_cli_train_ring.sh GRADCACHE
@@ -58,25 +58,41 @@ checks=$((checks + 1))
 grep -q 'the loss around\|the loss over' "$work/stdout" &&
     fail "one process: the summary names an exchange: $(cat "$work/stdout")"
 
+# every_way NAME FLAGS...: two processes with FLAGS and --loss ring, gather and auto into
+# $work/NAME_LOSS, every step of each log saying ring, gather and gather (auto gathers where the
+# rows beside the batch are given before the cache would choose), and the ring's steps the gather's
+every_way() {
+    local name=$1 loss said
+    shift
+    for loss in ring gather auto; do
+        local ran=$loss
+        [ "$loss" = auto ] && ran=gather
+        expect_ok timeout 120 "$gradcache" launch -n 2 -- "$gradcache" train "${common[@]}" "$@" --loss "$loss" \
+            --out "$work/${name}_$loss"
+        said=$(grep -o '"global_loss":"[a-z]*"' "$work/${name}_$loss/log.jsonl" | uniq -c | tr -s ' ')
+        check [ "$said" = " 6 \"global_loss\":\"$ran\"" ] "$name, --loss $loss: not every one of 6 steps says $ran: $said"
+    done
+    same_steps "$work/${name}_ring" "$work/${name}_gather" "$name, "
+}
+
 # --guide (that one-step run guiding): the GIST loss around the ring, each process with its own
 # guide rows travelling beside its passages, takes the steps the gathered GIST loss takes -- the
 # same tolerance and reasons as above (the masks are the same: the guide's f32 scores of each
 # pair are computed alike, and none of these falls within a rounding of its threshold); auto
 # gathers with a guide (its rows are given before the cache would choose)
-guided() {
-    expect_ok timeout 120 "$gradcache" launch -n 2 -- "$gradcache" train "${common[@]}" --guide "$work/alone" \
-        --guide-margin 0.05 --loss "$1" --out "$work/guided_$1"
-    local said
-    said=$(grep -o '"global_loss":"[a-z]*"' "$work/guided_$1/log.jsonl" | uniq -c | tr -s ' ')
-    check [ "$said" = " 6 \"global_loss\":\"$2\"" ] "--guide --loss $1: not every one of 6 steps says $2: $said"
-}
-guided ring ring
-guided gather gather
-guided auto gather
-same_steps "$work/guided_ring" "$work/guided_gather" "--guide, "
+every_way guided --guide "$work/alone" --guide-margin 0.05
 # the guide masks something: the unguided run's first loss (the same initial model) is higher
 a=$(field "$work/guided_ring/log.jsonl" 1 loss) b=$(field "$work/ring/log.jsonl" 1 loss)
 check awk -v a="$a" -v b="$b" 'BEGIN { exit !(a < b) }' "--guide: step 1's loss $a, without a guide $b"
+
+# --teacher-scores (MarginMSE plus the contrastive loss): each process's own teacher rows with the
+# ring, the global batch's gathered; the same steps both ways (the same tolerance: the distillation
+# term is each query's own, summed per process then over the processes), and auto gathers
+awk '{ printf "%g\t%g\n", 3 + (NR % 4) * 0.25, 1 - (NR % 3) * 0.5 }' "$pairs" >"$work/teacher.tsv"
+every_way distilled --teacher-scores "$work/teacher.tsv" --distill-weight 0.5
+# the distillation term adds to the contrastive loss: step 1's loss (the same initial model) is higher
+a=$(field "$work/distilled_ring/log.jsonl" 1 loss) b=$(field "$work/ring/log.jsonl" 1 loss)
+check awk -v a="$a" -v b="$b" 'BEGIN { exit !(a > b) }' "--teacher-scores: step 1's loss $a, without $b"
 
 expect_error "--loss ring needs --gc" "$gradcache" train --data "$pairs" --model-size tiny --loss ring
 expect_ok "$gradcache" train --help

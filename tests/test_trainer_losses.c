@@ -20,40 +20,6 @@ static gc_trainer_config small_run(const char *name, char *out, size_t size) {
     return gc_test_small_run(folder, name, 2, out, size);
 }
 
-/* The gradient norms of the last run's steps. */
-static double norms[2];
-
-/* The logged losses of the run's steps into losses[0..2), their gradient norms into norms. */
-static void record_loss(void *user, const gc_step_record *record) {
-    ((double *)user)[record->step - 1] = record->loss;
-    norms[record->step - 1] = record->grad_norm;
-}
-
-static void run(gc_trainer_config config, double losses[2]) {
-    config.on_step = record_loss;
-    config.user = losses;
-    gc_trainer *trainer;
-    REQUIRE(gc_trainer_new(&config, &trainer) == GC_OK);
-    CHECK_MSG(gc_trainer_run(trainer) == GC_OK, "%s", gc_last_error());
-    gc_trainer_free(trainer);
-}
-
-/* config's run (GradCache steps; its losses into cached) logs the losses of the same run with
- * plain steps, made in folder/plain: f32, the cached step sums the same terms as the plain one
- * in other orders (1e-5). */
-static void expect_cached_equals_plain(gc_trainer_config config, const char *plain, double cached[2]) {
-    char out[256];
-    double losses[2];
-    run(config, cached);
-    snprintf(out, sizeof out, "%s/%s", folder, plain);
-    config.out = out;
-    config.gc = false;
-    run(config, losses);
-    for (int s = 0; s < 2; s++)
-        CHECK_MSG(fabs(cached[s] - losses[s]) <= 1e-5 * fabs(losses[s]), "%s, step %d: GradCache %.9g, plain %.9g",
-                  plain, s + 1, cached[s], losses[s]);
-}
-
 /* Refused, with nothing made in folder/refused (the configs below name runs already made). */
 static void expect_refused(gc_trainer_config config, const char *message) {
     char out[256];
@@ -69,12 +35,12 @@ static void test_positives(void) {
     config.positives = 2;
     /* one chunk per side: the plain step's dropout masks (chunked GradCache: test_loss_multi.c) */
     config.chunk_sizes[0] = 16, config.chunk_sizes[1] = 32;
-    expect_cached_equals_plain(config, "positives_plain", cached);
+    gc_test_expect_cached_equals_plain(folder, config, "positives_plain", cached);
     /* the same passages with the second column a hard negative: another loss */
     config = small_run("negative", out, sizeof out);
     config.hard_negatives = 1;
     config.chunk_sizes[0] = 16, config.chunk_sizes[1] = 32; /* the same dropout masks */
-    run(config, one);
+    gc_test_run(config, one);
     CHECK_MSG(fabs(one[0] - cached[0]) > 1e-3, "2 positives and 1 positive + 1 negative both give %.9g", one[0]);
 
     config = small_run("refused", out, sizeof out);
@@ -97,19 +63,19 @@ static void test_matryoshka(void) {
     char out[256];
     double plain[2], whole[2], nested[2];
     gc_trainer_config config = small_run("base", out, sizeof out);
-    run(config, plain);
+    gc_test_run(config, plain);
     config = small_run("whole", out, sizeof out);
     config.matryoshka_count = 1;
     config.matryoshka_dims[0] = 64;
     config.matryoshka_weights[0] = 1;
-    run(config, whole);
+    gc_test_run(config, whole);
     CHECK_MSG(whole[0] == plain[0] && whole[1] == plain[1], "the whole embedding alone: %.9g, %.9g; plain %.9g, %.9g",
               whole[0], whole[1], plain[0], plain[1]);
     config = small_run("nested", out, sizeof out);
     config.matryoshka_count = 2;
     config.matryoshka_dims[0] = 64, config.matryoshka_dims[1] = 16;
     config.matryoshka_weights[0] = config.matryoshka_weights[1] = 1;
-    run(config, nested);
+    gc_test_run(config, nested);
     CHECK_MSG(nested[0] > plain[0] + 1, "64 and 16: %.9g, 64 alone %.9g (each term is about log 16)", nested[0],
               plain[0]);
 
@@ -133,18 +99,18 @@ static void test_matryoshka(void) {
 static void test_no_duplicates(void) {
     char out[256];
     double plain[2], kept[2], multi[2], apart[2];
-    run(small_run("order", out, sizeof out), plain);
+    gc_test_run(small_run("order", out, sizeof out), plain);
     gc_trainer_config config = small_run("distinct", out, sizeof out);
     config.no_duplicates = true;
-    run(config, kept);
+    gc_test_run(config, kept);
     CHECK_MSG(kept[0] == plain[0] && kept[1] == plain[1], "distinct positives: %.9g, plain %.9g", kept[0], plain[0]);
     config = small_run("multi", out, sizeof out);
     config.positives = 2;
-    run(config, multi);
+    gc_test_run(config, multi);
     config = small_run("apart", out, sizeof out);
     config.positives = 2;
     config.no_duplicates = true;
-    run(config, apart);
+    gc_test_run(config, apart);
     CHECK_MSG(apart[0] != multi[0], "shared positives kept apart: the same first batch (loss %.9g)", apart[0]);
     config.no_duplicates = false;
     gc_trainer *trainer;
@@ -162,22 +128,22 @@ static void test_accumulate(void) {
     double single[2], accumulated[2], resumed[2];
     gc_trainer_config config = small_run("single", out, sizeof out);
     config.batch_size = 8, config.lr = 1e-30;
-    run(config, single);
-    double single_norms[2] = {norms[0], norms[1]};
+    gc_test_run(config, single);
+    double single_norms[2] = {gc_test_norms[0], gc_test_norms[1]};
     config = small_run("accumulated", straight, sizeof straight);
     config.batch_size = 8, config.lr = 1e-30, config.accumulate = 2;
-    run(config, accumulated);
+    gc_test_run(config, accumulated);
     /* the update's gradient is the batches' mean: its norm at most the mean of theirs (and at
      * least half their difference), where their sum would be twice that */
     double most = (single_norms[0] + single_norms[1]) / 2, least = fabs(single_norms[0] - single_norms[1]) / 2;
-    CHECK_MSG(norms[0] <= most * (1 + 1e-6) && norms[0] >= least * (1 - 1e-6), "gradient norm %.9g, the batches' %.9g "
-              "and %.9g", norms[0], single_norms[0], single_norms[1]);
+    CHECK_MSG(gc_test_norms[0] <= most * (1 + 1e-6) && gc_test_norms[0] >= least * (1 - 1e-6),
+              "gradient norm %.9g, the batches' %.9g and %.9g", gc_test_norms[0], single_norms[0], single_norms[1]);
     double mean = (single[0] + single[1]) / 2; /* an f64 sum of two: a rounding apart */
     CHECK_MSG(fabs(accumulated[0] - mean) <= 1e-15 * mean, "accumulated %.17g, the mean of the batches' %.17g",
               accumulated[0], mean);
     config = small_run("resumed", out, sizeof out);
     config.batch_size = 8, config.lr = 1e-30, config.accumulate = 2, config.stop_after = 1;
-    run(config, resumed);
+    gc_test_run(config, resumed);
     config.stop_after = 0;
     gc_trainer *trainer;
     REQUIRE(gc_trainer_resume(&config, &trainer) == GC_OK);
@@ -197,15 +163,15 @@ static void test_chunk_tokens(void) {
     double whole[2], unbounded[2], small[2];
     gc_trainer_config config = small_run("one_chunk", out, sizeof out);
     config.chunk_sizes[0] = config.chunk_sizes[1] = 16;
-    run(config, whole);
+    gc_test_run(config, whole);
     config = small_run("unbounded", out, sizeof out);
     config.chunk_sizes[0] = config.chunk_sizes[1] = 16, config.chunk_tokens = 1 << 20;
-    run(config, unbounded);
+    gc_test_run(config, unbounded);
     CHECK_MSG(unbounded[0] == whole[0] && unbounded[1] == whole[1], "unbounded budget %.9g, none %.9g", unbounded[0],
               whole[0]);
     config = small_run("small_budget", out, sizeof out);
     config.chunk_sizes[0] = config.chunk_sizes[1] = 16, config.chunk_tokens = 40;
-    run(config, small);
+    gc_test_run(config, small);
     CHECK_MSG(small[0] != whole[0], "a budget of 40 tokens changed no chunk (loss %.9g)", small[0]);
     config.chunk_tokens = 0;
     gc_trainer *trainer;
@@ -225,12 +191,12 @@ static void test_guide(void) {
     gc_trainer_config config = small_run("guided", out, sizeof out);
     config.guide = GC_TEST_FIXTURES "/tiny_bert";
     config.chunk_sizes[0] = config.chunk_sizes[1] = 16; /* one chunk: the plain step's dropout masks */
-    expect_cached_equals_plain(config, "guided_plain", cached);
+    gc_test_expect_cached_equals_plain(folder, config, "guided_plain", cached);
     config = small_run("unmasked", out, sizeof out);
     config.guide = GC_TEST_FIXTURES "/tiny_bert";
     config.chunk_sizes[0] = config.chunk_sizes[1] = 16;
     config.guide_margin = -1e6;
-    run(config, unmasked);
+    gc_test_run(config, unmasked);
     CHECK_MSG(unmasked[0] > cached[0] + 0.1, "masking removes candidates: %.9g masked, %.9g not", cached[0],
               unmasked[0]);
     /* --matryoshka over the guided loss: the whole embedding alone is the guided loss, bit for
@@ -242,7 +208,7 @@ static void test_guide(void) {
     config.matryoshka_count = 1;
     config.matryoshka_dims[0] = 64;
     config.matryoshka_weights[0] = 1;
-    run(config, whole);
+    gc_test_run(config, whole);
     CHECK_MSG(whole[0] == cached[0] && whole[1] == cached[1], "--guide, the whole embedding alone: %.9g, %.9g; "
               "guided %.9g, %.9g", whole[0], whole[1], cached[0], cached[1]);
     config = small_run("guided_nested", out, sizeof out);
@@ -251,7 +217,7 @@ static void test_guide(void) {
     config.matryoshka_count = 2;
     config.matryoshka_dims[0] = 64, config.matryoshka_dims[1] = 16;
     config.matryoshka_weights[0] = config.matryoshka_weights[1] = 1;
-    expect_cached_equals_plain(config, "guided_nested_plain", nested);
+    gc_test_expect_cached_equals_plain(folder, config, "guided_nested_plain", nested);
     CHECK_MSG(nested[0] > cached[0] + 1, "--guide, 64 and 16: %.9g, 64 alone %.9g (the prefix adds a loss of its own)",
               nested[0], cached[0]);
 

@@ -4,6 +4,8 @@
 
 #include "lines.h"
 
+#include <stdarg.h>
+
 gc_line_result gc_read_line(FILE *in, char *buf, size_t most, size_t *length) {
     gc_line_result result = GC_LINE_OK;
     size_t used = 0;

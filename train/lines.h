@@ -1,6 +1,7 @@
-/* Bounded line reading: a line of outside input is read only up to a limit, so that a
- * stream that is not the text it should be (/dev/zero, a binary file, a pipe that never
- * sends a newline) costs at most a line's bytes of memory, never the whole stream. */
+/* Bounded line reading, and the error a reader gives for a bad line: a line of outside input
+ * is read only up to a limit, so that a stream that is not the text it should be (/dev/zero, a
+ * binary file, a pipe that never sends a newline) costs at most a line's bytes of memory, never
+ * the whole stream. */
 #ifndef GC_TRAIN_LINES_H
 #define GC_TRAIN_LINES_H
 

@@ -56,5 +56,13 @@ void gc_train_settings(const gc_trainer_config *c, const gc_pairs *pairs, gc_met
     if (c->guide)
         gc_metadata_set(s, "flag.guide", "%s margin %s %s", c->guide, gc_format_exact(c->guide_margin, number, sizeof number),
                         c->guide_margin_strategy == GC_GIST_RELATIVE ? "relative" : "absolute");
+    if (c->teacher_scores) {
+        char weight[32], student[32], teacher[32];
+        gc_metadata_set(s, "flag.distill", "%s %s weight %s temperatures %s %s", c->teacher_scores,
+                        c->distill == GC_DISTILL_KL_DIV ? "kl" : "margin-mse",
+                        gc_format_exact(c->distill_weight, weight, sizeof weight),
+                        gc_format_exact(c->distill_temperatures[0], student, sizeof student),
+                        gc_format_exact(c->distill_temperatures[1], teacher, sizeof teacher));
+    }
     gc_metadata_set(s, "flag.seed", "%lld", (long long)c->seed);
 }

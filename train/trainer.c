@@ -40,6 +40,7 @@ gc_trainer_config gc_trainer_config_default(void) {
                                .temperature = 0.05,
                                .positives = 1,
                                .accumulate = 1,
+                               .distill_temperatures = {1, 1},
                                .device = gc_cpu(),
                                .save_every = 100};
 }
@@ -52,6 +53,28 @@ static gc_status failed(const char *what) {
     gc_status status = gc_last_status();
     gc_set_error(status, "%s: %s", what, gc_last_error());
     return status;
+}
+
+/* --teacher-scores with the settings distillation cannot work with. */
+static gc_status check_distill(const gc_trainer_config *c) {
+    if (c->distill != GC_DISTILL_MARGIN_MSE && c->distill != GC_DISTILL_KL_DIV)
+        return refuse("--distill: kind %d is neither MarginMSE nor KL", (int)c->distill);
+    if (c->hard_negatives < 1)
+        return refuse("--teacher-scores needs --hard-negatives of at least 1: the teacher's scores rank each positive "
+                      "against its negatives");
+    if (c->positives > 1)
+        return refuse("--teacher-scores with --positives %lld: distillation scores one positive",
+                      (long long)c->positives);
+    if (c->guide) return refuse("--teacher-scores with --guide: distillation adds to the plain contrastive loss");
+    if (c->matryoshka_count) return refuse("--teacher-scores with --matryoshka: not supported together");
+    if (!isfinite(c->distill_weight) || c->distill_weight < 0)
+        return refuse("--distill-weight %g: expected a finite weight, at least 0 (0: distillation alone)",
+                      c->distill_weight);
+    for (int side = 0; side < 2; side++)
+        if (!(c->distill_temperatures[side] > 0) || isinf(c->distill_temperatures[side]))
+            return refuse("--%s-temperature %g: expected a positive, finite temperature", side ? "teacher" : "student",
+                          c->distill_temperatures[side]);
+    return GC_OK;
 }
 
 /* What no data or device can make work (the program's flags never give these). */
@@ -95,6 +118,10 @@ static gc_status check_config(const gc_trainer_config *c) {
     if (c->guide && c->positives > 1)
         return refuse("--guide with --positives %lld: the guided loss has one positive", (long long)c->positives);
     if (c->guide && !isfinite(c->guide_margin)) return refuse("--guide-margin %g is not finite", c->guide_margin);
+    if (c->teacher_scores) {
+        gc_status status = check_distill(c);
+        if (status != GC_OK) return status;
+    }
     if ((unsigned)c->global_loss > GC_GLOBAL_LOSS_RING)
         return refuse("--loss: global_loss %d is none of AUTO, GATHER and RING", (int)c->global_loss);
     return GC_OK;
@@ -105,7 +132,8 @@ int64_t gc_trainer_accumulation(const gc_trainer_config *config) {
 }
 
 gc_global_loss gc_trainer_global_loss(const gc_trainer_config *config) {
-    if (!config->gc || (config->guide && config->global_loss == GC_GLOBAL_LOSS_AUTO)) return GC_GLOBAL_LOSS_GATHER;
+    if (!config->gc || ((config->guide || config->teacher_scores) && config->global_loss == GC_GLOBAL_LOSS_AUTO))
+        return GC_GLOBAL_LOSS_GATHER;
     return config->global_loss;
 }
 
@@ -158,6 +186,9 @@ static gc_status load_data(gc_trainer *t) {
     if (c->hard_negatives > negatives)
         return refuse("--hard-negatives %lld: %s has %lld negative column%s", (long long)c->hard_negatives,
                       t->data_path, (long long)negatives, negatives == 1 ? "" : "s");
+    if (c->teacher_scores &&
+        gc_teacher_scores_read(c->teacher_scores, t->pairs.count, t->pairs.negatives + 1, &t->teacher) != GC_OK)
+        return failed("--teacher-scores");
     /* an update takes `accumulate` batches: the sampler's batch is all of them */
     int64_t accumulation = gc_trainer_accumulation(c), update_batch = c->batch_size * accumulation;
     if (update_batch > t->pairs.count) {
@@ -255,9 +286,16 @@ static gc_status set_up(gc_trainer *t, bool resume) {
     t->gist = (gc_gist_options){.contrastive = t->loss_options,
                                 .margin_strategy = t->config.guide_margin_strategy,
                                 .margin = t->config.guide_margin};
-    t->matryoshka = (gc_matryoshka_options){.base = t->config.guide ? gc_gist_loss_fn(&t->gist)
-                                                                    : gc_contrastive_loss_fn(&t->loss_options),
-                                            .count = t->config.matryoshka_count};
+    t->distill = (gc_distill_options){.kind = t->config.distill,
+                                      .similarity = GC_SIMILARITY_COSINE,
+                                      .student_temperature = t->config.distill_temperatures[0],
+                                      .teacher_temperature = t->config.distill_temperatures[1],
+                                      .weight = t->config.distill_weight > 0 ? t->config.distill_weight : 1,
+                                      .contrastive = t->config.distill_weight > 0 ? &t->loss_options : NULL};
+    gc_loss_fn base = gc_contrastive_loss_fn(&t->loss_options);
+    if (t->config.guide) base = gc_gist_loss_fn(&t->gist);
+    if (t->config.teacher_scores) base = gc_distill_loss_fn(&t->distill);
+    t->matryoshka = (gc_matryoshka_options){.base = base, .count = t->config.matryoshka_count};
     for (int j = 0; j < t->config.matryoshka_count; j++) {
         t->matryoshka.dims[j] = t->config.matryoshka_dims[j];
         t->matryoshka.weights[j] = t->config.matryoshka_weights[j];
@@ -326,6 +364,7 @@ void gc_trainer_free(gc_trainer *t) {
     gc_dual_encoder_free(&t->guide);
     gc_metadata_free(&t->settings);
     gc_pairs_free(&t->pairs);
+    gc_teacher_scores_free(&t->teacher);
     gc_batch_sampler_free(&t->batches);
     free(t->data_path);
     free(t->checkpoint_path);

@@ -33,6 +33,9 @@ struct gc_trainer {
     gc_dual_encoder guide;               /* --guide: frozen, eval mode */
     gc_gist_options gist;                /* --guide: the loss (a pointer too); its guide's representations
                                             set for each batch */
+    gc_teacher_scores teacher;           /* --teacher-scores: every example's, as the file has them */
+    gc_distill_options distill;          /* --distill: the loss (a pointer too); its teacher scores set for
+                                            each batch, [B, 1 + hard_negatives] */
     gc_token_budget token_budget;        /* --gc-chunk-tokens, --gc-sort-lengths: the split's user data */
     gc_cache *cache;
     gc_metadata settings;       /* the settings a resumed run must share (train_state.h) */
@@ -51,7 +54,7 @@ int64_t gc_trainer_accumulation(const gc_trainer_config *config);
 int64_t gc_trainer_positives(const gc_trainer_config *config);
 /* How the cache sees the global batch: config->global_loss, except that a plain step gathers
  * (it holds the whole local batch's activations: the gathered rows are no burden), and so does
- * --guide under AUTO -- the guide's rows are given before the cache would choose, the global
+ * --guide or --teacher-scores under AUTO -- the guide's rows (the teacher's scores) are given before the cache would choose, the global
  * batch's for the gathered loss, this rank's for the ring. */
 gc_global_loss gc_trainer_global_loss(const gc_trainer_config *config);
 

@@ -87,6 +87,30 @@ static void release_guide(gc_trainer *t) {
     t->gist.guide_queries = t->gist.guide_passages = NULL;
 }
 
+/* --teacher-scores: the scores of the batch examples[0..batch_size) [B, 1 + hard_negatives], f64
+ * on the device, into the loss's options (released with release_teacher). Every rank holds the
+ * whole file, so each takes its rows without a collective: the global batch's for the gathered
+ * loss (whose rows are every rank's share in rank order, the examples' order), its own share's
+ * for the loss around the ring. */
+static gc_status teacher_scores(gc_trainer *t, const int64_t *examples) {
+    const gc_trainer_config *c = &t->config;
+    int64_t first = 0, count = c->batch_size, columns = 1 + c->hard_negatives, stride = t->teacher.columns;
+    if (gc_trainer_global_loss(c) == GC_GLOBAL_LOSS_RING) gc_train_dist_share(&t->dist, c->batch_size, &first, &count);
+    double *rows = malloc((size_t)(count * columns > 0 ? count * columns : 1) * sizeof *rows);
+    if (!rows) gc_fatal("train: out of host memory for %lld teacher scores", (long long)(count * columns));
+    for (int64_t e = 0; e < count; e++)
+        for (int64_t j = 0; j < columns; j++)
+            rows[e * columns + j] = t->teacher.scores[examples[first + e] * stride + j];
+    t->distill.teacher_scores = gc_from_host(rows, GC_SHAPE(count, columns), GC_F64, t->device);
+    free(rows);
+    return t->distill.teacher_scores ? GC_OK : gc_last_status();
+}
+
+static void release_teacher(gc_trainer *t) {
+    gc_tensor_release((gc_tensor *)t->distill.teacher_scores);
+    t->distill.teacher_scores = NULL;
+}
+
 /* One batch of an update: this rank's share of examples[0..batch_size), tokenized, and its
  * gradients added to the parameters' (a cached or a plain step); its loss into *loss, the
  * largest peak of live bytes it saw into *peak, and whether its loss ran around the ring into
@@ -104,10 +128,12 @@ static gc_status batch_gradients(gc_trainer *t, const int64_t *examples, double 
     if (status != GC_OK) return status;
     gc_memory_reset_peak(t->device);
     if (c->guide) status = guide_representations(t, examples);
+    if (status == GC_OK && c->teacher_scores) status = teacher_scores(t, examples);
     gc_cache_report report = {0};
     if (status == GC_OK && c->gc) status = gc_cache_step(t->cache, batch.inputs, loss, &report);
     else if (status == GC_OK) status = gc_cache_full_batch_step(t->cache, batch.inputs, loss);
     release_guide(t);
+    release_teacher(t);
     gc_training_batch_release(&batch);
     if (c->gc) memcpy(t->progress.chunk_sizes, report.chunk_sizes, sizeof t->progress.chunk_sizes);
     *ring = report.ring_loss;

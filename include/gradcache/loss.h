@@ -255,6 +255,65 @@ gc_status gc_gist_loss_ring(gc_process_group *group, const gc_tensor *queries, c
  * loss's); its group_value_and_grad is gc_gist_loss_ring. */
 gc_loss_fn gc_gist_loss_fn(const gc_gist_options *options);
 
+/* --- Distillation from a teacher's scores ---
+ * Each query i comes with its candidates [p_i, n_i1 .. n_ik] (passages i (1 + k) .. i (1 + k) + k:
+ * its positive, then its k >= 1 hard negatives, the pair file's order) and a teacher's scores
+ * t_ij of them (j = 0: the positive). The student's scores are s_ij = sim(q_i, c_ij), dot
+ * product or cosine as `similarity` says (sentence-transformers' default is the dot product),
+ * not divided by any temperature but the KL's own.
+ *   MarginMSE (Hofstaetter et al. 2020; sentence-transformers' MarginMSELoss):
+ *     mean over i and j = 1..k of ((s_i0 - s_ij) - (t_i0 - t_ij))^2.
+ *   Listwise KL (RocketQAv2; sentence-transformers' DistillKLDivLoss):
+ *     tau_s^2 mean over i of KL(softmax(t_i / tau_t) || softmax(s_i / tau_s)) over the 1 + k
+ *     candidates, KL(p || q) = sum_j p_j (log p_j - log q_j), a term with p_j = 0 counting 0
+ *     (KLDivLoss's "batchmean"; tau_s^2 keeps the gradient's size as the temperature changes).
+ * With `contrastive` set the loss is contrastive + weight * distillation, the in-batch
+ * InfoNCE loss over the same representations (its options, positives 1) as the trainer's
+ * --distill-weight adds it. The teacher's scores are constants: read to the host in f64 once
+ * per call (1 + k numbers per query) and turned into the teacher's margins or probabilities
+ * there, so f16 and bf16 students still see the teacher's f64 targets rounded once. */
+typedef enum gc_distill_kind { GC_DISTILL_MARGIN_MSE, GC_DISTILL_KL_DIV } gc_distill_kind;
+
+typedef struct gc_distill_options {
+    gc_distill_kind kind;
+    gc_similarity similarity;                 /* the student's scores */
+    const gc_tensor *teacher_scores;          /* [Nq, 1 + k], any float dtype, on any device: read
+                                                 at each call (the caller sets each batch's) */
+    double student_temperature;               /* KL: tau_s (> 0, finite); MarginMSE: unused */
+    double teacher_temperature;               /* KL: tau_t (> 0, finite); MarginMSE: unused */
+    double weight;                            /* the distillation term's weight (finite) */
+    const gc_contrastive_options *contrastive; /* NULL: the distillation term alone */
+} gc_distill_options;
+
+/* The loss over queries [Nq, D] and passages [Nq (1 + k), D] (recorded, so autograd
+ * differentiates it): a 0-dim tensor of the working dtype (f32 for f16 and bf16 inputs).
+ * Shapes that do not fit the teacher's scores stop the program naming them. */
+gc_tensor *gc_distill_loss(const gc_tensor *queries, const gc_tensor *passages, const gc_distill_options *options);
+/* Its value and seed times its gradients (new tensors of the inputs' shapes and dtypes): the
+ * distillation term by autograd on detached copies (it holds only [Nq, 1 + k] scores), the
+ * contrastive term as gc_contrastive_value_and_grad computes it (tiled where that saves
+ * memory). Errors as gc_contrastive_value_and_grad's. */
+gc_status gc_distill_value_and_grad(const gc_tensor *queries, const gc_tensor *passages,
+                                    const gc_distill_options *options, double seed, double *value,
+                                    gc_tensor **grad_queries, gc_tensor **grad_passages);
+/* The same loss over the global batch of a process group, without gathering it: queries [nq, D],
+ * passages [nq (1 + k), D] and options->teacher_scores [nq, 1 + k] are this rank's (nq may
+ * differ per rank, zero included). The distillation term has no term across ranks (each query
+ * is scored against its own candidates only): each rank computes its own queries' terms,
+ * weighted by its share of the global queries, and the values are summed over the ranks (two
+ * all-reduces of one number); the contrastive term, when set, runs around the ring
+ * (gc_contrastive_loss_ring: its options, checks and errors). *value is the global loss, the
+ * same on every rank; the gradients are seed times d loss / d this rank's rows. A loss that is
+ * not finite (or a rank's failure before the sum, a teacher score that is not finite say) is an
+ * error on every rank: GC_ERR_NON_FINITE, or the failed rank's own. */
+gc_status gc_distill_loss_group(gc_process_group *group, const gc_tensor *queries, const gc_tensor *passages,
+                                const gc_distill_options *options, double seed, double *value,
+                                gc_tensor **grad_queries, gc_tensor **grad_passages);
+/* A gc_loss_fn for it over (queries, passages); options kept by pointer and read at each call.
+ * Its group_value_and_grad is gc_distill_loss_group: the teacher's scores must be this rank's
+ * rows for it (gc_cache_config.global_loss RING), the global batch's for the gathered loss. */
+gc_loss_fn gc_distill_loss_fn(const gc_distill_options *options);
+
 #ifdef __cplusplus
 }
 #endif

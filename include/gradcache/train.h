@@ -53,6 +53,21 @@ extern "C" {
  * no pair file (/dev/zero, a binary file) costs at most a line's bytes. */
 #define GC_PAIRS_MAX_LINE 4096
 
+/* A teacher's scores beside a pair file (distillation, gradcache/loss.h): line i holds example
+ * i's scores, `columns` (1 + the pair file's negatives) numbers separated by single tabs: its
+ * positive's, then each negative's, in the pair file's order. Every problem (a missing file, an
+ * empty line, a field that is not a number or not finite, another number of fields, more or
+ * fewer lines than `count`, a line longer than GC_PAIRS_MAX_LINE bytes, a NUL byte) is GC_ERR_IO
+ * or GC_ERR_FORMAT naming the file and the line; a line past `count` stops the reading. */
+typedef struct gc_teacher_scores {
+    int64_t count;  /* examples */
+    int columns;    /* scores per example */
+    double *scores; /* [count, columns] */
+} gc_teacher_scores;
+
+gc_status gc_teacher_scores_read(const char *path, int64_t count, int columns, gc_teacher_scores *scores);
+void gc_teacher_scores_free(gc_teacher_scores *scores);
+
 typedef struct gc_pairs {
     int64_t count;  /* examples */
     int negatives;  /* hard negatives per example (the same for every line) */
@@ -648,6 +663,13 @@ typedef struct gc_trainer_config {
                                    the ring, as global_loss says); NULL: none */
     double guide_margin;        /* --guide-margin (finite) */
     gc_gist_margin guide_margin_strategy; /* --guide-margin-strategy */
+    const char *teacher_scores; /* --teacher-scores: a teacher's scores of every example's positive and
+                                   negatives (gc_teacher_scores_read), distilled by `distill`; NULL: none */
+    gc_distill_kind distill;    /* --distill: MarginMSE or the listwise KL (gradcache/loss.h), over the
+                                   positive and the first hard_negatives negatives (>= 1) */
+    double distill_weight;      /* --distill-weight: 0, the distillation loss alone; w > 0, the in-batch
+                                   contrastive loss + w times it */
+    double distill_temperatures[2]; /* --student-temperature, --teacher-temperature: the KL's (> 0) */
     int64_t seed;               /* --seed */
     gc_device device;           /* --device: a launched run on CUDA takes cuda:LOCAL_RANK */
     size_t mem_limit;           /* --mem-limit: bytes on the device; 0: gc_mem_limit_apply's default */
