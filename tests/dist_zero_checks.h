@@ -21,7 +21,7 @@
  *     reference accumulating the same K: the reductions counted per update, the scaler's verdict
  *     and the gradient memory after the update's last batch;
  *   - through another backend than TCP, the parameters' change over the steps that of the same
- *     case run through the TCP ring just before, to the tolerance (dist_versus_tcp.h). */
+ *     case run through the TCP ring just before, to the tolerance (dist_versus_tcp.h);
  *   - in a world of 2 whose ranks hold shares of unequal chunk counts, reducing every backward:
  *     as many reductions on either rank (rank 0's count). */
 #ifndef GC_TESTS_DIST_ZERO_CHECKS_H
