@@ -354,6 +354,10 @@ part_check() {
         "$sanitizer" --tool racecheck --error-exitcode 1 "$build/tests/test_reduce_cuda"
     step memcheck_elementwise 30 env GC_TEST_ONLY=test_binary,test_binary_merged,test_binary_scalar \
         "$sanitizer" --tool memcheck --error-exitcode 1 "$build/tests/test_elementwise_cuda"
+    step memcheck_attention 30 env GC_TEST_ONLY=test_against_cpu \
+        "$sanitizer" --tool memcheck --error-exitcode 1 "$build/tests/test_attention_fused_cuda"
+    step racecheck_attention 30 env GC_TEST_ONLY=test_against_cpu \
+        "$sanitizer" --tool racecheck --error-exitcode 1 "$build/tests/test_attention_fused_cuda"
 }
 
 part_shipped() {

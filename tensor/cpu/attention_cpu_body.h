@@ -1,0 +1,236 @@
+/* The fused attention kernels' loops in one working type, included by attention_cpu.c once
+ * for float (f32, f16, bf16) and once for double (f64) with:
+ *   W              the working type;
+ *   WNAME(name)    name with the type's suffix;
+ *   W_EXP(x)       e^x for x <= 0 (and a rounding above 0): the forward's and the
+ *                  backward's probabilities;
+ *   W_LOAD         load_float or load_double: n elements of a dtype array as W.
+ *
+ * Every loop over a row's keys or a head's dims is a plain loop over contiguous W arrays
+ * that the compiler vectorises: the dot products run with the keys (and, in the backward,
+ * the values) of a tile transposed, so that the inner loop goes along the keys. Each element
+ * is summed in an order fixed by its row and the tiles (never by the thread that runs it). */
+
+/* One tile of a key/value head's keys [start, start + count): the keys as rows [count, Dh]
+ * and transposed [Dh, ATTENTION_KEY_TILE] for the dot products, the values as rows (the
+ * forward's context) and transposed (the backward's probability gradients). */
+typedef struct WNAME(key_tile) {
+    W *keys, *keys_t, *values, *values_t;
+    int64_t start, count;
+} WNAME(key_tile);
+
+static void WNAME(key_tile_load)(const gc_attention_args *a, int64_t kv_row0 /* (b KVH + kvh) T */, int64_t start,
+                                 WNAME(key_tile) *t) {
+    int64_t dh = a->head_dim;
+    t->start = start;
+    t->count = a->length - start < ATTENTION_KEY_TILE ? a->length - start : ATTENTION_KEY_TILE;
+    size_t first = (size_t)((kv_row0 + start) * dh), n = (size_t)(t->count * dh);
+    W_LOAD(a->k, a->dtype, first, n, t->keys);
+    W_LOAD(a->v, a->dtype, first, n, t->values);
+    for (int64_t j = 0; j < t->count; j++)
+        for (int64_t d = 0; d < dh; d++) {
+            t->keys_t[d * ATTENTION_KEY_TILE + j] = t->keys[j * dh + d];
+            t->values_t[d * ATTENTION_KEY_TILE + j] = t->values[j * dh + d];
+        }
+}
+
+/* logits [count]: query i (row `row` of the [B, H, T, T] logits, its vector `query` [Dh])
+ * against the tile's keys, scaled, biased and hidden as attention_impl.h says. bias [count]
+ * is scratch. */
+static void WNAME(tile_logits)(const gc_attention_args *a, const WNAME(key_tile) *t, const W *query, int64_t row,
+                               int64_t i, W *bias, W *logits) {
+    int64_t n = t->count;
+    for (int64_t j = 0; j < n; j++) logits[j] = 0;
+    for (int64_t d = 0; d < a->head_dim; d++) {
+        const W q = query[d], *keys_d = t->keys_t + d * ATTENTION_KEY_TILE;
+        for (int64_t j = 0; j < n; j++) logits[j] += q * keys_d[j];
+    }
+    if (a->bias.data) W_LOAD(a->bias.data, a->dtype, gc_softmax_bias_offset(&a->bias, (size_t)row) + (size_t)t->start,
+                             (size_t)n, bias);
+    else for (int64_t j = 0; j < n; j++) bias[j] = 0;
+    const W scale = (W)a->scale;
+    for (int64_t j = 0; j < n; j++)
+        logits[j] = WNAME(gc_attention_logit)(logits[j], scale, bias[j],
+                                              gc_attention_hidden(i, t->start + j, a->causal, a->window));
+}
+
+/* Zeroes the probabilities of a row's tile that dropout drops (and multiplies the kept ones
+ * by 1 / (1 - p) when `scaled`). */
+static void WNAME(tile_dropout)(const gc_attention_args *a, const WNAME(key_tile) *t, int64_t row, W *probs,
+                                bool scaled) {
+    if (a->threshold == 0) return;
+    gc_philox_reader reader = gc_philox_reader_start(a->seed);
+    const W keep_scale = scaled ? (W)a->keep_scale : (W)1;
+    for (int64_t j = 0; j < t->count; j++)
+        probs[j] = gc_attention_keep(&reader, a->offset, row, a->length, t->start + j, a->threshold)
+                       ? probs[j] * keep_scale : (W)0;
+}
+
+/* The per-thread memory of a forward task: a query tile's queries and context [QT, Dh],
+ * its rows' running max and sum, one key tile, a row's logits and bias. */
+typedef struct WNAME(forward_scratch) {
+    W *queries, *context, *max, *sum, *logits, *bias;
+    WNAME(key_tile) tile;
+} WNAME(forward_scratch);
+
+static WNAME(forward_scratch) WNAME(forward_scratch_take)(int64_t dh) {
+    size_t tile = (size_t)(ATTENTION_KEY_TILE * dh), rows = (size_t)(ATTENTION_QUERY_TILE * dh);
+    W *base = gc_cpu_scratch(GC_SCRATCH_PACK_A, (2 * rows + 4 * tile + 2 * ATTENTION_QUERY_TILE +
+                                                 2 * ATTENTION_KEY_TILE) * sizeof(W));
+    WNAME(forward_scratch) s;
+    s.queries = base;
+    s.context = s.queries + rows;
+    s.tile.keys = s.context + rows;
+    s.tile.keys_t = s.tile.keys + tile;
+    s.tile.values = s.tile.keys_t + tile;
+    s.tile.values_t = s.tile.values + tile;
+    s.max = s.tile.values_t + tile;
+    s.sum = s.max + ATTENTION_QUERY_TILE;
+    s.logits = s.sum + ATTENTION_QUERY_TILE;
+    s.bias = s.logits + ATTENTION_KEY_TILE;
+    return s;
+}
+
+/* Rows [row0, row0 + rows) of head h of text b (queries i0 ...): their context and lse. */
+static void WNAME(forward_rows)(const gc_attention_args *a, int64_t b, int64_t h, int64_t i0, int64_t rows) {
+    int64_t dh = a->head_dim, length = a->length, groups = a->heads / a->kv_heads;
+    int64_t row0 = (b * a->heads + h) * length + i0, kv_row0 = (b * a->kv_heads + h / groups) * length;
+    WNAME(forward_scratch) s = WNAME(forward_scratch_take)(dh);
+    W_LOAD(a->q, a->dtype, (size_t)(row0 * dh), (size_t)(rows * dh), s.queries);
+    for (int64_t e = 0; e < rows * dh; e++) s.context[e] = 0;
+    for (int64_t r = 0; r < rows; r++) s.max[r] = (W)-INFINITY, s.sum[r] = 0;
+    for (int64_t start = 0; start < length; start += ATTENTION_KEY_TILE) {
+        WNAME(key_tile_load)(a, kv_row0, start, &s.tile);
+        int64_t n = s.tile.count;
+        for (int64_t r = 0; r < rows; r++) {
+            W *p = s.logits, *context = s.context + r * dh;
+            WNAME(tile_logits)(a, &s.tile, s.queries + r * dh, row0 + r, i0 + r, s.bias, p);
+            W tile_max = p[0];
+            for (int64_t j = 1; j < n; j++) tile_max = p[j] > tile_max ? p[j] : tile_max;
+            W factor = WNAME(gc_attention_rescale)(&s.max[r], tile_max), max = s.max[r], tile_sum = 0;
+            for (int64_t j = 0; j < n; j++) p[j] = W_EXP(p[j] - max);
+            for (int64_t j = 0; j < n; j++) tile_sum += p[j];
+            s.sum[r] = s.sum[r] * factor + tile_sum;
+            WNAME(tile_dropout)(a, &s.tile, row0 + r, p, false); /* 1 / (1 - p) once, at the end */
+            for (int64_t d = 0; d < dh; d++) context[d] *= factor;
+            for (int64_t j = 0; j < n; j++) {
+                const W pj = p[j], *value = s.tile.values + j * dh;
+                for (int64_t d = 0; d < dh; d++) context[d] += pj * value[d];
+            }
+        }
+    }
+    W *lse = a->lse;
+    for (int64_t r = 0; r < rows; r++) {
+        lse[row0 + r] = WNAME(gc_attention_lse)(s.max[r], s.sum[r]);
+        const W normaliser = (W)a->keep_scale / s.sum[r];
+        for (int64_t d = 0; d < dh; d++)
+            gc_store(a->out, a->dtype, (size_t)((row0 + r) * dh + d), (double)(s.context[r * dh + d] * normaliser));
+    }
+}
+
+/* Task t of the forward: query tile t % tiles of head (t / tiles) % H of text t / (tiles H). */
+static void WNAME(forward_range)(void *ctx, int64_t begin, int64_t end) {
+    const gc_attention_args *a = ctx;
+    int64_t tiles = (a->length + ATTENTION_QUERY_TILE - 1) / ATTENTION_QUERY_TILE;
+    for (int64_t task = begin; task < end; task++) {
+        int64_t i0 = task % tiles * ATTENTION_QUERY_TILE, head = task / tiles;
+        int64_t rows = a->length - i0 < ATTENTION_QUERY_TILE ? a->length - i0 : ATTENTION_QUERY_TILE;
+        WNAME(forward_rows)(a, head / a->heads, head % a->heads, i0, rows);
+    }
+}
+
+/* The per-thread memory of a backward task: one key tile and its keys' and values'
+ * gradient sums [KT, Dh], a query tile's queries and output gradients [QT, Dh], a row's
+ * probabilities, their gradients and its bias. */
+typedef struct WNAME(backward_scratch) {
+    W *dk, *dv, *queries, *grads, *probs, *dprobs, *bias;
+    WNAME(key_tile) tile;
+} WNAME(backward_scratch);
+
+static WNAME(backward_scratch) WNAME(backward_scratch_take)(int64_t dh) {
+    size_t tile = (size_t)(ATTENTION_KEY_TILE * dh), rows = (size_t)(ATTENTION_QUERY_TILE * dh);
+    W *base = gc_cpu_scratch(GC_SCRATCH_PACK_A, (6 * tile + 2 * rows + 3 * ATTENTION_KEY_TILE) * sizeof(W));
+    WNAME(backward_scratch) s;
+    s.tile.keys = base;
+    s.tile.keys_t = s.tile.keys + tile;
+    s.tile.values = s.tile.keys_t + tile;
+    s.tile.values_t = s.tile.values + tile;
+    s.dk = s.tile.values_t + tile;
+    s.dv = s.dk + tile;
+    s.queries = s.dv + tile;
+    s.grads = s.queries + rows;
+    s.probs = s.grads + rows;
+    s.dprobs = s.probs + ATTENTION_KEY_TILE;
+    s.bias = s.dprobs + ATTENTION_KEY_TILE;
+    return s;
+}
+
+/* One query row's share of a key tile's gradients (FlashAttention-2): its probabilities
+ * from the lse, their gradients dO . v, dropped as the forward dropped them; dv and dk of
+ * the tile's keys and the row's dq [Dh] take their terms. */
+static void WNAME(backward_row)(const gc_attention_args *a, WNAME(backward_scratch) *s, const W *query,
+                                const W *grad, int64_t row, int64_t i, W *dq) {
+    const WNAME(key_tile) *t = &s->tile;
+    int64_t n = t->count, dh = a->head_dim;
+    W *p = s->probs, *dp = s->dprobs;
+    WNAME(tile_logits)(a, t, query, row, i, s->bias, p);
+    const W lse = ((const W *)a->lse)[row], row_dot = ((const W *)a->row_dot)[row], scale = (W)a->scale;
+    for (int64_t j = 0; j < n; j++) p[j] = W_EXP(p[j] - lse);
+    for (int64_t j = 0; j < n; j++) dp[j] = 0;
+    for (int64_t d = 0; d < dh; d++) {
+        const W g = grad[d], *values_d = t->values_t + d * ATTENTION_KEY_TILE;
+        for (int64_t j = 0; j < n; j++) dp[j] += g * values_d[j];
+    }
+    WNAME(tile_dropout)(a, t, row, dp, true); /* d loss / d p: through the kept ones only */
+    for (int64_t j = 0; j < n; j++) dp[j] = WNAME(gc_attention_logit_grad)(p[j], dp[j], row_dot) * scale;
+    WNAME(tile_dropout)(a, t, row, p, true); /* the probabilities the context saw, for dv */
+    for (int64_t j = 0; j < n; j++) {
+        const W pj = p[j], ds = dp[j], *key = t->keys + j * dh;
+        W *dv = s->dv + j * dh, *dk = s->dk + j * dh;
+        for (int64_t d = 0; d < dh; d++) dv[d] += pj * grad[d];
+        for (int64_t d = 0; d < dh; d++) dk[d] += ds * query[d];
+        for (int64_t d = 0; d < dh; d++) dq[d] += ds * key[d];
+    }
+}
+
+/* Task t of the backward: every row of the G query heads of key/value head t % KVH of text
+ * t / KVH. It alone writes their dq rows and the key head's dk and dv rows. */
+static void WNAME(backward_range)(void *ctx, int64_t begin, int64_t end) {
+    const gc_attention_args *a = ctx;
+    int64_t dh = a->head_dim, length = a->length, groups = a->heads / a->kv_heads;
+    WNAME(backward_scratch) s = WNAME(backward_scratch_take)(dh);
+    for (int64_t task = begin; task < end; task++) {
+        int64_t b = task / a->kv_heads, kv_head = task % a->kv_heads, kv_row0 = task * length;
+        int64_t row0 = (b * a->heads + kv_head * groups) * length, group_rows = groups * length;
+        W *dq = a->dq, *row_dot = a->row_dot;
+        for (int64_t r = row0; r < row0 + group_rows; r += ATTENTION_QUERY_TILE) { /* D = rowsum(dO o O) */
+            int64_t rows = row0 + group_rows - r < ATTENTION_QUERY_TILE ? row0 + group_rows - r : ATTENTION_QUERY_TILE;
+            W_LOAD(a->grad_out, a->dtype, (size_t)(r * dh), (size_t)(rows * dh), s.grads);
+            W_LOAD(a->out, a->dtype, (size_t)(r * dh), (size_t)(rows * dh), s.queries);
+            for (int64_t e = 0; e < rows; e++) {
+                W sum = 0;
+                for (int64_t d = 0; d < dh; d++) sum += s.grads[e * dh + d] * s.queries[e * dh + d];
+                row_dot[r + e] = sum;
+            }
+        }
+        for (int64_t e = row0 * dh; e < (row0 + group_rows) * dh; e++) dq[e] = 0;
+        for (int64_t start = 0; start < length; start += ATTENTION_KEY_TILE) {
+            WNAME(key_tile_load)(a, kv_row0, start, &s.tile);
+            for (int64_t e = 0; e < s.tile.count * dh; e++) s.dk[e] = 0, s.dv[e] = 0;
+            for (int64_t r = row0; r < row0 + group_rows; r += ATTENTION_QUERY_TILE) {
+                int64_t rows = row0 + group_rows - r < ATTENTION_QUERY_TILE ? row0 + group_rows - r
+                                                                             : ATTENTION_QUERY_TILE;
+                W_LOAD(a->q, a->dtype, (size_t)(r * dh), (size_t)(rows * dh), s.queries);
+                W_LOAD(a->grad_out, a->dtype, (size_t)(r * dh), (size_t)(rows * dh), s.grads);
+                for (int64_t e = 0; e < rows; e++)
+                    WNAME(backward_row)(a, &s, s.queries + e * dh, s.grads + e * dh, r + e, (r + e) % length,
+                                        dq + (r + e) * dh);
+            }
+            W *dk = a->dk, *dv = a->dv;
+            for (int64_t e = 0; e < s.tile.count * dh; e++) {
+                dk[(kv_row0 + start) * dh + e] = s.dk[e];
+                dv[(kv_row0 + start) * dh + e] = s.dv[e];
+            }
+        }
+    }
+}
