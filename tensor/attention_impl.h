@@ -35,25 +35,35 @@ static inline GC_HD bool gc_attention_hidden(int64_t query, int64_t key, bool ca
     return window > 0 && (query - key >= window || (!causal && key - query >= window));
 }
 
-/* Whether probability `key` of row `row` (= (b H + h) T + i of the [B, H, T, T]
- * probabilities) survives dropout: its word is the one gc_dropout reads for that element,
- * offset + row T + key, kept when its top 24 bits reach the threshold (0: no dropout).
- * `reader` computes each Philox block once when a row's keys are read in order. */
+/* The dropout word of probability `key` of row `row` (= (b H + h) T + i of the [B, H, T, T]
+ * probabilities): the one gc_dropout reads for that element, offset + row T + key (modulo
+ * 2^64). */
+static inline GC_HD uint64_t gc_attention_word(uint64_t offset, int64_t row, int64_t length, int64_t key) {
+    return offset + (uint64_t)row * (uint64_t)length + (uint64_t)key;
+}
+
+/* Whether a probability whose word is `word` survives dropout: its top 24 bits reach the
+ * threshold (0: no dropout, everything kept), as in gc_dropout. */
+static inline GC_HD bool gc_attention_kept(uint32_t word, uint32_t threshold) { return (word >> 8) >= threshold; }
+
+/* The same from the stream itself: `reader` computes each Philox block once when a row's
+ * keys are read in order. */
 static inline GC_HD bool gc_attention_keep(gc_philox_reader *reader, uint64_t offset, int64_t row, int64_t length,
                                            int64_t key, uint32_t threshold) {
-    if (threshold == 0) return true;
-    uint64_t word = offset + (uint64_t)row * (uint64_t)length + (uint64_t)key;
-    return (gc_philox_read(reader, word) >> 8) >= threshold;
+    return threshold == 0 || gc_attention_kept(gc_philox_read(reader, gc_attention_word(offset, row, length, key)),
+                                               threshold);
 }
 
 /* EXP and LOG are T's (expf and logf for float): CUDA's device library has both. */
 #define GC_DEFINE_ATTENTION_ELEMENT(T, EXP, LOG)                                                            \
-    /* The logit of one (query, key): the scaled dot product plus the bias, plus                      \
-     * GC_ATTENTION_HIDDEN when the causal mask or the window hides the key (added to the bias         \
-     * first, as the unfused path adds the causal bias to the padding bias). */                        \
-    static inline GC_HD T gc_attention_logit_##T(T dot, T scale, T bias, bool hidden) {                 \
-        return dot * scale + (hidden ? bias + (T)GC_ATTENTION_HIDDEN : bias);                            \
+    /* The bias of one (query, key): plus GC_ATTENTION_HIDDEN when the causal mask or the window       \
+     * hides the key (added to the bias first, as the unfused path adds the causal bias to the         \
+     * padding bias). */                                                                               \
+    static inline GC_HD T gc_attention_bias_##T(T bias, bool hidden) {                                   \
+        return hidden ? bias + (T)GC_ATTENTION_HIDDEN : bias;                                            \
     }                                                                                                   \
+    /* The logit of one (query, key): the scaled dot product plus its bias (above). */                 \
+    static inline GC_HD T gc_attention_logit_##T(T dot, T scale, T bias) { return dot * scale + bias; } \
     /* Moves a row's running max to cover a tile whose largest logit is tile_max; returns the         \
      * factor that rescales the row's running sum and context (0 before the first tile). */          \
     static inline GC_HD T gc_attention_rescale_##T(T *max, T tile_max) {                                \

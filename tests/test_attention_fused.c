@@ -7,6 +7,7 @@
  * against composed; the programmer errors. */
 #include "attention_cases.h"
 #include "gradcheck.h"
+#include "tensor/cpu/attention_cpu.h"
 
 /* f64: the two paths sum the same terms of order 1 in other orders (dot products of Dh
  * terms, rows of T, gradients of G T): a few hundred roundings of 2^-53, far below 1e-12 of
@@ -199,6 +200,43 @@ static void test_thread_count(void) {
     attention_free_inputs(&in);
 }
 
+/* The AVX2 kernels give the portable ones' bits (the same C, no contraction into FMA): the
+ * output, the lse and the three gradients of an f32 case with dropout, causal and GQA. */
+static void test_instruction_sets(void) {
+    if (!gc_cpu_isa_available(GC_ISA_AVX2)) return;
+    const attention_case c = {"instruction sets", 2, 4, 2, 70, 20, NO_MASK, true, 0, 0.2};
+    attention_inputs in = attention_make_inputs(&c);
+    gc_tensor *q = attention_on(in.q, GC_F32, cpu), *k = attention_on(in.k, GC_F32, cpu);
+    gc_tensor *v = attention_on(in.v, GC_F32, cpu), *g = attention_on(in.g, GC_F32, cpu);
+    gc_tensor *results[2][6];
+    for (int variant = 0; variant < 2; variant++) {
+        gc_tensor **r = results[variant]; /* out, lse, row_dot, dq, dk, dv */
+        r[0] = gc_empty_like(q);
+        r[1] = gc_empty(GC_SHAPE(c.batch, c.heads, c.length), GC_F32, cpu);
+        r[2] = gc_empty(GC_SHAPE(c.batch, c.heads, c.length), GC_F32, cpu);
+        r[3] = gc_empty_like(q);
+        r[4] = gc_empty_like(k);
+        r[5] = gc_empty_like(v);
+        gc_attention_args a = {.q = gc_data(q), .k = gc_data(k), .v = gc_data(v), .batch = c.batch, .heads = c.heads,
+                               .kv_heads = c.kv_heads, .length = c.length, .head_dim = c.head_dim, .dtype = GC_F32,
+                               .scale = 0.25, .causal = true, .threshold = 3355444, .keep_scale = 1.25,
+                               .seed = 9, .offset = 77, .out = gc_data(r[0]), .lse = gc_data(r[1]),
+                               .grad_out = gc_data(g), .row_dot = gc_data(r[2]), .dq = gc_data(r[3]),
+                               .dk = gc_data(r[4]), .dv = gc_data(r[5])};
+        gc_cpu_isa isa = variant ? GC_ISA_AVX2 : GC_ISA_PORTABLE;
+        gc_cpu_attention_forward_on(isa, &a);
+        gc_cpu_attention_backward_on(isa, &a);
+    }
+    const char *names[6] = {"output", "lse", "row_dot", "dq", "dk", "dv"};
+    for (int i = 0; i < 6; i++) {
+        CHECK_MSG(memcmp(gc_data(results[0][i]), gc_data(results[1][i]), gc_nbytes(results[0][i])) == 0,
+                  "instruction sets: the AVX2 %s differs from the portable one", names[i]);
+        RELEASE(results[0][i], results[1][i]);
+    }
+    RELEASE(q, k, v, g);
+    attention_free_inputs(&in);
+}
+
 /* The peak of a forward and backward at T = 512, Dh = 8: the [B, H, T, T] probabilities
  * would be 8 MiB in f32; everything the fused op holds (q, k, v, their gradients, the output
  * and the rows' statistics) is below a fifth of that. */
@@ -290,6 +328,7 @@ int main(void) {
     GC_TEST_CASE(test_gradcheck);
     GC_TEST_CASE(test_half_precision);
     GC_TEST_CASE(test_thread_count);
+    GC_TEST_CASE(test_instruction_sets);
     GC_TEST_CASE(test_peak_memory);
     GC_TEST_CASE(test_layer_paths);
     GC_TEST_CASE(test_programmer_errors);

@@ -9,63 +9,42 @@
  *    threads and nothing needs atomics. For each key tile it walks every query row of the
  *    G heads, recomputing the probabilities from the forward's log-sum-exp.
  * A task computes every element the same way whichever thread runs it, so the results do
- * not depend on GC_NUM_THREADS. f16 and bf16 are computed in float, f64 in double. */
-#include <math.h>
-#include <string.h>
-
-#include "../attention_impl.h"
-#include "elem_cpu.h"
-#include "erf_cpu.h"
+ * not depend on GC_NUM_THREADS. f16 and bf16 are computed in float, f64 in double. The loops
+ * are attention_cpu_body.h's, built for the baseline here and for AVX2 in attention_avx2.c
+ * (the same bits: attention_cpu_variant.h), chosen at run time. */
+#include "attention_cpu.h"
+#include "cpu_isa.h"
 #include "kernels_cpu.h"
-#include "scratch_cpu.h"
-#include "thread_pool.h"
 
-/* Rows and keys per tile: a tile's keys, values and logits stay in the L1/L2 cache while a
- * query tile's rows run over them. */
-#define ATTENTION_QUERY_TILE 64
-#define ATTENTION_KEY_TILE 64
+#define ATTENTION_VARIANT portable
+#include "attention_cpu_variant.h"
 
-/* dst [n] = elements [first, first + n) of src (of dtype) in the working type. */
-static void load_float(const void *src, gc_dtype dtype, size_t first, size_t n, float *dst) {
-    if (dtype == GC_F32) {
-        memcpy(dst, (const float *)src + first, n * sizeof *dst);
+void gc_cpu_attention_forward_on(gc_cpu_isa isa, const gc_attention_args *args) {
+#ifdef GC_HAVE_X86_KERNELS
+    if (isa >= GC_ISA_AVX2) {
+        gc_cpu_attention_forward_avx2(args);
         return;
     }
-    for (size_t e = 0; e < n; e++) dst[e] = (float)gc_load(src, dtype, first + e);
+#endif
+    (void)isa;
+    gc_cpu_attention_forward_portable(args);
 }
 
-static void load_double(const void *src, gc_dtype dtype, size_t first, size_t n, double *dst) {
-    memcpy(dst, (const double *)src + first, n * sizeof *dst); /* only f64 works in double */
-    (void)dtype;
+void gc_cpu_attention_backward_on(gc_cpu_isa isa, const gc_attention_args *args) {
+#ifdef GC_HAVE_X86_KERNELS
+    if (isa >= GC_ISA_AVX2) {
+        gc_cpu_attention_backward_avx2(args);
+        return;
+    }
+#endif
+    (void)isa;
+    gc_cpu_attention_backward_portable(args);
 }
-
-#define W float
-#define WNAME(name) name##_float
-#define W_EXP(x) gc_exp_nonpositive_f32(x)
-#define W_LOAD load_float
-#include "attention_cpu_body.h"
-#undef W
-#undef WNAME
-#undef W_EXP
-#undef W_LOAD
-
-#define W double
-#define WNAME(name) name##_double
-#define W_EXP(x) exp(x)
-#define W_LOAD load_double
-#include "attention_cpu_body.h"
-#undef W
-#undef WNAME
-#undef W_EXP
-#undef W_LOAD
 
 void gc_cpu_attention_forward(const gc_attention_args *args) {
-    int64_t tiles = (args->length + ATTENTION_QUERY_TILE - 1) / ATTENTION_QUERY_TILE;
-    gc_parallel_fn range = args->dtype == GC_F64 ? forward_range_double : forward_range_float;
-    gc_parallel_for(args->batch * args->heads * tiles, 1, range, (void *)args);
+    gc_cpu_attention_forward_on(gc_cpu_isa_selected(), args);
 }
 
 void gc_cpu_attention_backward(const gc_attention_args *args) {
-    gc_parallel_fn range = args->dtype == GC_F64 ? backward_range_double : backward_range_float;
-    gc_parallel_for(args->batch * args->kv_heads, 1, range, (void *)args);
+    gc_cpu_attention_backward_on(gc_cpu_isa_selected(), args);
 }

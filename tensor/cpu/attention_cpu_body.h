@@ -1,10 +1,13 @@
 /* The fused attention kernels' loops in one working type, included by attention_cpu.c once
  * for float (f32, f16, bf16) and once for double (f64) with:
  *   W              the working type;
- *   WNAME(name)    name with the type's suffix;
+ *   WNAME(name)    this variant's and type's copy of a function of this file;
+ *   W_SHARED(name) the type's function of ../attention_impl.h;
  *   W_EXP(x)       e^x for x <= 0 (and a rounding above 0): the forward's and the
  *                  backward's probabilities;
  *   W_LOAD         load_float or load_double: n elements of a dtype array as W.
+ *
+ * (attention_cpu_variant.h defines them, once per instruction set.)
  *
  * Every loop over a row's keys or a head's dims is a plain loop over contiguous W arrays
  * that the compiler vectorises: the dot products run with the keys (and, in the backward,
@@ -18,6 +21,25 @@ typedef struct WNAME(key_tile) {
     W *keys, *keys_t, *values, *values_t;
     int64_t start, count;
 } WNAME(key_tile);
+
+/* y[d] += sum over m < count of a[m a_stride] x[m x_stride + d], for d < n: each y[d] one
+ * chain of additions in the order of m, as adding one term at a time would make it (ISO C
+ * does not contract a * b + c), four terms per pass so that y stays in registers between
+ * them. Every product-sum of the kernels (a row's logits, a context, each gradient) is one. */
+static void WNAME(add_products)(W *y, const W *a, int64_t a_stride, const W *x, int64_t x_stride, int64_t count,
+                                int64_t n) {
+    int64_t m = 0;
+    for (; m + 4 <= count; m += 4) {
+        const W a0 = a[m * a_stride], a1 = a[(m + 1) * a_stride], a2 = a[(m + 2) * a_stride],
+                a3 = a[(m + 3) * a_stride];
+        const W *x0 = x + m * x_stride, *x1 = x0 + x_stride, *x2 = x1 + x_stride, *x3 = x2 + x_stride;
+        for (int64_t d = 0; d < n; d++) y[d] = y[d] + a0 * x0[d] + a1 * x1[d] + a2 * x2[d] + a3 * x3[d];
+    }
+    for (; m < count; m++) {
+        const W am = a[m * a_stride], *xm = x + m * x_stride;
+        for (int64_t d = 0; d < n; d++) y[d] += am * xm[d];
+    }
+}
 
 static void WNAME(key_tile_load)(const gc_attention_args *a, int64_t kv_row0 /* (b KVH + kvh) T */, int64_t start,
                                  WNAME(key_tile) *t) {
@@ -41,42 +63,39 @@ static void WNAME(tile_logits)(const gc_attention_args *a, const WNAME(key_tile)
                                int64_t i, W *bias, W *logits) {
     int64_t n = t->count;
     for (int64_t j = 0; j < n; j++) logits[j] = 0;
-    for (int64_t d = 0; d < a->head_dim; d++) {
-        const W q = query[d], *keys_d = t->keys_t + d * ATTENTION_KEY_TILE;
-        for (int64_t j = 0; j < n; j++) logits[j] += q * keys_d[j];
-    }
+    WNAME(add_products)(logits, query, 1, t->keys_t, ATTENTION_KEY_TILE, a->head_dim, n);
     if (a->bias.data) W_LOAD(a->bias.data, a->dtype, gc_softmax_bias_offset(&a->bias, (size_t)row) + (size_t)t->start,
                              (size_t)n, bias);
     else for (int64_t j = 0; j < n; j++) bias[j] = 0;
     const W scale = (W)a->scale;
-    for (int64_t j = 0; j < n; j++)
-        logits[j] = WNAME(gc_attention_logit)(logits[j], scale, bias[j],
-                                              gc_attention_hidden(i, t->start + j, a->causal, a->window));
+    if (a->causal || a->window) /* the hidden keys' bias first, so that the loop below has no branch */
+        for (int64_t j = 0; j < n; j++)
+            bias[j] = W_SHARED(gc_attention_bias)(bias[j], gc_attention_hidden(i, t->start + j, a->causal, a->window));
+    for (int64_t j = 0; j < n; j++) logits[j] = W_SHARED(gc_attention_logit)(logits[j], scale, bias[j]);
 }
 
-/* Zeroes the probabilities of a row's tile that dropout drops (and multiplies the kept ones
- * by 1 / (1 - p) when `scaled`). */
-static void WNAME(tile_dropout)(const gc_attention_args *a, const WNAME(key_tile) *t, int64_t row, W *probs,
-                                bool scaled) {
-    if (a->threshold == 0) return;
-    gc_philox_reader reader = gc_philox_reader_start(a->seed);
+/* Zeroes the probabilities of a row's tile that dropout drops (their words [n]:
+ * dropout_words), and multiplies the kept ones by 1 / (1 - p) when `scaled`. */
+static void WNAME(tile_dropout)(const gc_attention_args *a, const uint32_t *words, int64_t n, W *probs, bool scaled) {
     const W keep_scale = scaled ? (W)a->keep_scale : (W)1;
-    for (int64_t j = 0; j < t->count; j++)
-        probs[j] = gc_attention_keep(&reader, a->offset, row, a->length, t->start + j, a->threshold)
-                       ? probs[j] * keep_scale : (W)0;
+    /* a select of constants, then a product: a loop the compiler vectorises (a select of
+     * computed values would stay a branch) */
+    for (int64_t j = 0; j < n; j++) probs[j] *= gc_attention_kept(words[j], a->threshold) ? keep_scale : (W)0;
 }
 
 /* The per-thread memory of a forward task: a query tile's queries and context [QT, Dh],
  * its rows' running max and sum, one key tile, a row's logits and bias. */
 typedef struct WNAME(forward_scratch) {
     W *queries, *context, *max, *sum, *logits, *bias;
+    uint32_t *words; /* [QT, KT]: the tile's dropout words */
     WNAME(key_tile) tile;
 } WNAME(forward_scratch);
 
 static WNAME(forward_scratch) WNAME(forward_scratch_take)(int64_t dh) {
     size_t tile = (size_t)(ATTENTION_KEY_TILE * dh), rows = (size_t)(ATTENTION_QUERY_TILE * dh);
+    size_t pairs = (size_t)ATTENTION_QUERY_TILE * ATTENTION_KEY_TILE;
     W *base = gc_cpu_scratch(GC_SCRATCH_PACK_A, (2 * rows + 4 * tile + 2 * ATTENTION_QUERY_TILE +
-                                                 2 * ATTENTION_KEY_TILE) * sizeof(W));
+                                                 2 * ATTENTION_KEY_TILE + pairs) * sizeof(W));
     WNAME(forward_scratch) s;
     s.queries = base;
     s.context = s.queries + rows;
@@ -88,6 +107,7 @@ static WNAME(forward_scratch) WNAME(forward_scratch_take)(int64_t dh) {
     s.sum = s.max + ATTENTION_QUERY_TILE;
     s.logits = s.sum + ATTENTION_QUERY_TILE;
     s.bias = s.logits + ATTENTION_KEY_TILE;
+    s.words = (uint32_t *)(s.bias + ATTENTION_KEY_TILE);
     return s;
 }
 
@@ -102,26 +122,24 @@ static void WNAME(forward_rows)(const gc_attention_args *a, int64_t b, int64_t h
     for (int64_t start = 0; start < length; start += ATTENTION_KEY_TILE) {
         WNAME(key_tile_load)(a, kv_row0, start, &s.tile);
         int64_t n = s.tile.count;
+        if (a->threshold) ATTENTION_NAME(dropout_words)(a, row0, rows, start, n, s.words);
         for (int64_t r = 0; r < rows; r++) {
             W *p = s.logits, *context = s.context + r * dh;
             WNAME(tile_logits)(a, &s.tile, s.queries + r * dh, row0 + r, i0 + r, s.bias, p);
             W tile_max = p[0];
             for (int64_t j = 1; j < n; j++) tile_max = p[j] > tile_max ? p[j] : tile_max;
-            W factor = WNAME(gc_attention_rescale)(&s.max[r], tile_max), max = s.max[r], tile_sum = 0;
+            W factor = W_SHARED(gc_attention_rescale)(&s.max[r], tile_max), max = s.max[r], tile_sum = 0;
             for (int64_t j = 0; j < n; j++) p[j] = W_EXP(p[j] - max);
             for (int64_t j = 0; j < n; j++) tile_sum += p[j];
             s.sum[r] = s.sum[r] * factor + tile_sum;
-            WNAME(tile_dropout)(a, &s.tile, row0 + r, p, false); /* 1 / (1 - p) once, at the end */
+            if (a->threshold) WNAME(tile_dropout)(a, s.words + r * n, n, p, false); /* 1 / (1 - p): at the end */
             for (int64_t d = 0; d < dh; d++) context[d] *= factor;
-            for (int64_t j = 0; j < n; j++) {
-                const W pj = p[j], *value = s.tile.values + j * dh;
-                for (int64_t d = 0; d < dh; d++) context[d] += pj * value[d];
-            }
+            WNAME(add_products)(context, p, 1, s.tile.values, dh, n, dh);
         }
     }
     W *lse = a->lse;
     for (int64_t r = 0; r < rows; r++) {
-        lse[row0 + r] = WNAME(gc_attention_lse)(s.max[r], s.sum[r]);
+        lse[row0 + r] = W_SHARED(gc_attention_lse)(s.max[r], s.sum[r]);
         const W normaliser = (W)a->keep_scale / s.sum[r];
         for (int64_t d = 0; d < dh; d++)
             gc_store(a->out, a->dtype, (size_t)((row0 + r) * dh + d), (double)(s.context[r * dh + d] * normaliser));
@@ -140,16 +158,18 @@ static void WNAME(forward_range)(void *ctx, int64_t begin, int64_t end) {
 }
 
 /* The per-thread memory of a backward task: one key tile and its keys' and values'
- * gradient sums [KT, Dh], a query tile's queries and output gradients [QT, Dh], a row's
- * probabilities, their gradients and its bias. */
+ * gradient sums [KT, Dh], a query tile's queries and output gradients [QT, Dh], its rows'
+ * dropped probabilities and logit gradients [QT, KT], a row's bias [KT]. */
 typedef struct WNAME(backward_scratch) {
-    W *dk, *dv, *queries, *grads, *probs, *dprobs, *bias;
+    W *dk, *dv, *queries, *grads, *probs, *logit_grads, *bias;
+    uint32_t *words; /* [QT, KT]: the tile's dropout words */
     WNAME(key_tile) tile;
 } WNAME(backward_scratch);
 
 static WNAME(backward_scratch) WNAME(backward_scratch_take)(int64_t dh) {
     size_t tile = (size_t)(ATTENTION_KEY_TILE * dh), rows = (size_t)(ATTENTION_QUERY_TILE * dh);
-    W *base = gc_cpu_scratch(GC_SCRATCH_PACK_A, (6 * tile + 2 * rows + 3 * ATTENTION_KEY_TILE) * sizeof(W));
+    size_t pairs = (size_t)ATTENTION_QUERY_TILE * ATTENTION_KEY_TILE;
+    W *base = gc_cpu_scratch(GC_SCRATCH_PACK_A, (6 * tile + 2 * rows + 3 * pairs + ATTENTION_KEY_TILE) * sizeof(W));
     WNAME(backward_scratch) s;
     s.tile.keys = base;
     s.tile.keys_t = s.tile.keys + tile;
@@ -160,36 +180,44 @@ static WNAME(backward_scratch) WNAME(backward_scratch_take)(int64_t dh) {
     s.queries = s.dv + tile;
     s.grads = s.queries + rows;
     s.probs = s.grads + rows;
-    s.dprobs = s.probs + ATTENTION_KEY_TILE;
-    s.bias = s.dprobs + ATTENTION_KEY_TILE;
+    s.logit_grads = s.probs + pairs;
+    s.bias = s.logit_grads + pairs;
+    s.words = (uint32_t *)(s.bias + ATTENTION_KEY_TILE);
     return s;
 }
 
-/* One query row's share of a key tile's gradients (FlashAttention-2): its probabilities
- * from the lse, their gradients dO . v, dropped as the forward dropped them; dv and dk of
- * the tile's keys and the row's dq [Dh] take their terms. */
+/* One query row against the key tile (FlashAttention-2): its probabilities p [KT] from the
+ * lse, their gradients dO . v dropped as the forward dropped them, and from them the logit
+ * gradients ds [KT] (times the scale, as dq and dk want them); p is left dropped and times
+ * 1 / (1 - p), the probabilities the context saw (dv's). */
 static void WNAME(backward_row)(const gc_attention_args *a, WNAME(backward_scratch) *s, const W *query,
-                                const W *grad, int64_t row, int64_t i, W *dq) {
+                                const W *grad, const uint32_t *words, int64_t row, int64_t i, W *p, W *ds) {
     const WNAME(key_tile) *t = &s->tile;
-    int64_t n = t->count, dh = a->head_dim;
-    W *p = s->probs, *dp = s->dprobs;
+    int64_t n = t->count;
     WNAME(tile_logits)(a, t, query, row, i, s->bias, p);
     const W lse = ((const W *)a->lse)[row], row_dot = ((const W *)a->row_dot)[row], scale = (W)a->scale;
     for (int64_t j = 0; j < n; j++) p[j] = W_EXP(p[j] - lse);
-    for (int64_t j = 0; j < n; j++) dp[j] = 0;
-    for (int64_t d = 0; d < dh; d++) {
-        const W g = grad[d], *values_d = t->values_t + d * ATTENTION_KEY_TILE;
-        for (int64_t j = 0; j < n; j++) dp[j] += g * values_d[j];
-    }
-    WNAME(tile_dropout)(a, t, row, dp, true); /* d loss / d p: through the kept ones only */
-    for (int64_t j = 0; j < n; j++) dp[j] = WNAME(gc_attention_logit_grad)(p[j], dp[j], row_dot) * scale;
-    WNAME(tile_dropout)(a, t, row, p, true); /* the probabilities the context saw, for dv */
-    for (int64_t j = 0; j < n; j++) {
-        const W pj = p[j], ds = dp[j], *key = t->keys + j * dh;
-        W *dv = s->dv + j * dh, *dk = s->dk + j * dh;
-        for (int64_t d = 0; d < dh; d++) dv[d] += pj * grad[d];
-        for (int64_t d = 0; d < dh; d++) dk[d] += ds * query[d];
-        for (int64_t d = 0; d < dh; d++) dq[d] += ds * key[d];
+    for (int64_t j = 0; j < n; j++) ds[j] = 0;
+    WNAME(add_products)(ds, grad, 1, t->values_t, ATTENTION_KEY_TILE, a->head_dim, n);
+    if (a->threshold) WNAME(tile_dropout)(a, words, n, ds, true); /* d loss / d p: through the kept ones only */
+    for (int64_t j = 0; j < n; j++) ds[j] = W_SHARED(gc_attention_logit_grad)(p[j], ds[j], row_dot) * scale;
+    if (a->threshold) WNAME(tile_dropout)(a, words, n, p, true);
+}
+
+/* D = rowsum(dO o O) of rows [first, first + count): their grads and outputs through the
+ * scratch's query tile. */
+static void WNAME(row_dots)(const gc_attention_args *a, WNAME(backward_scratch) *s, int64_t first, int64_t count) {
+    int64_t dh = a->head_dim;
+    W *row_dot = a->row_dot;
+    for (int64_t r = first; r < first + count; r += ATTENTION_QUERY_TILE) {
+        int64_t rows = first + count - r < ATTENTION_QUERY_TILE ? first + count - r : ATTENTION_QUERY_TILE;
+        W_LOAD(a->grad_out, a->dtype, (size_t)(r * dh), (size_t)(rows * dh), s->grads);
+        W_LOAD(a->out, a->dtype, (size_t)(r * dh), (size_t)(rows * dh), s->queries);
+        for (int64_t e = 0; e < rows; e++) {
+            W sum = 0;
+            for (int64_t d = 0; d < dh; d++) sum += s->grads[e * dh + d] * s->queries[e * dh + d];
+            row_dot[r + e] = sum;
+        }
     }
 }
 
@@ -199,38 +227,36 @@ static void WNAME(backward_range)(void *ctx, int64_t begin, int64_t end) {
     const gc_attention_args *a = ctx;
     int64_t dh = a->head_dim, length = a->length, groups = a->heads / a->kv_heads;
     WNAME(backward_scratch) s = WNAME(backward_scratch_take)(dh);
+    W *dq = a->dq, *dk = a->dk, *dv = a->dv;
     for (int64_t task = begin; task < end; task++) {
         int64_t b = task / a->kv_heads, kv_head = task % a->kv_heads, kv_row0 = task * length;
-        int64_t row0 = (b * a->heads + kv_head * groups) * length, group_rows = groups * length;
-        W *dq = a->dq, *row_dot = a->row_dot;
-        for (int64_t r = row0; r < row0 + group_rows; r += ATTENTION_QUERY_TILE) { /* D = rowsum(dO o O) */
-            int64_t rows = row0 + group_rows - r < ATTENTION_QUERY_TILE ? row0 + group_rows - r : ATTENTION_QUERY_TILE;
-            W_LOAD(a->grad_out, a->dtype, (size_t)(r * dh), (size_t)(rows * dh), s.grads);
-            W_LOAD(a->out, a->dtype, (size_t)(r * dh), (size_t)(rows * dh), s.queries);
-            for (int64_t e = 0; e < rows; e++) {
-                W sum = 0;
-                for (int64_t d = 0; d < dh; d++) sum += s.grads[e * dh + d] * s.queries[e * dh + d];
-                row_dot[r + e] = sum;
-            }
-        }
-        for (int64_t e = row0 * dh; e < (row0 + group_rows) * dh; e++) dq[e] = 0;
+        int64_t row0 = (b * a->heads + kv_head * groups) * length, row_end = row0 + groups * length;
+        WNAME(row_dots)(a, &s, row0, row_end - row0);
+        for (int64_t e = row0 * dh; e < row_end * dh; e++) dq[e] = 0;
         for (int64_t start = 0; start < length; start += ATTENTION_KEY_TILE) {
             WNAME(key_tile_load)(a, kv_row0, start, &s.tile);
-            for (int64_t e = 0; e < s.tile.count * dh; e++) s.dk[e] = 0, s.dv[e] = 0;
-            for (int64_t r = row0; r < row0 + group_rows; r += ATTENTION_QUERY_TILE) {
-                int64_t rows = row0 + group_rows - r < ATTENTION_QUERY_TILE ? row0 + group_rows - r
-                                                                             : ATTENTION_QUERY_TILE;
+            int64_t n = s.tile.count;
+            for (int64_t e = 0; e < n * dh; e++) s.dk[e] = 0, s.dv[e] = 0;
+            for (int64_t r = row0; r < row_end; r += ATTENTION_QUERY_TILE) {
+                int64_t rows = row_end - r < ATTENTION_QUERY_TILE ? row_end - r : ATTENTION_QUERY_TILE;
                 W_LOAD(a->q, a->dtype, (size_t)(r * dh), (size_t)(rows * dh), s.queries);
                 W_LOAD(a->grad_out, a->dtype, (size_t)(r * dh), (size_t)(rows * dh), s.grads);
+                if (a->threshold) ATTENTION_NAME(dropout_words)(a, r, rows, start, n, s.words);
                 for (int64_t e = 0; e < rows; e++)
-                    WNAME(backward_row)(a, &s, s.queries + e * dh, s.grads + e * dh, r + e, (r + e) % length,
-                                        dq + (r + e) * dh);
+                    WNAME(backward_row)(a, &s, s.queries + e * dh, s.grads + e * dh, s.words + e * n, r + e,
+                                        (r + e) % length, s.probs + e * ATTENTION_KEY_TILE,
+                                        s.logit_grads + e * ATTENTION_KEY_TILE);
+                /* dv_j += p_ij dO_i, dk_j += ds_ij q_i over the tile's rows i in order; dq_i += ds_ij k_j */
+                for (int64_t j = 0; j < n; j++) {
+                    WNAME(add_products)(s.dv + j * dh, s.probs + j, ATTENTION_KEY_TILE, s.grads, dh, rows, dh);
+                    WNAME(add_products)(s.dk + j * dh, s.logit_grads + j, ATTENTION_KEY_TILE, s.queries, dh, rows, dh);
+                }
+                for (int64_t e = 0; e < rows; e++)
+                    WNAME(add_products)(dq + (r + e) * dh, s.logit_grads + e * ATTENTION_KEY_TILE, 1, s.tile.keys, dh,
+                                        n, dh);
             }
-            W *dk = a->dk, *dv = a->dv;
-            for (int64_t e = 0; e < s.tile.count * dh; e++) {
-                dk[(kv_row0 + start) * dh + e] = s.dk[e];
-                dv[(kv_row0 + start) * dh + e] = s.dv[e];
-            }
+            memcpy(dk + (kv_row0 + start) * dh, s.dk, (size_t)(n * dh) * sizeof(W));
+            memcpy(dv + (kv_row0 + start) * dh, s.dv, (size_t)(n * dh) * sizeof(W));
         }
     }
 }

@@ -24,7 +24,7 @@ namespace {
 
 #define ATTENTION_OVERLOADS(T)                                                                          \
     __device__ inline T logit(T dot, T scale, T bias, bool hidden) {                                   \
-        return gc_attention_logit_##T(dot, scale, bias, hidden);                                        \
+        return gc_attention_logit_##T(dot, scale, gc_attention_bias_##T(bias, hidden));                 \
     }                                                                                                  \
     __device__ inline T rescale(T *max, T tile_max) { return gc_attention_rescale_##T(max, tile_max); } \
     __device__ inline T row_lse(T max, T sum) { return gc_attention_lse_##T(max, sum); }                \
