@@ -4,7 +4,7 @@
 #include "bench_model.h"
 
 const char *const cli_bench_device_names[] = {"cpu", "cuda", NULL};
-const char *const cli_bench_attention_names[] = {"fused", "composed", NULL};
+const char *const cli_bench_attention_names[] = {"composed", "fused", NULL};
 
 int cli_bench_model_check(const char *command, const cli_bench_model_options *options, gc_device *device) {
     if (!options->init && options->dim % options->heads != 0) {

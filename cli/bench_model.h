@@ -22,8 +22,8 @@ typedef struct cli_bench_model_options {
 } cli_bench_model_options;
 
 extern const char *const cli_bench_device_names[]; /* "cpu", "cuda", NULL */
-enum { CLI_ATTENTION_FUSED, CLI_ATTENTION_COMPOSED };
-extern const char *const cli_bench_attention_names[]; /* "fused", "composed", NULL */
+enum { CLI_ATTENTION_COMPOSED, CLI_ATTENTION_FUSED };
+extern const char *const cli_bench_attention_names[]; /* "composed", "fused", NULL */
 
 /* The model flags, as initialisers for a command's cli_flag table. */
 #define CLI_BENCH_MODEL_FLAGS(options)                                                                     \
@@ -40,8 +40,8 @@ extern const char *const cli_bench_attention_names[]; /* "fused", "composed", NU
     {"seed", CLI_FLAG_INT, &(options).seed, 0, 9007199254740992.0, NULL, "initialisation, data and dropout"}, \
     CLI_WEIGHT_PACKING_FLAG((options).weight_packing),                                                    \
     {"attention", CLI_FLAG_CHOICE, &(options).attention, 0, 0, cli_bench_attention_names,                  \
-     "fused: attention tile by tile, without the [B, H, T, T] scores; composed: matmul, softmax, dropout, " \
-     "matmul (the same function and dropout masks, other roundings)"}
+     "composed: matmul, softmax, dropout, matmul; fused: tile by tile, without the [B, H, T, T] scores " \
+     "(the same function and dropout masks, other roundings)"}
 
 /* What single flags cannot check: --heads divides --dim, the device exists. Writes the
  * device; 0, or prints one line naming the flag and returns 2 (a usage error). */

@@ -10,8 +10,8 @@
  * against the keys [B * kv_heads, T, Dh] gives every head's scores, [B, H, T, T] as they lie.
  * With kv_heads = heads (BERT) this is plain multi-head attention.
  *
- * Fused (gc_fused_attention(), the default) the same function is one op, gc_attention_fused,
- * computed tile by tile without the scores (docs/DESIGN.md, "Fused attention"). */
+ * Fused (gc_fused_attention()) the same function is one op, gc_attention_fused, computed tile
+ * by tile without the scores (docs/DESIGN.md, "Fused attention"). */
 #include <math.h>
 
 #include "layer_util.h"

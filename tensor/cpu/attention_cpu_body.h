@@ -24,20 +24,25 @@ typedef struct WNAME(key_tile) {
 
 /* y[d] += sum over m < count of a[m a_stride] x[m x_stride + d], for d < n: each y[d] one
  * chain of additions in the order of m, as adding one term at a time would make it (ISO C
- * does not contract a * b + c), four terms per pass so that y stays in registers between
- * them. Every product-sum of the kernels (a row's logits, a context, each gradient) is one. */
+ * does not contract a * b + c), eight terms per pass so that y is read and written once per
+ * eight. So the order depends on nothing but the terms: not on a thread, an instruction set
+ * or count (trailing zero terms, a padded batch's hidden keys, change no bit: a text's
+ * vector is the same whatever its batch, tests/test_encode.c). Every product-sum of the
+ * kernels (a row's logits, a context, each gradient) is one. */
 static void WNAME(add_products)(W *y, const W *a, int64_t a_stride, const W *x, int64_t x_stride, int64_t count,
                                 int64_t n) {
     int64_t m = 0;
-    for (; m + 4 <= count; m += 4) {
-        const W a0 = a[m * a_stride], a1 = a[(m + 1) * a_stride], a2 = a[(m + 2) * a_stride],
-                a3 = a[(m + 3) * a_stride];
-        const W *x0 = x + m * x_stride, *x1 = x0 + x_stride, *x2 = x1 + x_stride, *x3 = x2 + x_stride;
-        for (int64_t d = 0; d < n; d++) y[d] = y[d] + a0 * x0[d] + a1 * x1[d] + a2 * x2[d] + a3 * x3[d];
+    for (; m + 8 <= count; m += 8) {
+        W c[8];
+        const W *r[8];
+        for (int e = 0; e < 8; e++) c[e] = a[(m + e) * a_stride], r[e] = x + (m + e) * x_stride;
+        for (int64_t d = 0; d < n; d++)
+            y[d] = y[d] + c[0] * r[0][d] + c[1] * r[1][d] + c[2] * r[2][d] + c[3] * r[3][d] + c[4] * r[4][d] +
+                   c[5] * r[5][d] + c[6] * r[6][d] + c[7] * r[7][d];
     }
     for (; m < count; m++) {
-        const W am = a[m * a_stride], *xm = x + m * x_stride;
-        for (int64_t d = 0; d < n; d++) y[d] += am * xm[d];
+        const W cm = a[m * a_stride], *xm = x + m * x_stride;
+        for (int64_t d = 0; d < n; d++) y[d] += cm * xm[d];
     }
 }
 
@@ -213,9 +218,9 @@ static void WNAME(row_dots)(const gc_attention_args *a, WNAME(backward_scratch) 
         int64_t rows = first + count - r < ATTENTION_QUERY_TILE ? first + count - r : ATTENTION_QUERY_TILE;
         W_LOAD(a->grad_out, a->dtype, (size_t)(r * dh), (size_t)(rows * dh), s->grads);
         W_LOAD(a->out, a->dtype, (size_t)(r * dh), (size_t)(rows * dh), s->queries);
-        for (int64_t e = 0; e < rows; e++) {
+        for (int64_t e = 0; e < rows; e++) { /* summed as dO . v is (backward_row): one key gives ds = 0 exactly */
             W sum = 0;
-            for (int64_t d = 0; d < dh; d++) sum += s->grads[e * dh + d] * s->queries[e * dh + d];
+            WNAME(add_products)(&sum, s->grads + e * dh, 1, s->queries + e * dh, 1, dh, 1);
             row_dot[r + e] = sum;
         }
     }
