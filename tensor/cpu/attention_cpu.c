@@ -19,26 +19,24 @@
 #define ATTENTION_VARIANT portable
 #include "attention_cpu_variant.h"
 
-void gc_cpu_attention_forward_on(gc_cpu_isa isa, const gc_attention_args *args) {
+typedef void attention_kernel(const gc_attention_args *args);
+
+/* A pass's kernel for `isa`: its AVX2 build where the library has one and isa allows it. */
+static attention_kernel *variant(gc_cpu_isa isa, attention_kernel *portable, attention_kernel *avx2) {
+    return isa >= GC_ISA_AVX2 && avx2 ? avx2 : portable;
+}
 #ifdef GC_HAVE_X86_KERNELS
-    if (isa >= GC_ISA_AVX2) {
-        gc_cpu_attention_forward_avx2(args);
-        return;
-    }
+#define AVX2_BUILD(kernel) kernel
+#else
+#define AVX2_BUILD(kernel) NULL
 #endif
-    (void)isa;
-    gc_cpu_attention_forward_portable(args);
+
+void gc_cpu_attention_forward_on(gc_cpu_isa isa, const gc_attention_args *args) {
+    variant(isa, gc_cpu_attention_forward_portable, AVX2_BUILD(gc_cpu_attention_forward_avx2))(args);
 }
 
 void gc_cpu_attention_backward_on(gc_cpu_isa isa, const gc_attention_args *args) {
-#ifdef GC_HAVE_X86_KERNELS
-    if (isa >= GC_ISA_AVX2) {
-        gc_cpu_attention_backward_avx2(args);
-        return;
-    }
-#endif
-    (void)isa;
-    gc_cpu_attention_backward_portable(args);
+    variant(isa, gc_cpu_attention_backward_portable, AVX2_BUILD(gc_cpu_attention_backward_avx2))(args);
 }
 
 void gc_cpu_attention_forward(const gc_attention_args *args) {

@@ -88,6 +88,15 @@ static void WNAME(tile_dropout)(const gc_attention_args *a, const uint32_t *word
     for (int64_t j = 0; j < n; j++) probs[j] *= gc_attention_kept(words[j], a->threshold) ? keep_scale : (W)0;
 }
 
+/* Points the key tile's four [KT, Dh] arrays into scratch at `base`; returns what follows. */
+static W *WNAME(key_tile_carve)(WNAME(key_tile) *t, W *base, size_t tile) {
+    t->keys = base;
+    t->keys_t = t->keys + tile;
+    t->values = t->keys_t + tile;
+    t->values_t = t->values + tile;
+    return t->values_t + tile;
+}
+
 /* The per-thread memory of a forward task: a query tile's queries and context [QT, Dh],
  * its rows' running max and sum, one key tile, a row's logits and bias. */
 typedef struct WNAME(forward_scratch) {
@@ -104,11 +113,7 @@ static WNAME(forward_scratch) WNAME(forward_scratch_take)(int64_t dh) {
     WNAME(forward_scratch) s;
     s.queries = base;
     s.context = s.queries + rows;
-    s.tile.keys = s.context + rows;
-    s.tile.keys_t = s.tile.keys + tile;
-    s.tile.values = s.tile.keys_t + tile;
-    s.tile.values_t = s.tile.values + tile;
-    s.max = s.tile.values_t + tile;
+    s.max = WNAME(key_tile_carve)(&s.tile, s.context + rows, tile);
     s.sum = s.max + ATTENTION_QUERY_TILE;
     s.logits = s.sum + ATTENTION_QUERY_TILE;
     s.bias = s.logits + ATTENTION_KEY_TILE;
@@ -176,11 +181,7 @@ static WNAME(backward_scratch) WNAME(backward_scratch_take)(int64_t dh) {
     size_t pairs = (size_t)ATTENTION_QUERY_TILE * ATTENTION_KEY_TILE;
     W *base = gc_cpu_scratch(GC_SCRATCH_PACK_A, (6 * tile + 2 * rows + 3 * pairs + ATTENTION_KEY_TILE) * sizeof(W));
     WNAME(backward_scratch) s;
-    s.tile.keys = base;
-    s.tile.keys_t = s.tile.keys + tile;
-    s.tile.values = s.tile.keys_t + tile;
-    s.tile.values_t = s.tile.values + tile;
-    s.dk = s.tile.values_t + tile;
+    s.dk = WNAME(key_tile_carve)(&s.tile, base, tile);
     s.dv = s.dk + tile;
     s.queries = s.dv + tile;
     s.grads = s.queries + rows;
