@@ -25,7 +25,8 @@ typedef struct gc_input_meta {
     gc_device device;
 } gc_input_meta;
 
-#define GC_MAX_SAVED 3
+/* the most a rule keeps: fused attention's q, k, v, bias, output and rows' log-sum-exp */
+#define GC_MAX_SAVED 6
 
 typedef struct gc_backward_rule gc_backward_rule;
 

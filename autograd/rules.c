@@ -29,6 +29,7 @@ const gc_backward_rule *gc_rule_for(const gc_op_record *record) {
         [GC_OP_RMSNORM] = &gc_rule_rmsnorm,
         [GC_OP_ROPE] = &gc_rule_rope,
         [GC_OP_SWIGLU] = &gc_rule_swiglu,
+        [GC_OP_ATTENTION] = &gc_rule_attention,
     };
     if ((int)record->kind < 0 || record->kind >= GC_OP_KIND_COUNT || !rules[record->kind])
         gc_fatal("autograd: no backward rule for op kind %d", (int)record->kind);

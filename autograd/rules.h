@@ -40,5 +40,6 @@ extern const gc_backward_rule gc_rule_reduce_last, gc_rule_reduce_all, gc_rule_s
 extern const gc_backward_rule gc_rule_embedding, gc_rule_permute, gc_rule_slice0, gc_rule_reshape,
     gc_rule_cat0, gc_rule_cast;
 extern const gc_backward_rule gc_rule_rmsnorm, gc_rule_rope, gc_rule_swiglu;
+extern const gc_backward_rule gc_rule_attention;
 
 #endif

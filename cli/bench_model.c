@@ -4,6 +4,7 @@
 #include "bench_model.h"
 
 const char *const cli_bench_device_names[] = {"cpu", "cuda", NULL};
+const char *const cli_bench_attention_names[] = {"composed", "fused", NULL};
 
 int cli_bench_model_check(const char *command, const cli_bench_model_options *options, gc_device *device) {
     if (!options->init && options->dim % options->heads != 0) {
@@ -23,6 +24,7 @@ int cli_bench_model_check(const char *command, const cli_bench_model_options *op
 gc_status cli_bench_model_setup(gc_bench_setup *setup, const cli_bench_model_options *options, gc_dtype dtype,
                                 gc_device device) {
     gc_set_weight_packing(options->weight_packing == CLI_PACKING_ON);
+    gc_set_fused_attention(options->attention == CLI_ATTENTION_FUSED);
     if (options->init)
         return gc_bench_setup_from_folder(setup, options->init, options->max_length, dtype, (uint64_t)options->seed,
                                           device);

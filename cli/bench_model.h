@@ -18,9 +18,12 @@ typedef struct cli_bench_model_options {
     int device;   /* an index in cli_bench_device_names */
     int64_t seed; /* initialisation, synthetic data and dropout */
     int weight_packing; /* CLI_PACKING_*, applied by cli_bench_model_setup */
+    int attention;      /* CLI_ATTENTION_*: gc_set_fused_attention, applied by cli_bench_model_setup */
 } cli_bench_model_options;
 
 extern const char *const cli_bench_device_names[]; /* "cpu", "cuda", NULL */
+enum { CLI_ATTENTION_COMPOSED, CLI_ATTENTION_FUSED };
+extern const char *const cli_bench_attention_names[]; /* "composed", "fused", NULL */
 
 /* The model flags, as initialisers for a command's cli_flag table. */
 #define CLI_BENCH_MODEL_FLAGS(options)                                                                     \
@@ -35,7 +38,10 @@ extern const char *const cli_bench_device_names[]; /* "cpu", "cuda", NULL */
     {"tied", CLI_FLAG_BOOL, &(options).tied, 0, 0, NULL, "one encoder for queries and passages"},          \
     {"device", CLI_FLAG_CHOICE, &(options).device, 0, 0, cli_bench_device_names, "where to run"},          \
     {"seed", CLI_FLAG_INT, &(options).seed, 0, 9007199254740992.0, NULL, "initialisation, data and dropout"}, \
-    CLI_WEIGHT_PACKING_FLAG((options).weight_packing)
+    CLI_WEIGHT_PACKING_FLAG((options).weight_packing),                                                    \
+    {"attention", CLI_FLAG_CHOICE, &(options).attention, 0, 0, cli_bench_attention_names,                  \
+     "composed: matmul, softmax, dropout, matmul; fused: tile by tile, without the [B, H, T, T] scores " \
+     "(the same function and dropout masks, other roundings)"}
 
 /* What single flags cannot check: --heads divides --dim, the device exists. Writes the
  * device; 0, or prints one line naming the flag and returns 2 (a usage error). */

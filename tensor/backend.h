@@ -112,6 +112,33 @@ typedef struct gc_score_tile_args {
     double row_weight, target_weight;
 } gc_score_tile_args;
 
+/* Fused attention (gc_attention_fused; the arithmetic is tensor/attention_impl.h's, shared
+ * by every backend). Row r = (b H + h) T + i is query i of head h of text b; head h reads
+ * key/value head h / (H / KVH). The kernels see no [B, H, T, T] array: each row's logits
+ * are recomputed a tile at a time. */
+typedef struct gc_attention_args {
+    const void *q;              /* [B, H, T, Dh] of dtype */
+    const void *k, *v;          /* [B, KVH, T, Dh] of dtype */
+    gc_softmax_bias bias;       /* over the [B, H, T, T] logits as softmax_scaled's; data NULL: none */
+    int64_t batch, heads, kv_heads, length, head_dim;
+    gc_dtype dtype;             /* f32, f64, f16 or bf16; the working dtype is f64 for f64, else f32 */
+    double scale;
+    bool causal;
+    int64_t window;
+    uint32_t threshold;         /* dropout's keep threshold (0: no dropout) */
+    double keep_scale;          /* 1 / (1 - p) */
+    uint64_t seed, offset;
+    /* attention_forward writes out and lse; attention_backward reads them */
+    void *out;                  /* [B, H, T, Dh] of dtype */
+    void *lse;                  /* [B, H, T] of the working dtype: each row's log-sum-exp */
+    /* attention_backward: from grad_out it writes row_dot = rowsum(grad_out o out), then the
+     * gradients, all of the working dtype (dk and dv summed over a key head's query heads) */
+    const void *grad_out;       /* [B, H, T, Dh] of dtype */
+    void *row_dot;              /* [B, H, T] */
+    void *dq;                   /* [B, H, T, Dh] */
+    void *dk, *dv;              /* [B, KVH, T, Dh] */
+} gc_attention_args;
+
 typedef struct gc_backend {
     const char *name;
 

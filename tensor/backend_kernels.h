@@ -103,6 +103,10 @@
     /* Overwrites scores (the dot products, recomputed) with d loss / d dot products:                               \
      * d loss / d s_ij times row_scale[i] col_scale[j]. */                                                          \
     X(score_tile_grad, (const gc_score_tile_args *args))                                                            \
+    /* Fused attention (gc_attention_args): the context and each row's log-sum-exp, then                            \
+     * (backward) the gradients of q, k and v, recomputing the probabilities from it. */                            \
+    X(attention_forward, (const gc_attention_args *args))                                                           \
+    X(attention_backward, (const gc_attention_args *args))                                                          \
     /* The fused optimizer updates, in place; param and grad [n] of dtype, state f32 [n]. g is                      \
      * grad_scale times the stored gradient. master (f32 [n], or NULL) is the f32 master copy                      \
      * of an f16 or bf16 parameter: when given, p is read from it, the new p is stored into it                      \

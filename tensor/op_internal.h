@@ -5,6 +5,7 @@
 #define GC_TENSOR_OP_INTERNAL_H
 
 #include "op_params.h"
+#include "gradcache/ops.h"
 #include "gradcache/tensor.h"
 
 /* y = op(x) elementwise, including the derivative ops (GC_UNARY_*_GRAD). */
@@ -42,6 +43,25 @@ gc_tensor *gc_rope_inverse(const gc_tensor *x, const gc_tensor *table);
  * that are not NULL. False when out of memory, with nothing kept and the error set. */
 bool gc_swiglu_backward(const gc_tensor *gate, const gc_tensor *up, const gc_tensor *g, gc_tensor **d_gate,
                         gc_tensor **d_up);
+
+/* What the backward of gc_attention_fused reads: its inputs (bias NULL when none), its
+ * output and the rows' log-sum-exp [B, H, T] it kept, and its options. */
+typedef struct gc_attention_fused_saved {
+    const gc_tensor *q;    /* [B, H, T, Dh] */
+    const gc_tensor *k;    /* [B, KVH, T, Dh] */
+    const gc_tensor *v;    /* [B, KVH, T, Dh] */
+    const gc_tensor *bias; /* [B or 1, 1, T or 1, T] or NULL */
+    const gc_tensor *out;  /* [B, H, T, Dh] */
+    const gc_tensor *lse;  /* [B, H, T] of the working dtype */
+    const gc_attention_fused_options *options;
+} gc_attention_fused_saved;
+/* The gradients of gc_attention_fused from g [B, H, T, Dh] (FlashAttention-2: the
+ * probabilities recomputed tile by tile, never a [B, H, T, T] tensor): *dq [B, H, T, Dh],
+ * *dk and *dv [B, KVH, T, Dh] (summed over each key head's query heads), all three of the
+ * working dtype (f32 for f16 and bf16), for the caller to round once. False when out of
+ * memory, with nothing kept and the error set. */
+bool gc_attention_fused_backward(const gc_attention_fused_saved *saved, const gc_tensor *g, gc_tensor **dq,
+                                 gc_tensor **dk, gc_tensor **dv);
 
 /* One fused optimizer update of param in place (see backend.h's sgd_update and adamw_update
  * for the arithmetic): master is param's f32 master copy (f16 and bf16 only) or NULL; the

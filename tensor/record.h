@@ -11,6 +11,7 @@
 #include <stdbool.h>
 
 #include "op_params.h"
+#include "gradcache/ops.h"
 #include "gradcache/tensor.h"
 
 typedef enum gc_op_kind {
@@ -34,6 +35,7 @@ typedef enum gc_op_kind {
     GC_OP_RMSNORM,       /* inputs x, weight?; params.rmsnorm */
     GC_OP_ROPE,          /* inputs x, table (never differentiated: a function of positions) */
     GC_OP_SWIGLU,        /* inputs gate, up */
+    GC_OP_ATTENTION,     /* inputs q, k, v, bias? (constant); params.attention */
     GC_OP_KIND_COUNT
 } gc_op_kind;
 
@@ -55,6 +57,8 @@ typedef struct gc_op_record {
         struct { int perm[GC_MAX_DIMS]; } permute;
         struct { int64_t start, end; } slice;
         struct { double p; uint64_t seed, offset; } dropout;
+        /* the rows' log-sum-exp [B, H, T], for the backward */
+        struct { gc_attention_fused_options options; gc_tensor *lse; } attention;
     } params;
 } gc_op_record;
 

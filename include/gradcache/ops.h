@@ -136,6 +136,32 @@ gc_tensor *gc_dropout(const gc_tensor *x, double p, uint64_t seed, uint64_t offs
  * So a padded batch's real tokens, packed, draw the masks they draw in the padded layout. */
 gc_tensor *gc_dropout_rows(const gc_tensor *x, const gc_tensor *positions, double p, uint64_t seed, uint64_t offset);
 
+/* --- fused attention ---
+ * softmax(scale q k^T + bias) v per head, dropout on the probabilities, computed tile by tile
+ * (FlashAttention's online softmax): no [B, H, T, T] tensor in the forward or the backward.
+ * The semantics are those of the unfused ops (matmul, gc_softmax_scaled, gc_dropout, matmul):
+ *  - hiding is additive: -10000 on each key the causal mask or the window hides, added to the
+ *    bias (which holds -10000 on padding), so a row with every key hidden is a uniform
+ *    softmax exactly as there;
+ *  - window > 0 hides keys k with q - k >= window (with causal too: q - window < k <= q, as
+ *    transformers' Mistral sliding_window); without causal also those with k - q >= window;
+ *  - grouped-query attention: query head h uses key/value head h / (H / KVH);
+ *  - dropout p draws probability (b, h, i, j) from word offset + ((b H + h) T + i) T + j of
+ *    seed's Philox stream, the word gc_dropout would read for the [B, H, T, T] probabilities:
+ *    the same mask, so a replayed RNG context reproduces it.
+ * q [B, H, T, Dh]; k, v [B, KVH, T, Dh] with KVH dividing H; bias [B or 1, 1, T or 1, T] of
+ * q's dtype (a constant mask, no gradient) or NULL; every tensor of one float dtype and
+ * device. 16-bit inputs are computed in f32. -> the context [B, H, T, Dh]. */
+typedef struct gc_attention_fused_options {
+    double scale;          /* multiplies q k^T (attention's 1 / sqrt(Dh)) */
+    bool causal;           /* hide the keys after each query */
+    int64_t window;        /* 0: none; else the sliding window above */
+    double dropout;        /* p in [0, 1): on the probabilities */
+    uint64_t seed, offset; /* the dropout mask's Philox stream and first word */
+} gc_attention_fused_options;
+gc_tensor *gc_attention_fused(const gc_tensor *q, const gc_tensor *k, const gc_tensor *v, const gc_tensor *bias,
+                              const gc_attention_fused_options *options);
+
 /* --- gather and layout --- */
 /* table [V, D], ids i32 of any shape S -> [S..., D]. An id outside [0, V) is a
  * programmer error, reported at once on the CPU and, on a GPU, which checks the ids without

@@ -126,6 +126,14 @@ bool gc_tensor_is_weight(const gc_tensor *t);
  * product. */
 void gc_set_weight_packing(bool enabled);
 
+/* Whether attention layers run fused (gc_attention_fused: tile by tile, no [B, H, T, T]
+ * scores) or composed of matmul, softmax_scaled and dropout (the default, faster on the CPU
+ * at the trainer's shapes; GC_FUSED_ATTENTION=1 makes fused the default). Both compute the
+ * same function with the same dropout masks; their results differ by rounding. Read by a
+ * forward when it makes its attention inputs. */
+void gc_set_fused_attention(bool enabled);
+bool gc_fused_attention(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,7 +8,10 @@
  * kv_heads, transformers' repeat_kv), so the G query heads of one key head are adjacent and
  * the queries [B, H, T, Dh] are [B * kv_heads, G * T, Dh] as they lie: one batched matmul
  * against the keys [B * kv_heads, T, Dh] gives every head's scores, [B, H, T, T] as they lie.
- * With kv_heads = heads (BERT) this is plain multi-head attention. */
+ * With kv_heads = heads (BERT) this is plain multi-head attention.
+ *
+ * Fused (gc_fused_attention()) the same function is one op, gc_attention_fused, computed tile
+ * by tile without the scores (docs/DESIGN.md, "Fused attention"). */
 #include <math.h>
 
 #include "layer_util.h"
@@ -77,6 +80,54 @@ static gc_tensor *attention_probs(const gc_tensor *scores, const gc_tensor *bias
     return gc_nn_then(probs, gc_reshape(probs, scores->ndim, scores->shape));
 }
 
+/* The composed path's probabilities, after dropout, [B * kv_heads, G * T, T] (= [B, H, T, T])
+ * of query [B, H, T, Dh] and key [B, kv_heads, T, Dh]: the scores of one batched matmul (the G
+ * query heads of a key head are [B * kv_heads, G * T, Dh] as they lie), their masked softmax
+ * and dropout. Takes over query's and key's references, freed after the product: the
+ * softmax's peak holds the scores and the probabilities, not them. */
+static gc_tensor *composed_probs(const gc_attention *layer, gc_tensor *query, gc_tensor *key, const gc_tensor *bias,
+                                 bool training) {
+    const gc_attention_options *o = &layer->options;
+    int heads = layer->heads, groups = heads / o->kv_heads;
+    int64_t batch = query->shape[0], length = query->shape[2], head_dim = o->head_dim;
+    gc_tensor *grouped = gc_reshape(query, GC_SHAPE(batch * o->kv_heads, groups * length, head_dim));
+    gc_tensor *keys = gc_reshape(key, GC_SHAPE(batch * o->kv_heads, length, head_dim));
+    gc_tensor_release(query);
+    gc_tensor_release(key);
+    gc_tensor *scores = gc_matmul(grouped, keys, false, true); /* [B * kv_heads, G * T, T] */
+    gc_tensor_release(grouped);
+    gc_tensor_release(keys);
+    gc_tensor *probs = gc_nn_then(scores, attention_probs(scores, bias, batch, heads, length, head_dim));
+    return gc_nn_then(probs, gc_nn_dropout(probs, layer->dropout, training));
+}
+
+/* The context [B, H, T, Dh] of those probabilities and value [B, kv_heads, T, Dh]. */
+static gc_tensor *composed_context(const gc_attention *layer, const gc_tensor *probs, const gc_tensor *value) {
+    int64_t batch = value->shape[0], length = value->shape[2], head_dim = layer->options.head_dim;
+    gc_tensor *values = gc_reshape(value, GC_SHAPE(batch * layer->options.kv_heads, length, head_dim));
+    gc_tensor *context = gc_matmul(probs, values, false, false); /* [B * kv_heads, G * T, Dh] */
+    gc_tensor_release(values);
+    return gc_nn_then(context, gc_reshape(context, GC_SHAPE(batch, layer->heads, length, head_dim)));
+}
+
+/* The same context by gc_attention_fused, tile by tile: the causal mask is the op's own (the
+ * bias holds the padding alone: gc_attention_inputs), and dropout takes the words of the
+ * default generator that gc_nn_dropout takes for the [B, H, T, T] probabilities, so both
+ * paths draw the same mask. */
+static gc_tensor *fused_context(const gc_attention *layer, const gc_tensor *query, const gc_tensor *key,
+                                const gc_tensor *value, const gc_tensor *bias, bool training) {
+    gc_attention_fused_options options = {.scale = 1 / sqrt((double)layer->options.head_dim),
+                                          .causal = layer->options.causal};
+    if (training && layer->dropout > 0) {
+        gc_generator *generator = gc_default_generator(query->device);
+        int64_t length = query->shape[2];
+        options.dropout = layer->dropout;
+        options.seed = generator->seed;
+        options.offset = gc_generator_take(generator, (uint64_t)(gc_numel(query) / query->shape[3] * length));
+    }
+    return gc_attention_fused(query, key, value, bias, &options);
+}
+
 /* x [B, T, dim], or the packing's [N, dim]. */
 static void check_inputs(const gc_attention *layer, const gc_tensor *x, const gc_tensor *mask,
                          const gc_token_packing *packing) {
@@ -96,27 +147,30 @@ gc_tensor *gc_attention_forward_with(const gc_attention *layer, const gc_tensor 
     const gc_token_packing *packing = inputs->packing;
     check_inputs(layer, x, inputs->mask, packing);
     const gc_attention_options *o = &layer->options;
-    int heads = layer->heads, groups = heads / o->kv_heads;
+    int heads = layer->heads;
     int64_t batch = packing ? packing->batch : x->shape[0], length = packing ? packing->length : x->shape[1];
     int64_t head_dim = o->head_dim;
     gc_tensor *query = project_heads(&layer->query, &layer->query_norm, inputs->rotary, x, packing, batch, length,
                                      heads, head_dim);
-    query = gc_nn_then(query, gc_reshape(query, GC_SHAPE(batch * o->kv_heads, groups * length, head_dim)));
     gc_tensor *key = project_heads(&layer->key, &layer->key_norm, inputs->rotary, x, packing, batch, length,
                                    o->kv_heads, head_dim);
-    key = gc_nn_then(key, gc_reshape(key, GC_SHAPE(batch * o->kv_heads, length, head_dim)));
-    gc_tensor *scores = gc_matmul(query, key, false, true); /* [B * kv_heads, G * T, T] */
+    /* composed, the queries, keys and scores are freed before the values are projected: the
+     * layer's peak holds the probabilities and little else */
+    gc_tensor *probs = NULL;
+    if (!inputs->fused) {
+        if (query && key) probs = composed_probs(layer, query, key, inputs->bias, training);
+        else gc_tensor_release(query), gc_tensor_release(key);
+        query = key = NULL;
+    }
+    gc_tensor *value = project_heads(&layer->value, NULL, NULL, x, packing, batch, length, o->kv_heads, head_dim);
+    gc_tensor *context = NULL; /* [B, H, T, Dh] */
+    if (value && (inputs->fused ? query && key : probs != NULL))
+        context = inputs->fused ? fused_context(layer, query, key, value, inputs->bias, training)
+                                : composed_context(layer, probs, value);
     gc_tensor_release(query);
     gc_tensor_release(key);
-    gc_tensor *probs = gc_nn_then(scores, attention_probs(scores, inputs->bias, batch, heads, length, head_dim));
-    probs = gc_nn_then(probs, gc_nn_dropout(probs, layer->dropout, training));
-
-    gc_tensor *value = project_heads(&layer->value, NULL, NULL, x, packing, batch, length, o->kv_heads, head_dim);
-    value = gc_nn_then(value, gc_reshape(value, GC_SHAPE(batch * o->kv_heads, length, head_dim)));
-    gc_tensor *context = gc_matmul(probs, value, false, false); /* [B * kv_heads, G * T, Dh] */
     gc_tensor_release(probs);
     gc_tensor_release(value);
-    context = gc_nn_then(context, gc_reshape(context, GC_SHAPE(batch, heads, length, head_dim)));
     context = gc_nn_then(context, gc_permute(context, (const int[]){0, 2, 1, 3})); /* [B, T, H, Dh] */
     context = gc_nn_then(context, gc_reshape(context, GC_SHAPE(batch, length, heads * head_dim)));
     if (packing) context = gc_nn_then(context, gc_tokens_pack(context, packing)); /* [N, H * Dh] */

@@ -34,14 +34,15 @@ gc_status gc_attention_inputs_make(const gc_attention *layer, const gc_tensor *x
     char x_text[128];
     if (x->ndim != 3) gc_fatal("attention: x %s is not [B, T, dim]", gc_tensor_str(x, x_text, sizeof x_text));
     gc_nn_check_mask("attention", mask, x->shape[0], x->shape[1], x->dtype, x->device);
-    *inputs = (gc_attention_inputs){.mask = mask};
+    *inputs = (gc_attention_inputs){.mask = mask, .fused = gc_fused_attention()};
     const gc_attention_options *o = &layer->options;
     int64_t length = x->shape[1];
+    bool causal_bias_wanted = o->causal && !inputs->fused;
     gc_status status = GC_OK;
-    if (mask || o->causal) {
+    if (mask || causal_bias_wanted) {
         gc_tensor *padding = mask ? padding_bias(mask) : NULL;
-        gc_tensor *causal = o->causal ? causal_bias(length, x->dtype, x->device) : NULL;
-        if ((!mask || padding) && (!o->causal || causal))
+        gc_tensor *causal = causal_bias_wanted ? causal_bias(length, x->dtype, x->device) : NULL;
+        if ((!mask || padding) && (!causal_bias_wanted || causal))
             inputs->bias = padding && causal ? gc_add(padding, causal) : gc_tensor_retain(padding ? padding : causal);
         gc_tensor_release(padding);
         gc_tensor_release(causal);

@@ -9,6 +9,7 @@
 typedef struct layer_call {
     const gc_encoder_layer *layer;
     bool training;
+    bool fused;         /* the attention inputs' choice (gc_attention_inputs), kept for the recompute */
     gc_rng_context rng; /* as the forward found it */
 } layer_call;
 
@@ -16,7 +17,7 @@ typedef struct layer_call {
 static gc_tensor *run_layer(gc_tensor *const *inputs, int count, const void *state, bool recompute) {
     (void)count;
     const layer_call *call = state;
-    gc_attention_inputs shared = {.mask = inputs[1], .bias = inputs[2], .rotary = inputs[3]};
+    gc_attention_inputs shared = {.mask = inputs[1], .bias = inputs[2], .rotary = inputs[3], .fused = call->fused};
     if (!recompute) return gc_encoder_layer_forward_with(call->layer, inputs[0], &shared, call->training);
     gc_rng_context after = gc_rng_replay_begin(&call->rng);
     gc_tensor *y = gc_encoder_layer_forward_with(call->layer, inputs[0], &shared, call->training);
@@ -27,7 +28,7 @@ static gc_tensor *run_layer(gc_tensor *const *inputs, int count, const void *sta
 gc_tensor *gc_encoder_layer_forward_checkpointed(const gc_encoder_layer *layer, const gc_tensor *x /* [B, T, dim] */,
                                                  const gc_attention_inputs *inputs, bool training) {
     if (!x) return NULL;
-    layer_call call = {.layer = layer, .training = training, .rng = gc_rng_capture()};
+    layer_call call = {.layer = layer, .training = training, .fused = inputs->fused, .rng = gc_rng_capture()};
     gc_tensor *const kept[] = {(gc_tensor *)x, (gc_tensor *)inputs->mask, inputs->bias, inputs->rotary};
     return gc_checkpoint(run_layer, &call, sizeof call, kept, 4);
 }

@@ -96,6 +96,9 @@ gc_tensor *gc_tokens_dropout(const gc_tensor *x, double p, bool training, const 
  * encoder for all its layers. */
 typedef struct gc_attention_inputs {
     const gc_tensor *mask; /* [B, T] or NULL: the padding mask, as given */
+    /* whether the layers run fused (gc_fused_attention() when these were made): the fused op
+     * hides the later tokens itself, so the bias then holds the padding alone */
+    bool fused;
     gc_tensor *bias;       /* added to the scores [B, H, T, T]: [B, 1, 1, T] (padding), [1, 1, T, T]
                             * (causal) or [B, 1, T, T] (both); NULL when no key is hidden */
     gc_tensor *rotary;     /* [T, head_dim]: gc_rope_table, for rotary positions; else NULL */
