@@ -58,11 +58,35 @@ gc_status gc_ring_connect(gc_process_group *group, gc_ring *ring);
  * previous rank's, the rest strangers (the store's margin of places beyond the run's). */
 #define GC_RING_WAITING_MAX GC_STORE_CONNECTION_MARGIN
 
-/* The listener's side of gc_ring_connect (ring_listener.c): accepts connections, side by side
- * and at most GC_RING_WAITING_MAX at once, until one says hello as the previous rank and has
- * been sent the challenge (with `whole`, until its proof is right too). Its fd, or -1 with
- * GC_ERR_PEER at the deadline. */
-int gc_ring_accept_prev(gc_process_group *group, int listen_fd, gc_auth *auth, bool whole, double deadline);
+/* A connection to a ring listener that has not said its whole hello yet. */
+typedef struct gc_ring_waiting {
+    int fd;
+    short revents; /* what the last poll saw on fd */
+    double limit;  /* its hello is due by then */
+    size_t received;
+    uint8_t hello[GC_AUTH_HELLO_SIZE];
+    char peer[64];
+} gc_ring_waiting;
+
+/* The listener's side of gc_ring_connect (ring_listener.c): the connections waiting, kept
+ * from one gc_ring_accept_prev to the next (a stranger taken for the previous rank and then
+ * refused at its proof must not cost the connections behind it their place). */
+typedef struct gc_ring_listener {
+    gc_process_group *group;
+    int listen_fd;
+    char where[64];
+    gc_ring_waiting queue[GC_RING_WAITING_MAX]; /* [count], in the order of arrival */
+    int count;
+} gc_ring_listener;
+
+void gc_ring_listener_init(gc_ring_listener *l, gc_process_group *group, int listen_fd);
+/* Closes the connections still waiting (not listen_fd). */
+void gc_ring_listener_close(gc_ring_listener *l);
+
+/* Accepts connections, side by side and at most GC_RING_WAITING_MAX at once, until one says
+ * hello as the previous rank and has been sent the challenge (with `whole`, until its proof is
+ * right too). Its fd, or -1 with GC_ERR_PEER at the deadline; the others stay waiting. */
+int gc_ring_accept_prev(gc_ring_listener *l, gc_auth *auth, bool whole, double deadline);
 
 /* data[0, size) of rank `root` is copied to every rank, forwarded along the ring. */
 gc_status gc_ring_broadcast(gc_ring *ring, void *data, size_t size, int root, const char *what);

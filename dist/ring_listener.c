@@ -6,10 +6,13 @@
  * each has GC_DIST_HANDSHAKE_SECONDS from its acceptance to complete it, a connection whose
  * first bytes are not a hello goes at once, and at most GC_RING_WAITING_MAX wait at a time (a
  * newcomer displaces the one that has waited longest), so strangers can neither hold the
- * listener nor lock the previous rank out. */
+ * listener nor lock the previous rank out. The queue keeps the order of arrival and is served
+ * in it: of two hellos that are both whole, the earlier one is judged first (a stranger that
+ * came first is challenged and refused, and says so in the log, before the rank behind it). */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,48 +21,32 @@
 #include "ring.h"
 #include "socket.h"
 
-typedef struct waiting {
-    int fd;
-    double limit; /* its hello is due by then */
-    size_t received;
-    uint8_t hello[GC_AUTH_HELLO_SIZE];
-    char peer[64];
-} waiting;
+typedef gc_ring_listener listener;
+typedef gc_ring_waiting waiting;
 
-typedef struct listener {
-    gc_process_group *group;
-    int listen_fd;
-    gc_auth *auth;
-    bool whole;      /* the handshake to the proof, not to the challenge */
-    double deadline; /* the ring's: no hello is waited for past it */
-    char where[64];
-    waiting queue[GC_RING_WAITING_MAX];
-    int count;
-} listener;
-
-/* Closes queue entry i (logging why) and moves the last entry into its place. */
-static void drop(listener *l, int i, const char *reason) {
-    gc_auth_log_refusal(l->where, l->queue[i].peer, reason);
-    gc_socket_close(l->queue[i].fd);
-    l->queue[i] = l->queue[--l->count];
-}
-
-/* Takes entry i off the queue with its connection open. */
+/* Takes entry i off the queue with its connection open; the later ones move up, in order. */
 static int take(listener *l, int i) {
     int fd = l->queue[i].fd;
-    l->queue[i] = l->queue[--l->count];
+    memmove(&l->queue[i], &l->queue[i + 1], (size_t)(l->count - i - 1) * sizeof l->queue[0]);
+    l->count--;
     return fd;
+}
+
+/* Closes queue entry i, logging why. */
+static void drop(listener *l, int i, const char *reason) {
+    gc_auth_log_refusal(l->where, l->queue[i].peer, reason);
+    gc_socket_close(take(l, i));
 }
 
 /* The handshake of a connection whose whole hello has arrived: its fd when it is the
  * previous rank's, else -1 (it is dropped). */
-static int judge(listener *l, int i) {
+static int judge(listener *l, int i, gc_auth *auth, bool whole) {
     waiting *w = &l->queue[i];
     gc_process_group *group = l->group;
     int prev = (group->rank + group->world - 1) % group->world;
     gc_auth_identity me = {GC_AUTH_RING, (uint32_t)group->rank}, expected = {GC_AUTH_RING, (uint32_t)prev};
-    gc_status status = gc_auth_send_challenge(w->fd, l->auth, &group->secret, w->hello, me, expected, w->limit, w->peer);
-    if (status == GC_OK && l->whole) status = gc_auth_check_proof(w->fd, l->auth, w->limit, w->peer);
+    gc_status status = gc_auth_send_challenge(w->fd, auth, &group->secret, w->hello, me, expected, w->limit, w->peer);
+    if (status == GC_OK && whole) status = gc_auth_check_proof(w->fd, auth, w->limit, w->peer);
     if (status == GC_OK) return take(l, i);
     drop(l, i, gc_last_error());
     return -1;
@@ -67,7 +54,7 @@ static int judge(listener *l, int i) {
 
 /* Reads what entry i has sent of its hello; its fd once it proves the previous rank's, -1
  * otherwise (still waiting, or dropped). */
-static int hear(listener *l, int i) {
+static int hear(listener *l, int i, gc_auth *auth, bool whole) {
     waiting *w = &l->queue[i];
     ssize_t got = recv(w->fd, w->hello + w->received, sizeof w->hello - w->received, MSG_DONTWAIT);
     if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return -1;
@@ -80,49 +67,54 @@ static int hear(listener *l, int i) {
         drop(l, i, "it does not speak gradcache's handshake");
         return -1;
     }
-    return w->received == sizeof w->hello ? judge(l, i) : -1;
+    return w->received == sizeof w->hello ? judge(l, i, auth, whole) : -1;
 }
 
 /* Accepts what is waiting on the listening socket, displacing the longest-waiting entry when
  * the queue is full. */
-static void admit(listener *l) {
+static void admit(listener *l, double deadline) {
     for (int accepted = 0; accepted < GC_RING_WAITING_MAX; accepted++) {
         int fd = gc_socket_accept(l->listen_fd, 0);
         if (fd < 0) return;
-        if (l->count == GC_RING_WAITING_MAX) {
-            int oldest = 0;
-            for (int i = 1; i < l->count; i++)
-                if (l->queue[i].limit < l->queue[oldest].limit) oldest = i;
-            drop(l, oldest, "displaced by newer connections before finishing its hello");
-        }
+        if (l->count == GC_RING_WAITING_MAX) drop(l, 0, "displaced by newer connections before finishing its hello");
         waiting *w = &l->queue[l->count++];
         *w = (waiting){.fd = fd, .limit = gc_deadline_after(GC_DIST_HANDSHAKE_SECONDS)};
-        if (w->limit > l->deadline) w->limit = l->deadline;
+        if (w->limit > deadline) w->limit = deadline;
         gc_socket_peer(fd, w->peer, sizeof w->peer);
     }
 }
 
-int gc_ring_accept_prev(gc_process_group *group, int listen_fd, gc_auth *auth, bool whole, double deadline) {
-    listener l = {.group = group, .listen_fd = listen_fd, .auth = auth, .whole = whole, .deadline = deadline};
-    snprintf(l.where, sizeof l.where, "rank %d, ring", group->rank);
+void gc_ring_listener_init(listener *l, gc_process_group *group, int listen_fd) {
+    *l = (listener){.group = group, .listen_fd = listen_fd};
+    snprintf(l->where, sizeof l->where, "rank %d, ring", group->rank);
+}
+
+void gc_ring_listener_close(listener *l) {
+    while (l->count > 0) gc_socket_close(take(l, 0));
+}
+
+int gc_ring_accept_prev(listener *l, gc_auth *auth, bool whole, double deadline) {
     int found = -1;
     while (found < 0 && gc_ms_until(deadline) > 0) {
-        struct pollfd polls[1 + GC_RING_WAITING_MAX] = {{.fd = listen_fd, .events = POLLIN}};
+        struct pollfd polls[1 + GC_RING_WAITING_MAX] = {{.fd = l->listen_fd, .events = POLLIN}};
         double wake = deadline;
-        for (int i = 0; i < l.count; i++) {
-            polls[1 + i] = (struct pollfd){.fd = l.queue[i].fd, .events = POLLIN};
-            if (l.queue[i].limit < wake) wake = l.queue[i].limit;
+        for (int i = 0; i < l->count; i++) {
+            polls[1 + i] = (struct pollfd){.fd = l->queue[i].fd, .events = POLLIN};
+            if (l->queue[i].limit < wake) wake = l->queue[i].limit;
         }
-        if (poll(polls, (nfds_t)(1 + l.count), gc_ms_until(wake)) < 0 && errno != EINTR) break;
-        /* from the last entry down: a dropped entry's place takes one already seen */
-        for (int i = l.count - 1; i >= 0 && found < 0; i--) {
-            if (polls[1 + i].revents) found = hear(&l, i);
-            else if (gc_ms_until(l.queue[i].limit) == 0) drop(&l, i, "it sent no whole hello in time");
+        if (poll(polls, (nfds_t)(1 + l->count), gc_ms_until(wake)) < 0 && errno != EINTR) break;
+        for (int i = 0; i < l->count; i++) l->queue[i].revents = polls[1 + i].revents;
+        /* in the order of arrival; an entry that leaves the queue moves the later ones up */
+        for (int i = 0; i < l->count && found < 0;) {
+            int before = l->count;
+            if (l->queue[i].revents) found = hear(l, i, auth, whole);
+            else if (gc_ms_until(l->queue[i].limit) == 0) drop(l, i, "it sent no whole hello in time");
+            if (l->count == before) i++;
         }
-        if (found < 0 && polls[0].revents) admit(&l);
+        if (found < 0 && polls[0].revents) admit(l, deadline);
     }
-    while (l.count > 0) gc_socket_close(take(&l, 0));
     if (found < 0) {
+        gc_process_group *group = l->group;
         int prev = (group->rank + group->world - 1) % group->world;
         gc_set_error(GC_ERR_PEER, "rank %d did not connect within %g s (did it start?)", prev, group->timeout);
     }
