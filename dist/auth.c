@@ -178,10 +178,9 @@ gc_status gc_auth_send_challenge(int fd, gc_auth *auth, const gc_dist_secret *se
     return send_message(fd, challenge, sizeof challenge, deadline, peer, "the challenge");
 }
 
-gc_status gc_auth_check_proof(int fd, const gc_auth *auth, double deadline, const char *peer) {
-    uint8_t proof[GC_AUTH_PROOF_SIZE], accepted = 0;
-    gc_status status = receive(fd, proof, sizeof proof, deadline, peer, "its proof");
-    if (status != GC_OK) return status;
+gc_status gc_auth_accept_proof(int fd, const gc_auth *auth, const uint8_t proof[GC_AUTH_PROOF_SIZE], double deadline,
+                               const char *peer) {
+    uint8_t accepted = 0;
     const char *problem;
     if (!gc_auth_verify(auth, proof, &problem)) return refused(peer, problem);
     return send_message(fd, &accepted, 1, deadline, peer, "the verdict");

@@ -83,8 +83,9 @@ gc_status gc_auth_connect(int fd, const gc_dist_secret *secret, gc_auth_identity
 gc_status gc_auth_send_challenge(int fd, gc_auth *auth, const gc_dist_secret *secret,
                                  const uint8_t hello[GC_AUTH_HELLO_SIZE], gc_auth_identity me,
                                  gc_auth_identity expected, double deadline, const char *peer);
-/* Server: reads and checks the proof, sends the verdict. */
-gc_status gc_auth_check_proof(int fd, const gc_auth *auth, double deadline, const char *peer);
+/* Server: checks the proof the caller has read, sends the verdict. */
+gc_status gc_auth_accept_proof(int fd, const gc_auth *auth, const uint8_t proof[GC_AUTH_PROOF_SIZE], double deadline,
+                               const char *peer);
 
 /* One line on stderr, "gradcache: <where>: refused <peer>: <reason>", at most 10 in any 10 s
  * (then one line says how many more were refused): an outsider must not fill a log. */

@@ -61,16 +61,19 @@ gc_status gc_ring_connect(gc_process_group *group, gc_ring *ring);
 /* A connection to a ring listener that has not said its whole hello yet. */
 typedef struct gc_ring_waiting {
     int fd;
-    short revents; /* what the last poll saw on fd */
-    double limit;  /* its hello is due by then */
-    size_t received;
+    short revents;   /* what the last poll saw on fd */
+    double limit;    /* its hello is due by then; once challenged, its proof by the run's deadline */
+    bool challenged; /* it said hello as the previous rank and was sent its challenge */
+    size_t received; /* of its hello, then of its proof */
     uint8_t hello[GC_AUTH_HELLO_SIZE];
+    uint8_t proof[GC_AUTH_PROOF_SIZE];
+    gc_auth auth; /* its handshake's transcript, once challenged */
     char peer[64];
 } gc_ring_waiting;
 
 /* The listener's side of gc_ring_connect (ring_listener.c): the connections waiting, kept
- * from one gc_ring_accept_prev to the next (a stranger taken for the previous rank and then
- * refused at its proof must not cost the connections behind it their place). */
+ * from one call to the next (a stranger taken for the previous rank must not cost the
+ * connections behind it their place, nor hold the listener while it keeps its proof back). */
 typedef struct gc_ring_listener {
     gc_process_group *group;
     int listen_fd;
@@ -83,10 +86,15 @@ void gc_ring_listener_init(gc_ring_listener *l, gc_process_group *group, int lis
 /* Closes the connections still waiting (not listen_fd). */
 void gc_ring_listener_close(gc_ring_listener *l);
 
-/* Accepts connections, side by side and at most GC_RING_WAITING_MAX at once, until one says
- * hello as the previous rank and has been sent the challenge (with `whole`, until its proof is
- * right too). Its fd, or -1 with GC_ERR_PEER at the deadline; the others stay waiting. */
-int gc_ring_accept_prev(gc_ring_listener *l, gc_auth *auth, bool whole, double deadline);
+/* Serves the connections, side by side and at most GC_RING_WAITING_MAX at once, until one of
+ * them has said hello as the previous rank and been sent its challenge. GC_OK, or GC_ERR_PEER
+ * at the deadline. The previous rank sends its proof only once it has answered its own
+ * previous rank's challenge, so a rank must challenge before it answers: see ring_connect.c. */
+gc_status gc_ring_challenge_prev(gc_ring_listener *l, double deadline);
+/* Serves them until one has proved to be the previous rank: its fd, off the queue and sent its
+ * verdict, or -1 with GC_ERR_PEER at the deadline. Connections that were challenged wait for
+ * their proofs side by side, so one that keeps its proof back holds nothing up. */
+int gc_ring_accept_prev(gc_ring_listener *l, double deadline);
 
 /* data[0, size) of rank `root` is copied to every rank, forwarded along the ring. */
 gc_status gc_ring_broadcast(gc_ring *ring, void *data, size_t size, int root, const char *what);

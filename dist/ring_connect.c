@@ -64,35 +64,23 @@ static int connect_next(gc_process_group *group, gc_auth *auth, double deadline,
     return fd;
 }
 
-/* The previous rank's proof; a wrong one is logged and the previous rank accepted anew. */
-static int check_prev(gc_process_group *group, gc_ring_listener *listener, int fd, gc_auth *auth, double deadline) {
-    char peer[64];
-    gc_socket_peer(fd, peer, sizeof peer);
-    if (gc_auth_check_proof(fd, auth, deadline, peer) == GC_OK) return fd;
-    char where[64];
-    snprintf(where, sizeof where, "rank %d, ring", group->rank);
-    gc_auth_log_refusal(where, peer, gc_last_error());
-    gc_socket_close(fd);
-    /* our client side is done: a whole handshake here waits for nothing of ours */
-    return gc_ring_accept_prev(listener, auth, true, deadline);
-}
-
 gc_status gc_ring_connect(gc_process_group *group, gc_ring *ring) {
     double deadline = gc_deadline_after(group->timeout);
     int next = (group->rank + 1) % group->world;
-    gc_auth as_client, as_server;
+    gc_auth as_client;
     char next_peer[GC_DIST_ADDR_MAX + 32] = "";
     int listen_fd = listen_and_publish(group);
     gc_status status = listen_fd < 0 ? gc_last_status() : GC_OK;
     gc_ring_listener listener;
     gc_ring_listener_init(&listener, group, listen_fd);
     if (status == GC_OK) ring->next_fd = connect_next(group, &as_client, deadline, next_peer, sizeof next_peer);
-    if (status == GC_OK && ring->next_fd >= 0)
-        ring->prev_fd = gc_ring_accept_prev(&listener, &as_server, false, deadline);
-    if (status == GC_OK && (ring->next_fd < 0 || ring->prev_fd < 0)) status = gc_last_status();
+    if (status == GC_OK && ring->next_fd < 0) status = gc_last_status();
+    /* challenge before answering: the previous rank answers us only once its own next (us)
+     * has challenged it, so every rank answering first would wait around the ring forever */
+    if (status == GC_OK) status = gc_ring_challenge_prev(&listener, deadline);
     if (status == GC_OK) status = gc_auth_answer(ring->next_fd, &as_client, as_rank(next), deadline, next_peer, NULL);
     if (status == GC_OK) {
-        ring->prev_fd = check_prev(group, &listener, ring->prev_fd, &as_server, deadline);
+        ring->prev_fd = gc_ring_accept_prev(&listener, deadline);
         if (ring->prev_fd < 0) status = gc_last_status();
     }
     if (status == GC_OK) status = gc_auth_await_verdict(ring->next_fd, deadline, next_peer);

@@ -8,7 +8,10 @@
  * newcomer displaces the one that has waited longest), so strangers can neither hold the
  * listener nor lock the previous rank out. The queue keeps the order of arrival and is served
  * in it: of two hellos that are both whole, the earlier one is judged first (a stranger that
- * came first is challenged and refused, and says so in the log, before the rank behind it). */
+ * came first is challenged and refused, and says so in the log, before the rank behind it).
+ * A hello is no secret: a stranger may claim the previous rank, take its challenge and keep
+ * its proof back. So every connection that claimed it waits for its proof in the queue, beside
+ * the others, each with its own transcript, and the first right proof wins. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -38,36 +41,51 @@ static void drop(listener *l, int i, const char *reason) {
     gc_socket_close(take(l, i));
 }
 
-/* The handshake of a connection whose whole hello has arrived: its fd when it is the
- * previous rank's, else -1 (it is dropped). */
-static int judge(listener *l, int i, gc_auth *auth, bool whole) {
+/* Entry i's whole hello: when it claims the previous rank, the challenge goes out and its proof
+ * is awaited until the run's deadline (the previous rank proves only once it has answered its
+ * own previous rank: ring_connect.c); otherwise it is dropped. */
+static void challenge(listener *l, int i, double deadline) {
     waiting *w = &l->queue[i];
     gc_process_group *group = l->group;
     int prev = (group->rank + group->world - 1) % group->world;
     gc_auth_identity me = {GC_AUTH_RING, (uint32_t)group->rank}, expected = {GC_AUTH_RING, (uint32_t)prev};
-    gc_status status = gc_auth_send_challenge(w->fd, auth, &group->secret, w->hello, me, expected, w->limit, w->peer);
-    if (status == GC_OK && whole) status = gc_auth_check_proof(w->fd, auth, w->limit, w->peer);
-    if (status == GC_OK) return take(l, i);
-    drop(l, i, gc_last_error());
-    return -1;
+    if (gc_auth_send_challenge(w->fd, &w->auth, &group->secret, w->hello, me, expected, w->limit, w->peer) != GC_OK) {
+        drop(l, i, gc_last_error());
+        return;
+    }
+    w->challenged = true;
+    w->received = 0;
+    w->limit = deadline;
 }
 
-/* Reads what entry i has sent of its hello; its fd once it proves the previous rank's, -1
- * otherwise (still waiting, or dropped). */
-static int hear(listener *l, int i, gc_auth *auth, bool whole) {
+/* Reads what entry i has sent of its hello or its proof: its fd once its proof is right, -1
+ * otherwise (still waiting, challenged, or dropped). */
+static int hear(listener *l, int i, double deadline) {
     waiting *w = &l->queue[i];
-    ssize_t got = recv(w->fd, w->hello + w->received, sizeof w->hello - w->received, MSG_DONTWAIT);
+    uint8_t *message = w->challenged ? w->proof : w->hello;
+    size_t size = w->challenged ? sizeof w->proof : sizeof w->hello;
+    ssize_t got = recv(w->fd, message + w->received, size - w->received, MSG_DONTWAIT);
     if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return -1;
     if (got <= 0) {
-        drop(l, i, got == 0 ? "it hung up before its hello" : "the connection failed before its hello");
+        const char *when = w->challenged ? "before its proof" : "before its hello";
+        char reason[64];
+        snprintf(reason, sizeof reason, "%s %s", got == 0 ? "it hung up" : "the connection failed", when);
+        drop(l, i, reason);
         return -1;
     }
     w->received += (size_t)got;
-    if (!gc_auth_hello_plausible(w->hello, w->received)) {
+    if (!w->challenged && !gc_auth_hello_plausible(w->hello, w->received)) {
         drop(l, i, "it does not speak gradcache's handshake");
         return -1;
     }
-    return w->received == sizeof w->hello ? judge(l, i, auth, whole) : -1;
+    if (w->received < size) return -1;
+    if (!w->challenged) {
+        challenge(l, i, deadline);
+        return -1;
+    }
+    if (gc_auth_accept_proof(w->fd, &w->auth, w->proof, deadline, w->peer) == GC_OK) return take(l, i);
+    drop(l, i, gc_last_error());
+    return -1;
 }
 
 /* Accepts what is waiting on the listening socket, displacing the longest-waiting entry when
@@ -93,9 +111,17 @@ void gc_ring_listener_close(listener *l) {
     while (l->count > 0) gc_socket_close(take(l, 0));
 }
 
-int gc_ring_accept_prev(listener *l, gc_auth *auth, bool whole, double deadline) {
+static bool any_challenged(const listener *l) {
+    for (int i = 0; i < l->count; i++)
+        if (l->queue[i].challenged) return true;
+    return false;
+}
+
+/* Serves the queue until the previous rank is challenged (proven false) or has proved itself
+ * (proven true: its fd). */
+static int serve(listener *l, bool proven, double deadline) {
     int found = -1;
-    while (found < 0 && gc_ms_until(deadline) > 0) {
+    while (found < 0 && (proven || !any_challenged(l)) && gc_ms_until(deadline) > 0) {
         struct pollfd polls[1 + GC_RING_WAITING_MAX] = {{.fd = l->listen_fd, .events = POLLIN}};
         double wake = deadline;
         for (int i = 0; i < l->count; i++) {
@@ -107,16 +133,24 @@ int gc_ring_accept_prev(listener *l, gc_auth *auth, bool whole, double deadline)
         /* in the order of arrival; an entry that leaves the queue moves the later ones up */
         for (int i = 0; i < l->count && found < 0;) {
             int before = l->count;
-            if (l->queue[i].revents) found = hear(l, i, auth, whole);
-            else if (gc_ms_until(l->queue[i].limit) == 0) drop(l, i, "it sent no whole hello in time");
+            if (l->queue[i].revents) found = hear(l, i, deadline);
+            else if (gc_ms_until(l->queue[i].limit) == 0)
+                drop(l, i, l->queue[i].challenged ? "it sent no proof in time" : "it sent no whole hello in time");
             if (l->count == before) i++;
         }
         if (found < 0 && polls[0].revents) admit(l, deadline);
     }
-    if (found < 0) {
+    if (found < 0 && (proven || !any_challenged(l))) {
         gc_process_group *group = l->group;
         int prev = (group->rank + group->world - 1) % group->world;
         gc_set_error(GC_ERR_PEER, "rank %d did not connect within %g s (did it start?)", prev, group->timeout);
     }
     return found;
 }
+
+gc_status gc_ring_challenge_prev(listener *l, double deadline) {
+    serve(l, false, deadline);
+    return any_challenged(l) ? GC_OK : GC_ERR_PEER;
+}
+
+int gc_ring_accept_prev(listener *l, double deadline) { return serve(l, true, deadline); }

@@ -1,11 +1,13 @@
 /* The ring's connections are authenticated: a stranger who found rank 0's ring listener (its
  * address is in the store: here the stranger may read the store, the worst case) cannot reach
  * it through another interface than the one advertised (127.0.0.1); it connects first, claims
- * to be rank 1 and sends a proof made with another secret. Rank 0 refuses it
- * with one line naming its address and the reason, never sends it a verdict, and forms the
- * ring with the real rank 1, whose all-reduce then gives the right sum. Three processes:
- * ranks 0 and 1 of a world of 2, and the stranger. Then strangers that connect and say
- * nothing, more than the listener holds: the ring forms at once (silent_body). */
+ * to be rank 2 (rank 0's previous in a world of 3) and sends a proof made with another secret
+ * before the real rank 2 starts. Rank 0 refuses it with one line naming its address and the
+ * reason, never sends it a verdict, and forms the ring with the real rank 2, whose all-reduce
+ * then gives the right sum. Four processes: ranks 0 to 2 and the stranger. Then strangers that
+ * connect and say nothing, more than the listener holds: the ring forms at once (silent_body).
+ * Then a stranger that says hello as rank 1 (a hello needs no secret), takes its challenge and
+ * keeps its proof back: the ring forms at once all the same (withholding_body). */
 #include <fcntl.h>
 
 #include "check.h"
@@ -16,7 +18,7 @@
 #include "outside_address.h"
 
 #define TIMEOUT 20.0
-#define STRANGER 2 /* the third process's "rank": it never joins */
+#define STRANGER 3 /* the fourth process's "rank": it never joins */
 
 static gc_store *store_client(int rank) {
     gc_dist_secret secret = {.size = strlen(DIST_TEST_SECRET)};
@@ -47,8 +49,9 @@ static int ring_listener_port(gc_store *store, char *address, size_t size) {
     return port;
 }
 
-/* Connects to rank 0's ring listener as "rank 1", with another secret; sends the hello, lets
- * rank 1 go on, then the proof: the connection must be closed without a verdict. */
+/* Connects to rank 0's ring listener as "rank 2", with another secret; sends the hello, reads
+ * the challenge, sends the proof and only then lets rank 2 start (so rank 0 has the proof
+ * before rank 2's hello): the connection must be closed without a verdict. */
 static int stranger(void) {
     gc_store *store = store_client(1);
     char address[64], outside[64];
@@ -65,9 +68,8 @@ static int stranger(void) {
     gc_auth auth;
     uint8_t hello[GC_AUTH_HELLO_SIZE], challenge[GC_AUTH_CHALLENGE_SIZE], proof[GC_AUTH_PROOF_SIZE];
     const char *problem;
-    REQUIRE(gc_auth_hello(&auth, &wrong, (gc_auth_identity){GC_AUTH_RING, 1}, hello, &problem));
+    REQUIRE(gc_auth_hello(&auth, &wrong, (gc_auth_identity){GC_AUTH_RING, 2}, hello, &problem));
     CHECK(gc_socket_send_all(fd, hello, sizeof hello, gc_deadline_after(5), "hello") == GC_OK);
-    CHECK(gc_store_set(store, "probe/stranger_waits", "1", 1) == GC_OK);
     CHECK(gc_socket_recv_all(fd, challenge, sizeof challenge, gc_deadline_after(TIMEOUT), "challenge") == GC_OK);
     gc_hmac_sha256 mac; /* what a process with this secret would prove */
     gc_hmac_sha256_init(&mac, wrong.bytes, wrong.size);
@@ -76,6 +78,7 @@ static int stranger(void) {
     gc_hmac_sha256_update(&mac, challenge, GC_AUTH_HELLO_SIZE);
     gc_hmac_sha256_final(&mac, proof);
     CHECK(gc_socket_send_all(fd, proof, sizeof proof, gc_deadline_after(5), "proof") == GC_OK);
+    CHECK(gc_store_set(store, "probe/stranger_proved", "1", 1) == GC_OK);
     uint8_t verdict;
     CHECK_MSG(gc_socket_recv_all(fd, &verdict, 1, gc_deadline_after(TIMEOUT), "verdict") != GC_OK,
               "the stranger got a verdict %u", verdict);
@@ -87,10 +90,10 @@ static int stranger(void) {
 static int body(int rank, int world, void *arg) {
     (void)world;
     if (rank == STRANGER) return stranger();
-    if (rank == 1) { /* joins once the stranger is at rank 0's door */
-        gc_store *store = store_client(1);
+    if (rank == 2) { /* joins once the stranger's proof is at rank 0's door */
+        gc_store *store = store_client(2);
         char *value = NULL;
-        REQUIRE(wait_for_key(store, "probe/stranger_waits", &value));
+        REQUIRE(wait_for_key(store, "probe/stranger_proved", &value));
         free(value);
         gc_store_free(store);
     }
@@ -105,7 +108,7 @@ static int body(int rank, int world, void *arg) {
     REQUIRE(t);
     CHECK(gc_dist_all_reduce(group, t, GC_DIST_SUM) == GC_OK);
     const float *sum = gc_data(t);
-    CHECK(sum[0] == 3.0f && sum[999] == 3.0f);
+    CHECK(sum[0] == 6.0f && sum[999] == 6.0f);
     gc_tensor_release(t);
     gc_process_group_free(group);
     if (rank == 0) {
@@ -164,15 +167,67 @@ static int silent_body(int rank, int world, void *arg) {
     return gc_test_result();
 }
 
+/* The third run: a world of 2, where a stranger says hello to rank 0 as rank 1 before rank 1
+ * starts (so rank 0 challenges it first), reads its challenge and then says nothing, holding
+ * the connection open until the ring has formed. Rank 0 must not wait for that proof (until
+ * the run's deadline) before it hears the real rank 1's. */
+#define WITHHOLDING_STRANGER 2
+
+static int withholding_stranger(void) {
+    gc_store *store = store_client(1);
+    char address[64];
+    int port = ring_listener_port(store, address, sizeof address);
+    int fd = gc_socket_connect(address, port, gc_deadline_after(5));
+    REQUIRE(fd >= 0);
+    gc_auth auth;
+    uint8_t hello[GC_AUTH_HELLO_SIZE], challenge[GC_AUTH_CHALLENGE_SIZE];
+    const char *problem;
+    gc_dist_secret none = {.size = 40}; /* any secret makes a hello */
+    memset(none.bytes, 'n', none.size);
+    REQUIRE(gc_auth_hello(&auth, &none, (gc_auth_identity){GC_AUTH_RING, 1}, hello, &problem));
+    CHECK(gc_socket_send_all(fd, hello, sizeof hello, gc_deadline_after(5), "hello") == GC_OK);
+    CHECK(gc_store_set(store, "probe/hello_sent", "1", 1) == GC_OK);
+    CHECK(gc_socket_recv_all(fd, challenge, sizeof challenge, gc_deadline_after(TIMEOUT), "challenge") == GC_OK);
+    char *formed = NULL;
+    CHECK(wait_for_key(store, "probe/ring_formed", &formed));
+    free(formed);
+    gc_socket_close(fd);
+    gc_store_free(store);
+    return gc_test_result();
+}
+
+static int withholding_body(int rank, int world, void *arg) {
+    (void)world, (void)arg;
+    if (rank == WITHHOLDING_STRANGER) return withholding_stranger();
+    gc_store *store = rank == 1 ? store_client(1) : NULL;
+    char *value = NULL;
+    if (store) REQUIRE(wait_for_key(store, "probe/hello_sent", &value));
+    free(value);
+    double start = gc_seconds();
+    gc_process_group *group = dist_test_group(TIMEOUT);
+    gc_tensor *t = gc_full(GC_SHAPE(1000), GC_F32, gc_cpu(), rank + 1);
+    REQUIRE(t);
+    CHECK(gc_dist_all_reduce(group, t, GC_DIST_SUM) == GC_OK);
+    CHECK(((const float *)gc_data(t))[999] == 3.0f);
+    double seconds = gc_seconds() - start;
+    CHECK_MSG(rank != 1 || seconds < GC_DIST_HANDSHAKE_SECONDS / 2,
+              "rank 1 formed the ring past a stranger keeping its proof back in %.1f s", seconds);
+    if (store) CHECK(gc_store_set(store, "probe/ring_formed", "1", 1) == GC_OK);
+    gc_tensor_release(t);
+    gc_process_group_free(group);
+    gc_store_free(store);
+    return gc_test_result();
+}
+
 int main(void) {
     char log_path[] = "/tmp/gc_ring_auth_XXXXXX";
     int fd = mkstemp(log_path);
     REQUIRE(fd >= 0);
     close(fd);
-    int ranks[] = {0, 1, STRANGER}, status[3];
+    int ranks[] = {0, 1, 2, STRANGER}, status[4];
     double elapsed;
-    CHECK(dist_run(2, ranks, 3, body, log_path, 60, status, &elapsed));
-    for (int i = 0; i < 3; i++) CHECK_MSG(status[i] == 0, "process %d (rank %d) exited with %d", i, ranks[i], status[i]);
+    CHECK(dist_run(3, ranks, 4, body, log_path, 60, status, &elapsed));
+    for (int i = 0; i < 4; i++) CHECK_MSG(status[i] == 0, "process %d (rank %d) exited with %d", i, ranks[i], status[i]);
     FILE *log = fopen(log_path, "r");
     REQUIRE(log);
     char line[512];
@@ -188,5 +243,9 @@ int main(void) {
     CHECK(dist_run(3, silent_ranks, 4, silent_body, NULL, 60, silent_status, &elapsed));
     for (int i = 0; i < 4; i++)
         CHECK_MSG(silent_status[i] == 0, "silent strangers: process %d exited with %d", i, silent_status[i]);
+    int withholding_ranks[] = {0, 1, WITHHOLDING_STRANGER}, withholding_status[3];
+    CHECK(dist_run(2, withholding_ranks, 3, withholding_body, NULL, 60, withholding_status, &elapsed));
+    for (int i = 0; i < 3; i++)
+        CHECK_MSG(withholding_status[i] == 0, "a withheld proof: process %d exited with %d", i, withholding_status[i]);
     return gc_test_result();
 }
