@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gradcache data: `data check` and `data wordnet` on good and bad input. Run by meson with
+# gradcache data: `data check`, `data wordnet` and `data manpages` on good and bad input. Run by meson with
 # the gradcache program as $1. Every bad input must exit non-zero with ONE line on stderr
 # naming the file and line (or the flag). The part on the real WordNet runs only where
 # /usr/share/wordnet is installed (Debian's wordnet-base); without it, the rest still runs
@@ -101,6 +101,30 @@ printf '00001740 03 n 01 entity 0 003 | that which\0 is perceived\n' >"$fake/dat
 expect_error "$fake/data.noun:1: NUL byte (not a WordNet data file)" \
     "$gradcache" data wordnet --wordnet "$fake" --out "$work/fake-out2"
 [ ! -e "$work/fake-out2" ] || fail "--out created although WordNet is malformed"
+
+# --- data manpages: a small manual folder of generated pages, gzip and plain -------------
+man=$work/man
+mkdir -p "$man/man1" "$man/man3"
+for i in $(seq 1 40); do
+    page="$man/man$((1 + 2 * (i % 2)))/tool$i.$((1 + 2 * (i % 2)))"
+    printf '.TH TOOL%d 1\n.SH NAME\ntool%d \\- does task number %d\n.SH DESCRIPTION\n.B tool%d\nperforms the task numbered %d for its caller.\n' \
+        "$i" "$i" "$i" "$i" "$i" >"$page"
+    [ $((i % 3)) -eq 0 ] && gzip "$page"
+done
+printf '.so man1/tool1.1\n' >"$man/man1/alias.1"
+expect_ok "$gradcache" data manpages --man "$man" --out "$work/man-beir" --held-out 0.2
+grep -qF "$man: 40 pages read, 1 files skipped" "$work/stdout" || fail "data manpages counts: $(cat "$work/stdout")"
+grep -qF "40 documents (descriptions), 40 queries (NAME lines)" "$work/stdout" || fail "data manpages: $(cat "$work/stdout")"
+grep -qF '{"_id":"q0","text":"does task number 1"}' "$work/man-beir/queries.jsonl" || fail "queries.jsonl: $(head -2 "$work/man-beir/queries.jsonl")"
+grep -qF '"text":"tool7 performs the task numbered 7 for its caller."}' "$work/man-beir/corpus.jsonl" || fail "corpus.jsonl"
+for split in train dev test; do
+    [ "$(wc -l <"$work/man-beir/qrels/$split.tsv")" -gt 1 ] || fail "qrels/$split.tsv has no judgement"
+done
+expect_ok "$gradcache" data manpages --man "$man" --out "$work/man-again" --held-out 0.2
+diff -r "$work/man-beir" "$work/man-again" >/dev/null || fail "two runs of data manpages differ"
+expect_error "$work/nowhere: cannot open the folder" "$gradcache" data manpages --man "$work/nowhere" --out "$work/x"
+expect_error "--max-words" "$gradcache" data manpages --max-words 1
+expect_ok "$gradcache" data manpages --help
 
 # --- data wordnet on the real WordNet ---------------------------------------------------
 skipped=0

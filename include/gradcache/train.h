@@ -124,22 +124,60 @@ void gc_wordnet_split_free(gc_wordnet_split *split);
  * seed by splitmix64's finalizer): below held_out it goes to dev.tsv. */
 double gc_wordnet_split_unit(const char *definition, uint64_t seed);
 
-/* The same pairs as a BEIR-format folder (gc_beir_read reads it): the queries are the
- * distinct definitions ("q0", "q1"... in byte order), the corpus the distinct words ("d0"...,
- * no title), and every distinct (definition, word) a judgement of grade 1, in
- * qrels/test.tsv when the definition's unit is below held_out (dev.tsv's pairs), in
- * qrels/dev.tsv when below 2 held_out, else in qrels/train.tsv. */
-typedef struct gc_wordnet_beir_counts {
+/* Judged (query, document) pairs as a BEIR-format folder (gc_beir_read reads it): the queries
+ * are the distinct query texts ("q0", "q1"... in byte order), the corpus the distinct documents
+ * ("d0"..., no title), and every distinct (query, document) a judgement of grade 1, in
+ * qrels/test.tsv when the query's unit (gc_wordnet_split_unit of its text) is below held_out,
+ * in qrels/dev.tsv when below 2 held_out, else in qrels/train.tsv. */
+typedef struct gc_beir_counts {
     int64_t documents, queries;
     int64_t qrels[3]; /* train, dev, test */
-} gc_wordnet_beir_counts;
+} gc_beir_counts;
 
-/* Writes folder/corpus.jsonl, queries.jsonl and qrels/{train,dev,test}.tsv (folders created
- * if missing), all complete under temporary names before any is renamed into place.
- * GC_ERR_FORMAT when a split would have no judgement (held_out too large or too small for the
- * data); GC_ERR_IO naming a file that cannot be written. */
+/* Writes folder/corpus.jsonl, queries.jsonl and qrels/{train,dev,test}.tsv from queries[n] and
+ * documents[n] (pair i judged) (folders created if missing), all complete under temporary
+ * names before any is renamed into place. GC_ERR_FORMAT when a split would have no judgement
+ * (held_out too large or too small for the data); GC_ERR_IO naming a file that cannot be
+ * written. */
+gc_status gc_beir_save_judged(const char *folder, const char *const *queries, const char *const *documents, int64_t n,
+                              double held_out, uint64_t seed, gc_beir_counts *counts);
+/* WordNet's pairs (both sides of the split) saved so: the definitions are the queries, the
+ * words the documents; test holds the definitions dev.tsv would. */
 gc_status gc_wordnet_beir_save(const char *folder, const gc_wordnet_split *split, double held_out, uint64_t seed,
-                               gc_wordnet_beir_counts *counts);
+                               gc_beir_counts *counts);
+
+/* ---- manual pages as a retrieval set ------------------------------------------------------- */
+
+/* A manual page's roff source (man(7) or mdoc(7), as Debian's manpages packages install them)
+ * as a query and its passage: the query is what the NAME section says the page is about (the
+ * text after "name \- ", or mdoc's .Nd), the passage the first max_words words of the
+ * DESCRIPTION section. Text macros give their words, escapes become ASCII or nothing, layout
+ * requests give nothing: the text is for retrieval, not typesetting. GC_ERR_FORMAT naming
+ * `name` and the reason for a source that gives no pair: a .so redirect to another page, no
+ * "name - description" line, a DESCRIPTION of fewer than GC_MANPAGE_MIN_WORDS words, invalid
+ * UTF-8 or a NUL byte. */
+#define GC_MANPAGE_MIN_WORDS 3
+#define GC_MANPAGE_MAX_BYTES (8u << 20) /* a page larger than this, compressed or not, gives no pair */
+
+typedef struct gc_manpage {
+    char *query, *passage;
+} gc_manpage;
+
+gc_status gc_manpage_parse(const char *text, size_t size, int max_words, const char *name, gc_manpage *page);
+void gc_manpage_free(gc_manpage *page);
+
+/* The pages of a manual folder (/usr/share/man): its man1 ... man9* subfolders, files in byte
+ * order, plain or gzip-compressed. A file that gives no pair is counted in `skipped`.
+ * GC_ERR_IO when the folder cannot be read or has no section folder. */
+typedef struct gc_manpages {
+    int64_t count;   /* pages that gave a pair */
+    char **queries;  /* [count] */
+    char **passages; /* [count] */
+    int64_t skipped; /* files that gave none */
+} gc_manpages;
+
+gc_status gc_manpages_read(const char *folder, int max_words, gc_manpages *pages);
+void gc_manpages_free(gc_manpages *pages);
 
 /* ---- paths of datasets and runs ------------------------------------------------------------- */
 
