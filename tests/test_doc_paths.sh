@@ -2,7 +2,10 @@
 # Every source file the README and the docs name exists: a path with a folder (tensor/cpu/x.c,
 # gradcache/cache.h) from the repository's root (a header also under include/), a bare name
 # (kernels_cpu.h) somewhere in the tree. Names with a wildcard (cli/*.c) and paths outside the
-# repository (/usr/...) are not files of ours. Run by meson with the source root as $1.
+# repository (/usr/...) are not files of ours. And every `file:function` reference (the tour's
+# and the design's, tensor/tensor.c:gc_empty) names a function that file defines: a line that
+# starts at the left margin, as every definition here does, with the name and its '('. Run by
+# meson with the source root as $1.
 set -uo pipefail
 root=${1:?usage: test_doc_paths.sh SOURCE_ROOT}
 cd "$root" || exit 99
@@ -26,5 +29,22 @@ for doc in README.md docs/*.md; do
         failures=$((failures + 1))
     done
 done
-[ "$failures" -eq 0 ] && echo "every source file the docs name exists"
+references=0
+for doc in README.md docs/*.md; do
+    for reference in $(grep -oE '[A-Za-z0-9_./-]+\.(c|h|cu|cuh):[A-Za-z_][A-Za-z0-9_]*' "$doc" | sort -u); do
+        file=${reference%%:*} function=${reference#*:}
+        references=$((references + 1))
+        [ -f "$file" ] || file=include/$file
+        if [ ! -f "$file" ]; then
+            echo "$doc refers to $reference, but there is no ${reference%%:*}"
+        elif ! grep -qE "^[A-Za-z_].*[ *]${function}\(" "$file"; then
+            echo "$doc refers to $reference, but ${reference%%:*} defines no $function"
+        else
+            continue
+        fi
+        failures=$((failures + 1))
+    done
+done
+[ "$references" -gt 0 ] || { echo "no file:function reference found: the pattern is broken"; failures=$((failures + 1)); }
+[ "$failures" -eq 0 ] && echo "every source file the docs name exists, and all $references file:function references resolve"
 exit $((failures > 0))
