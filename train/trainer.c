@@ -248,11 +248,13 @@ static gc_status build_model(gc_trainer *t, bool resume) {
     return GC_OK;
 }
 
-/* Process 0's run folder: created, cleared of what a run killed while saving left behind
- * (gc_file_begin's hidden temporaries), and its log started or, resumed, cut to the
- * checkpoint's steps. */
+/* Process 0's run folder: created, locked against a second writer (run_lock.h), cleared of
+ * what a run killed while saving left behind (gc_file_begin's hidden temporaries), and its log
+ * started or, resumed, cut to the checkpoint's steps. */
 static gc_status open_folder(gc_trainer *t) {
     if (gc_make_directories(t->out) != GC_OK) return failed("--out");
+    gc_status locked = gc_run_lock_take(&t->lock, t->out);
+    if (locked != GC_OK) return locked == GC_ERR_CONFIG ? locked : failed("--out");
     if (gc_remove_stale_temporaries(t->checkpoint_path, NULL) != GC_OK ||
         gc_remove_stale_temporaries(t->model_path, NULL) != GC_OK)
         return failed("--out");
@@ -357,6 +359,7 @@ gc_status gc_trainer_resume(const gc_trainer_config *config, gc_trainer **traine
 void gc_trainer_free(gc_trainer *t) {
     if (!t) return;
     gc_run_log_close(&t->log);
+    gc_run_lock_release(&t->lock);
     if (t->cache) gc_cache_free(t->cache);
     gc_train_optim_free(&t->optimizer); /* before the bucketer its shards are views of */
     gc_train_dist_end(&t->dist);
