@@ -42,7 +42,8 @@ gc_trainer_config gc_trainer_config_default(void) {
                                .accumulate = 1,
                                .distill_temperatures = {1, 1},
                                .device = gc_cpu(),
-                               .save_every = 100};
+                               .save_every = 100,
+                               .checkpoint_minutes = 5};
 }
 
 /* GC_ERR_CONFIG with a printf-style message: a setting that cannot work. */
@@ -94,6 +95,9 @@ static gc_status check_config(const gc_trainer_config *c) {
         if (counts[i].value < counts[i].min)
             return refuse("%s %lld: expected at least %lld", counts[i].name, (long long)counts[i].value,
                           (long long)counts[i].min);
+    if (!(c->checkpoint_minutes >= 0) || isinf(c->checkpoint_minutes))
+        return refuse("--checkpoint-minutes %g: expected a finite number of minutes, at least 0 (0: none)",
+                      c->checkpoint_minutes);
     int presets = 0;
     while (gc_model_size_names[presets]) presets++;
     if (!c->init && (c->model_size < 0 || c->model_size >= presets))
@@ -324,6 +328,7 @@ static gc_status set_up(gc_trainer *t, bool resume) {
     }
     if (t->config.gc && t->config.sort_lengths) config.sort_by = "mask"; /* each side by its own lengths */
     t->cache = gc_cache_new(&config);
+    gc_save_timer_start(&t->save_timer, t->config.checkpoint_minutes);
     return GC_OK;
 }
 
