@@ -114,11 +114,6 @@ static gc_status check_config(const gc_trainer_config *c) {
         return refuse("--loss ring needs --gc (a plain step gathers)");
     if (c->global_loss == GC_GLOBAL_LOSS_RING && c->loss == GC_CONTRASTIVE_FULL)
         return refuse("--loss ring with the full loss (GC_CONTRASTIVE_FULL): the ring computes the tiled one");
-    if (c->global_loss == GC_GLOBAL_LOSS_RING && c->positives > 1)
-        return refuse("--loss ring with --positives %lld: the ring computes the one-positive loss",
-                      (long long)c->positives);
-    if (c->global_loss == GC_GLOBAL_LOSS_RING && c->matryoshka_count)
-        return refuse("--loss ring with --matryoshka: the ring computes the loss of the whole representation");
     if (c->guide && c->positives > 1)
         return refuse("--guide with --positives %lld: the guided loss has one positive", (long long)c->positives);
     if (c->guide && !isfinite(c->guide_margin)) return refuse("--guide-margin %g is not finite", c->guide_margin);
