@@ -179,6 +179,9 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
         {"log-every", CLI_FLAG_INT, &flags->log_every, 1, 1e12, NULL,
          "steps between progress lines when stderr is not a terminal"},
         {"save-every", CLI_FLAG_INT, &f->save_every, 0, 1e12, NULL, "steps between checkpoints (0: only at the end)"},
+        {"checkpoint-minutes", CLI_FLAG_DOUBLE, &f->checkpoint_minutes, 0, 1e9, NULL,
+         "also a checkpoint after the first step that ends this many minutes after the start or the last "
+         "checkpoint, so that a killed run loses at most about that much (0: by --save-every only)"},
         {"stop-after", CLI_FLAG_INT, &f->stop_after, 0, 1e12, NULL,
          "stop after this step as if interrupted, checkpoint written, for --resume (0: never)"},
         {"resume", CLI_FLAG_BOOL, &flags->resume, 0, 0, NULL,

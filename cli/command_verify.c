@@ -18,11 +18,27 @@
  * compared with a floor at most a few times their own norm: an error in them still shows. */
 #define GC_VERIFY_FLOOR_FRACTION 1e-4
 
-static const char *const dtype_names[] = {"f32", "f64", NULL};
-static const gc_dtype dtypes[] = {GC_F32, GC_F64};
+static const char *const dtype_names[] = {"f32", "f64", "f16", "bf16", NULL};
+static const gc_dtype dtypes[] = {GC_F32, GC_F64, GC_F16, GC_BF16};
 /* The default tolerances: a few hundred roundings of each dtype (sums of chunk gradients in
  * another order than the full batch's). */
 static const double default_tolerances[] = {1e-5, 1e-10};
+
+/* The default tolerance. f32 and f64: default_tolerances. f16 and bf16: (chunks + 1) u, u the
+ * dtype's unit roundoff (2^-11, 2^-8). The two steps run the same 16-bit ops on the same values
+ * but for two roundings: the cached step's representation gradient, the loss's f32 one rounded
+ * to 16 bits once, and each parameter gradient summed chunk by chunk in 16 bits, one rounding
+ * per chunk added (the plain step rounds each sum once). Measured: 1.4 u (f16) and 1.2 u (bf16)
+ * at the defaults, 4 chunks; an f32 step would show 1e-7, and a step that lost a chunk's
+ * gradient 1e-1. */
+static double default_tolerance(gc_dtype dtype, int64_t batch_size, int64_t chunk_size) {
+    int64_t chunks = (batch_size + chunk_size - 1) / chunk_size;
+    switch (dtype) {
+    case GC_F16: return (double)(chunks + 1) * 0x1p-11;
+    case GC_BF16: return (double)(chunks + 1) * 0x1p-8;
+    default: return default_tolerances[dtype == GC_F64];
+    }
+}
 
 static double gradient_norm(const gc_tensor *grad) {
     int64_t numel = gc_numel(grad);
@@ -186,7 +202,9 @@ int cli_command_verify(int argc, char **argv) {
         {"chunk-size", CLI_FLAG_INT, &chunk_size, 1, 1 << 20, NULL, "rows per GradCache chunk"},
         {"dtype", CLI_FLAG_CHOICE, &dtype, 0, 0, dtype_names, "parameters and activations"},
         {"tolerance", CLI_FLAG_DOUBLE, &tolerance, -1, 1e300, NULL,
-         "largest relative difference allowed; negative: 1e-5 for f32, 1e-10 for f64"},
+         "largest relative difference allowed; negative: 1e-5 for f32, 1e-10 for f64, and for f16 and bf16 "
+         "(chunks + 1) u, u their unit roundoff (2^-11, 2^-8), chunks = batch size / chunk size rounded up (each "
+         "chunk's gradient is added in 16 bits: one rounding each, and one of the representations' gradient)"},
         {"dot", CLI_FLAG_STRING, &dot, 0, 0, NULL,
          "then write the graphs of one plain and one cached step to this file as Graphviz DOT: each step's loss, "
          "and each tower's whole batch (plain) or first chunk (cached)"},
@@ -202,5 +220,5 @@ int cli_command_verify(int argc, char **argv) {
     int usage = cli_bench_model_check("verify", &model, &device);
     if (usage) return usage;
     return run(&model, dtypes[dtype], device, batch_size, chunk_size,
-               tolerance < 0 ? default_tolerances[dtype] : tolerance, dot);
+               tolerance < 0 ? default_tolerance(dtypes[dtype], batch_size, chunk_size) : tolerance, dot);
 }

@@ -44,13 +44,13 @@ static gc_tensor *ring_targets(int64_t queries, int64_t passages) {
     return targets;
 }
 
-/* The bytes one ring call sends from `rank` (what gc_dist_get_stats counts): its shape (ten
+/* The bytes one ring call sends from `rank` (what gc_dist_get_stats counts): its shape (eleven
  * 8-byte numbers), the agreement (4), N - 1 blocks (rows, then their scale forward and their
  * scale, weights and lse' backward) each way, the column sums at every forward step
  * (symmetric), the value (8), and N block gradients. */
 static int64_t ring_bytes(const int64_t *passages, int world, int rank, int64_t dim, bool symmetric, size_t element) {
     int vectors = symmetric ? 3 : 1;
-    int64_t bytes = 80 + 4 + 8;
+    int64_t bytes = 88 + 4 + 8;
     for (int t = 0; t < world; t++) {
         int64_t n = passages[((rank - t) % world + world) % world];
         if (t < world - 1) bytes += (int64_t)element * n * (2 * dim + 1 + vectors);

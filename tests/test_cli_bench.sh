@@ -46,6 +46,25 @@ expect_status 1 verify --tolerance 1e-30
 grep -q 'ABOVE THE TOLERANCE' "$dir/out" || fail "verify --tolerance 1e-30: no failing summary line"
 expect_status 0 verify --tied --dtype f64 --batch-size 12 --chunk-size 5
 grep -q '^  encoder.embeddings.tokens.weight ' "$dir/out" || fail "verify --tied: no encoder.* parameters"
+# 16 bits: the tolerance derived from the precision, (chunks + 1) u with 4 chunks here: 5 x 2^-11
+# for f16, 5 x 2^-8 for bf16. The difference shows the precision was used: above f32's 1e-5 in
+# f16 (an f32 step differs by 1e-7), above f16's tolerance in bf16 -- each passes at its own
+# tolerance only.
+# verify_16 DTYPE TOLERANCE LOWER: passes with tolerance TOLERANCE printed, its difference above LOWER
+verify_16() {
+    expect_status 0 verify --dtype "$1"
+    local summary difference
+    summary=$(grep '^largest relative difference' "$dir/out")
+    [[ $summary == *"tolerance $2: ok" ]] || fail "verify --dtype $1: not 'tolerance $2: ok': $summary"
+    difference=$(awk '{ print $4 }' <<<"$summary")
+    awk -v d="$difference" -v lower="$3" 'BEGIN { exit !(d > lower) }' ||
+        fail "verify --dtype $1: a difference of $difference, not above $3: not computed in $1"
+    expect_status 1 verify --dtype "$1" --tolerance "$3"
+}
+verify_16 f16 2.441e-03 1e-5
+verify_16 bf16 1.953e-02 2.441e-03
+expect_status 0 verify --help
+grep -q '(chunks + 1) u' "$dir/out" || fail "verify --help does not give the 16-bit tolerances"
 
 # --- bench memory: table, CSV rows and columns, a well-formed SVG, temporary files gone ---
 expect_status 0 bench memory --batches 16,64 --chunks 8,32 --csv "$dir/memory.csv" --svg "$dir/memory.svg"
@@ -154,7 +173,7 @@ grep -q '^  f32  *gc  *8 ' "$dir/out" || fail "bench speed --keep-last-graph: no
 expect_usage_error --batch-size verify --batch-size 0
 expect_usage_error --bogus verify --bogus
 expect_usage_error --heads verify --heads 3
-expect_usage_error --dtype verify --dtype f16
+expect_usage_error --dtype verify --dtype f8
 expect_usage_error --tolerance verify --tolerance abc
 expect_usage_error --batches bench memory --batches 16,x
 expect_usage_error --chunks bench memory --chunks 0

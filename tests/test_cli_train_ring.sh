@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gradcache train --loss ring|gather|auto under gradcache launch: two processes train the same
 # run with the loss around the ring and with the gathered loss, and every step's loss and
-# gradient norm agree, with --guide (the GIST loss) and --teacher-scores (distillation) too; the log and the summary say which ran;
+# gradient norm agree, with --guide (the GIST loss), --teacher-scores (distillation), and --positives
+# with --matryoshka too; the log and the summary say which ran;
 # auto gathers a batch this small; a plain step or the full loss with the ring is refused. A
 # tiny model, seconds on two cores.
 # usage: test_cli_train_ring.sh GRADCACHE
@@ -93,6 +94,13 @@ every_way distilled --teacher-scores "$work/teacher.tsv" --distill-weight 0.5
 # the distillation term adds to the contrastive loss: step 1's loss (the same initial model) is higher
 a=$(field "$work/distilled_ring/log.jsonl" 1 loss) b=$(field "$work/ring/log.jsonl" 1 loss)
 check awk -v a="$a" -v b="$b" 'BEGIN { exit !(a > b) }' "--teacher-scores: step 1's loss $a, without $b"
+
+# --positives 2 (the loss the mean of one ring pass per positive) with --matryoshka (the passes run
+# at every prefix): the same steps both ways, the same tolerance and reasons
+every_way nested --hard-negatives 0 --positives 2 --matryoshka 64,16
+# both change the loss: step 1's loss (the same initial model) differs from the plain ring's
+a=$(field "$work/nested_ring/log.jsonl" 1 loss) b=$(field "$work/ring/log.jsonl" 1 loss)
+check awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; exit !(d * d > 1e-4) }' "--positives 2 --matryoshka: step 1's loss $a, the plain ring's $b"
 
 expect_error "--loss ring needs --gc" "$gradcache" train --data "$pairs" --model-size tiny --loss ring
 expect_ok "$gradcache" train --help

@@ -68,7 +68,7 @@ static int disagreeing_body(int rank, int world, void *arg) {
 /* What a rank of the ring loss sends first (contrastive_ring.c's rank_shape), as a hostile
  * peer crafts it: rank 0's call below, with one value changed. */
 typedef struct sent_shape {
-    int64_t queries, passages, dim, dtype, similarity, reduction, symmetric, targets_given, guide_dim;
+    int64_t queries, passages, dim, dtype, similarity, reduction, symmetric, targets_given, guide_dim, positives;
     double temperature;
 } sent_shape;
 
@@ -101,7 +101,7 @@ static int hostile_body(int rank, int world, void *arg) {
 
 static void check_hostile_peers(void) {
     const sent_shape honest = {.queries = 2, .passages = 2, .dim = 3, .dtype = GC_F32, .similarity = GC_SIMILARITY_DOT,
-                               .temperature = 0.1};
+                               .positives = 1, .temperature = 0.1};
     hostile_case cases[] = {
         {honest, "rank 1 with D 3, an unknown dtype -1118111650"}, /* the flipped bits */
         {honest, "rank 1 has -5 queries"},

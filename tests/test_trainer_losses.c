@@ -49,14 +49,19 @@ static void test_positives(void) {
     config.positives = 2;
     config.hard_negatives = 1;
     expect_refused(config, "--hard-negatives 1: " PAIRS " has 0 negative columns");
-    config.hard_negatives = 0;
-    config.global_loss = GC_GLOBAL_LOSS_RING; /* the ring computes one positive */
-    expect_refused(config, "--loss ring with --positives 2: the ring computes the one-positive loss");
-    config.positives = 1;
+    /* the ring takes several positives and Matryoshka prefixes (one process: nothing travels,
+     * the same loss; two: test_dist_ring_positives.c, test_cli_train_ring.sh) */
+    double ring[2];
+    config = small_run("ring_positives", out, sizeof out);
+    config.positives = 2;
+    config.chunk_sizes[0] = 16, config.chunk_sizes[1] = 32;
+    config.global_loss = GC_GLOBAL_LOSS_RING;
     config.matryoshka_count = 1;
     config.matryoshka_dims[0] = 64;
     config.matryoshka_weights[0] = 1;
-    expect_refused(config, "--loss ring with --matryoshka: the ring computes the loss of the whole");
+    gc_test_run(config, ring);
+    CHECK_MSG(ring[0] == cached[0] && ring[1] == cached[1], "--loss ring --positives 2 --matryoshka 64: %.9g, %.9g; "
+              "without the ring and the prefix %.9g, %.9g", ring[0], ring[1], cached[0], cached[1]);
 }
 
 static void test_matryoshka(void) {

@@ -42,7 +42,8 @@ gc_trainer_config gc_trainer_config_default(void) {
                                .accumulate = 1,
                                .distill_temperatures = {1, 1},
                                .device = gc_cpu(),
-                               .save_every = 100};
+                               .save_every = 100,
+                               .checkpoint_minutes = 5};
 }
 
 /* GC_ERR_CONFIG with a printf-style message: a setting that cannot work. */
@@ -94,6 +95,9 @@ static gc_status check_config(const gc_trainer_config *c) {
         if (counts[i].value < counts[i].min)
             return refuse("%s %lld: expected at least %lld", counts[i].name, (long long)counts[i].value,
                           (long long)counts[i].min);
+    if (!(c->checkpoint_minutes >= 0) || isinf(c->checkpoint_minutes))
+        return refuse("--checkpoint-minutes %g: expected a finite number of minutes, at least 0 (0: none)",
+                      c->checkpoint_minutes);
     int presets = 0;
     while (gc_model_size_names[presets]) presets++;
     if (!c->init && (c->model_size < 0 || c->model_size >= presets))
@@ -110,11 +114,6 @@ static gc_status check_config(const gc_trainer_config *c) {
         return refuse("--loss ring needs --gc (a plain step gathers)");
     if (c->global_loss == GC_GLOBAL_LOSS_RING && c->loss == GC_CONTRASTIVE_FULL)
         return refuse("--loss ring with the full loss (GC_CONTRASTIVE_FULL): the ring computes the tiled one");
-    if (c->global_loss == GC_GLOBAL_LOSS_RING && c->positives > 1)
-        return refuse("--loss ring with --positives %lld: the ring computes the one-positive loss",
-                      (long long)c->positives);
-    if (c->global_loss == GC_GLOBAL_LOSS_RING && c->matryoshka_count)
-        return refuse("--loss ring with --matryoshka: the ring computes the loss of the whole representation");
     if (c->guide && c->positives > 1)
         return refuse("--guide with --positives %lld: the guided loss has one positive", (long long)c->positives);
     if (c->guide && !isfinite(c->guide_margin)) return refuse("--guide-margin %g is not finite", c->guide_margin);
@@ -248,11 +247,13 @@ static gc_status build_model(gc_trainer *t, bool resume) {
     return GC_OK;
 }
 
-/* Process 0's run folder: created, cleared of what a run killed while saving left behind
- * (gc_file_begin's hidden temporaries), and its log started or, resumed, cut to the
- * checkpoint's steps. */
+/* Process 0's run folder: created, locked against a second writer (run_lock.h), cleared of
+ * what a run killed while saving left behind (gc_file_begin's hidden temporaries), and its log
+ * started or, resumed, cut to the checkpoint's steps. */
 static gc_status open_folder(gc_trainer *t) {
     if (gc_make_directories(t->out) != GC_OK) return failed("--out");
+    gc_status locked = gc_run_lock_take(&t->lock, t->out);
+    if (locked != GC_OK) return locked == GC_ERR_CONFIG ? locked : failed("--out");
     if (gc_remove_stale_temporaries(t->checkpoint_path, NULL) != GC_OK ||
         gc_remove_stale_temporaries(t->model_path, NULL) != GC_OK)
         return failed("--out");
@@ -322,6 +323,7 @@ static gc_status set_up(gc_trainer *t, bool resume) {
     }
     if (t->config.gc && t->config.sort_lengths) config.sort_by = "mask"; /* each side by its own lengths */
     t->cache = gc_cache_new(&config);
+    gc_save_timer_start(&t->save_timer, t->config.checkpoint_minutes);
     return GC_OK;
 }
 
@@ -357,6 +359,7 @@ gc_status gc_trainer_resume(const gc_trainer_config *config, gc_trainer **traine
 void gc_trainer_free(gc_trainer *t) {
     if (!t) return;
     gc_run_log_close(&t->log);
+    gc_run_lock_release(&t->lock);
     if (t->cache) gc_cache_free(t->cache);
     gc_train_optim_free(&t->optimizer); /* before the bucketer its shards are views of */
     gc_train_dist_end(&t->dist);

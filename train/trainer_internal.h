@@ -5,7 +5,9 @@
 
 #include "gradcache/train.h"
 #include "metadata.h"
+#include "run_lock.h"
 #include "run_log.h"
+#include "save_timer.h"
 #include "train_dist.h"
 #include "train_optim.h"
 #include "train_state.h"
@@ -41,6 +43,8 @@ struct gc_trainer {
     gc_metadata settings;       /* the settings a resumed run must share (train_state.h) */
     gc_train_progress progress; /* where the run is: what a checkpoint holds */
     gc_run_log log;             /* process 0's DIR/log.jsonl */
+    gc_run_lock lock;           /* process 0's hold on DIR/lock: one writer per run folder */
+    gc_save_timer save_timer;   /* --checkpoint-minutes' clock */
 };
 
 /* The recorded error prefixed with `what` ("step 3: training: ...") and, past the memory

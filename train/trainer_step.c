@@ -209,6 +209,7 @@ gc_status gc_trainer_save(gc_trainer *t) {
                                      &t->progress, &t->settings, &t->plan, every_rank);
     gc_param_list_free(&state);
     if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0) status = gc_dual_encoder_save(&t->model, t->out);
+    if (status == GC_OK) gc_save_timer_restart(&t->save_timer);
     free(every_rank);
     return status;
 }
@@ -231,8 +232,10 @@ gc_status gc_trainer_step(gc_trainer *t, gc_step_record *record) {
     if (gc_train_dist_rank(&t->dist) == 0 && gc_run_log_append(&t->log, &done) != GC_OK)
         return step_failed(t, done.step, "logging");
     if (t->config.on_step) t->config.on_step(t->config.user, &done);
-    bool checkpoint = t->config.save_every && done.step % t->config.save_every == 0;
-    if ((checkpoint || done.step == t->stop_step) && gc_trainer_save(t) != GC_OK)
+    bool checkpoint = t->config.save_every && done.step % t->config.save_every == 0, time_up;
+    if (gc_save_timer_due(&t->save_timer, &t->dist, &time_up) != GC_OK)
+        return step_failed(t, done.step, "agreeing on a checkpoint");
+    if ((checkpoint || time_up || done.step == t->stop_step) && gc_trainer_save(t) != GC_OK)
         return step_failed(t, done.step, "saving");
     if (record) *record = done;
     return GC_OK;

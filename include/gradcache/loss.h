@@ -113,7 +113,9 @@ gc_status gc_contrastive_loss_tiled(const gc_tensor *queries, const gc_tensor *p
  * what the tiled loss over the gathered batch gives for these rows -- in the inputs' dtypes.
  * options as for the tiled loss, except: targets, when given, are the global batch's, i32
  * [global Nq] indexing the global passages, the same on every rank (NULL: global query i's
- * positive is global passage i (Np / Nq)); method is not used (the ring always tiles); the
+ * positive is global passage i (Np / Nq); with k positives, [global Nq, k], NULL: query i's
+ * c-th is passage i (Np / Nq) + c, computed as k passes of the ring, one per positive, so at
+ * k times the cost); method is not used (the ring always tiles); the
  * tile is sized by this rank's rows. Every rank must call it with the same options, D and
  * dtype (checked: a difference stops the program naming both ranks).
  * Memory per rank beyond its inputs: its queries' gradient, and two blocks and two block

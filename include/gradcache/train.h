@@ -720,6 +720,9 @@ typedef struct gc_trainer_config {
      * nothing to shard and ignores it. */
     gc_zero zero;
     int64_t save_every;         /* --save-every: steps between checkpoints (0: only at the stop step) */
+    double checkpoint_minutes;  /* --checkpoint-minutes: also a checkpoint after the first step that ends
+                                   this many minutes of wall time after the start or the last
+                                   checkpoint, the same step on every process (0: by steps only) */
     int64_t stop_after;         /* --stop-after: the last step gc_trainer_run takes, as if interrupted (0: all) */
     /* called after every step's log line, on every process (process 0 writes the log), or NULL */
     void (*on_step)(void *user, const gc_step_record *record);
@@ -755,7 +758,7 @@ gc_status gc_trainer_new(const gc_trainer_config *config, gc_trainer **trainer);
 gc_status gc_trainer_resume(const gc_trainer_config *config, gc_trainer **trainer);
 /* One step (every process calls it): the batch, the gradients, clipping and the update (f16:
  * skipped when a gradient of any process overflowed), the log line, on_step, then the
- * checkpoint and the model when save_every or the stop step say so. A failure names the step
+ * checkpoint and the model when save_every, checkpoint_minutes or the stop step say so. A failure names the step
  * and what failed ("step 3: saving: ..."; GC_ERR_MEM_LIMIT with where the limit came from);
  * the checkpoint last written is intact. A loss or gradient norm that is not finite stops the
  * run (GC_ERR_FORMAT) before the update spreads it. GC_ERR_CONFIG past the run's last step. */

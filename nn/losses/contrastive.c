@@ -163,9 +163,6 @@ gc_loss_fn gc_contrastive_loss_fn(const gc_contrastive_options *options) {
     bool full = options->method == GC_CONTRASTIVE_FULL;
     return (gc_loss_fn){.forward = contrastive_forward,
                         .value_and_grad = full ? NULL : contrastive_value_and_grad,
-                        /* the ring computes one positive per query: several are gathered */
-                        .group_value_and_grad = gc_contrastive_positive_count(options) > 1
-                                                    ? NULL
-                                                    : contrastive_group_value_and_grad,
+                        .group_value_and_grad = contrastive_group_value_and_grad,
                         .args = (void *)options};
 }

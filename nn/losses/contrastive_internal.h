@@ -44,6 +44,12 @@ gc_status gc_contrastive_multi_value_and_grad(const gc_tensor *queries, const gc
                                               const gc_contrastive_options *options, gc_contrastive_method method,
                                               double seed, double *value, gc_tensor **grad_queries,
                                               gc_tensor **grad_passages);
+/* The same around the ring of a process group (gc_contrastive_loss_ring's arguments: targets,
+ * when given, are the global batch's [global Nq, k]): k passes of the ring, one per positive. */
+gc_status gc_contrastive_multi_group_value_and_grad(gc_process_group *group, const gc_tensor *queries,
+                                                    const gc_tensor *passages, const gc_contrastive_options *options,
+                                                    double seed, double *value, gc_tensor **grad_queries,
+                                                    gc_tensor **grad_passages);
 
 /* The i32 targets [Nq]: options->targets (retained) or query i -> passage i * (Np / Nq).
  * Every target is checked to be a passage (read back to the host: a synchronisation on a

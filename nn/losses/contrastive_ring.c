@@ -40,23 +40,24 @@ typedef struct rank_shape {
     int64_t queries, passages, dim;
     int64_t dtype, similarity, reduction, symmetric, targets_given;
     int64_t guide_dim; /* GIST: the guide's Dg; 0 without a guide */
+    int64_t positives; /* the passes of the several-positive loss (ring_target) */
     double temperature;
 } rank_shape;
 
 static rank_shape shape_of(const ring_loss *loss, const gc_tensor *queries, const gc_tensor *passages) {
     const gc_contrastive_options *o = loss->options;
     return (rank_shape){queries->shape[0], passages->shape[0], queries->shape[1], queries->dtype, o->similarity,
-                        o->reduction, o->symmetric, o->targets != NULL, loss->guide_dim, o->temperature};
+                        o->reduction, o->symmetric, o->targets != NULL, loss->guide_dim, loss->target.positives, o->temperature};
 }
 
 /* What a rank sent, as text; a peer's values are outside input (its dtype may be no dtype). */
 static const char *describe(const rank_shape *s, char *text, size_t size) {
     char dtype[48];
-    snprintf(text, size, "D %lld, %s, %s, temperature %g, %s, %s, %s, guide Dg %lld", (long long)s->dim,
+    snprintf(text, size, "D %lld, %s, %s, temperature %g, %s, %s, %s, guide Dg %lld, %lld positives", (long long)s->dim,
              gc_dtype_describe((double)s->dtype, dtype, sizeof dtype),
              s->similarity == GC_SIMILARITY_COSINE ? "cosine" : "dot", s->temperature,
              s->reduction == GC_LOSS_MEAN ? "mean" : "sum", s->symmetric ? "symmetric" : "one-sided",
-             s->targets_given ? "targets given" : "default targets", (long long)s->guide_dim);
+             s->targets_given ? "targets given" : "default targets", (long long)s->guide_dim, (long long)s->positives);
     return text;
 }
 
@@ -67,7 +68,7 @@ static gc_status check_agreement(int rank, const rank_shape *mine, int other, co
     bool same = mine->dim == theirs->dim && mine->dtype == theirs->dtype && mine->similarity == theirs->similarity &&
                 mine->reduction == theirs->reduction && mine->symmetric == theirs->symmetric &&
                 mine->targets_given == theirs->targets_given && mine->temperature == theirs->temperature &&
-                mine->guide_dim == theirs->guide_dim;
+                mine->guide_dim == theirs->guide_dim && mine->positives == theirs->positives;
     if (same) return GC_OK;
     char a[192], b[192];
     gc_set_error(GC_ERR_FORMAT, OP ": rank %d calls with %s, rank %d with %s (every rank must give the same)", rank,
@@ -125,10 +126,13 @@ static gc_status check_targets(const ring_loss *loss, const gc_tensor *queries) 
     if (given) {
         gc_contrastive_check_targets(OP, queries, loss->total_queries, given);
         gc_check_index_range(OP, "target", given, loss->total_passages);
-    } else if (loss->total_queries > 0 && loss->total_passages % loss->total_queries != 0) {
+    } else if (loss->total_queries > 0 && (loss->total_passages % loss->total_queries != 0 ||
+                                           loss->total_passages / loss->total_queries < loss->target.positives)) {
         gc_set_error(GC_ERR_FORMAT,
-                     OP ": the ranks' %lld passages together are not a multiple of their %lld queries (give targets)",
-                     (long long)loss->total_passages, (long long)loss->total_queries);
+                     OP ": the ranks' %lld passages together are not a multiple of their %lld queries with %lld "
+                     "positives each (give targets)",
+                     (long long)loss->total_passages, (long long)loss->total_queries,
+                     (long long)loss->target.positives);
         return GC_ERR_FORMAT;
     }
     return GC_OK;
@@ -136,7 +140,7 @@ static gc_status check_targets(const ring_loss *loss, const gc_tensor *queries) 
 
 /* --- this rank's sides --- */
 
-/* Global query i's positive under the default targets: global passage i (Np / Nq). */
+/* Global query i's positive under the default targets: global passage i (Np / Nq) + column. */
 static int64_t default_step(const ring_loss *loss) {
     return loss->total_queries ? loss->total_passages / loss->total_queries : 1;
 }
@@ -146,7 +150,8 @@ static gc_tensor *local_targets(const ring_loss *loss, int64_t n_queries, gc_dev
     const gc_tensor *given = loss->options->targets;
     if (given) return gc_slice0(given, loss->query_start, loss->query_start + n_queries);
     int64_t step = default_step(loss);
-    return gc_arange(n_queries, (double)(loss->query_start * step), (double)step, GC_I32, device);
+    return gc_arange(n_queries, (double)(loss->query_start * step + loss->target.column), (double)step, GC_I32,
+                     device);
 }
 
 /* n_j [np]: how many global queries have this rank's passage j as their positive, counted by
@@ -160,10 +165,12 @@ static gc_tensor *own_counts(const ring_loss *loss, gc_dtype dtype, gc_device de
     if (loss->options->targets) {
         ids = gc_tensor_retain((gc_tensor *)loss->options->targets);
     } else {
-        int64_t step = default_step(loss), first_query = (first + step - 1) / step;
-        int64_t end_query = min64((first + n + step - 1) / step, loss->total_queries);
-        ids = gc_arange(max64(end_query - first_query, 0), (double)(first_query * step - first), (double)step, GC_I32,
-                        device);
+        /* query q's positive is q step + column (column < step): those in [first, first + n) */
+        int64_t step = default_step(loss), column = loss->target.column;
+        int64_t first_query = (first - column + step - 1) / step;
+        int64_t end_query = min64((first + n - column + step - 1) / step, loss->total_queries);
+        ids = gc_arange(max64(end_query - first_query, 0), (double)(first_query * step + column - first), (double)step,
+                        GC_I32, device);
         vocab = n;
         offset = 0;
     }
@@ -331,10 +338,10 @@ static gc_status run(ring_loss *loss, const gc_tensor *queries, const gc_tensor 
 }
 
 gc_status gc_ring_loss_run(gc_process_group *group, const gc_tensor *queries, const gc_tensor *passages,
-                      const gc_contrastive_options *options, ring_gist *gist, double seed, double *value,
-                      gc_tensor **grad_queries, gc_tensor **grad_passages) {
+                           const gc_contrastive_options *options, ring_gist *gist, ring_target target, double seed,
+                           double *value, gc_tensor **grad_queries, gc_tensor **grad_passages) {
     int world = gc_dist_world_size(group);
-    ring_loss loss = {.group = group, .options = options, .gist = gist, .rank = gc_dist_rank(group), .world = world,
+    ring_loss loss = {.group = group, .options = options, .gist = gist, .target = target, .rank = gc_dist_rank(group), .world = world,
                       .dim = queries->shape[1], .seed = seed, .tiles.symmetric = options->symmetric,
                       .n_vectors = options->symmetric ? RING_VECTORS : 1};
     int64_t *per_rank = calloc(4 * (size_t)world, sizeof *per_rank);
@@ -380,5 +387,9 @@ gc_status gc_contrastive_loss_ring(gc_process_group *group, const gc_tensor *que
     }
     if (!group) gc_fatal(OP ": no process group");
     gc_contrastive_check_options(queries, passages, options);
-    return gc_ring_loss_run(group, queries, passages, options, NULL, seed, value, grad_queries, grad_passages);
+    if (gc_contrastive_positive_count(options) > 1)
+        return gc_contrastive_multi_group_value_and_grad(group, queries, passages, options, seed, value, grad_queries,
+                                                         grad_passages);
+    return gc_ring_loss_run(group, queries, passages, options, NULL, (ring_target){0, 1}, seed, value, grad_queries,
+                            grad_passages);
 }

@@ -23,10 +23,19 @@ typedef struct ring_block {
 
 typedef struct ring_gist ring_gist;
 
+/* Which of a query's k positives a pass of the ring scores (the several-positive loss is the
+ * mean of k one-positive passes, multi_positive.c): under the default targets, global query
+ * i's positive is global passage i (Np / Nq) + column. The ranks check that they agree on k,
+ * the passes every one of them makes. {0, 1}: the one-positive loss. */
+typedef struct ring_target {
+    int64_t column, positives;
+} ring_target;
+
 typedef struct ring_loss {
     gc_process_group *group;
     const gc_contrastive_options *options;
     ring_gist *gist;                        /* the guided loss's part (gist_ring.c); NULL: the contrastive loss */
+    ring_target target;                     /* the positive this pass scores */
     int rank, world;
     /* the global batch, the same on every rank */
     int64_t *passage_count, *passage_start; /* [world]: each rank's passages and the first one's global index */
@@ -67,12 +76,13 @@ gc_status gc_ring_value(ring_loss *loss, double *value);
  * block's gradient summed along the way behind it, to end at its owner (passages.grad). */
 gc_status gc_ring_backward(ring_loss *loss);
 
-/* The ring with `gist` (NULL: the contrastive loss) for both losses' entry points: the shapes
- * exchanged, then everything under no-grad; the gradients of this rank's rows. The caller has
- * checked its options. */
+/* The ring with `gist` (NULL: the contrastive loss) for both losses' entry points, scoring
+ * `target`'s positive: the shapes exchanged, then everything under no-grad; the gradients of
+ * this rank's rows. The caller has checked its options (one positive: options->targets, when
+ * given, are [global Nq]). */
 gc_status gc_ring_loss_run(gc_process_group *group, const gc_tensor *queries, const gc_tensor *passages,
-                      const gc_contrastive_options *options, ring_gist *gist, double seed, double *value,
-                      gc_tensor **grad_queries, gc_tensor **grad_passages);
+                           const gc_contrastive_options *options, ring_gist *gist, ring_target target, double seed,
+                           double *value, gc_tensor **grad_queries, gc_tensor **grad_passages);
 
 /* gist_ring.c, the guided loss's part. Sets up what the ring needs before the shapes travel:
  * the guide's Dg and the tiles' mask. */

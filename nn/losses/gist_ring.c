@@ -150,7 +150,7 @@ gc_status gc_gist_loss_ring(gc_process_group *group, const gc_tensor *queries, c
     gc_contrastive_check_options(queries, passages, &options->contrastive);
     gc_gist_check_guide(queries, passages, options);
     ring_gist gist = {.options = options};
-    gc_status status = gc_ring_loss_run(group, queries, passages, &options->contrastive, &gist, seed, value, grad_queries,
+    gc_status status = gc_ring_loss_run(group, queries, passages, &options->contrastive, &gist, (ring_target){0, 1}, seed, value, grad_queries,
                                    grad_passages);
     gc_loss_side_release(&gist.positives);
     gc_gist_guide_release(&gist.guide);

@@ -61,11 +61,20 @@ gc_tensor *gc_matryoshka_loss(gc_tensor *const *reps, int count, const gc_matryo
     return total;
 }
 
-/* gc_loss_fn.value_and_grad: each prefix's gradient, computed by the base, is added into the
- * first d_j rows of the transposed gradient [D, N] (a prefix of columns is a slice of rows). */
-static gc_status matryoshka_value_and_grad(gc_tensor *const *reps, int count, void *args, double seed, double *value,
-                                           gc_tensor **grads) {
-    const gc_matryoshka_options *o = args;
+/* The base's value and gradients at one prefix: its value_and_grad, or with a group its
+ * group_value_and_grad (this rank's rows of the prefix; the ranks take the same prefixes). */
+static gc_status base_value_and_grad(gc_process_group *group, const gc_loss_fn *base, gc_tensor *const *prefixes,
+                                     int count, double seed, double *value, gc_tensor **grads) {
+    if (group) return base->group_value_and_grad(group, prefixes, count, base->args, seed, value, grads);
+    return base->value_and_grad(prefixes, count, base->args, seed, value, grads);
+}
+
+/* gc_loss_fn.value_and_grad (group NULL) and group_value_and_grad: each prefix's gradient,
+ * computed by the base, is added into the first d_j rows of the transposed gradient [D, N] (a
+ * prefix of columns is a slice of rows). */
+static gc_status prefixes_value_and_grad(gc_process_group *group, gc_tensor *const *reps, int count,
+                                         const gc_matryoshka_options *o, double seed, double *value,
+                                         gc_tensor **grads) {
     check_options(reps, count, o);
     gc_tensor *by_column[GC_LOSS_MAX_REPS] = {0}; /* [D, N_m] */
     gc_status status = GC_OK;
@@ -82,7 +91,7 @@ static gc_status matryoshka_value_and_grad(gc_tensor *const *reps, int count, vo
             break;
         }
         double term = 0;
-        status = o->base.value_and_grad(prefixes, count, o->base.args, seed * o->weights[j], &term, parts);
+        status = base_value_and_grad(group, &o->base, prefixes, count, seed * o->weights[j], &term, parts);
         total += o->weights[j] * term;
         for (int m = 0; m < count; m++) {
             gc_tensor *part = status == GC_OK ? gc_transpose(parts[m], 0, 1) : NULL; /* [d_j, N_m] */
@@ -109,9 +118,21 @@ static gc_tensor *matryoshka_forward(gc_tensor *const *reps, int count, void *ar
     return gc_matryoshka_loss(reps, count, args);
 }
 
+static gc_status matryoshka_value_and_grad(gc_tensor *const *reps, int count, void *args, double seed, double *value,
+                                           gc_tensor **grads) {
+    return prefixes_value_and_grad(NULL, reps, count, args, seed, value, grads);
+}
+
+static gc_status matryoshka_group_value_and_grad(gc_process_group *group, gc_tensor *const *reps, int count,
+                                                 void *args, double seed, double *value, gc_tensor **grads) {
+    return prefixes_value_and_grad(group, reps, count, args, seed, value, grads);
+}
+
 gc_loss_fn gc_matryoshka_loss_fn(const gc_matryoshka_options *options) {
     if (!options || !options->base.forward) gc_fatal("matryoshka_loss_fn: no options, or a base loss without a forward");
     return (gc_loss_fn){.forward = matryoshka_forward,
                         .value_and_grad = options->base.value_and_grad ? matryoshka_value_and_grad : NULL,
+                        .group_value_and_grad =
+                            options->base.group_value_and_grad ? matryoshka_group_value_and_grad : NULL,
                         .args = (void *)options};
 }
