@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# gradcache train on several datasets (--data a,b,c): a pair file, a folder holding train.tsv
+# and another pair file, with one, no and one negative column. Round-robin takes them in turn
+# and proportionally each epoch takes every dataset's batches once; the log names each step's
+# dataset and, every --log-every steps, each dataset's mean loss; --resume continues bit for bit
+# and refuses another list or sampling; bad lists are refused with one line. Run by meson with
+# the gradcache program as $1. A tiny model and batches of 16: seconds on two cores.
+set -uo pipefail
+gradcache=${1:?usage: test_cli_train_multidata.sh path/to/gradcache}
+# shellcheck source=tests/cli_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
+# shellcheck source=tests/train_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/train_lib.sh"
+
+# --- data: 48, 80 and 72 examples: 3, 5 and 4 batches of 16 ------------------------------
+write_word_pairs "$work/all.tsv"
+a=$work/a.tsv b=$work/b c=$work/c.tsv
+mkdir -p "$b"
+sed -n 1,48p "$work/all.tsv" >"$a"
+sed -n 49,128p "$work/all.tsv" | cut -f1,2 >"$b/train.tsv" # no negative column
+sed -n 129,200p "$work/all.tsv" >"$c"
+data=$a,$b,$c
+common=(--data "$data" --model-size tiny --max-length 24 --batch-size 16 --steps 20 --log-every 10)
+
+# dataset_losses STEP FILE: the step's per-dataset means, comma-separated (empty: none logged).
+dataset_losses() {
+    grep "^{\"step\":$1," "$2" | sed -nE 's/.*"dataset_losses":\[([^]]*)\].*/\1/p'
+}
+
+# --- round-robin (the default): a, b, c, a, ...; an epoch is 3 x a's 3 batches -------------
+rr=$work/round_robin
+expect_ok "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 --out "$rr"
+check [ "$(wc -l <"$rr/log.jsonl")" -eq 20 ] "round-robin: the log has $(wc -l <"$rr/log.jsonl") lines"
+for step in $(seq 1 20); do
+    want=$(((step - 1) % 3))
+    check [ "$(field "$rr/log.jsonl" "$step" dataset)" = "$want" ] "round-robin: step $step took dataset $(field "$rr/log.jsonl" "$step" dataset), not $want"
+    check [ "$(field "$rr/log.jsonl" "$step" epoch)" = "$(((step - 1) / 9))" ] "round-robin: step $step's epoch"
+done
+check [ "$(field "$rr/log.jsonl" 2 dataset_name)" = "\"$b\"" ] "round-robin: step 2's name $(field "$rr/log.jsonl" 2 dataset_name)"
+# the means at steps 10 and 20 only, each over its dataset's steps since the previous point
+check [ "$(grep -c dataset_losses "$rr/log.jsonl")" -eq 2 ] "round-robin: dataset_losses on $(grep -c dataset_losses "$rr/log.jsonl") lines, not 2"
+for d in 0 1 2; do
+    want=$(for step in $(seq 11 20); do [ $(((step - 1) % 3)) -eq $d ] && field "$rr/log.jsonl" "$step" loss; done |
+        awk '{ sum += $1; n++ } END { printf "%.17g", sum / n }')
+    got=$(dataset_losses 20 "$rr/log.jsonl" | cut -d, -f$((d + 1)))
+    # the same terms summed in the same order, written exactly: only the printing may differ
+    check close_to "$got" "$want" 1e-15 "round-robin: dataset $d's mean at step 20 is $got, its steps' $want"
+done
+
+# --- proportional: each epoch of 12 steps takes a 3 times, b 5 times, c 4 times -------------
+prop=$work/proportional
+expect_ok "$gradcache" train "${common[@]}" --steps 24 --sampling proportional --gc --gc-chunk-size 4,8 --out "$prop"
+for epoch in 0 1; do
+    counts=$(for step in $(seq $((epoch * 12 + 1)) $((epoch * 12 + 12))); do field "$prop/log.jsonl" "$step" dataset; done |
+        sort | uniq -c | awk '{ printf "%s:%s ", $2, $1 }')
+    check [ "$counts" = "0:3 1:5 2:4 " ] "proportional: epoch $epoch took $counts"
+done
+order() { for step in $(seq $(($1 * 12 + 1)) $(($1 * 12 + 12))); do field "$prop/log.jsonl" "$step" dataset; done | tr -d '\n'; }
+check [ "$(order 0)" != "$(order 1)" ] "proportional: both epochs took the datasets in the order $(order 0)"
+
+# --- --resume: 10 steps, stop, 10 more == 20 straight, bit for bit ---------------------------
+resumes_bitwise "$work/rr_resumed" "$rr"
+common_prop=("${common[@]}" --sampling proportional)
+expect_ok "$gradcache" train "${common_prop[@]}" --gc --gc-chunk-size 4,8 --out "$work/prop20"
+common_saved=("${common[@]}")
+common=("${common_prop[@]}")
+resumes_bitwise "$work/prop_resumed" "$work/prop20"
+common=("${common_saved[@]}")
+# another list, another order of it, or another sampling: refused, naming the setting
+expect_error "was written with --data" \
+    "$gradcache" train "${common[@]}" --data "$a,$c,$b" --gc --gc-chunk-size 4,8 --out "$work/rr_resumed" --resume
+expect_error "was written with --data" \
+    "$gradcache" train "${common[@]}" --data "$a,$b" --gc --gc-chunk-size 4,8 --out "$work/rr_resumed" --resume
+expect_error "was written with --data" \
+    "$gradcache" train "${common[@]}" --data "$a" --gc --gc-chunk-size 4,8 --out "$work/rr_resumed" --resume
+expect_error "was written with --sampling round-robin, this run has --sampling proportional" \
+    "$gradcache" train "${common_prop[@]}" --gc --gc-chunk-size 4,8 --out "$work/rr_resumed" --resume
+
+# --- one dataset: the log as before, no dataset fields --------------------------------------
+expect_ok "$gradcache" train "${common[@]}" --data "$a" --steps 2 --out "$work/one"
+check [ "$(grep -c '"dataset' "$work/one/log.jsonl")" -eq 0 ] "one dataset: the log names datasets"
+
+# --- bad lists and settings: one line naming the flag or file, nothing trained --------------
+expect_exit 2 "dataset 2 is empty" "$gradcache" train "${common[@]}" --data "$a,,$c" --out "$work/bad"
+expect_exit 2 "dataset 3 is empty" "$gradcache" train "${common[@]}" --data "$a,$c," --out "$work/bad"
+expect_exit 2 "dataset 1 is empty" "$gradcache" train "${common[@]}" --data ",$a" --out "$work/bad"
+expect_exit 1 "$work/missing.tsv" "$gradcache" train "${common[@]}" --data "$a,$work/missing.tsv" --out "$work/bad"
+printf 'query without a positive\n' >"$work/malformed.tsv"
+expect_exit 1 "$work/malformed.tsv" "$gradcache" train "${common[@]}" --data "$a,$work/malformed.tsv" --out "$work/bad"
+expect_exit 2 "--hard-negatives 1: $b/train.tsv has 0 negative columns" \
+    "$gradcache" train "${common[@]}" --hard-negatives 1 --out "$work/bad"
+expect_exit 2 "--batch-size 60: $a has only 48 examples" "$gradcache" train "${common[@]}" --batch-size 60 --out "$work/bad"
+expect_exit 2 "--sampling proportional needs several datasets" \
+    "$gradcache" train "${common[@]}" --data "$a" --sampling proportional --out "$work/bad"
+expect_exit 2 "--sampling: expected one of" "$gradcache" train "${common[@]}" --sampling sometimes --out "$work/bad"
+cut -f2 "$a" | sed 's/.*/1\t0/' >"$work/scores.tsv"
+expect_exit 2 "--teacher-scores with 3 datasets" \
+    "$gradcache" train "${common[@]}" --data "$a,$c,$a" --hard-negatives 1 --teacher-scores "$work/scores.tsv" --out "$work/bad"
+check [ ! -e "$work/bad" ] "a refused run left $work/bad behind"
+
+cli_summary
