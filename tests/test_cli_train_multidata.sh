@@ -3,10 +3,13 @@
 # and another pair file, with one, no and one negative column. Round-robin takes them in turn
 # and proportionally each epoch takes every dataset's batches once; the log names each step's
 # dataset and, every --log-every steps, each dataset's mean loss; --resume continues bit for bit
-# and refuses another list or sampling; bad lists are refused with one line. Run by meson with
-# the gradcache program as $1. A tiny model and batches of 16: seconds on two cores.
+# and refuses another list or sampling, or an edited checkpoint's per-dataset sums; bad lists
+# are refused with one line. Run by meson with the gradcache program as $1 and
+# edit_safetensors as $2. A tiny model and batches of 16: seconds on two cores.
 set -uo pipefail
-gradcache=${1:?usage: test_cli_train_multidata.sh path/to/gradcache}
+usage="usage: test_cli_train_multidata.sh path/to/gradcache path/to/edit_safetensors"
+gradcache=${1:?$usage}
+edit=${2:?$usage}
 # shellcheck source=tests/cli_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 # shellcheck source=tests/train_lib.sh
@@ -75,6 +78,25 @@ expect_error "was written with --data" \
     "$gradcache" train "${common[@]}" --data "$a" --gc --gc-chunk-size 4,8 --out "$work/rr_resumed" --resume
 expect_error "was written with --sampling round-robin, this run has --sampling proportional" \
     "$gradcache" train "${common_prop[@]}" --gc --gc-chunk-size 4,8 --out "$work/rr_resumed" --resume
+
+# an edited checkpoint's per-dataset sums (step 5: between logging points, so not all zero)
+expect_ok "$gradcache" train "${common[@]}" --stop-after 5 --out "$work/five"
+check grep -q '"train.dataset1.loss_steps":"2"' "$work/five/checkpoint.safetensors" \
+    "step 5: the checkpoint does not count dataset 1's two steps"
+# try_edited WANT EDIT...: --resume from step 5's checkpoint, edited, is refused naming the entry
+try_edited() {
+    local want=$1
+    shift
+    rm -rf "$work/edited" && mkdir "$work/edited"
+    "$edit" "$work/five/checkpoint.safetensors" "$work/edited/checkpoint.safetensors" "$@" \
+        || { echo "setup: edit_safetensors failed" >&2; exit 99; }
+    expect_exit 1 "$want" "$gradcache" train "${common[@]}" --out "$work/edited" --resume
+}
+try_edited "metadata 'train.dataset1.loss_steps' is '6', expected an integer in [0, 5]" set train.dataset1.loss_steps=6
+try_edited "train.dataset2.loss_sum" unset train.dataset2.loss_sum
+try_edited "metadata 'train.dataset0.loss_sum' is 1, with no step counted" \
+    set train.dataset0.loss_steps=0 set train.dataset0.loss_sum=1
+try_edited "unexpected metadata 'train.dataset3.loss_sum'" set train.dataset3.loss_sum=0
 
 # --- one dataset: the log as before, no dataset fields --------------------------------------
 expect_ok "$gradcache" train "${common[@]}" --data "$a" --steps 2 --out "$work/one"
