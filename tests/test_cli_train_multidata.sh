@@ -30,6 +30,9 @@ dataset_losses() {
     grep "^{\"step\":$1," "$2" | sed -nE 's/.*"dataset_losses":\[([^]]*)\].*/\1/p'
 }
 
+expect_ok "$gradcache" train --help
+check grep -q -- "--sampling" "$work/stdout" "train --help does not describe --sampling"
+
 # --- round-robin (the default): a, b, c, a, ...; an epoch is 3 x a's 3 batches -------------
 rr=$work/round_robin
 expect_ok "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4,8 --out "$rr"
@@ -106,6 +109,8 @@ check [ "$(grep -c '"dataset' "$work/one/log.jsonl")" -eq 0 ] "one dataset: the 
 expect_exit 2 "dataset 2 is empty" "$gradcache" train "${common[@]}" --data "$a,,$c" --out "$work/bad"
 expect_exit 2 "dataset 3 is empty" "$gradcache" train "${common[@]}" --data "$a,$c," --out "$work/bad"
 expect_exit 2 "dataset 1 is empty" "$gradcache" train "${common[@]}" --data ",$a" --out "$work/bad"
+expect_exit 2 "more than 64 datasets" \
+    "$gradcache" train "${common[@]}" --data "$(printf "$a,%.0s" $(seq 64))$a" --out "$work/bad"
 expect_exit 1 "$work/missing.tsv" "$gradcache" train "${common[@]}" --data "$a,$work/missing.tsv" --out "$work/bad"
 printf 'query without a positive\n' >"$work/malformed.tsv"
 expect_exit 1 "$work/malformed.tsv" "$gradcache" train "${common[@]}" --data "$a,$work/malformed.tsv" --out "$work/bad"

@@ -11,13 +11,13 @@ static int count_elements(const char *list) {
     int count = 1;
     for (const char *c = list;; c++) {
         if ((*c == ',' || !*c) && (c == list || c[-1] == ',')) {
-            gc_set_error(GC_ERR_CONFIG, "--data '%.200s': dataset %d is empty (datasets are separated by single commas)",
+            gc_set_error(GC_ERR_CONFIG, "'%.200s': dataset %d is empty (datasets are separated by single commas)",
                          list, count);
             return 0;
         }
         if (!*c) return count;
         if (*c == ',' && ++count > GC_MAX_DATASETS) {
-            gc_set_error(GC_ERR_CONFIG, "--data '%.200s': more than %d datasets", list, GC_MAX_DATASETS);
+            gc_set_error(GC_ERR_CONFIG, "'%.200s': more than %d datasets", list, GC_MAX_DATASETS);
             return 0;
         }
     }
@@ -39,7 +39,7 @@ gc_status gc_train_data_read(const char *list, gc_train_data *data) {
         start += length + 1;
         /* the log names each of several in JSON */
         if (count > 1 && !gc_json_utf8_valid(data->names[d], length)) {
-            gc_set_error(GC_ERR_CONFIG, "--data: dataset %d's name is not UTF-8", d + 1);
+            gc_set_error(GC_ERR_CONFIG, "dataset %d's name is not UTF-8", d + 1);
             gc_train_data_free(data);
             return GC_ERR_CONFIG;
         }

@@ -12,7 +12,7 @@ typedef struct gc_train_data {
     char **paths;     /* [count]: what each was read from (messages) */
 } gc_train_data;
 
-/* Reads every dataset of `list`. GC_ERR_CONFIG for an empty element ("a,,b", a trailing
+/* Reads every dataset of `list`. GC_ERR_CONFIG (its message naming the list or the element) for an empty element ("a,,b", a trailing
  * comma) or more than GC_MAX_DATASETS of them; the reading's status for a dataset that cannot
  * be read, its message naming the file. Nothing is left allocated on failure (*data is zeroed). */
 gc_status gc_train_data_read(const char *list, gc_train_data *data);
