@@ -101,6 +101,16 @@ try_edited "metadata 'train.dataset0.loss_sum' is 1, with no step counted" \
     set train.dataset0.loss_steps=0 set train.dataset0.loss_sum=1
 try_edited "unexpected metadata 'train.dataset3.loss_sum'" set train.dataset3.loss_sum=0
 
+# --no-duplicates keeps each dataset's batches apart within it; --accumulate 2 takes an update's
+# two batches from one dataset (32 of a's 48 examples): both run, and name the datasets in turn
+for flag in --no-duplicates "--accumulate 2"; do
+    # shellcheck disable=SC2086
+    expect_ok "$gradcache" train "${common[@]}" --steps 3 $flag --out "$work/flag"
+    check [ "$(sed -E 's/.*"dataset":([0-9]+).*/\1/' "$work/flag/log.jsonl" | tr -d '\n')" = "012" ] \
+        "$flag: the datasets of its steps: $(cat "$work/flag/log.jsonl")"
+    rm -rf "$work/flag"
+done
+
 # --- one dataset: the log as before, no dataset fields --------------------------------------
 expect_ok "$gradcache" train "${common[@]}" --data "$a" --steps 2 --out "$work/one"
 check [ "$(grep -c '"dataset' "$work/one/log.jsonl")" -eq 0 ] "one dataset: the log names datasets"

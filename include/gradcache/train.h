@@ -658,7 +658,8 @@ typedef struct gc_step_record {
                                       processes, "local" in one (a static string) */
     /* several datasets (--data a,b): the step's dataset, its index in the list and its element
      * as given; at a logging point (every log_every steps, and the run's last), [datasets]
-     * each dataset's mean loss over its steps since the previous one (nan: none), else NULL */
+     * each dataset's mean loss over its steps since the previous one (nan: none; valid until
+     * the next step), else NULL */
     int dataset, datasets;
     const char *dataset_name;
     const double *dataset_losses;
