@@ -71,9 +71,9 @@ void gc_multi_sampler_which(gc_multi_sampler *sampler, int64_t step, int *datase
 }
 
 const int64_t *gc_multi_sampler_batch(gc_multi_sampler *sampler, int64_t step, int *dataset, int64_t *epoch) {
-    int64_t dataset_step, dataset_epoch;
+    int64_t dataset_step, dataset_epoch, position;
     gc_multi_sampler_which(sampler, step, dataset, &dataset_step);
-    *epoch = step / sampler->steps_per_epoch;
+    gc_multi_sampler_locate(sampler, step, epoch, &position);
     return gc_batch_sampler_batch(&sampler->datasets[*dataset], dataset_step, &dataset_epoch);
 }
 

@@ -4,7 +4,8 @@
  *   pair datasets   gc_pairs: `query<TAB>positive[<TAB>negative...]` files, read a bounded
  *                   line at a time; gc_wordnet_*: WordNet's definition -> word pairs
  *   batches         gc_batch_sampler: each epoch's order from (seed, epoch), a step's examples
- *                   from the step alone; gc_training_batch: a step's tokenized tensors
+ *                   from the step alone; gc_multi_sampler: several datasets, each step's batch
+ *                   from one; gc_training_batch: a step's tokenized tensors
  *   dual encoders   gc_dual_encoder: a query and a passage tower (or one, tied), from a preset
  *                   or a pretrained folder; loaded from and saved to a run or model folder
  *   evaluation      gc_retrieval_*: Recall@1, Recall@10 and MRR; gc_beir_*: BEIR-format
