@@ -29,6 +29,9 @@ static const char *const zero_names[] = {"0", "1", "2", "2b", NULL};
 /* --guide-margin-strategy, in gc_gist_margin's order (sentence-transformers' names). */
 static const char *const margin_names[] = {"absolute", "relative", NULL};
 
+/* --sampling, in gc_sampling's order (sentence-transformers' names, in its spelling of flags). */
+static const char *const sampling_names[] = {"round-robin", "proportional", NULL};
+
 /* --distill, in gc_distill_kind's order. */
 static const char *const distill_names[] = {"margin-mse", "kl", NULL};
 
@@ -56,6 +59,7 @@ typedef struct train_flags {
     int zero;                  /* an index into zero_names: config.zero */
     int margin_strategy;       /* an index into margin_names: config.guide_margin_strategy */
     int distill;               /* an index into distill_names: config.distill */
+    int sampling;              /* an index into sampling_names: config.sampling */
     int weight_packing;        /* CLI_PACKING_*: gc_set_weight_packing (not a setting of the run:
                                   the same results either way) */
     int64_t log_every;
@@ -98,7 +102,12 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
     gc_trainer_config *f = &flags->config;
     f->out = "runs/latest";
     cli_flag table[] = {
-        {"data", CLI_FLAG_STRING, &f->data, 0, 0, NULL, "a pair file, or a folder holding train.tsv (required)"},
+        {"data", CLI_FLAG_STRING, &f->data, 0, 0, NULL,
+         "a pair file, a folder holding train.tsv or a BEIR folder (required); or several, comma-separated, each "
+         "step's batch from one of them as --sampling says"},
+        {"sampling", CLI_FLAG_CHOICE, &flags->sampling, 0, 0, sampling_names,
+         "with several --data: round-robin (the datasets in turn; an epoch ends when the smallest is used up) or "
+         "proportional (each epoch every dataset's batches once, in a seeded random order)"},
         {"out", CLI_FLAG_STRING, &f->out, 0, 0, NULL, "the run folder (log, checkpoint, model)"},
         {"model-size", CLI_FLAG_CHOICE, &f->model_size, 0, 0, gc_model_size_names, "the encoder preset"},
         {"init", CLI_FLAG_STRING, &f->init, 0, 0, NULL,
@@ -177,7 +186,8 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
         {"seed", CLI_FLAG_INT, &f->seed, 0, 9007199254740992.0, NULL,
          "names the random streams: weights, dropout, data order"},
         {"log-every", CLI_FLAG_INT, &flags->log_every, 1, 1e12, NULL,
-         "steps between progress lines when stderr is not a terminal"},
+         "steps between progress lines when stderr is not a terminal, and with several --data between the log's "
+         "per-dataset mean losses"},
         {"save-every", CLI_FLAG_INT, &f->save_every, 0, 1e12, NULL, "steps between checkpoints (0: only at the end)"},
         {"checkpoint-minutes", CLI_FLAG_DOUBLE, &f->checkpoint_minutes, 0, 1e9, NULL,
          "also a checkpoint after the first step that ends this many minutes after the start or the last "
@@ -206,6 +216,11 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
     if ((f->guide_margin != 0 || flags->margin_strategy) && !f->guide)
         return cli_fail("train", 2, "--guide-margin and --guide-margin-strategy need --guide");
     f->distill = (gc_distill_kind)flags->distill;
+    f->sampling = (gc_sampling)flags->sampling;
+    if (flags->sampling && !strchr(f->data, ','))
+        return cli_fail("train", 2, "--sampling %s needs several datasets in --data (a,b,...)",
+                        sampling_names[flags->sampling]);
+    f->log_every = flags->log_every;
     if ((flags->distill || f->distill_weight != 0) && !f->teacher_scores)
         return cli_fail("train", 2, "--distill and --distill-weight need --teacher-scores");
     if ((f->distill_temperatures[0] != 1 || f->distill_temperatures[1] != 1) && f->distill != GC_DISTILL_KL_DIV)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "gradcache/files.h"
+#include "nn/io/json.h"
 #include "numbers.h"
 #include "run_log.h"
 
@@ -57,6 +58,23 @@ static void print_number(FILE *out, const char *key, double value) {
     else fprintf(out, ",\"%s\":null", key);
 }
 
+/* Several datasets: the step's (index and name), and at a logging point each one's mean loss. */
+static void print_dataset(FILE *out, const gc_step_record *r) {
+    gc_json_text name = {0};
+    gc_json_append_string(&name, r->dataset_name);
+    if (name.failed) gc_fatal("run_log: out of host memory for a dataset's name");
+    fprintf(out, ",\"dataset\":%d,\"dataset_name\":%.*s", r->dataset, (int)name.length, name.bytes);
+    gc_json_text_free(&name);
+    if (!r->dataset_losses) return;
+    for (int d = 0; d < r->datasets; d++) {
+        char text[32];
+        const char *mean = isfinite(r->dataset_losses[d]) ? gc_format_exact(r->dataset_losses[d], text, sizeof text)
+                                                           : "null";
+        fprintf(out, "%s%s", d ? "," : ",\"dataset_losses\":[", mean);
+    }
+    fputc(']', out);
+}
+
 gc_status gc_run_log_append(gc_run_log *log, const gc_step_record *r) {
     /* the values a step computes are written exactly, so that the logs of a resumed run and of
      * a straight one compare byte for byte (the timings aside) */
@@ -69,8 +87,9 @@ gc_status gc_run_log_append(gc_run_log *log, const gc_step_record *r) {
             r->examples_per_second, r->peak_bytes, r->packed_bytes, (long long)r->chunk_sizes[0],
             (long long)r->chunk_sizes[1]);
     print_number(log->file, "loss_scale", r->loss_scale);
-    fprintf(log->file, ",\"skipped\":%s,\"global_loss\":\"%s\",\"seconds\":%.6f}\n", r->skipped ? "true" : "false",
-            r->global_loss, r->seconds);
+    fprintf(log->file, ",\"skipped\":%s,\"global_loss\":\"%s\"", r->skipped ? "true" : "false", r->global_loss);
+    if (r->datasets > 1) print_dataset(log->file, r);
+    fprintf(log->file, ",\"seconds\":%.6f}\n", r->seconds);
     if (fflush(log->file) != 0) return io_error(log->path, "append to");
     return GC_OK;
 }

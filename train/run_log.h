@@ -10,6 +10,10 @@
  * chunk_sizes the rows per chunk of the query and passage sides (the batch for a plain step);
  * loss_scale the scale the gradients carried (--precision f16; 1 otherwise) and skipped
  * whether the step found an inf or nan gradient and left the parameters as they were.
+ * With several datasets (--data a,b), before "seconds": "dataset" (its index in the list),
+ * "dataset_name" (the list's element) and, at a logging point (every log_every steps and the
+ * last), "dataset_losses": each dataset's mean loss over its steps since the previous one, in
+ * the list's order (null for one that had none).
  * Every line is flushed when written, so the log of a killed run ends at its last step. */
 #ifndef GC_TRAIN_RUN_LOG_H
 #define GC_TRAIN_RUN_LOG_H

@@ -1,5 +1,7 @@
 /* The settings of a run that its checkpoint keeps, "flag.<name>" under the gradcache program's
  * flag names (see train_state.h): a resumed run must share each of them. */
+#include <stdio.h>
+
 #include "gradcache/train.h"
 #include "numbers.h"
 #include "train_state.h"
@@ -18,9 +20,22 @@ static uint64_t pairs_hash(const gc_pairs *pairs) {
 
 static const char *yes_no(bool value) { return value ? "yes" : "no"; }
 
-void gc_train_settings(const gc_trainer_config *c, const gc_pairs *pairs, gc_metadata *s) {
-    gc_metadata_set(s, "flag.data", "%lld examples with fnv1a %016llx", (long long)pairs->count,
-                    (unsigned long long)pairs_hash(pairs));
+/* "flag.data": each dataset's size and hash, in the list's order ("; " between them), so that a
+ * resumed run refuses another list; with several, "flag.sampling". */
+static void data_settings(const gc_trainer_config *c, const gc_train_data *data, gc_metadata *s) {
+    char value[GC_MAX_DATASETS * 80] = ""; /* 80: more than one dataset's words take */
+    for (int d = 0, used = 0; d < data->count; d++)
+        used += snprintf(value + used, sizeof value - (size_t)used, "%s%lld examples with fnv1a %016llx",
+                         d ? "; " : "", (long long)data->pairs[d].count,
+                         (unsigned long long)pairs_hash(&data->pairs[d]));
+    gc_metadata_set(s, "flag.data", "%s", value);
+    if (data->count > 1)
+        gc_metadata_set(s, "flag.sampling", "%s",
+                        c->sampling == GC_SAMPLING_PROPORTIONAL ? "proportional" : "round-robin");
+}
+
+void gc_train_settings(const gc_trainer_config *c, const gc_train_data *data, gc_metadata *s) {
+    data_settings(c, data, s);
     if (c->init) gc_metadata_set(s, "flag.init", "%s", c->init);
     else gc_metadata_set(s, "flag.model-size", "%s", gc_model_size_names[c->model_size]);
     gc_metadata_set(s, "flag.max-length", "%lld", (long long)c->max_length);

@@ -43,6 +43,14 @@ static void describe(gc_metadata *metadata, const gc_dual_encoder *model, int64_
         gc_metadata_set(metadata, CHUNK_SIZE_KEYS[1], "%lld", (long long)progress->chunk_sizes[1]);
     }
     gc_metadata_set(metadata, "optimizer.step", "%lld", (long long)optimizer_step);
+    const gc_dataset_losses *losses = &progress->dataset_losses;
+    for (int d = 0; d < losses->count && losses->count > 1; d++) {
+        char key[64], sum[32];
+        snprintf(key, sizeof key, "train.dataset%d.loss_sum", d);
+        gc_metadata_set(metadata, key, "%s", gc_format_exact(losses->sums[d], sum, sizeof sum));
+        snprintf(key, sizeof key, "train.dataset%d.loss_steps", d);
+        gc_metadata_set(metadata, key, "%lld", (long long)losses->steps[d]);
+    }
     if (progress->scaled) {
         char scale[32];
         gc_metadata_set(metadata, "scaler.scale", "%s", gc_format_exact(progress->scaler.scale, scale, sizeof scale));
@@ -156,13 +164,30 @@ static gc_status read_counters(const gc_safetensors *file, const char *path, con
     if (status == GC_OK) status = gc_metadata_read_int(file, path, "optimizer.step", 0, INT64_MAX, optimizer_step);
     if (status != GC_OK) return status;
     int64_t epoch, position;
-    gc_batch_sampler_locate(plan->batches, progress->step, &epoch, &position);
+    gc_multi_sampler_locate(plan->batches, progress->step, &epoch, &position);
     if (progress->epoch != epoch || progress->position != position)
         return refuse(path, "train.epoch %lld and train.position %lld are not where train.step %lld falls (epoch %lld, "
                       "position %lld with %lld steps of %lld per epoch)", (long long)progress->epoch,
                       (long long)progress->position, (long long)progress->step, (long long)epoch, (long long)position,
                       (long long)plan->batches->steps_per_epoch, (long long)plan->batches->batch_size);
     return GC_OK;
+}
+
+/* Several datasets: each one's losses since the last logging point, at most as many as the
+ * steps so far, and a sum of none 0. */
+static gc_status read_dataset_losses(const gc_safetensors *file, const char *path, gc_train_progress *progress) {
+    gc_dataset_losses *losses = &progress->dataset_losses;
+    gc_status status = GC_OK;
+    for (int d = 0; d < losses->count && losses->count > 1 && status == GC_OK; d++) {
+        char key[64];
+        snprintf(key, sizeof key, "train.dataset%d.loss_steps", d);
+        status = gc_metadata_read_int(file, path, key, 0, progress->step, &losses->steps[d]);
+        snprintf(key, sizeof key, "train.dataset%d.loss_sum", d);
+        if (status == GC_OK) status = gc_metadata_read_double(file, path, key, &losses->sums[d]);
+        if (status == GC_OK && losses->steps[d] == 0 && losses->sums[d] != 0)
+            return refuse(path, "metadata '%s' is %g, with no step counted", key, losses->sums[d]);
+    }
+    return status;
 }
 
 /* The optimizer's count of steps: one AdamW step per step, except the steps the loss scaler
@@ -309,6 +334,7 @@ gc_status gc_train_state_load_from(const gc_safetensors *file, const char *path,
     if (status == GC_OK) status = read_world(file, path, &written);
     if (status == GC_OK) status = read_counters(file, path, plan, progress, &optimizer_step);
     if (status == GC_OK && progress->scaled) status = read_scaler(file, path, progress);
+    if (status == GC_OK) status = read_dataset_losses(file, path, progress);
     if (status == GC_OK) status = check_optimizer_step(path, progress, optimizer_step);
     if (status == GC_OK) status = read_chunk_sizes(file, path, plan, progress);
     if (status == GC_OK) status = read_generators(file, path, plan, written, progress);

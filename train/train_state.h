@@ -5,7 +5,10 @@
  * ("optimizer.exp_avg.<param>", "optimizer.exp_avg_sq.<param>"), and metadata:
  *   - the model's description (see model_file.h), so the file also rebuilds the model;
  *   - "train.step" (steps done), "train.epoch" and "train.position" (the epoch of the next
- *     step and how many of its examples earlier steps used), "optimizer.step";
+ *     step and how many of its examples earlier steps used: the schedule's epoch with several
+ *     datasets, gc_multi_sampler_locate), "optimizer.step";
+ *   - with several datasets, "train.dataset<D>.loss_sum" (exact) and "train.dataset<D>.loss_steps"
+ *     for each dataset D: its losses since the last logging point (dataset_losses.h);
  *   - with --gc only, "train.query_chunk_size" and "train.passage_chunk_size": the GradCache
  *     chunk sizes in effect (automatic sizing may have lowered those the flags asked for);
  *   - "rng.<device>.seed" and "rng.<device>.offset" (decimal) for the default generator of
@@ -31,8 +34,10 @@
 #include "gradcache/loss_scaler.h"
 #include "gradcache/optim.h"
 #include "gradcache/rng.h"
+#include "dataset_losses.h"
 #include "gradcache/train.h"
 #include "metadata.h"
+#include "train_data.h"
 #include "train_optim.h"
 
 /* AdamW's entries are "<prefix>.exp_avg.<param>", ... (gc_adamw_state_names). */
@@ -45,7 +50,7 @@
 /* The shape of a run, which a checkpoint must fit. */
 typedef struct gc_train_plan {
     int64_t total_steps;
-    const gc_batch_sampler *batches; /* where a step falls: its epoch and position */
+    const gc_multi_sampler *batches; /* where a step falls: its epoch and position */
     bool gc;                         /* chunk sizes are stored only for Gradient Cache runs */
     int rank, world;                 /* this process's place in a data-parallel run (0 and 1: none) */
 } gc_train_plan;
@@ -56,13 +61,14 @@ typedef struct gc_train_progress {
     gc_rng_context rng;
     bool scaled;             /* f16: the loss scaler below is part of the state */
     gc_loss_scaler scaler;
+    gc_dataset_losses dataset_losses; /* several datasets: part of the state */
 } gc_train_progress;
 
 /* The run's settings (the "flag.*" entries above) into `settings`: every setting of `config`
- * that decides what the run computes, with the data's size and a hash of its texts as
- * "flag.data". Where the run computes (device, memory limit), where it writes and how often
- * it saves are left out: free to change. */
-void gc_train_settings(const gc_trainer_config *config, const gc_pairs *pairs, gc_metadata *settings);
+ * that decides what the run computes, with each dataset's size and a hash of its texts as
+ * "flag.data" (and with several, "flag.sampling"). Where the run computes (device, memory
+ * limit), where it writes, how often it saves and logs are left out: free to change. */
+void gc_train_settings(const gc_trainer_config *config, const gc_train_data *data, gc_metadata *settings);
 
 /* Writes the checkpoint to `path` atomically: the model, optimizer_state (AdamW's whole state
  * under GC_TRAIN_OPTIMIZER_PREFIX: gc_train_optim_state) after optimizer_step steps, and the

@@ -43,7 +43,8 @@ gc_trainer_config gc_trainer_config_default(void) {
                                .distill_temperatures = {1, 1},
                                .device = gc_cpu(),
                                .save_every = 100,
-                               .checkpoint_minutes = 5};
+                               .checkpoint_minutes = 5,
+                               .log_every = 10};
 }
 
 /* GC_ERR_CONFIG with a printf-style message: a setting that cannot work. */
@@ -121,6 +122,9 @@ static gc_status check_config(const gc_trainer_config *c) {
         gc_status status = check_distill(c);
         if (status != GC_OK) return status;
     }
+    if ((unsigned)c->sampling > GC_SAMPLING_PROPORTIONAL)
+        return refuse("--sampling: %d is neither round-robin nor proportional", (int)c->sampling);
+    if (c->log_every < 0) return refuse("--log-every %lld: expected at least 0", (long long)c->log_every);
     if ((unsigned)c->global_loss > GC_GLOBAL_LOSS_RING)
         return refuse("--loss: global_loss %d is none of AUTO, GATHER and RING", (int)c->global_loss);
     return GC_OK;
@@ -151,20 +155,44 @@ static gc_status check_prefixes(const gc_trainer *t) {
     return GC_OK;
 }
 
-/* --no-duplicates: each example's keys are its positives' indices among the distinct texts. */
-static void keep_positives_apart(gc_trainer *t, int64_t positives) {
-    int64_t texts = t->pairs.count * positives;
+/* --no-duplicates: each example's keys are its positives' indices among the distinct texts of
+ * its dataset (a batch is one dataset's). */
+static void keep_positives_apart(gc_batch_sampler *batches, const gc_pairs *pairs, int64_t positives) {
+    int64_t texts = pairs->count * positives;
     const char **columns = malloc((size_t)texts * sizeof *columns);
     int64_t *keys = malloc((size_t)texts * sizeof *keys);
     if (!columns || !keys) gc_fatal("trainer: out of host memory for %lld positives", (long long)texts);
-    for (int64_t e = 0; e < t->pairs.count; e++)
-        for (int64_t c = 0; c < positives; c++) columns[e * positives + c] = gc_pairs_text(&t->pairs, e, (int)c + 1);
+    for (int64_t e = 0; e < pairs->count; e++)
+        for (int64_t c = 0; c < positives; c++) columns[e * positives + c] = gc_pairs_text(pairs, e, (int)c + 1);
     const char **distinct;
     int64_t n_distinct = gc_distinct_texts(columns, texts, &distinct, keys);
-    gc_batch_sampler_distinct(&t->batches, keys, (int)positives, n_distinct);
+    gc_batch_sampler_distinct(batches, keys, (int)positives, n_distinct);
     free(distinct);
     free(keys);
     free(columns);
+}
+
+/* Dataset d has the columns the settings take and the examples an update takes. */
+static gc_status check_dataset(const gc_trainer *t, int d) {
+    const gc_trainer_config *c = &t->config;
+    const char *path = t->data.paths[d];
+    /* the columns after the query: the positives, then the negatives */
+    int64_t columns = t->data.pairs[d].negatives + 1, positives = gc_trainer_positives(c),
+            negatives = columns - positives, examples = t->data.pairs[d].count;
+    if (positives > columns)
+        return refuse("--positives %lld: %s has %lld column%s after the query", (long long)positives, path,
+                      (long long)columns, columns == 1 ? "" : "s");
+    if (c->hard_negatives > negatives)
+        return refuse("--hard-negatives %lld: %s has %lld negative column%s", (long long)c->hard_negatives, path,
+                      (long long)negatives, negatives == 1 ? "" : "s");
+    /* an update takes `accumulate` batches: the sampler's batch is all of them */
+    int64_t accumulation = gc_trainer_accumulation(c);
+    if (c->batch_size * accumulation <= examples) return GC_OK;
+    if (accumulation == 1)
+        return refuse("--batch-size %lld: %s has only %lld examples", (long long)c->batch_size, path,
+                      (long long)examples);
+    return refuse("--batch-size %lld times --accumulate %lld: %s has only %lld examples", (long long)c->batch_size,
+                  (long long)accumulation, path, (long long)examples);
 }
 
 /* The device, the data and the sizes the settings imply. */
@@ -176,29 +204,22 @@ static gc_status load_data(gc_trainer *t) {
         status = refuse("--precision %s: %s", gc_dtype_name(c->dtype), gc_last_error());
     if (status != GC_OK) return status;
     t->limit = gc_mem_limit_apply(t->device, c->mem_limit, t->dist.env.local_world_size);
-    if (gc_dataset_pairs_read(c->data, "train", &t->pairs, &t->data_path) != GC_OK) return failed("--data");
-    /* the columns after the query: the positives, then the negatives */
-    int64_t columns = t->pairs.negatives + 1, positives = gc_trainer_positives(c), negatives = columns - positives;
-    if (positives > columns)
-        return refuse("--positives %lld: %s has %lld column%s after the query", (long long)positives, t->data_path,
-                      (long long)columns, columns == 1 ? "" : "s");
-    if (c->hard_negatives > negatives)
-        return refuse("--hard-negatives %lld: %s has %lld negative column%s", (long long)c->hard_negatives,
-                      t->data_path, (long long)negatives, negatives == 1 ? "" : "s");
-    if (c->teacher_scores &&
-        gc_teacher_scores_read(c->teacher_scores, t->pairs.count, t->pairs.negatives + 1, &t->teacher) != GC_OK)
-        return failed("--teacher-scores");
-    /* an update takes `accumulate` batches: the sampler's batch is all of them */
-    int64_t accumulation = gc_trainer_accumulation(c), update_batch = c->batch_size * accumulation;
-    if (update_batch > t->pairs.count) {
-        if (accumulation == 1)
-            return refuse("--batch-size %lld: %s has only %lld examples", (long long)c->batch_size, t->data_path,
-                          (long long)t->pairs.count);
-        return refuse("--batch-size %lld times --accumulate %lld: %s has only %lld examples", (long long)c->batch_size,
-                      (long long)accumulation, t->data_path, (long long)t->pairs.count);
+    if (gc_train_data_read(c->data, &t->data) != GC_OK) return failed("--data");
+    int64_t examples[GC_MAX_DATASETS];
+    for (int d = 0; d < t->data.count; d++) {
+        if ((status = check_dataset(t, d)) != GC_OK) return status;
+        examples[d] = t->data.pairs[d].count;
     }
-    gc_batch_sampler_init(&t->batches, stream_seed(c->seed, STREAM_DATA), t->pairs.count, update_batch);
-    if (c->no_duplicates) keep_positives_apart(t, positives);
+    if (c->teacher_scores && t->data.count > 1)
+        return refuse("--teacher-scores with %d datasets in --data: the scores file is one pair file's",
+                      t->data.count);
+    if (c->teacher_scores && gc_teacher_scores_read(c->teacher_scores, examples[0], t->data.pairs[0].negatives + 1,
+                                                    &t->teacher) != GC_OK)
+        return failed("--teacher-scores");
+    gc_multi_sampler_init(&t->batches, stream_seed(c->seed, STREAM_DATA), t->data.count, examples,
+                          c->batch_size * gc_trainer_accumulation(c), c->sampling);
+    for (int d = 0; d < t->data.count && c->no_duplicates; d++)
+        keep_positives_apart(&t->batches.datasets[d], &t->data.pairs[d], gc_trainer_positives(c));
     int64_t steps_per_epoch = t->batches.steps_per_epoch;
     t->plan = (gc_train_plan){.total_steps = c->steps ? c->steps : (c->epochs ? c->epochs : 1) * steps_per_epoch,
                               .batches = &t->batches,
@@ -236,7 +257,8 @@ static gc_status build_model(gc_trainer *t, bool resume) {
     t->progress = (gc_train_progress){.chunk_sizes = {c->gc ? c->chunk_sizes[0] : c->batch_size,
                                                       c->gc ? c->chunk_sizes[1] : passages},
                                       .rng = gc_rng_capture(),
-                                      .scaled = c->dtype == GC_F16};
+                                      .scaled = c->dtype == GC_F16,
+                                      .dataset_losses.count = t->data.count};
     gc_loss_scaler_init(&t->progress.scaler);
     if (resume) {
         if (gc_train_state_load(t->checkpoint_path, &t->model, &t->optimizer, &t->progress, &t->settings, &t->plan) !=
@@ -267,7 +289,7 @@ static gc_status open_folder(gc_trainer *t) {
 static gc_status set_up(gc_trainer *t, bool resume) {
     gc_status status = load_data(t);
     if (status != GC_OK) return status;
-    gc_train_settings(&t->config, &t->pairs, &t->settings);
+    gc_train_settings(&t->config, &t->data, &t->settings);
     t->checkpoint_path = gc_path_join(t->out, "checkpoint.safetensors");
     t->model_path = gc_path_join(t->out, "model.safetensors");
     status = build_model(t, resume);
@@ -366,10 +388,9 @@ void gc_trainer_free(gc_trainer *t) {
     gc_dual_encoder_free(&t->model);
     gc_dual_encoder_free(&t->guide);
     gc_metadata_free(&t->settings);
-    gc_pairs_free(&t->pairs);
+    gc_train_data_free(&t->data);
     gc_teacher_scores_free(&t->teacher);
-    gc_batch_sampler_free(&t->batches);
-    free(t->data_path);
+    gc_multi_sampler_free(&t->batches);
     free(t->checkpoint_path);
     free(t->model_path);
     free(t->out);

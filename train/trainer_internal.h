@@ -8,6 +8,7 @@
 #include "run_lock.h"
 #include "run_log.h"
 #include "save_timer.h"
+#include "train_data.h"
 #include "train_dist.h"
 #include "train_optim.h"
 #include "train_state.h"
@@ -22,9 +23,10 @@ struct gc_trainer {
     gc_device device;           /* config->device, or cuda:LOCAL_RANK in a launched CUDA run */
     gc_mem_limit limit;         /* on the device: config->mem_limit, GC_MEM_LIMIT's or the default */
     gc_train_dist dist;         /* data-parallel: this rank's part of a launched run */
-    char *data_path, *checkpoint_path, *model_path;
-    gc_pairs pairs;
-    gc_batch_sampler batches;   /* each step's examples */
+    char *checkpoint_path, *model_path;
+    gc_train_data data;         /* --data's datasets (one, or several) */
+    gc_multi_sampler batches;   /* each step's dataset and examples */
+    double dataset_means[GC_MAX_DATASETS]; /* several datasets: a logging point's means (the record's) */
     gc_train_plan plan;         /* the steps, the batches, the world: what a checkpoint must fit */
     int64_t stop_step;          /* the last step gc_trainer_run takes: plan.total_steps, or stop_after */
     gc_dual_encoder model;

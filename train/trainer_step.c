@@ -59,7 +59,7 @@ static gc_tensor *gathered(const gc_trainer *t, gc_tensor *side) {
  * its hard negatives, the passages' order. Each rank encodes its own share of the examples,
  * and the shares are gathered: every rank holds the global batch's guide rows, as the gathered
  * loss holds the student's (around the ring, each keeps its own, as the student's). */
-static gc_status guide_representations(gc_trainer *t, const int64_t *all_examples) {
+static gc_status guide_representations(gc_trainer *t, const gc_pairs *pairs, const int64_t *all_examples) {
     const gc_trainer_config *c = &t->config;
     int64_t start, count, per_example = 1 + c->hard_negatives;
     gc_train_dist_share(&t->dist, c->batch_size, &start, &count);
@@ -68,8 +68,8 @@ static gc_status guide_representations(gc_trainer *t, const int64_t *all_example
     const char **passages = malloc((size_t)(count * per_example) * sizeof *passages);
     if (!queries || !passages) gc_fatal("train: out of host memory for %lld texts", (long long)count);
     for (int64_t e = 0; e < count; e++) {
-        queries[e] = gc_pairs_text(&t->pairs, examples[e], 0);
-        for (int64_t k = 0; k < per_example; k++) passages[e * per_example + k] = gc_pairs_text(&t->pairs, examples[e], (int)(1 + k));
+        queries[e] = gc_pairs_text(pairs, examples[e], 0);
+        for (int64_t k = 0; k < per_example; k++) passages[e * per_example + k] = gc_pairs_text(pairs, examples[e], (int)(1 + k));
     }
     /* eval mode, no graph, a chunk of texts at a time: the student's chunk sizes */
     t->gist.guide_queries =
@@ -111,23 +111,24 @@ static void release_teacher(gc_trainer *t) {
     t->distill.teacher_scores = NULL;
 }
 
-/* One batch of an update: this rank's share of examples[0..batch_size), tokenized, and its
+/* One batch of an update: this rank's share of examples[0..batch_size) of `pairs`, tokenized, and its
  * gradients added to the parameters' (a cached or a plain step); its loss into *loss, the
  * largest peak of live bytes it saw into *peak, and whether its loss ran around the ring into
  * *ring. */
-static gc_status batch_gradients(gc_trainer *t, const int64_t *examples, double *loss, size_t *peak, bool *ring) {
+static gc_status batch_gradients(gc_trainer *t, const gc_pairs *pairs, const int64_t *examples, double *loss,
+                                 size_t *peak, bool *ring) {
     const gc_trainer_config *c = &t->config;
     int64_t share_start, share;
     gc_train_dist_share(&t->dist, c->batch_size, &share_start, &share); /* this rank's examples */
     gc_training_batch batch;
     /* each example's passages: its positives, then its hard negatives */
     int passage_columns = (int)(gc_trainer_positives(c) - 1 + c->hard_negatives);
-    gc_status status = gc_training_batch_make(&t->pairs, examples + share_start, share, passage_columns,
+    gc_status status = gc_training_batch_make(pairs, examples + share_start, share, passage_columns,
                                               t->model.tokenizer, t->model.prompts, c->max_length, c->dtype, t->device,
                                               &batch);
     if (status != GC_OK) return status;
     gc_memory_reset_peak(t->device);
-    if (c->guide) status = guide_representations(t, examples);
+    if (c->guide) status = guide_representations(t, pairs, examples);
     if (status == GC_OK && c->teacher_scores) status = teacher_scores(t, examples);
     gc_cache_report report = {0};
     if (status == GC_OK && c->gc) status = gc_cache_step(t->cache, batch.inputs, loss, &report);
@@ -144,12 +145,24 @@ static gc_status batch_gradients(gc_trainer *t, const int64_t *examples, double 
     return status;
 }
 
+/* Several datasets: the record's loss added to its dataset's, and at a logging point (every
+ * log_every steps, and the run's last) each dataset's mean since the previous one into it. */
+static void log_dataset_loss(gc_trainer *t, gc_step_record *record) {
+    gc_dataset_losses_add(&t->progress.dataset_losses, record->dataset, record->loss);
+    int64_t every = t->config.log_every;
+    if ((every && record->step % every == 0) || record->step == t->plan.total_steps) {
+        gc_dataset_losses_take(&t->progress.dataset_losses, t->dataset_means);
+        record->dataset_losses = t->dataset_means;
+    }
+}
+
 /* Step t->progress.step + 1: the batches (K with --accumulate K, their gradients summed and
  * reduced across processes once, at the last), clipping and the AdamW update. */
 static gc_status run_step(gc_trainer *t, gc_step_record *record) {
     const gc_trainer_config *c = &t->config;
     int64_t step = t->progress.step, epoch, batches = gc_trainer_accumulation(c);
-    const int64_t *examples = gc_batch_sampler_batch(&t->batches, step, &epoch);
+    int dataset;
+    const int64_t *examples = gc_multi_sampler_batch(&t->batches, step, &dataset, &epoch);
     double start = gc_seconds(), loss = 0;
     size_t peak = 0;
     bool ring = false;
@@ -157,7 +170,7 @@ static gc_status run_step(gc_trainer *t, gc_step_record *record) {
     for (int64_t b = 0; b < batches && status == GC_OK; b++) {
         if (t->dist.ddp && batches > 1) gc_ddp_micro_batch(t->dist.ddp, (int)b, (int)batches);
         double batch_loss = NAN;
-        status = batch_gradients(t, examples + b * c->batch_size, &batch_loss, &peak, &ring);
+        status = batch_gradients(t, &t->data.pairs[dataset], examples + b * c->batch_size, &batch_loss, &peak, &ring);
         loss += batch_loss / (double)batches; /* the update's loss: the mean of its batches' */
     }
     if (status != GC_OK) return status;
@@ -188,7 +201,11 @@ static gc_status run_step(gc_trainer *t, gc_step_record *record) {
                                .chunk_sizes = {t->progress.chunk_sizes[0], t->progress.chunk_sizes[1]},
                                .loss_scale = loss_scale,
                                .skipped = skipped,
-                               .global_loss = !t->dist.group ? "local" : ring ? "ring" : "gather"};
+                               .global_loss = !t->dist.group ? "local" : ring ? "ring" : "gather",
+                               .dataset = dataset,
+                               .datasets = t->data.count,
+                               .dataset_name = t->data.names[dataset]};
+    if (t->data.count > 1) log_dataset_loss(t, record);
     t->progress.step = step + 1;
     return GC_OK;
 }
@@ -196,7 +213,7 @@ static gc_status run_step(gc_trainer *t, gc_step_record *record) {
 /* The checkpoint and the model file, both written atomically by rank 0, with every rank's
  * random-number state and AdamW's whole state (every rank takes part). */
 gc_status gc_trainer_save(gc_trainer *t) {
-    gc_batch_sampler_locate(&t->batches, t->progress.step, &t->progress.epoch, &t->progress.position);
+    gc_multi_sampler_locate(&t->batches, t->progress.step, &t->progress.epoch, &t->progress.position);
     t->progress.rng = gc_rng_capture();
     int world = t->plan.world;
     gc_rng_context *every_rank = malloc((size_t)world * sizeof *every_rank);

@@ -4,7 +4,8 @@
  *   pair datasets   gc_pairs: `query<TAB>positive[<TAB>negative...]` files, read a bounded
  *                   line at a time; gc_wordnet_*: WordNet's definition -> word pairs
  *   batches         gc_batch_sampler: each epoch's order from (seed, epoch), a step's examples
- *                   from the step alone; gc_training_batch: a step's tokenized tensors
+ *                   from the step alone; gc_multi_sampler: several datasets, each step's batch
+ *                   from one; gc_training_batch: a step's tokenized tensors
  *   dual encoders   gc_dual_encoder: a query and a passage tower (or one, tied), from a preset
  *                   or a pretrained folder; loaded from and saved to a run or model folder
  *   evaluation      gc_retrieval_*: Recall@1, Recall@10 and MRR; gc_beir_*: BEIR-format
@@ -238,6 +239,56 @@ int64_t gc_batch_order_distinct(int64_t *order, int64_t count, int64_t batch_siz
                                 int per_example, int64_t n_keys);
 /* order[0..count): the permutation of `epoch`. */
 void gc_epoch_order(uint64_t seed, int64_t epoch, int64_t count, int64_t *order);
+
+/* Several datasets in one run (--data a,b,c): every step's batch comes from ONE dataset, so
+ * that its in-batch negatives are of one kind, and which dataset a step takes is a function of
+ * (seed, step) alone, as its examples are. Dataset d keeps its own gc_batch_sampler, whose
+ * steps are d's batches in turn: the k-th step that takes d takes d's step k (its own epochs,
+ * each visiting its examples once). The schedule, as sentence-transformers'
+ * MultiDatasetBatchSampler:
+ *   GC_SAMPLING_ROUND_ROBIN   the datasets in turn (0, 1, .., n-1, 0, ..); an epoch of the
+ *                             schedule ends when the smallest dataset has given its steps per
+ *                             epoch: n times the smallest's steps. The larger datasets go on in
+ *                             the next epoch where they were (their own epochs are longer);
+ *   GC_SAMPLING_PROPORTIONAL  an epoch takes every dataset's steps per epoch exactly once, in an
+ *                             order drawn from (seed, epoch) (a Fisher-Yates shuffle of the
+ *                             multiset, gc_epoch_order): dataset d on S_d of the sum S of them,
+ *                             and each dataset's own epoch is the schedule's.
+ * Dataset 0's sampler is seeded with `seed` itself (so one dataset is the single-dataset run,
+ * bit for bit), dataset d's with gc_derive_seed(seed, d), the proportional order with
+ * gc_derive_seed(seed, 0). */
+typedef enum gc_sampling { GC_SAMPLING_ROUND_ROBIN, GC_SAMPLING_PROPORTIONAL } gc_sampling;
+
+/* The most datasets one run takes. */
+#define GC_MAX_DATASETS 64
+
+typedef struct gc_multi_sampler {
+    gc_sampling sampling;       /* one dataset: round-robin (the same schedule) */
+    int count;                  /* datasets, 1 .. GC_MAX_DATASETS */
+    gc_batch_sampler *datasets; /* [count]: each dataset's own batches */
+    int64_t batch_size;         /* B, every dataset's */
+    int64_t steps_per_epoch;    /* the schedule's epoch */
+    uint64_t order_seed;        /* proportional: names each epoch's order */
+    int64_t epoch;              /* proportional: the epoch whose order is below; -1: none yet */
+    int *order;                 /* proportional: [steps_per_epoch] the dataset of each step */
+    int64_t *before;            /* proportional: [steps_per_epoch] steps of the same dataset before
+                                   it in the epoch */
+} gc_multi_sampler;
+
+/* examples[count]: each dataset's size, each at least batch_size (else a programmer error, as
+ * 1 <= count <= GC_MAX_DATASETS). */
+void gc_multi_sampler_init(gc_multi_sampler *sampler, uint64_t seed, int count, const int64_t *examples,
+                           int64_t batch_size, gc_sampling sampling);
+/* The schedule's epoch of step `step` (from 0) and how many examples of that epoch come before
+ * it (steps into the epoch times B): with one dataset, gc_batch_sampler_locate's. */
+void gc_multi_sampler_locate(const gc_multi_sampler *sampler, int64_t step, int64_t *epoch, int64_t *position);
+/* The dataset of step `step` into *dataset and its own step (how many earlier steps took it)
+ * into *dataset_step. */
+void gc_multi_sampler_which(gc_multi_sampler *sampler, int64_t step, int *dataset, int64_t *dataset_step);
+/* The examples of step `step`: [batch_size] indices into dataset *dataset (valid until the next
+ * call); *epoch receives the schedule's epoch. */
+const int64_t *gc_multi_sampler_batch(gc_multi_sampler *sampler, int64_t step, int *dataset, int64_t *epoch);
+void gc_multi_sampler_free(gc_multi_sampler *sampler);
 
 /* The two inputs of a step: the queries, and the passages (each example's positive followed by
  * its first `negatives` further columns, the layout gc_contrastive_loss expects: with k
@@ -644,6 +695,13 @@ typedef struct gc_step_record {
     bool skipped;                  /* an inf or nan gradient: no update, and the scale halved */
     const char *global_loss;       /* how the loss saw the global batch: "gather" or "ring" across
                                       processes, "local" in one (a static string) */
+    /* several datasets (--data a,b): the step's dataset, its index in the list and its element
+     * as given; at a logging point (every log_every steps, and the run's last), [datasets]
+     * each dataset's mean loss over its steps since the previous one (nan: none; valid until
+     * the next step), else NULL */
+    int dataset, datasets;
+    const char *dataset_name;
+    const double *dataset_losses;
 } gc_step_record;
 
 /* A run: a dual encoder trained on query/positive pairs with the in-batch contrastive loss
@@ -658,7 +716,10 @@ typedef struct gc_step_record {
  * defaults; `data` and `out` have none. */
 typedef struct gc_trainer_config {
     const char *data;           /* --data: a pair file, a folder holding train.tsv, or a BEIR-format
-                                   folder (its qrels/train.tsv: gc_dataset_pairs_read) */
+                                   folder (its qrels/train.tsv: gc_dataset_pairs_read); or several,
+                                   separated by commas, each step's batch from one of them */
+    gc_sampling sampling;       /* --sampling: with several datasets, which one each step takes
+                                   (gc_multi_sampler) */
     const char *out;            /* --out: the run folder */
     const char *init;           /* --init: a pretrained model folder to fine-tune (one encoder), or NULL */
     int model_size;             /* --model-size without init: an index into gc_model_size_names */
@@ -723,6 +784,8 @@ typedef struct gc_trainer_config {
     double checkpoint_minutes;  /* --checkpoint-minutes: also a checkpoint after the first step that ends
                                    this many minutes of wall time after the start or the last
                                    checkpoint, the same step on every process (0: by steps only) */
+    int64_t log_every;          /* --log-every: with several datasets, steps between the log lines that
+                                   carry each dataset's mean loss (0: only the last step's) */
     int64_t stop_after;         /* --stop-after: the last step gc_trainer_run takes, as if interrupted (0: all) */
     /* called after every step's log line, on every process (process 0 writes the log), or NULL */
     void (*on_step)(void *user, const gc_step_record *record);

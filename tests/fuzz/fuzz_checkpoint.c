@@ -20,7 +20,7 @@ typedef struct run {
     gc_dual_encoder model;
     gc_train_optim optimizer;
     gc_metadata settings;
-    gc_batch_sampler batches;
+    gc_multi_sampler batches;
     gc_train_plan plan;
     gc_train_progress progress;
 } run;
@@ -33,7 +33,8 @@ static void run_begin(run *r) {
         abort();
     r->settings = (gc_metadata){0};
     gc_metadata_set(&r->settings, "flag.seed", "5");
-    gc_batch_sampler_init(&r->batches, 0, 8, 2); /* 4 steps per epoch */
+    int64_t examples = 8;
+    gc_multi_sampler_init(&r->batches, 0, 1, &examples, 2, GC_SAMPLING_ROUND_ROBIN); /* 4 steps per epoch */
     r->plan = (gc_train_plan){.total_steps = 8, .batches = &r->batches, .gc = true, .rank = 0, .world = 1};
     gc_manual_seed(5);
     r->progress = (gc_train_progress){.chunk_sizes = {2, 2}, .rng = gc_rng_capture()};
@@ -43,7 +44,7 @@ static void run_end(run *r) {
     gc_train_optim_free(&r->optimizer);
     gc_dual_encoder_free(&r->model);
     gc_metadata_free(&r->settings);
-    gc_batch_sampler_free(&r->batches);
+    gc_multi_sampler_free(&r->batches);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -58,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (status == GC_OK) {
         const gc_train_progress *p = &r.progress;
         int64_t epoch, position;
-        gc_batch_sampler_locate(&r.batches, p->step, &epoch, &position);
+        gc_multi_sampler_locate(&r.batches, p->step, &epoch, &position);
         if (p->step < 0 || p->step > r.plan.total_steps || p->epoch != epoch || p->position != position ||
             r.optimizer.whole.step != p->step || p->chunk_sizes[0] < 1 || p->chunk_sizes[0] > 2 ||
             p->chunk_sizes[1] < 1 || p->chunk_sizes[1] > 2)
