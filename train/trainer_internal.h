@@ -4,6 +4,7 @@
 #define GC_TRAIN_TRAINER_INTERNAL_H
 
 #include "gradcache/train.h"
+#include "eval_set.h"
 #include "metadata.h"
 #include "run_log.h"
 #include "train_dist.h"
@@ -41,12 +42,21 @@ struct gc_trainer {
     gc_metadata settings;       /* the settings a resumed run must share (train_state.h) */
     gc_train_progress progress; /* where the run is: what a checkpoint holds */
     gc_run_log log;             /* process 0's DIR/log.jsonl */
+    gc_eval_set eval;           /* --eval-every: the set evaluated on */
+    char *best_path;            /* process 0's OUT/best */
 };
 
 /* The recorded error prefixed with `what` ("step 3: training: ...") and, past the memory
  * limit, followed by where the limit came from (" (the limit: GC_MEM_LIMIT)"); its status kept
  * and returned. */
 gc_status gc_trainer_failed(const gc_trainer *trainer, const char *what);
+
+/* --eval-every (trainer_eval.c): the evaluation set read and, on process 0, what a killed run
+ * left of OUT/best/ tidied, before the first step. */
+gc_status gc_trainer_eval_begin(gc_trainer *trainer);
+/* After step `step`'s log line: the evaluation when due, with its log line, OUT/best/ when it
+ * is the best so far, and --early-stop (which moves stop_step to `step`). */
+gc_status gc_trainer_eval_after(gc_trainer *trainer, int64_t step);
 
 /* Batches per update: config->accumulate, 0 counting as 1. */
 int64_t gc_trainer_accumulation(const gc_trainer_config *config);

@@ -231,6 +231,7 @@ gc_status gc_trainer_step(gc_trainer *t, gc_step_record *record) {
     if (gc_train_dist_rank(&t->dist) == 0 && gc_run_log_append(&t->log, &done) != GC_OK)
         return step_failed(t, done.step, "logging");
     if (t->config.on_step) t->config.on_step(t->config.user, &done);
+    if (gc_trainer_eval_after(t, done.step) != GC_OK) return step_failed(t, done.step, "evaluating");
     bool checkpoint = t->config.save_every && done.step % t->config.save_every == 0;
     if ((checkpoint || done.step == t->stop_step) && gc_trainer_save(t) != GC_OK)
         return step_failed(t, done.step, "saving");
