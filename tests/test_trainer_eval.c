@@ -187,9 +187,15 @@ static void test_early_stop(void) {
     CHECK(strstr(log, "{\"step\":4,") == NULL && strstr(log, "\"early_stop\":true"));
     free(log);
     CHECK(access(gc_test_path(path, out, "checkpoint.safetensors"), F_OK) == 0);
-    /* resumed: stopped where it was, no step taken */
+    /* resumed: stopped where it was, no step taken, and no step to take */
     info = run(config, true, &seen);
     CHECK(seen.count == 0 && info.step == 3 && info.stop_step == 3 && info.early_stopped == 3 && info.best_step == 1);
+    gc_trainer *trainer;
+    REQUIRE(gc_trainer_resume(&config, &trainer) == GC_OK);
+    CHECK(gc_trainer_step(trainer, NULL) == GC_ERR_CONFIG);
+    CHECK_MSG(strstr(gc_last_error(), "step 4: the run stopped early at step 3"), "%s", gc_last_error());
+    gc_clear_error();
+    gc_trainer_free(trainer);
 }
 
 /* Stopped after step 3 (checkpoint), resumed to 6: the evaluations and OUT/best/ of the

@@ -270,7 +270,7 @@ static gc_status open_folder(gc_trainer *t) {
 /* Everything before the first step. */
 static gc_status set_up(gc_trainer *t, bool resume) {
     gc_status status = load_data(t);
-    if (status == GC_OK && t->config.eval_every) status = gc_trainer_eval_begin(t);
+    if (status == GC_OK && t->config.eval_every) status = gc_trainer_eval_begin(t, resume);
     if (status != GC_OK) return status;
     gc_train_settings(&t->config, &t->pairs, &t->settings);
     t->checkpoint_path = gc_path_join(t->out, "checkpoint.safetensors");

@@ -58,7 +58,7 @@ static bool exists(const char *path) {
     return stat(path, &info) == 0;
 }
 
-gc_status gc_trainer_eval_begin(gc_trainer *t) {
+gc_status gc_trainer_eval_begin(gc_trainer *t, bool resume) {
     gc_status status = gc_eval_set_open(&t->eval, &t->config);
     if (status != GC_OK || gc_train_dist_rank(&t->dist) != 0) return status;
     /* what a run killed while replacing its best left: the new folder half-built (a stale
@@ -68,6 +68,8 @@ gc_status gc_trainer_eval_begin(gc_trainer *t) {
     status = gc_remove_stale_temporaries(t->best_path, NULL);
     if (status == GC_OK && exists(previous))
         status = exists(t->best_path) ? gc_folder_remove(previous) : gc_folder_commit(previous, t->best_path);
+    /* a fresh run starts its log and its checkpoint anew: an earlier run's best is not its own */
+    if (status == GC_OK && !resume) status = gc_folder_remove(t->best_path);
     free(previous);
     return status;
 }

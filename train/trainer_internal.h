@@ -52,8 +52,8 @@ struct gc_trainer {
 gc_status gc_trainer_failed(const gc_trainer *trainer, const char *what);
 
 /* --eval-every (trainer_eval.c): the evaluation set read and, on process 0, what a killed run
- * left of OUT/best/ tidied, before the first step. */
-gc_status gc_trainer_eval_begin(gc_trainer *trainer);
+ * left of OUT/best/ tidied (a fresh run removes an earlier run's), before the first step. */
+gc_status gc_trainer_eval_begin(gc_trainer *trainer, bool resume);
 /* After step `step`'s log line: the evaluation when due, with its log line, OUT/best/ when it
  * is the best so far, and --early-stop (which moves stop_step to `step`). */
 gc_status gc_trainer_eval_after(gc_trainer *trainer, int64_t step);

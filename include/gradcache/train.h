@@ -756,7 +756,8 @@ gc_status gc_trainer_resume(const gc_trainer_config *config, gc_trainer **traine
  * checkpoint and the model when save_every or the stop step say so. A failure names the step
  * and what failed ("step 3: saving: ..."; GC_ERR_MEM_LIMIT with where the limit came from);
  * the checkpoint last written is intact. A loss or gradient norm that is not finite stops the
- * run (GC_ERR_FORMAT) before the update spreads it. GC_ERR_CONFIG past the run's last step. */
+ * run (GC_ERR_FORMAT) before the update spreads it. GC_ERR_CONFIG past the run's last step, and
+ * after --early-stop stopped it. */
 gc_status gc_trainer_step(gc_trainer *trainer, gc_step_record *record);
 /* Steps to the stop step (stop_after, or the last). */
 gc_status gc_trainer_run(gc_trainer *trainer);
