@@ -37,10 +37,6 @@ static gc_status read_set(gc_eval_set *set, const char *path) {
 
 gc_status gc_eval_set_open(gc_eval_set *set, const gc_trainer_config *c) {
     *set = (gc_eval_set){.limit = c->eval_limit};
-    if (c->eval_limit < 0) {
-        gc_set_error(GC_ERR_CONFIG, "--eval-limit %lld: expected at least 0", (long long)c->eval_limit);
-        return GC_ERR_CONFIG;
-    }
     gc_status status = read_set(set, c->eval_data);
     if (status != GC_OK) {
         gc_set_error(status, "--eval-data: %s", gc_last_error());

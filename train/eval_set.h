@@ -16,7 +16,7 @@ typedef struct gc_eval_set {
 } gc_eval_set;
 
 /* Reads config->eval_data and resolves config->eval_metric. GC_ERR_CONFIG naming --eval-metric
- * when it is no measure of that kind of set (or --eval-limit when negative); else GC_ERR_IO or
+ * when it is no measure of that kind of set; else GC_ERR_IO or
  * GC_ERR_FORMAT naming the file, prefixed "--eval-data: ". Nothing is kept on failure. */
 gc_status gc_eval_set_open(gc_eval_set *set, const gc_trainer_config *config);
 /* The measures of `model` on the set into record->count, names, values, metric and queries;
