@@ -26,7 +26,9 @@ expect_exit 1 "--eval-data: $work/missing.tsv" "$gradcache" train "${common[@]}"
     --eval-data "$work/missing.tsv" --out "$work/refused"
 check [ ! -e "$work/refused" ] "a refused run wrote $work/refused"
 expect_ok "$gradcache" train --help
-grep -q -- "--eval-every" "$work/stdout" && grep -q -- "--early-stop" "$work/stdout" || fail "--help lacks the eval flags"
+for flag in --eval-every --eval-data --eval-metric --eval-limit --early-stop; do
+    grep -q -- "$flag" "$work/stdout" || fail "--help lacks $flag"
+done
 
 # --- evaluations at 2, 4 and the last step (5); DIR/best/ for gradcache eval ------------
 expect_ok "$gradcache" train "${common[@]}" --eval-every 2 --eval-data "$pairs" --eval-limit 100 --out "$work/run"
