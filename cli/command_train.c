@@ -95,6 +95,22 @@ static int parse_prefixes(const char *text, gc_trainer_config *config) {
     return 0;
 }
 
+/* --eval-every and the flags that need it; 0 or the usage status. */
+static int check_eval_flags(const gc_trainer_config *f) {
+    if (f->eval_every && !f->eval_data)
+        return cli_fail("train", 2, "--eval-every needs --eval-data (a pair file or folder, or a BEIR-format folder)");
+    if (!f->eval_every && (f->eval_data || f->eval_metric || f->eval_limit || f->early_stop))
+        return cli_fail("train", 2, "--eval-data, --eval-metric, --eval-limit and --early-stop need --eval-every");
+    int known = 0;
+    while (f->eval_metric && gc_eval_measure_names[known] && strcmp(gc_eval_measure_names[known], f->eval_metric))
+        known++;
+    if (f->eval_metric && !gc_eval_measure_names[known])
+        return cli_fail("train", 2,
+                        "--eval-metric: expected one of mrr, recall@1, recall@10, ndcg@10, recall@100, mrr@10, "
+                        "map@100, got '%s'", f->eval_metric);
+    return 0;
+}
+
 /* Parses train's flags (argv[2..]): 0; 1 after --help; or 2 after one line on stderr naming
  * the flag (unknown, malformed, out of range, or a combination that makes no sense). */
 static int parse_flags(int argc, char **argv, train_flags *flags) {
@@ -194,6 +210,19 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
          "checkpoint, so that a killed run loses at most about that much (0: by --save-every only)"},
         {"stop-after", CLI_FLAG_INT, &f->stop_after, 0, 1e12, NULL,
          "stop after this step as if interrupted, checkpoint written, for --resume (0: never)"},
+        {"eval-every", CLI_FLAG_INT, &f->eval_every, 1, 1e12, NULL,
+         "evaluate every N steps and at the last on --eval-data (eval mode, the training's weights and random "
+         "streams untouched), a line in DIR/log.jsonl; the best model so far kept in DIR/best/ (with best.json)"},
+        {"eval-data", CLI_FLAG_STRING, &f->eval_data, 0, 0, NULL,
+         "with --eval-every: a pair file or a folder holding dev.tsv (MRR, Recall@1, Recall@10), or a BEIR-format "
+         "folder (its dev qrels, else test: nDCG@10, Recall@10, Recall@100, MRR@10, MAP@100)"},
+        {"eval-metric", CLI_FLAG_STRING, &f->eval_metric, 0, 0, NULL,
+         "with --eval-every, the measure that decides the best: mrr, recall@1, recall@10 (pairs) or ndcg@10, "
+         "recall@10, recall@100, mrr@10, map@100 (BEIR) (default: mrr, ndcg@10)"},
+        {"eval-limit", CLI_FLAG_INT, &f->eval_limit, 0, 1e12, NULL,
+         "with --eval-every, evaluate on the first Q pairs (BEIR: judged queries) only (0: all)"},
+        {"early-stop", CLI_FLAG_INT, &f->early_stop, 0, 1e12, NULL,
+         "with --eval-every, stop after K evaluations in a row without improvement, checkpoint written (0: never)"},
         {"resume", CLI_FLAG_BOOL, &flags->resume, 0, 0, NULL,
          "continue from DIR/checkpoint.safetensors (with the flags of the run that wrote it)"},
         CLI_WEIGHT_PACKING_FLAG(flags->weight_packing),
@@ -226,6 +255,8 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
     if ((f->distill_temperatures[0] != 1 || f->distill_temperatures[1] != 1) && f->distill != GC_DISTILL_KL_DIV)
         return cli_fail("train", 2, "--student-temperature and --teacher-temperature need --distill kl");
     if (flags->matryoshka && parse_prefixes(flags->matryoshka, f)) return 2;
+    int status_eval = check_eval_flags(f);
+    if (status_eval) return status_eval;
     return flags->gc_chunk_size ? parse_chunk_sizes(flags->gc_chunk_size, f->chunk_sizes) : 0;
 }
 
@@ -248,6 +279,20 @@ static void on_step(void *user, const gc_step_record *record) {
     r->global_loss = record->global_loss;
 }
 
+/* gc_trainer_config.on_eval: a line per evaluation on stderr (process 0). */
+static void on_eval(void *user, const gc_eval_record *e) {
+    report *r = user;
+    if (!r->printer) return;
+    cli_progress_end(&r->bar);
+    fprintf(stderr, "gradcache train: step %lld: %s %.4f", (long long)e->step, e->names[e->metric],
+            e->values[e->metric]);
+    if (e->best) fprintf(stderr, " (the best so far)\n");
+    else
+        fprintf(stderr, " (best %.4f at step %lld, %lld evaluation%s without improvement)\n", e->best_value,
+                (long long)e->best_step, (long long)e->since_best, e->since_best == 1 ? "" : "s");
+    if (e->stopped) fprintf(stderr, "gradcache train: early stop at step %lld\n", (long long)e->step);
+}
+
 /* The summary's word on how the last step's loss saw the global batch (nothing in one process). */
 static const char *exchange_note(const char *global_loss) {
     if (!strcmp(global_loss, "ring")) return " (the loss around the ring)";
@@ -258,6 +303,13 @@ static int train(gc_trainer *trainer, const train_flags *f, report *r) {
     gc_trainer_info info = gc_trainer_get_info(trainer);
     r->printer = info.rank == 0;
     r->first = info.step;
+    if (info.early_stopped) {
+        if (r->printer)
+            printf("nothing to do: %s stopped early at step %lld of %lld (--early-stop: no better %s since step "
+                   "%lld, %.4f)\n", info.checkpoint_path, (long long)info.early_stopped, (long long)info.total_steps,
+                   info.eval_metric, (long long)info.best_step, info.best_value);
+        return 0;
+    }
     if (info.step >= info.stop_step) {
         if (r->printer)
             printf("nothing to do: %s is at step %lld of %lld\n", info.checkpoint_path, (long long)info.step,
@@ -279,10 +331,14 @@ static int train(gc_trainer *trainer, const train_flags *f, report *r) {
         return cli_fail("train", 1, "%s%s", gc_last_error(),
                         memory && !f->config.gc ? " (a plain step holds the whole batch's activations: try --gc)" : "");
     }
+    info = gc_trainer_get_info(trainer); /* where it stopped, and its best */
     if (r->printer)
         printf("trained steps %lld-%lld of %lld in %.1f s, loss %.4f -> %.4f%s; wrote %s and %s\n",
-               (long long)info.step + 1, (long long)info.stop_step, (long long)info.total_steps, r->seconds,
+               (long long)r->first + 1, (long long)info.stop_step, (long long)info.total_steps, r->seconds,
                r->first_loss, r->last_loss, exchange_note(r->global_loss), info.model_path, info.checkpoint_path);
+    if (r->printer && info.best_step)
+        printf("best %s %.4f at step %lld%s\n", info.eval_metric, info.best_value, (long long)info.best_step,
+               info.early_stopped ? " (stopped early: --early-stop)" : "");
     return 0;
 }
 
@@ -295,6 +351,7 @@ int cli_command_train(int argc, char **argv) {
     gc_set_weight_packing(f.weight_packing == CLI_PACKING_ON);
     report r = {.first_loss = NAN, .last_loss = NAN};
     f.config.on_step = on_step;
+    f.config.on_eval = on_eval;
     f.config.user = &r;
     gc_trainer *trainer;
     gc_status made = f.resume ? gc_trainer_resume(&f.config, &trainer) : gc_trainer_new(&f.config, &trainer);

@@ -17,15 +17,24 @@ static gc_status io_error(const char *path, const char *doing) {
     return GC_ERR_IO;
 }
 
+/* The step of a log line: a step's {"step":N,...}, or an evaluation's {"eval":{"step":N,...}};
+ * -1 for anything else. */
+static long long line_step(const char *line) {
+    long long step;
+    if (sscanf(line, "{\"step\":%lld", &step) == 1 || sscanf(line, "{\"eval\":{\"step\":%lld", &step) == 1)
+        return step;
+    return -1;
+}
+
 /* Copies the complete lines of `old` whose step is at most kept_steps into `out`. */
 static void copy_kept_lines(FILE *old, FILE *out, int64_t kept_steps) {
     char *line = NULL;
     size_t capacity = 0;
     ssize_t length;
     while ((length = getline(&line, &capacity, old)) > 0) {
-        long long step;
         bool complete = line[length - 1] == '\n'; /* a killed run may have left half a line */
-        if (complete && sscanf(line, "{\"step\":%lld", &step) == 1 && step <= kept_steps) fputs(line, out);
+        long long step = complete ? line_step(line) : -1;
+        if (step >= 0 && step <= kept_steps) fputs(line, out);
     }
     free(line);
 }
@@ -90,6 +99,18 @@ gc_status gc_run_log_append(gc_run_log *log, const gc_step_record *r) {
     fprintf(log->file, ",\"skipped\":%s,\"global_loss\":\"%s\"", r->skipped ? "true" : "false", r->global_loss);
     if (r->datasets > 1) print_dataset(log->file, r);
     fprintf(log->file, ",\"seconds\":%.6f}\n", r->seconds);
+    if (fflush(log->file) != 0) return io_error(log->path, "append to");
+    return GC_OK;
+}
+
+gc_status gc_run_log_append_eval(gc_run_log *log, const gc_eval_record *r) {
+    fprintf(log->file, "{\"eval\":{\"step\":%lld", (long long)r->step);
+    for (int i = 0; i < r->count; i++) print_number(log->file, r->names[i], r->values[i]);
+    fprintf(log->file, ",\"queries\":%lld,\"metric\":\"%s\",\"best\":%s,\"best_step\":%lld", (long long)r->queries,
+            r->names[r->metric], r->best ? "true" : "false", (long long)r->best_step);
+    print_number(log->file, "best_value", r->best_value);
+    fprintf(log->file, ",\"since_best\":%lld,\"early_stop\":%s,\"seconds\":%.6f}}\n", (long long)r->since_best,
+            r->stopped ? "true" : "false", r->seconds);
     if (fflush(log->file) != 0) return io_error(log->path, "append to");
     return GC_OK;
 }

@@ -14,6 +14,7 @@
  * "dataset_name" (the list's element) and, at a logging point (every log_every steps and the
  * last), "dataset_losses": each dataset's mean loss over its steps since the previous one, in
  * the list's order (null for one that had none).
+ * Evaluations have lines of their own (gc_run_log_append_eval).
  * Every line is flushed when written, so the log of a killed run ends at its last step. */
 #ifndef GC_TRAIN_RUN_LOG_H
 #define GC_TRAIN_RUN_LOG_H
@@ -37,6 +38,13 @@ typedef struct gc_run_log {
  * failure. */
 gc_status gc_run_log_open(gc_run_log *log, const char *path, int64_t kept_steps);
 gc_status gc_run_log_append(gc_run_log *log, const gc_step_record *record);
+/* An evaluation (--eval-every) after its step's line, e.g.
+ *   {"eval":{"step":200,"ndcg@10":0.41,...,"queries":500,"metric":"ndcg@10","best":true,
+ *    "best_step":200,"best_value":0.41,"since_best":0,"early_stop":false,"seconds":3.2}}
+ * every measure of the set (gc_eval_record), whether it is the best so far (then in OUT/best/),
+ * the evaluations since the best without improvement, and whether --early-stop ends the run
+ * here. A resumed run keeps the evaluations of the steps it keeps. */
+gc_status gc_run_log_append_eval(gc_run_log *log, const gc_eval_record *record);
 void gc_run_log_close(gc_run_log *log);
 
 #endif

@@ -80,4 +80,5 @@ void gc_train_settings(const gc_trainer_config *c, const gc_train_data *data, gc
                         gc_format_exact(c->distill_temperatures[1], teacher, sizeof teacher));
     }
     gc_metadata_set(s, "flag.seed", "%lld", (long long)c->seed);
+    gc_train_eval_settings(c, s);
 }

@@ -57,6 +57,7 @@ static void describe(gc_metadata *metadata, const gc_dual_encoder *model, int64_
         gc_metadata_set(metadata, "scaler.growth_tracker", "%lld", (long long)progress->scaler.growth_tracker);
         gc_metadata_set(metadata, "scaler.skipped_steps", "%lld", (long long)progress->scaler.skipped_steps);
     }
+    if (progress->eval.on) gc_train_eval_describe(&progress->eval, metadata);
     if (plan->world > 1) gc_metadata_set(metadata, "dist.world_size", "%d", plan->world);
     for (int rank = 0; rank < plan->world; rank++) {
         const gc_rng_context *rng = ranks ? &ranks[rank] : &progress->rng;
@@ -336,6 +337,7 @@ gc_status gc_train_state_load_from(const gc_safetensors *file, const char *path,
     if (status == GC_OK && progress->scaled) status = read_scaler(file, path, progress);
     if (status == GC_OK) status = read_dataset_losses(file, path, progress);
     if (status == GC_OK) status = check_optimizer_step(path, progress, optimizer_step);
+    if (status == GC_OK && progress->eval.on) status = gc_train_eval_read(file, path, progress->step, &progress->eval);
     if (status == GC_OK) status = read_chunk_sizes(file, path, plan, progress);
     if (status == GC_OK) status = read_generators(file, path, plan, written, progress);
     if (status == GC_OK) {

@@ -21,6 +21,8 @@
  *   - with --precision f16 or bf16, AdamW's f32 master weights ("optimizer.master.<param>";
  *     the parameters hold the masters rounded to 16 bits) and, with f16, the loss scaler's
  *     state: "scaler.scale" (exact), "scaler.growth_tracker", "scaler.skipped_steps";
+ *   - with --eval-every, "eval.*": the best evaluation so far and --early-stop's count
+ *     (trainer_eval.h);
  *   - the run's settings ("flag.<name>": every flag that decides what the run computes,
  *     --precision among them: a checkpoint of another precision is refused, naming it).
  *
@@ -39,6 +41,7 @@
 #include "metadata.h"
 #include "train_data.h"
 #include "train_optim.h"
+#include "trainer_eval.h"
 
 /* AdamW's entries are "<prefix>.exp_avg.<param>", ... (gc_adamw_state_names). */
 #define GC_TRAIN_OPTIMIZER_PREFIX "optimizer"
@@ -62,6 +65,7 @@ typedef struct gc_train_progress {
     bool scaled;             /* f16: the loss scaler below is part of the state */
     gc_loss_scaler scaler;
     gc_dataset_losses dataset_losses; /* several datasets: part of the state */
+    gc_train_eval_progress eval; /* --eval-every: the best so far and --early-stop's count */
 } gc_train_progress;
 
 /* The run's settings (the "flag.*" entries above) into `settings`: every setting of `config`

@@ -91,6 +91,7 @@ static gc_status check_config(const gc_trainer_config *c) {
         {"--steps", c->steps, 0}, {"--epochs", c->epochs, 0}, {"--hard-negatives", c->hard_negatives, 0},
         {"--positives", c->positives, 0}, {"--accumulate", c->accumulate, 0}, {"--gc-chunk-tokens", c->chunk_tokens, 0},
         {"--seed", c->seed, 0}, {"--save-every", c->save_every, 0}, {"--stop-after", c->stop_after, 0},
+        {"--eval-every", c->eval_every, 0}, {"--eval-limit", c->eval_limit, 0}, {"--early-stop", c->early_stop, 0},
     };
     for (size_t i = 0; i < sizeof counts / sizeof *counts; i++)
         if (counts[i].value < counts[i].min)
@@ -99,6 +100,9 @@ static gc_status check_config(const gc_trainer_config *c) {
     if (!(c->checkpoint_minutes >= 0) || isinf(c->checkpoint_minutes))
         return refuse("--checkpoint-minutes %g: expected a finite number of minutes, at least 0 (0: none)",
                       c->checkpoint_minutes);
+    if (c->eval_every && !c->eval_data) return refuse("--eval-every needs --eval-data");
+    if (!c->eval_every && (c->eval_data || c->eval_metric || c->eval_limit || c->early_stop))
+        return refuse("--eval-data, --eval-metric, --eval-limit and --early-stop need --eval-every");
     int presets = 0;
     while (gc_model_size_names[presets]) presets++;
     if (!c->init && (c->model_size < 0 || c->model_size >= presets))
@@ -258,7 +262,8 @@ static gc_status build_model(gc_trainer *t, bool resume) {
                                                       c->gc ? c->chunk_sizes[1] : passages},
                                       .rng = gc_rng_capture(),
                                       .scaled = c->dtype == GC_F16,
-                                      .dataset_losses.count = t->data.count};
+                                      .dataset_losses.count = t->data.count,
+                                      .eval.on = c->eval_every > 0};
     gc_loss_scaler_init(&t->progress.scaler);
     if (resume) {
         if (gc_train_state_load(t->checkpoint_path, &t->model, &t->optimizer, &t->progress, &t->settings, &t->plan) !=
@@ -288,11 +293,13 @@ static gc_status open_folder(gc_trainer *t) {
 /* Everything before the first step. */
 static gc_status set_up(gc_trainer *t, bool resume) {
     gc_status status = load_data(t);
+    if (status == GC_OK && t->config.eval_every) status = gc_trainer_eval_begin(t, resume);
     if (status != GC_OK) return status;
     gc_train_settings(&t->config, &t->data, &t->settings);
     t->checkpoint_path = gc_path_join(t->out, "checkpoint.safetensors");
     t->model_path = gc_path_join(t->out, "model.safetensors");
     status = build_model(t, resume);
+    if (t->progress.eval.stopped_step) t->stop_step = t->progress.step; /* --early-stop ended it */
     if (status == GC_OK && t->config.guide &&
         gc_dual_encoder_load(t->config.guide, t->config.max_length, t->device, &t->guide) != GC_OK)
         status = failed("--guide");
@@ -389,6 +396,8 @@ void gc_trainer_free(gc_trainer *t) {
     gc_dual_encoder_free(&t->guide);
     gc_metadata_free(&t->settings);
     gc_train_data_free(&t->data);
+    gc_eval_set_free(&t->eval);
+    free(t->best_path);
     gc_teacher_scores_free(&t->teacher);
     gc_multi_sampler_free(&t->batches);
     free(t->checkpoint_path);
@@ -408,5 +417,9 @@ gc_trainer_info gc_trainer_get_info(const gc_trainer *t) {
                              .limit = t->limit,
                              .checkpoint_path = t->checkpoint_path,
                              .model_path = t->model_path,
-                             .model = &t->model};
+                             .model = &t->model,
+                             .eval_metric = t->config.eval_every ? gc_eval_set_metric(&t->eval) : NULL,
+                             .best_step = t->progress.eval.best_step,
+                             .best_value = t->progress.eval.best_value,
+                             .early_stopped = t->progress.eval.stopped_step};
 }

@@ -4,6 +4,7 @@
 #define GC_TRAIN_TRAINER_INTERNAL_H
 
 #include "gradcache/train.h"
+#include "eval_set.h"
 #include "metadata.h"
 #include "run_lock.h"
 #include "run_log.h"
@@ -47,12 +48,21 @@ struct gc_trainer {
     gc_run_log log;             /* process 0's DIR/log.jsonl */
     gc_run_lock lock;           /* process 0's hold on DIR/lock: one writer per run folder */
     gc_save_timer save_timer;   /* --checkpoint-minutes' clock */
+    gc_eval_set eval;           /* --eval-every: the set evaluated on */
+    char *best_path;            /* process 0's OUT/best */
 };
 
 /* The recorded error prefixed with `what` ("step 3: training: ...") and, past the memory
  * limit, followed by where the limit came from (" (the limit: GC_MEM_LIMIT)"); its status kept
  * and returned. */
 gc_status gc_trainer_failed(const gc_trainer *trainer, const char *what);
+
+/* --eval-every (trainer_eval.c): the evaluation set read and, on process 0, what a killed run
+ * left of OUT/best/ tidied (a fresh run removes an earlier run's), before the first step. */
+gc_status gc_trainer_eval_begin(gc_trainer *trainer, bool resume);
+/* After step `step`'s log line: the evaluation when due, with its log line, OUT/best/ when it
+ * is the best so far, and --early-stop (which moves stop_step to `step`). */
+gc_status gc_trainer_eval_after(gc_trainer *trainer, int64_t step);
 
 /* Batches per update: config->accumulate, 0 counting as 1. */
 int64_t gc_trainer_accumulation(const gc_trainer_config *config);

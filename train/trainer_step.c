@@ -244,11 +244,17 @@ gc_status gc_trainer_step(gc_trainer *t, gc_step_record *record) {
                      (long long)t->plan.total_steps);
         return GC_ERR_CONFIG;
     }
+    if (t->progress.eval.stopped_step) {
+        gc_set_error(GC_ERR_CONFIG, "step %lld: the run stopped early at step %lld (--early-stop)",
+                     (long long)t->progress.step + 1, (long long)t->progress.eval.stopped_step);
+        return GC_ERR_CONFIG;
+    }
     gc_step_record done;
     if (run_step(t, &done) != GC_OK) return step_failed(t, t->progress.step + 1, "training");
     if (gc_train_dist_rank(&t->dist) == 0 && gc_run_log_append(&t->log, &done) != GC_OK)
         return step_failed(t, done.step, "logging");
     if (t->config.on_step) t->config.on_step(t->config.user, &done);
+    if (gc_trainer_eval_after(t, done.step) != GC_OK) return step_failed(t, done.step, "evaluating");
     bool checkpoint = t->config.save_every && done.step % t->config.save_every == 0, time_up;
     if (gc_save_timer_due(&t->save_timer, &t->dist, &time_up) != GC_OK)
         return step_failed(t, done.step, "agreeing on a checkpoint");

@@ -704,6 +704,28 @@ typedef struct gc_step_record {
     const double *dataset_losses;
 } gc_step_record;
 
+/* The measures an evaluation during a run reports: of a pair set "recall@1", "recall@10", "mrr"
+ * (gc_retrieval_metrics); of a BEIR-format folder "ndcg@10", "recall@10", "recall@100",
+ * "mrr@10", "map@100" (gc_trec_measures). */
+#define GC_EVAL_MAX_MEASURES 5
+extern const char *const gc_eval_measure_names[]; /* all of them, NULL-terminated */
+
+/* One evaluation, as the run's log records it ({"eval":{...}}). */
+typedef struct gc_eval_record {
+    int64_t step;                                /* the step evaluated after */
+    int count;                                   /* measures */
+    const char *names[GC_EVAL_MAX_MEASURES];     /* static strings */
+    double values[GC_EVAL_MAX_MEASURES];
+    int metric;                                  /* the index of the one that decides the best */
+    int64_t queries;                             /* evaluated */
+    bool best;                                   /* better than every earlier one: written to OUT/best/ */
+    int64_t best_step;                           /* the best so far (this one when best) */
+    double best_value;
+    int64_t since_best;                          /* evaluations since the best without improvement */
+    bool stopped;                                /* --early-stop: the last evaluation of the run */
+    double seconds;
+} gc_eval_record;
+
 /* A run: a dual encoder trained on query/positive pairs with the in-batch contrastive loss
  * (cosine similarity / temperature, every other passage of the batch a negative), each step a
  * Gradient Cache step or a plain full-batch one, then the gradients clipped to a total norm of
@@ -786,9 +808,23 @@ typedef struct gc_trainer_config {
                                    checkpoint, the same step on every process (0: by steps only) */
     int64_t log_every;          /* --log-every: with several datasets, steps between the log lines that
                                    carry each dataset's mean loss (0: only the last step's) */
+    /* --eval-every N: every N steps and at the run's last step, the model evaluated on eval_data
+     * (eval mode, no graph, every process alike; neither the weights nor the random streams are
+     * touched), a line in the log, and the best model so far written to OUT/best/ (0: never). */
+    int64_t eval_every;
+    const char *eval_data;      /* --eval-data: a pair file or a folder holding dev.tsv (Recall@1,
+                                   Recall@10, MRR), or a BEIR-format folder (its qrels/dev.tsv if there,
+                                   else test.tsv: trec_eval's measures, gc_beir_evaluate) */
+    const char *eval_metric;    /* --eval-metric: the measure that decides the best (gc_eval_measure_names;
+                                   NULL: ndcg@10 for a BEIR folder, mrr for pairs) */
+    int64_t eval_limit;         /* --eval-limit: the first Q pairs (judged queries) only (0: all) */
+    int64_t early_stop;         /* --early-stop K: stop after K evaluations in a row without improvement,
+                                   a checkpoint written as at any stop (0: never) */
     int64_t stop_after;         /* --stop-after: the last step gc_trainer_run takes, as if interrupted (0: all) */
     /* called after every step's log line, on every process (process 0 writes the log), or NULL */
     void (*on_step)(void *user, const gc_step_record *record);
+    /* called after every evaluation's log line, on every process, or NULL (the same user) */
+    void (*on_eval)(void *user, const gc_eval_record *record);
     void *user;
 } gc_trainer_config;
 
@@ -824,7 +860,8 @@ gc_status gc_trainer_resume(const gc_trainer_config *config, gc_trainer **traine
  * checkpoint and the model when save_every, checkpoint_minutes or the stop step say so. A failure names the step
  * and what failed ("step 3: saving: ..."; GC_ERR_MEM_LIMIT with where the limit came from);
  * the checkpoint last written is intact. A loss or gradient norm that is not finite stops the
- * run (GC_ERR_FORMAT) before the update spreads it. GC_ERR_CONFIG past the run's last step. */
+ * run (GC_ERR_FORMAT) before the update spreads it. GC_ERR_CONFIG past the run's last step, and
+ * after --early-stop stopped it. */
 gc_status gc_trainer_step(gc_trainer *trainer, gc_step_record *record);
 /* Steps to the stop step (stop_after, or the last). */
 gc_status gc_trainer_run(gc_trainer *trainer);
@@ -843,6 +880,12 @@ typedef struct gc_trainer_info {
     gc_mem_limit limit;       /* the device's memory limit, and where it came from */
     const char *checkpoint_path, *model_path;
     const gc_dual_encoder *model;
+    /* --eval-every: the best evaluation so far (best_step 0: none yet) by the measure named
+     * eval_metric (NULL without evaluation), and the step an --early-stop stopped at (0: none) */
+    const char *eval_metric;
+    int64_t best_step;
+    double best_value;
+    int64_t early_stopped;
 } gc_trainer_info;
 
 gc_trainer_info gc_trainer_get_info(const gc_trainer *trainer);
