@@ -89,7 +89,7 @@ typedef struct gc_bpe_settings {
 
 struct gc_tokenizer {
     bool bytes;                /* the byte-level tokenizer: nothing below is used */
-    bool bpe_model;            /* byte-level BPE: `bpe` below, not WordPiece's fields */
+    bool bpe_model;            /* BPE (byte-level or SentencePiece-style): `bpe` below, not WordPiece's fields */
     char **vocab;              /* [vocab_size]: the text of each id */
     int64_t vocab_size;
     int32_t *slots;            /* [slot_count]: open-addressing hash of vocab texts -> id, -1 empty */
@@ -126,7 +126,7 @@ bool gc_wordpiece_encode_text(const gc_tokenizer *tokenizer, const char *text, s
 /* NFC of the code points, in place (codes->failed when host memory ran out). */
 void gc_nfc(gc_codes *codes);
 
-/* --- byte-level BPE --- */
+/* --- BPE --- */
 /* The merges hash, with room for `count` merges. */
 gc_status gc_bpe_merges_init(gc_tokenizer *tokenizer, size_t count);
 /* Adds merge number `rank` of the pair (left, right) into `merged`; false when the pair is

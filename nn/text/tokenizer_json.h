@@ -1,7 +1,7 @@
 /* What the readers of a tokenizer.json share: tokenizer_json.c (the file, WordPiece's parts,
- * templates, added tokens), bpe_json.c (BPE's model and pre-tokeniser) and spm_json.c (the
- * SentencePiece-style normaliser and Metaspace). Each checks every part it
- * reads and refuses one of another kind by name. */
+ * templates, added tokens), bpe_json.c (BPE's model and pre-tokeniser) and spm_json.c (BPE's
+ * normaliser and Metaspace). Each checks every part it reads and refuses one of another kind
+ * by name. */
 #ifndef GC_NN_TOKENIZER_JSON_H
 #define GC_NN_TOKENIZER_JSON_H
 
