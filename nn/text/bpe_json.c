@@ -140,10 +140,12 @@ static gc_status read_split(const gc_tokenizer_reader *r, const gc_json *part) {
 gc_status gc_bpe_read_pre_tokenizer(const gc_tokenizer_reader *r, const gc_json *pre_tokenizer) {
     if (!pre_tokenizer) return GC_OK; /* the model takes the normalised text whole (Llama-2's) */
     const gc_json *type = gc_json_member(pre_tokenizer, "type"), *list = gc_json_member(pre_tokenizer, "pretokenizers");
-    if (type && type->type == GC_JSON_STRING && !strcmp(type->string, "Metaspace"))
-        return gc_bpe_read_metaspace(r, pre_tokenizer);
-    if (!(type && type->type == GC_JSON_STRING && !strcmp(type->string, "Sequence")))
-        return read_byte_level(r, pre_tokenizer, false);
+    const char *name = type && type->type == GC_JSON_STRING ? type->string : "(none)";
+    if (!strcmp(name, "Metaspace")) return gc_bpe_read_metaspace(r, pre_tokenizer);
+    if (!strcmp(name, "ByteLevel")) return read_byte_level(r, pre_tokenizer, false);
+    if (strcmp(name, "Sequence"))
+        return gc_json_file_error(r->name, "pre_tokenizer type \"%.40s\" is not supported for BPE (ByteLevel, "
+                                  "Metaspace and a Sequence of a Split and a ByteLevel are)", name);
     if (!list || list->type != GC_JSON_ARRAY || list->count != 2)
         return gc_json_file_error(r->name, "pre_tokenizer: a Sequence must be a Split and a ByteLevel");
     gc_status status = read_split(r, list->first);

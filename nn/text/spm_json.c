@@ -87,9 +87,10 @@ gc_status gc_bpe_read_metaspace(const gc_tokenizer_reader *r, const gc_json *par
     if (status == GC_OK) status = read_prepend_scheme(r, part, m);
     if (status != GC_OK) return status;
     const char *text = replacement ? replacement->string : "\xe2\x96\x81"; /* U+2581 "▁", the default */
-    size_t length = strlen(text), step = length ? gc_utf8_decode((const unsigned char *)text, length, &m->replacement) : 0;
-    if (!step || step != length)
-        return gc_json_file_error(r->name, "pre_tokenizer: Metaspace's replacement \"%.40s\" is not one character", text);
+    size_t length = strlen(text);
+    if (!length || gc_utf8_decode((const unsigned char *)text, length, &m->replacement) != length)
+        return gc_json_file_error(r->name, "pre_tokenizer: Metaspace's replacement \"%.40s\" is not one character",
+                                  text);
     m->on = true;
     return GC_OK;
 }
