@@ -104,7 +104,7 @@ static void test_truncation(void) {
 static void test_refused(void) {
     static const char *const files[][2] = {
         {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": {\"type\": "
-         "\"Metaspace\"}}", "pre_tokenizer type \"Metaspace\" is not supported"},
+         "\"Whitespace\"}}", "pre_tokenizer type \"Whitespace\" is not supported"},
         {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"normalizer\": {\"type\": \"NFKC\"},"
          " \"pre_tokenizer\": {\"type\": \"ByteLevel\"}}", "normalizer type \"NFKC\" is not supported"},
         {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [\"a b\"]}, \"pre_tokenizer\": {\"type\": "

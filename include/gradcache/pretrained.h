@@ -9,7 +9,7 @@
  *    LlamaModel's names (a "model." prefix, as the ...ForCausalLM classes write, accepted),
  *    in model.safetensors or in the shards model.safetensors.index.json names; an lm_head
  *    (untied embeddings) is outside the encoder, reported and kept like BERT's pooler. Their
- *    tokenizer.json is a byte-level BPE (gradcache/tokenizer.h).
+ *    tokenizer.json is a BPE, byte-level or SentencePiece-style (gradcache/tokenizer.h).
  * gc_pretrained_load reads a folder of either family by its model_type; the gc_bert_
  * functions read BERT's only.
  *

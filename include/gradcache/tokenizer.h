@@ -1,6 +1,6 @@
 /* Tokenizers: text -> token ids and attention masks, ready for a text encoder.
  *
- * Three kinds, one interface:
+ * Four kinds, one interface:
  *  - bytes (gc_tokenizer_bytes): [CLS] followed by the text's UTF-8 bytes, byte b as id
  *    b + GC_TOKEN_FIRST_BYTE. No vocabulary file, every text representable; the
  *    from-scratch models of `gradcache train` use it.
@@ -36,9 +36,21 @@
  *         ByteLevel): Qwen3-Embedding's <|endoftext|> after the text, Llama-3's
  *         <|begin_of_text|> before it.
  *    Another normaliser, pre-tokeniser pattern or post-processor is refused by name.
+ *
+ *  - SentencePiece-style BPE (gc_tokenizer_load): a tokenizer.json of Llama-2's or Mistral's
+ *    kind, the same pipeline with these steps instead:
+ *      2. the normaliser's steps in order: Prepend ("▁" before a non-empty text), Replace of
+ *         a string (" " by "▁"), NFC, as Llama-2's legacy files have them;
+ *      3. no pre-tokeniser (the text is one piece), or Metaspace: spaces become "▁", which
+ *         is prepended (always, or only to the text's first segment between added tokens),
+ *         and, with split, a piece starts at each "▁"; a piece's characters are themselves;
+ *      4. BPE as above; a character without a token becomes its UTF-8 bytes' <0x00>..<0xFF>
+ *         tokens (byte_fallback: all 256 must be in the vocabulary), or <unk> (one for a run
+ *         of such characters with fuse_unk).
+ *    Merges are "a b" strings or ["a", "b"] pairs, of any length.
  * The character classes come from the reference itself (nn/text/unicode_tables.c,
- * unicode_bpe_tables.c); tests/test_wordpiece.c and tests/test_bpe.c check the ids against the
- * reference's on fixed sets of strings. */
+ * unicode_bpe_tables.c); tests/test_wordpiece.c, tests/test_bpe.c and tests/test_spm.c check
+ * the ids against the reference's on fixed sets of strings. */
 #ifndef GRADCACHE_TOKENIZER_H
 #define GRADCACHE_TOKENIZER_H
 
@@ -63,8 +75,8 @@ typedef struct gc_tokenizer gc_tokenizer;
 const gc_tokenizer *gc_tokenizer_bytes(void);
 
 /* Reads a tokenizer.json. GC_ERR_IO when it cannot be read; GC_ERR_FORMAT naming the file
- * and the problem when it is not JSON or not a WordPiece tokenizer this library implements
- * (another model type, normaliser, pre-tokeniser or post-processor). *tokenizer is NULL on
+ * and the problem when it is not JSON or not a WordPiece or BPE tokenizer this library
+ * implements (another model type, normaliser, pre-tokeniser or post-processor). *tokenizer is NULL on
  * failure. */
 gc_status gc_tokenizer_load(const char *path, gc_tokenizer **tokenizer);
 /* The same from `length` bytes of memory; `name` stands for the file in messages. */

@@ -1,9 +1,11 @@
-/* Byte-level BPE, the model of GPT-2's, Llama-3's and Qwen's tokenizers: a piece's bytes
- * become characters by GPT-2's byte-to-unicode map, each character a symbol of the
- * vocabulary, and adjacent symbols merge by the rank of their pair in the merges list, lowest
- * rank first and leftmost first among equals, until no pair has a merge. That order is the
- * reference's (tokenizers' Word::merge_all, a priority queue of (rank, position)), kept here
- * with a binary heap so that a long piece costs n log n, not n^2. */
+/* The BPE model of GPT-2's, Llama-3's and Qwen's tokenizers (byte-level: a piece's bytes
+ * become characters by GPT-2's byte-to-unicode map) and of Llama-2's and Mistral's
+ * (SentencePiece's style: a piece's characters are themselves, and one without a token falls
+ * back to its UTF-8 bytes' <0xNN> tokens). Each character is a symbol of the vocabulary, and
+ * adjacent symbols merge by the rank of their pair in the merges list, lowest rank first and
+ * leftmost first among equals, until no pair has a merge. That order is the reference's
+ * (tokenizers' Word::merge_all, a priority queue of (rank, position)), kept here with a binary
+ * heap so that a long piece costs n log n, not n^2. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,22 +109,57 @@ static bool reserve(gc_bpe_work *w, size_t characters, size_t bytes) {
     return true;
 }
 
+static void add_symbol(gc_bpe_work *w, int32_t *symbols, int32_t id) {
+    w->symbols[*symbols] = (gc_bpe_symbol){id, *symbols - 1, *symbols + 1};
+    (*symbols)++;
+}
+
+/* The symbol of one character of `length` bytes: its token; else, with byte fallback, its
+ * bytes' <0xNN> tokens; else the unknown token, one for a run of such characters with
+ * fuse_unk (*unknown: the last symbol is such a run); else nothing, as the reference drops it. */
+static void add_character(const gc_tokenizer *tokenizer, gc_bpe_work *w, int32_t *symbols, const char *character,
+                          size_t length, bool *unknown) {
+    const gc_bpe_settings *bpe = &tokenizer->bpe;
+    int32_t id = gc_wordpiece_lookup(tokenizer, character, length);
+    bool fused = id < 0 && !bpe->byte_fallback && bpe->fuse_unk && *unknown;
+    *unknown = id < 0 && !bpe->byte_fallback && bpe->unk_id >= 0;
+    if (id >= 0) add_symbol(w, symbols, id);
+    else if (bpe->byte_fallback) /* every byte has its token: the reader checked */
+        for (size_t i = 0; i < length; i++) add_symbol(w, symbols, bpe->byte_ids[(unsigned char)character[i]]);
+    else if (bpe->unk_id >= 0 && !fused) add_symbol(w, symbols, bpe->unk_id);
+}
+
+/* The piece's characters as symbols, and its text as the vocabulary spells it (w->text,
+ * `*used` bytes): byte-level, each byte is GPT-2's byte character; otherwise (SentencePiece's
+ * style) the piece's UTF-8 characters are themselves. */
+static int32_t add_symbols(const gc_tokenizer *tokenizer, const char *piece, size_t length, gc_bpe_work *w,
+                           size_t *used) {
+    int32_t symbols = 0;
+    bool unknown = false;
+    *used = 0;
+    for (size_t i = 0; i < length;) {
+        size_t start = *used, step = 1;
+        if (tokenizer->bpe.byte_level) {
+            *used += gc_utf8_encode(byte_character((unsigned char)piece[i]), w->text + *used);
+        } else { /* the piece is well-formed UTF-8: it was encoded from code points */
+            uint32_t code;
+            step = gc_utf8_decode((const unsigned char *)piece + i, length - i, &code);
+            memcpy(w->text + *used, piece + i, step);
+            *used += step;
+        }
+        add_character(tokenizer, w, &symbols, w->text + start, *used - start, &unknown);
+        i += step;
+    }
+    return symbols;
+}
+
 bool gc_bpe_encode_piece(const gc_tokenizer *tokenizer, const char *piece, size_t length, gc_bpe_work *w,
                          int32_t *ids, int64_t *count, int64_t limit) {
     const gc_bpe_settings *bpe = &tokenizer->bpe;
     if (!reserve(w, length, 2 * length + 1)) return false;
-    size_t used = 0; /* the piece's characters, each byte one (UTF-8: 1 or 2 bytes) */
-    int32_t symbols = 0;
-    for (size_t i = 0; i < length; i++) {
-        size_t start = used;
-        used += gc_utf8_encode(byte_character((unsigned char)piece[i]), w->text + used);
-        int32_t id = gc_wordpiece_lookup(tokenizer, w->text + start, used - start);
-        if (id < 0) id = bpe->unk_id; /* without an unknown token, the reference drops the symbol */
-        if (id < 0) continue;
-        w->symbols[symbols] = (gc_bpe_symbol){id, symbols - 1, symbols + 1};
-        symbols++;
-    }
-    int32_t whole = bpe->ignore_merges ? gc_wordpiece_lookup(tokenizer, w->text, used) : -1;
+    size_t used; /* the piece's text: byte-level, each byte 1 or 2 bytes of UTF-8 */
+    int32_t symbols = add_symbols(tokenizer, piece, length, w, &used);
+    int32_t whole = bpe->ignore_merges && used ? gc_wordpiece_lookup(tokenizer, w->text, used) : -1;
     if (whole >= 0) { /* Llama-3: a piece in the vocabulary is taken whole, merges or not */
         if (*count < limit) ids[(*count)++] = whole;
         return true;

@@ -1,8 +1,11 @@
-/* The parts of a byte-level BPE tokenizer.json (GPT-2's, Llama-3's, Qwen's): the BPE model's
- * vocabulary and merges, the normaliser (none or NFC), the pre-tokeniser (ByteLevel with its
- * own regex, or a Split by one of the patterns bpe_split.c implements before a ByteLevel
- * without one) and the post-processor (ByteLevel, which changes no id, a TemplateProcessing,
- * or a Sequence of them). Anything else is refused by name rather than approximated. */
+/* The model and pre-tokeniser of a BPE tokenizer.json: the model's vocabulary, merges (of
+ * any length) and byte fallback; the pre-tokeniser: ByteLevel with its own regex, a Split by
+ * one of the patterns bpe_split.c implements before a ByteLevel without one (GPT-2's, Llama-3's,
+ * Qwen's), Metaspace (spm_json.c), or none (Llama-2's: the normaliser does its work); and the
+ * post-processor (ByteLevel, which changes no id, a TemplateProcessing, or a Sequence of them).
+ * Anything else is refused by name rather than approximated. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nn/text/tokenizer_json.h"
@@ -49,13 +52,26 @@ static gc_status read_merge(const gc_tokenizer_reader *r, const gc_json *item, i
     int32_t a = token_id(r, "model.merges: the merge's token", left, left_length, &status);
     int32_t b = token_id(r, "model.merges: the merge's token", right, right_length, &status);
     if (status != GC_OK) return status;
-    char merged[1024];
-    if (left_length + right_length >= sizeof merged)
-        return gc_json_file_error(r->name, "model.merges: merge %d is longer than %zu bytes", rank, sizeof merged - 1);
+    char *merged = malloc(left_length + right_length + 1); /* both lengths are inside the file */
+    if (!merged) return gc_tokenizer_no_memory(r);
     memcpy(merged, left, left_length);
     memcpy(merged + left_length, right, right_length);
     int32_t ab = token_id(r, "model.merges: the merged token", merged, left_length + right_length, &status);
+    free(merged);
     if (status == GC_OK) gc_bpe_merges_add(r->tokenizer, a, b, rank, ab);
+    return status;
+}
+
+/* byte_fallback: the ids of "<0x00>" .. "<0xFF>". Each must be a token: the reference would
+ * quietly give the unknown token (or nothing) for a character with a byte missing, which no
+ * tokenizer meant. */
+static gc_status read_byte_tokens(const gc_tokenizer_reader *r) {
+    gc_status status = GC_OK;
+    for (int byte = 0; byte < 256 && status == GC_OK; byte++) {
+        char name[8];
+        snprintf(name, sizeof name, "<0x%02X>", (unsigned)byte);
+        r->tokenizer->bpe.byte_ids[byte] = token_id(r, "model.byte_fallback: the byte token", name, 6, &status);
+    }
     return status;
 }
 
@@ -68,31 +84,23 @@ gc_status gc_bpe_read_model(const gc_tokenizer_reader *r, const gc_json *model) 
     const gc_json *prefix = gc_tokenizer_member(r, model, where, "continuing_subword_prefix", GC_JSON_STRING, &status);
     const gc_json *suffix = gc_tokenizer_member(r, model, where, "end_of_word_suffix", GC_JSON_STRING, &status);
     const gc_json *dropout = gc_json_member(model, "dropout");
-    bool byte_fallback = gc_tokenizer_flag(r, model, where, "byte_fallback", false, &status);
+    r->tokenizer->bpe.byte_fallback = gc_tokenizer_flag(r, model, where, "byte_fallback", false, &status);
+    r->tokenizer->bpe.fuse_unk = gc_tokenizer_flag(r, model, where, "fuse_unk", false, &status);
     r->tokenizer->bpe.ignore_merges = gc_tokenizer_flag(r, model, where, "ignore_merges", false, &status);
     if (status != GC_OK) return status;
     if (!vocab || !merges) return gc_json_file_error(r->name, "model has no %s", vocab ? "merges" : "vocab");
-    if ((prefix && prefix->string[0]) || (suffix && suffix->string[0]) || byte_fallback ||
+    if ((prefix && prefix->string[0]) || (suffix && suffix->string[0]) ||
         (dropout && dropout->type != GC_JSON_NULL && !(dropout->type == GC_JSON_INTEGER && dropout->integer == 0)))
-        return gc_json_file_error(r->name, "model: a continuing_subword_prefix, end_of_word_suffix, byte_fallback or "
-                                  "dropout is not supported (byte-level BPE has none)");
+        return gc_json_file_error(r->name, "model: a continuing_subword_prefix, end_of_word_suffix or dropout is not "
+                                  "supported (the BPE of GPT-2, Llama and Qwen has none)");
     if ((status = gc_tokenizer_read_vocabulary(r, vocab)) != GC_OK) return status;
     r->tokenizer->bpe.unk_id = unk ? token_id(r, "model.unk_token", unk->string, strlen(unk->string), &status) : -1;
+    if (status == GC_OK && r->tokenizer->bpe.byte_fallback) status = read_byte_tokens(r);
     if (status == GC_OK && gc_bpe_merges_init(r->tokenizer, (size_t)merges->count) != GC_OK)
         return gc_tokenizer_no_memory(r);
     int32_t rank = 0;
     for (const gc_json *item = merges->first; item && status == GC_OK; item = item->next)
         status = read_merge(r, item, rank++);
-    return status;
-}
-
-gc_status gc_bpe_read_normalizer(const gc_tokenizer_reader *r, const gc_json *normalizer) {
-    const gc_json *type = gc_json_member(normalizer, "type"), *list = gc_json_member(normalizer, "normalizers");
-    bool sequence = type && type->type == GC_JSON_STRING && !strcmp(type->string, "Sequence");
-    if (sequence && list && list->type == GC_JSON_ARRAY && list->count <= 1)
-        return list->count ? gc_bpe_read_normalizer(r, list->first) : GC_OK;
-    gc_status status = gc_tokenizer_require_type(r, normalizer, "normalizer", "NFC");
-    r->tokenizer->bpe.nfc = status == GC_OK;
     return status;
 }
 
@@ -105,6 +113,7 @@ static gc_status read_byte_level(const gc_tokenizer_reader *r, const gc_json *pa
         return gc_json_file_error(r->name, "pre_tokenizer: a ByteLevel with its own regex after a Split is not "
                                   "supported");
     if (!inside) r->tokenizer->bpe.split = use_regex ? GC_BPE_SPLIT_GPT2 : GC_BPE_SPLIT_NONE;
+    r->tokenizer->bpe.byte_level = true;
     return status;
 }
 
@@ -129,11 +138,14 @@ static gc_status read_split(const gc_tokenizer_reader *r, const gc_json *part) {
 }
 
 gc_status gc_bpe_read_pre_tokenizer(const gc_tokenizer_reader *r, const gc_json *pre_tokenizer) {
-    if (!pre_tokenizer)
-        return gc_json_file_error(r->name, "a BPE tokenizer without a ByteLevel pre_tokenizer is not supported");
+    if (!pre_tokenizer) return GC_OK; /* the model takes the normalised text whole (Llama-2's) */
     const gc_json *type = gc_json_member(pre_tokenizer, "type"), *list = gc_json_member(pre_tokenizer, "pretokenizers");
-    if (!(type && type->type == GC_JSON_STRING && !strcmp(type->string, "Sequence")))
-        return read_byte_level(r, pre_tokenizer, false);
+    const char *name = type && type->type == GC_JSON_STRING ? type->string : "(none)";
+    if (!strcmp(name, "Metaspace")) return gc_bpe_read_metaspace(r, pre_tokenizer);
+    if (!strcmp(name, "ByteLevel")) return read_byte_level(r, pre_tokenizer, false);
+    if (strcmp(name, "Sequence"))
+        return gc_json_file_error(r->name, "pre_tokenizer type \"%.40s\" is not supported for BPE (ByteLevel, "
+                                  "Metaspace and a Sequence of a Split and a ByteLevel are)", name);
     if (!list || list->type != GC_JSON_ARRAY || list->count != 2)
         return gc_json_file_error(r->name, "pre_tokenizer: a Sequence must be a Split and a ByteLevel");
     gc_status status = read_split(r, list->first);

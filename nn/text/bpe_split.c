@@ -1,5 +1,5 @@
-/* The byte-level BPE pipeline of one text between added tokens: NFC when the tokenizer has it,
- * the pre-tokeniser's split into pieces, and each piece's bytes to the BPE model (bpe.c).
+/* The BPE pipeline of one text between added tokens: the normaliser's steps and the
+ * pre-tokeniser's changes (spm.c), its split into pieces, and each piece to the model (bpe.c).
  *
  * The splits are the regular expressions of GPT-2's ByteLevel pre-tokeniser,
  *     's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
@@ -95,24 +95,21 @@ size_t gc_bpe_piece_length(gc_bpe_split split, const uint32_t *c, size_t n, size
     return n - at;
 }
 
-bool gc_bpe_encode_text(const gc_tokenizer *tokenizer, const char *text, size_t length, int32_t *ids, int64_t *count,
-                        int64_t limit) {
+bool gc_bpe_encode_text(const gc_tokenizer *tokenizer, const char *text, size_t length, bool at_start, int32_t *ids,
+                        int64_t *count, int64_t limit) {
     const gc_bpe_settings *bpe = &tokenizer->bpe;
     gc_codes codes = {0};
-    if (bpe->add_prefix_space && length && text[0] != ' ') gc_codes_push(&codes, ' ');
-    for (size_t at = 0; at < length;) {
-        uint32_t code;
-        size_t step = gc_utf8_decode((const unsigned char *)text + at, length - at, &code);
-        if (!step) code = 0xFFFD, step = 1; /* an invalid byte reads as the replacement character */
-        gc_codes_push(&codes, code);
-        at += step;
-    }
-    if (bpe->nfc) gc_nfc(&codes);
+    gc_codes_append_utf8(&codes, text, length);
+    gc_bpe_normalize(bpe, &codes);
+    gc_bpe_pre_tokenize(bpe, &codes, at_start);
     gc_bpe_work work = {0};
     char *bytes = malloc(4 * codes.count + 1);
     bool ok = !codes.failed && bytes;
     for (size_t at = 0; ok && at < codes.count && *count < limit;) {
-        size_t end = at + gc_bpe_piece_length(bpe->split, codes.items, codes.count, at), used = 0;
+        size_t end = at + (bpe->metaspace.split
+                               ? gc_metaspace_piece_length(bpe->metaspace.replacement, codes.items, codes.count, at)
+                               : gc_bpe_piece_length(bpe->split, codes.items, codes.count, at));
+        size_t used = 0;
         for (size_t i = at; i < end; i++) used += gc_utf8_encode(codes.items[i], bytes + used);
         ok = gc_bpe_encode_piece(tokenizer, bytes, used, &work, ids, count, limit);
         at = end;

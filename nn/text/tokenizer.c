@@ -22,6 +22,11 @@ void gc_tokenizer_free(const gc_tokenizer *tokenizer) {
     free(owned->prefix);
     free(owned->added);
     free(owned->bpe.merges);
+    for (int i = 0; i < owned->bpe.n_steps; i++) {
+        free(owned->bpe.steps[i].pattern.items);
+        free(owned->bpe.steps[i].text.items);
+    }
+    free(owned->bpe.steps);
     free(owned);
 }
 
@@ -57,10 +62,10 @@ static const gc_added_token *added_token_at(const gc_tokenizer *tokenizer, const
     return best;
 }
 
-/* A text between added tokens through the tokenizer's model. */
-static bool encode_text(const gc_tokenizer *tokenizer, const char *text, size_t length, int32_t *ids, int64_t *count,
-                        int64_t limit) {
-    return tokenizer->bpe_model ? gc_bpe_encode_text(tokenizer, text, length, ids, count, limit)
+/* A text between added tokens through the tokenizer's model (`at_start`: it starts the whole text). */
+static bool encode_text(const gc_tokenizer *tokenizer, const char *text, size_t length, bool at_start, int32_t *ids,
+                        int64_t *count, int64_t limit) {
+    return tokenizer->bpe_model ? gc_bpe_encode_text(tokenizer, text, length, at_start, ids, count, limit)
                           : gc_wordpiece_encode_text(tokenizer, text, length, ids, count, limit);
 }
 
@@ -74,11 +79,11 @@ static bool encode_pieces(const gc_tokenizer *tokenizer, const char *text, int32
             at++;
             continue;
         }
-        if (!encode_text(tokenizer, segment, (size_t)(at - segment), ids, count, limit)) return false;
+        if (!encode_text(tokenizer, segment, (size_t)(at - segment), segment == text, ids, count, limit)) return false;
         if (*count < limit) ids[(*count)++] = token->id;
         segment = at += token->length;
     }
-    return *count >= limit || encode_text(tokenizer, segment, strlen(segment), ids, count, limit);
+    return *count >= limit || encode_text(tokenizer, segment, strlen(segment), segment == text, ids, count, limit);
 }
 
 int64_t gc_tokenizer_special_count(const gc_tokenizer *tokenizer) {

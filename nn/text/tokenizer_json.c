@@ -1,6 +1,7 @@
-/* Reading a Hugging Face tokenizer.json: the WordPiece parts (BERT's) here, the byte-level BPE
- * parts in bpe_json.c. Every part the tokenizer uses is checked; a part of another kind (a
- * Unigram model, a Metaspace pre-tokeniser, ...) is refused by name rather than approximated.
+/* Reading a Hugging Face tokenizer.json: the WordPiece parts (BERT's) here, the BPE parts in
+ * bpe_json.c (byte-level: GPT-2's, Llama-3's, Qwen's) and spm_json.c (SentencePiece's style:
+ * Llama-2's, Mistral's). Every part the tokenizer uses is checked; a part of another kind (a
+ * Unigram model, a Whitespace pre-tokeniser, ...) is refused by name rather than approximated.
  * Truncation, padding and the decoder are not read: the caller chooses the length, and ids are
  * never decoded here. */
 #include <stdlib.h>
@@ -78,8 +79,8 @@ static gc_status read_model(const gc_tokenizer_reader *r, const gc_json *model) 
         return gc_bpe_read_model(r, model);
     }
     if (!type || strcmp(type->string, "WordPiece") != 0)
-        return gc_json_file_error(r->name, "model type \"%.40s\" is neither WordPiece (BERT's) nor BPE (byte-level: "
-                                  "GPT-2's, Llama-3's, Qwen's)", type ? type->string : "(none)");
+        return gc_json_file_error(r->name, "model type \"%.40s\" is neither WordPiece (BERT's) nor BPE (GPT-2's, "
+                                  "Llama's, Mistral's, Qwen's)", type ? type->string : "(none)");
     const gc_json *vocab = gc_tokenizer_member(r, model, "model.", "vocab", GC_JSON_OBJECT, &status);
     const gc_json *unk = gc_tokenizer_member(r, model, "model.", "unk_token", GC_JSON_STRING, &status);
     const gc_json *prefix = gc_tokenizer_member(r, model, "model.", "continuing_subword_prefix", GC_JSON_STRING, &status);

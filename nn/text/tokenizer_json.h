@@ -1,6 +1,7 @@
 /* What the readers of a tokenizer.json share: tokenizer_json.c (the file, WordPiece's parts,
- * templates, added tokens) and bpe_json.c (byte-level BPE's parts). Each checks every part it
- * reads and refuses one of another kind by name. */
+ * templates, added tokens), bpe_json.c (BPE's model and pre-tokeniser) and spm_json.c (BPE's
+ * normaliser and Metaspace). Each checks every part it reads and refuses one of another kind
+ * by name. */
 #ifndef GC_NN_TOKENIZER_JSON_H
 #define GC_NN_TOKENIZER_JSON_H
 
@@ -32,11 +33,13 @@ gc_status gc_tokenizer_require_type(const gc_tokenizer_reader *r, const gc_json 
 /* TemplateProcessing's "single": special tokens around exactly one sequence "A". */
 gc_status gc_tokenizer_read_template(const gc_tokenizer_reader *r, const gc_json *processor);
 
-/* bpe_json.c: a BPE model (vocab and merges), and the normaliser, pre-tokeniser and
- * post-processor of a byte-level BPE tokenizer (each may be NULL: absent or null). */
+/* bpe_json.c: a BPE model (vocab and merges), and the pre-tokeniser (NULL: none) and
+ * post-processor of a BPE tokenizer. */
 gc_status gc_bpe_read_model(const gc_tokenizer_reader *r, const gc_json *model);
-gc_status gc_bpe_read_normalizer(const gc_tokenizer_reader *r, const gc_json *normalizer);
 gc_status gc_bpe_read_pre_tokenizer(const gc_tokenizer_reader *r, const gc_json *pre_tokenizer);
 gc_status gc_bpe_read_post_processor(const gc_tokenizer_reader *r, const gc_json *processor);
+/* spm_json.c: a BPE tokenizer's normaliser, and the Metaspace pre-tokeniser. */
+gc_status gc_bpe_read_normalizer(const gc_tokenizer_reader *r, const gc_json *normalizer);
+gc_status gc_bpe_read_metaspace(const gc_tokenizer_reader *r, const gc_json *pre_tokenizer);
 
 #endif

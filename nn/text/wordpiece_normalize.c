@@ -55,6 +55,16 @@ void gc_codes_push(gc_codes *codes, uint32_t code) {
     codes->items[codes->count++] = code;
 }
 
+void gc_codes_append_utf8(gc_codes *codes, const char *text, size_t length) {
+    for (size_t at = 0; at < length;) {
+        uint32_t code;
+        size_t step = gc_utf8_decode((const unsigned char *)text + at, length - at, &code);
+        if (!step) code = 0xFFFD, step = 1; /* an invalid byte reads as the replacement character */
+        gc_codes_push(codes, code);
+        at += step;
+    }
+}
+
 int gc_unicode_decompose(uint32_t code, uint32_t parts[GC_UNICODE_MAPPING_MAX]) {
     if (code >= HANGUL_FIRST && code <= HANGUL_LAST) {
         uint32_t index = code - HANGUL_FIRST, tail = index % TAIL_COUNT;
