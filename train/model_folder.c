@@ -54,8 +54,8 @@ static gc_status check_room_for_text(const gc_dual_encoder *model, const char *d
         gc_set_error(GC_ERR_CONFIG, "max length %lld leaves no room for text after the %lld special tokens of %s's "
                      "tokenizer", (long long)model->max_length, (long long)special, dir);
     else
-        gc_set_error(GC_ERR_FORMAT, "%s/config.json: its %lld positions (max_position_embeddings, or a sliding_window) "
-                     "leave no room for text after the tokenizer's %lld special tokens", dir,
+        gc_set_error(GC_ERR_FORMAT, "%s/config.json: its %lld positions (max_position_embeddings) leave no room for "
+                     "text after the tokenizer's %lld special tokens", dir,
                      (long long)model->max_length, (long long)special);
     return asked ? GC_ERR_CONFIG : GC_ERR_FORMAT;
 }
