@@ -15,8 +15,9 @@
 #include "gradcache/train.h"
 #include "model_file.h"
 
-/* What a model folder tokenizes to when not told (or its positions, if fewer): the length
- * all-MiniLM-L6-v2's tokenizer.json truncates to, and far beyond any WordNet definition. */
+/* What a model folder without sentence_bert_config.json's max_seq_length tokenizes to when not
+ * told (or its positions, if fewer): the length all-MiniLM-L6-v2's tokenizer.json truncates
+ * to, and far beyond any WordNet definition. */
 #define DEFAULT_EVAL_LENGTH 128
 
 static bool is_file(const char *path) {
@@ -67,7 +68,12 @@ gc_status gc_dual_encoder_from_folder(gc_dual_encoder *model, const char *dir, i
     gc_status status = gc_pretrained_read_config(dir, &config);
     if (status != GC_OK) return status;
     bool asked = max_length != 0;
-    if (max_length == 0) max_length = config.max_length < DEFAULT_EVAL_LENGTH ? config.max_length : DEFAULT_EVAL_LENGTH;
+    if (max_length == 0) { /* sentence-transformers' length (256 for all-MiniLM-L6-v2), within the positions */
+        status = gc_pretrained_max_seq_length(dir, &max_length);
+        if (status != GC_OK) return status;
+        if (max_length == 0) max_length = DEFAULT_EVAL_LENGTH;
+        if (max_length > config.max_length) max_length = config.max_length;
+    }
     if (max_length > config.max_length) {
         gc_set_error(GC_ERR_FORMAT, "%s/config.json: max_position_embeddings is %lld, fewer than the %lld tokens "
                      "asked for", dir, (long long)config.max_length, (long long)max_length);
