@@ -2,6 +2,7 @@
  * or TSV), with a model folder or a run's model (gc_text_lines_read, gc_encode_texts_with,
  * gc_embeddings_save: gradcache/train.h and gradcache/pretrained.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -15,13 +16,17 @@
 #define SUMMARY                                                                                               \
     "Encodes texts, one per line of --input (standard input by default), with a model and writes their\n"     \
     "embeddings, in the input's order, to --output: a safetensors file holding one tensor \"embeddings\"\n"   \
-    "[N, D] (f32), or with --format tsv a line of D tab-separated values per text (\"-\": standard output)."
+    "[N, D] (f32), or with --format tsv a line of D tab-separated values per text (\"-\": standard output).\n" \
+    "A prompt goes before every text as sentence-transformers' encode() writes it: --prompt TEXT as given,\n" \
+    "or --prompt-name NAME, the folder's prompt of that name (config_sentence_transformers.json's\n"          \
+    "\"prompts\", e.g. query or document); with neither, the prompt its \"default_prompt_name\" names, if any."
 
 static const char *const format_names[] = {"safetensors", "tsv", NULL};
 static const char *const tower_names[] = {"query", "passage", NULL};
 
 typedef struct encode_flags {
     const char *model, *input, *output;
+    const char *prompt, *prompt_name; /* --prompt TEXT, --prompt-name NAME: at most one */
     int64_t batch_size, max_length, threads;
     int format, precision, device, tower, weight_packing;
     bool quiet;
@@ -39,7 +44,12 @@ static int parse_flags(int argc, char **argv, encode_flags *f) {
         {"format", CLI_FLAG_CHOICE, &f->format, 0, 0, format_names, "safetensors, or tsv"},
         {"batch-size", CLI_FLAG_INT, &f->batch_size, 1, 1 << 20, NULL, "texts per forward (taken in order of length)"},
         {"max-length", CLI_FLAG_INT, &f->max_length, 0, 1 << 20, NULL,
-         "tokens per text, longer ones cut (0: 128, or the model's positions if fewer)"},
+         "tokens per text, longer ones cut (0: a model folder's sentence_bert_config.json max_seq_length, else "
+         "128; either at most the model's positions)"},
+        {"prompt", CLI_FLAG_STRING, &f->prompt, 0, 0, NULL, "TEXT written before every text, as given"},
+        {"prompt-name", CLI_FLAG_STRING, &f->prompt_name, 0, 0, NULL,
+         "the folder's prompt NAME (config_sentence_transformers.json: query, document, ...) before every text "
+         "(neither flag: its default_prompt_name's, if any)"},
         {"threads", CLI_FLAG_INT, &f->threads, 0, 1024, NULL, "CPU threads (0: GC_NUM_THREADS, or every core)"},
         {"precision", CLI_FLAG_CHOICE, &f->precision, 0, 0, cli_precision_names,
          "the model's dtype: f32, or f16 / bf16 (a model folder only); the embeddings are f32"},
@@ -52,6 +62,8 @@ static int parse_flags(int argc, char **argv, encode_flags *f) {
     if (status) return status;
     if (!f->model) return fail(2, "--model is required (a model folder, a run folder or a model file)");
     if (!f->output) return fail(2, "--output is required (a file, or - for standard output with --format tsv)");
+    if (f->prompt && f->prompt_name)
+        return fail(2, "--prompt and --prompt-name: one prompt, the text itself or the folder's prompt of a name");
     if (strcmp(f->output, "-") == 0 && f->format != GC_EMBEDDINGS_TSV)
         return fail(2, "--output -: standard output takes --format tsv only");
     if (f->precision != CLI_PRECISION_F32 && f->tower != 0)
@@ -100,15 +112,19 @@ int cli_command_encode(int argc, char **argv) {
     gc_dual_encoder model = {0};
     gc_text_lines lines = {0};
     gc_tensor *embeddings = NULL;
+    char *prompt = NULL;
     if (load_model(&f, device, &model) != GC_OK) {
         status = cli_fail_model("encode");
+    } else if (gc_dual_encoder_choose_prompt(&model, f.prompt_name, f.prompt, &prompt) != GC_OK) {
+        status = fail(gc_last_status() == GC_ERR_CONFIG ? 2 : 1, "%s%s", f.prompt_name ? "--prompt-name: " :
+                      f.prompt ? "--prompt: " : "", gc_last_error());
     } else if (gc_text_lines_read(f.input, &lines) != GC_OK) {
         status = fail(1, "--input: %s", gc_last_error());
     } else if (lines.count == 0) {
         status = fail(1, "--input %s: no text to encode", f.input);
     } else {
         progress_line progress = {isatty(STDERR_FILENO), false, gc_seconds(), gc_seconds(), f.batch_size};
-        gc_encode_options options = {.max_length = model.max_length, .batch = f.batch_size,
+        gc_encode_options options = {.max_length = model.max_length, .batch = f.batch_size, .prompt = prompt,
                                      .progress = f.quiet ? NULL : show_progress, .progress_context = &progress};
         embeddings = gc_encode_texts_with(gc_dual_encoder_tower(&model, f.tower), model.tokenizer,
                                           (const char *const *)lines.texts, lines.count, &options);
@@ -117,6 +133,7 @@ int cli_command_encode(int argc, char **argv) {
             status = fail(1, "--output: %s", gc_last_error());
     }
     gc_tensor_release(embeddings);
+    free(prompt);
     gc_text_lines_free(&lines);
     gc_dual_encoder_free(&model);
     return status;

@@ -52,7 +52,8 @@ static int parse_flags(int argc, char **argv, eval_flags *f) {
          "with --beir: corpus texts encoded and scored at a time (bounds the memory of the search)"},
         {"batch-size", CLI_FLAG_INT, &f->batch_size, 1, 1 << 24, NULL, "texts encoded at a time"},
         {"max-length", CLI_FLAG_INT, &f->max_length, 0, 1 << 20, NULL,
-         "tokens per text for a model folder (0: 128, or its positions if fewer); a from-scratch model uses its own"},
+         "tokens per text for a model folder (0: its sentence_bert_config.json max_seq_length, else 128; at most its "
+         "positions); a from-scratch model uses its own"},
         {"device", CLI_FLAG_CHOICE, &f->device, 0, 0, cli_device_choices, "where to encode (cuda: the first GPU)"},
         {"limit", CLI_FLAG_INT, &f->limit, 0, 1e12, NULL,
          "evaluate on the first N pairs (with --beir: judged queries) of the split only, a fixed subset (0: all)"},

@@ -57,7 +57,8 @@ static int parse_flags(int argc, char **argv, mine_flags *f) {
         {"block", CLI_FLAG_INT, &f->block, 1, 1 << 24, NULL,
          "candidates encoded and scored at a time (bounds the memory of the search)"},
         {"max-length", CLI_FLAG_INT, &f->max_length, 0, 1 << 20, NULL,
-         "tokens per text for a model folder (0: 128, or its positions if fewer)"},
+         "tokens per text for a model folder (0: its sentence_bert_config.json max_seq_length, else 128; at most its "
+         "positions)"},
         {"device", CLI_FLAG_CHOICE, &f->device, 0, 0, cli_device_choices, "where to encode (cuda: the first GPU)"},
     };
     int status = cli_flags_parse("mine", SUMMARY, table, (int)(sizeof table / sizeof *table), argc, argv, 2);

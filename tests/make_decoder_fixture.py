@@ -4,7 +4,11 @@ transformers' outputs for them, for tests/test_decoder_parity.c and tests/test_b
 hand (a minute) with PyTorch and transformers in a venv:
 
     python3 -m venv /tmp/venv && /tmp/venv/bin/pip install torch transformers tokenizers safetensors
-    /tmp/venv/bin/python tests/make_decoder_fixture.py
+    /tmp/venv/bin/python tests/make_decoder_fixture.py           # everything below
+    /tmp/venv/bin/python tests/make_decoder_fixture.py mistral   # tiny_mistral/ and its references alone
+
+(tiny_mistral was made with transformers 4.51.3: its sliding window is the one of 4.51.3 and later,
+q - window < k <= q; 4.40's lets a query see one key more.)
 
 It writes under tests/fixtures/:
   - bpe_gpt2.json, bpe_qwen2.json, bpe_llama3.json: byte-level BPE tokenizers trained here by
@@ -22,6 +26,8 @@ It writes under tests/fixtures/:
     names, q/k norms, a head_dim of its own, sentence-transformers' last-token pooling and
     Normalize, a query prompt) and LlamaForCausalLM (an untied lm_head, linear rope scaling,
     two shards with model.safetensors.index.json) save them; grouped-query attention in all;
+  - tiny_mistral/: MistralModel (bare names) with a sliding_window of 4, shorter than most of
+    its texts (up to 20 tokens, Llama-3's tokenizer above), so that the window decides;
   - decoder_<name>_v1.bin (tests/fixture.h's format): for a few texts tokenized by the
     folder's tokenizer, transformers' last hidden states in f32 with right padding and the
     last-token embeddings in f32 with left padding (transformers' recipe for decoder
@@ -136,11 +142,14 @@ def make_model(name, tokenizer):
     elif name == "qwen3":
         config = transformers.Qwen3Config(rope_theta=1e6, head_dim=16, tie_word_embeddings=True, **common)
         model = transformers.Qwen3Model(config)
+    elif name == "mistral":
+        config = transformers.MistralConfig(rope_theta=1e4, sliding_window=MISTRAL_WINDOW, **common)
+        model = transformers.MistralModel(config)
     else:
         config = transformers.LlamaConfig(rope_theta=5e5, rope_scaling={"rope_type": "linear", "factor": 2.0},
                                           tie_word_embeddings=False, **common)
         model = transformers.LlamaForCausalLM(config)
-    torch.manual_seed({"qwen2": 1, "qwen3": 2, "llama": 3}[name])
+    torch.manual_seed({"qwen2": 1, "qwen3": 2, "llama": 3, "mistral": 4}[name])
     with torch.no_grad():
         for p in model.parameters():  # large enough that a wrong formula shows (0.02 is nearly linear)
             p.copy_(torch.randn_like(p) * (0.3 if p.dim() > 1 else 0.2) + (1.0 if p.dim() == 1 else 0.0))
@@ -185,8 +194,9 @@ def rotate(x, cos, sin):
     return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
 
 
-def plain_decoder(w, config, ids, mask, prefix):
-    """The last hidden state of Llama / Qwen2 / Qwen3 for ids [B, T] with mask [B, T]."""
+def plain_decoder(w, config, ids, mask, prefix, window=None):
+    """The last hidden state of Llama / Qwen2 / Qwen3 / Mistral for ids [B, T] with mask [B, T];
+    with a window, query q sees key k when q - window < k <= q (transformers >= 4.51's Mistral)."""
     dtype = next(iter(w.values())).dtype
     heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
@@ -201,6 +211,8 @@ def plain_decoder(w, config, ids, mask, prefix):
     cos = torch.cat((angles.cos(), angles.cos()), -1).to(dtype)
     sin = torch.cat((angles.sin(), angles.sin()), -1).to(dtype)
     causal = torch.triu(torch.ones(length, length, dtype=torch.bool), 1)
+    if window:  # the keys window or more before the query hidden too
+        causal |= torch.tril(torch.ones(length, length, dtype=torch.bool), -window)
     hidden = (~causal)[None, None] & (mask[:, None, None, :] > 0)
     x = w[prefix + "embed_tokens.weight"][ids.long()]
     for i in range(config.num_hidden_layers):
@@ -255,13 +267,19 @@ def references(name, model, tokenizer, texts):
     with torch.no_grad():
         hidden32 = base(input_ids=right_ids.long(), attention_mask=right_mask.long()).last_hidden_state
         left32 = base(input_ids=left_ids.long(), attention_mask=left_mask.long()).last_hidden_state[:, -1]
+        window = getattr(model.config, "sliding_window", None) if name == "mistral" else None
         w32 = {n: t.float() for n, t in model.state_dict().items()}
-        plain32 = plain_decoder(w32, model.config, right_ids, right_mask, prefix)
+        plain32 = plain_decoder(w32, model.config, right_ids, right_mask, prefix, window)
         real = right_mask[..., None] > 0
         difference = ((plain32 - hidden32).abs() * real).max().item()
         assert difference < 1e-5, "the plain decoder is not transformers' (%g)" % difference
+        if window:  # a window one key wider (transformers 4.40's) is not the same function
+            wider = ((plain_decoder(w32, model.config, right_ids, right_mask, prefix, window + 1) - hidden32).abs()
+                     * real).max().item()
+            assert wider > 1e-2, "the window's width makes no difference (%g)" % wider
+            print("%s: a window of %d instead of %d differs by %.3g" % (name, window + 1, window, wider))
         w64 = {n: t.double() for n, t in model.state_dict().items()}
-        hidden64 = plain_decoder(w64, model.config, right_ids, right_mask.double(), prefix)
+        hidden64 = plain_decoder(w64, model.config, right_ids, right_mask.double(), prefix, window)
         last = right_mask.sum(1).long() - 1
         pooled64 = hidden64[torch.arange(len(rows)), last]
     print("%s: plain against transformers in f32: %.3g" % (name, difference))
@@ -270,7 +288,25 @@ def references(name, model, tokenizer, texts):
         ("hidden_f64", hidden64), ("last_f64", pooled64)])
 
 
+MISTRAL_WINDOW = 4
+MISTRAL_TEXTS = ["the cat sat on the mat", "a", "retrieval embedding gradient cache", "Hello world, 123 café",
+                 "the gradient of the cache"]
+
+
+def main_mistral():
+    """tiny_mistral/ and decoder_mistral_v1.bin alone, with the committed Llama-3 tokenizer."""
+    tokenizer = Tokenizer.from_file(os.path.join(FIXTURES, "bpe_llama3.json"))
+    lengths = [len(tokenizer.encode(t).ids) for t in MISTRAL_TEXTS]
+    assert max(lengths) <= 20 and sum(n > MISTRAL_WINDOW for n in lengths) >= 3, lengths
+    print("mistral: text lengths %s, window %d" % (lengths, MISTRAL_WINDOW))
+    model = make_model("mistral", tokenizer)
+    save_folder("mistral", model, tokenizer)
+    references("mistral", model, tokenizer, MISTRAL_TEXTS)
+
+
 def main():
+    if sys.argv[1:] == ["mistral"]:
+        return main_mistral()
     random.seed(0)
     torch.manual_seed(0)
     cases = strings()
@@ -292,6 +328,7 @@ def main():
         model = make_model(name, tokenizers_by_kind[kind])
         save_folder(name, model, tokenizers_by_kind[kind])
         references(name, model, tokenizers_by_kind[kind], texts)
+    main_mistral()
 
 
 if __name__ == "__main__":

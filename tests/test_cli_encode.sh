@@ -3,7 +3,8 @@
 # a file and standard input, the input's order kept whatever the batch size (each text's row
 # equals its row encoded alone), --precision bf16, progress on standard error; and bad input:
 # no --output, safetensors to standard output, an empty input, a NUL byte, a missing model,
-# and a --max-length that leaves no room for text (encode and eval).
+# and a --max-length that leaves no room for text (encode and eval); --prompt and --prompt-name
+# on tests/fixtures/tiny_qwen3 (the same bytes either way; an unknown name or both refused).
 # Run by meson with the gradcache program as $1 and the tiny model folder as $2.
 set -uo pipefail
 gradcache=${1:?usage: test_cli_encode.sh path/to/gradcache path/to/tiny_bert}
@@ -57,6 +58,23 @@ done
 write_word_pairs "$work/pairs.tsv"
 expect_exit 2 "--max-length: max length 2 leaves no room for text" \
     "$gradcache" eval --model "$tiny" --max-length 2 --data "$work/pairs.tsv"
+check [ ! -e "$work/x" ] "a refused encode left an output file"
+
+# --- prompts (tests/fixtures/tiny_qwen3's; their values: test_encode_prompt.c) ---------------
+qwen3=$(dirname "$tiny")/tiny_qwen3
+query_prompt=$(printf 'Instruct: Given a question, find its answer\nQuery:')
+expect_ok "$gradcache" encode --help
+grep -q -- "--prompt-name" "$work/stdout" || fail "encode --help lists no --prompt-name: $(cat "$work/stdout")"
+expect_ok "$gradcache" encode --model "$qwen3" --input "$texts" --output "$work/named.tsv" --format tsv --prompt-name query
+expect_ok "$gradcache" encode --model "$qwen3" --input "$texts" --output "$work/given.tsv" --format tsv \
+    --prompt "$query_prompt"
+check cmp -s "$work/named.tsv" "$work/given.tsv" "--prompt-name query and --prompt with its text differ"
+expect_ok "$gradcache" encode --model "$qwen3" --input "$texts" --output "$work/plain.tsv" --format tsv
+cmp -s "$work/named.tsv" "$work/plain.tsv" && fail "--prompt-name query changed nothing"
+expect_exit 2 "--prompt-name: $qwen3/config_sentence_transformers.json: the prompt \"nope\" is not one of its" \
+    "$gradcache" encode --model "$qwen3" --input "$texts" --output "$work/x" --prompt-name nope
+expect_exit 2 "--prompt and --prompt-name: one prompt" \
+    "$gradcache" encode --model "$qwen3" --input "$texts" --output "$work/x" --prompt-name query --prompt "q: "
 check [ ! -e "$work/x" ] "a refused encode left an output file"
 
 cli_summary

@@ -1,6 +1,7 @@
 /* What the decoder-family loader refuses of a folder, before anything is built: config.json's
  * fields (an unknown model_type or rotary scaling, heads that do not split, a size the weights
- * do not have, more layers than the file, a wrong bias setting) and a sharded index (a shard
+ * do not have, more layers than the file, a wrong bias setting, Qwen2's sliding windows, a
+ * Mistral window that is not a positive integer) and a sharded index (a shard
  * outside the folder, a weight not in the shard it names, a weight in two shards), each in
  * one line naming the file, the field or weight and the values, with nothing allocated. */
 #include <unistd.h>
@@ -9,6 +10,7 @@
 
 #define QWEN2 GC_TEST_FIXTURES "/tiny_qwen2"
 #define LLAMA GC_TEST_FIXTURES "/tiny_llama"
+#define MISTRAL GC_TEST_FIXTURES "/tiny_mistral"
 
 static void expect_refused(const char *folder, gc_status want, const char *file, const char *problem) {
     gc_test_expect_refused_by(gc_pretrained_load, folder, want, file, problem);
@@ -34,10 +36,17 @@ static void test_config_refusals(void) {
          "4800, hidden_size 32) describes [4800, 32]"},
         {"\"model_type\": \"qwen2\"", "\"model_type\": \"llama\"",
          "model.safetensors: 6 weights of the encoder are unused by %s (num_hidden_layers 2, biases of q/k/v no"},
+        {"\"use_sliding_window\": false", "\"use_sliding_window\": true",
+         "config.json: \"use_sliding_window\" is true: gradcache implements Mistral's sliding window on every layer, "
+         "not this model_type's windows from max_window_layers on"},
+        {"\"sliding_window\": 4", "\"sliding_window\": 0", "config.json: \"sliding_window\" is 0, outside [1, "},
+        {"\"sliding_window\": 4", "\"sliding_window\": \"4\"", "config.json: \"sliding_window\" is a string"},
     };
     for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
         char folder[PATH_MAX], config[PATH_MAX], problem[PATH_MAX + 300];
-        gc_test_edited_folder(folder, QWEN2, edits[i][0], edits[i][1]);
+        /* the last two edits are of Mistral's window, the others of the Qwen2 folder */
+        bool mistral = strstr(edits[i][0], "\"sliding_window\": 4") != NULL;
+        gc_test_edited_folder(folder, mistral ? MISTRAL : QWEN2, edits[i][0], edits[i][1]);
         snprintf(problem, sizeof problem, edits[i][2], gc_test_path(config, folder, "config.json"));
         const char *file = strncmp(edits[i][2], "config.json", 11) == 0 ? "config.json" : "model.safetensors";
         expect_refused(folder, GC_ERR_FORMAT, file, strchr(problem, ':') + 2);

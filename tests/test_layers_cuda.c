@@ -2,7 +2,8 @@
  * generator state (gc_normal draws bitwise the same numbers on every device), then the same
  * forward and backward of L = sum(encoder(ids, mask) * w), in evaluation and in training
  * (the dropout masks match too: each device's default generator is seeded alike and draws
- * the same words). Outputs and every parameter's gradient must agree. */
+ * the same words). Outputs and every parameter's gradient must agree. Two variants attend
+ * causally within a sliding window of 3 (Mistral's), composed and fused. */
 #include <string.h>
 
 #include "check.h"
@@ -17,6 +18,8 @@ typedef struct variant {
     gc_dtype dtype;
     /* the agreement asked for, relative to the largest magnitude of the compared tensor */
     double tolerance;
+    int64_t window; /* > 0: causal attention in a sliding window of this many keys */
+    bool fused;     /* gc_attention_fused rather than the composed ops */
 } variant;
 
 /* f32: each op rounds differently on the two devices (cuBLAS sums in another order; CUDA's
@@ -25,16 +28,19 @@ typedef struct variant {
  * catches any real difference (a wrong index or mask is off by O(1)). f64: the same
  * reasoning with 2^-53 in place of 2^-24. */
 static const variant variants[] = {
-    {false, GC_POOL_CLS, 16, GC_F32, 2e-4},
-    {true, GC_POOL_MEAN, 0, GC_F32, 2e-4},
-    {false, GC_POOL_MEAN, 0, GC_F64, 1e-10},
+    {false, GC_POOL_CLS, 16, GC_F32, 2e-4, 0, false},
+    {true, GC_POOL_MEAN, 0, GC_F32, 2e-4, 0, false},
+    {false, GC_POOL_MEAN, 0, GC_F64, 1e-10, 0, false},
+    {true, GC_POOL_LAST, 0, GC_F64, 1e-10, 3, false},
+    {true, GC_POOL_LAST, 0, GC_F64, 1e-10, 3, true},
 };
 
 static gc_text_encoder_config config_of(const variant *v) {
     return (gc_text_encoder_config){.vocab = 50, .max_length = 16, .dim = 32, .heads = 4, .layers = 2,
                                     .hidden = 64, .projection = v->projection, .dropout = 0.1,
                                     .pre_norm = v->pre_norm, .activation = GC_ACT_GELU_ERF,
-                                    .pooling = v->pooling, .dtype = v->dtype};
+                                    .pooling = v->pooling, .dtype = v->dtype,
+                                    .attention = {.causal = v->window > 0, .window = v->window}};
 }
 
 /* |got - want| <= tolerance * max |scale_of| + tolerance |want| for every element: elements
@@ -78,6 +84,7 @@ static gc_tensor *forward_backward(const gc_text_encoder *encoder, const gc_para
 }
 
 static void compare_variant(const variant *v) {
+    gc_set_fused_attention(v->fused);
     gc_text_encoder_config config = config_of(v);
     gc_text_encoder on_cpu, on_gpu;
     gc_generator cpu_init = {21, 0}, gpu_init = {21, 0};

@@ -1,5 +1,6 @@
 /* The dual encoder and its presets (see gradcache/train.h): BERT-style post-norm encoders
  * over the byte vocabulary, mean-pooled and projected. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "gradcache/train.h"
@@ -71,23 +72,28 @@ gc_text_encoder *gc_dual_encoder_tower(gc_dual_encoder *model, int side) {
     return &model->towers[model->tied ? 0 : side];
 }
 
-gc_status gc_dual_encoder_check_prompts(const gc_dual_encoder *model) {
+gc_status gc_dual_encoder_check_prompt(const gc_dual_encoder *model, const char *prompt, const char *what) {
     int32_t *ids = malloc((size_t)model->max_length * sizeof *ids);
-    if (!ids) gc_fatal("dual_encoder_check_prompts: out of host memory for %lld token ids", (long long)model->max_length);
+    if (!ids) gc_fatal("dual_encoder_check_prompt: out of host memory for %lld token ids", (long long)model->max_length);
+    int64_t length = gc_tokenizer_encode(model->tokenizer, prompt, model->max_length, ids);
+    free(ids);
+    if (length < 0) return gc_last_status();
+    if (length < model->max_length) return GC_OK;
+    /* its special tokens included: what a text would get */
+    gc_set_error(GC_ERR_CONFIG, "%s is %lld tokens or more, leaving none of the %lld tokens per text for the text", what,
+                 (long long)length, (long long)model->max_length);
+    return GC_ERR_CONFIG;
+}
+
+gc_status gc_dual_encoder_check_prompts(const gc_dual_encoder *model) {
     gc_status status = GC_OK;
     for (int side = 0; side < 2 && status == GC_OK; side++) {
         if (!model->prompts[side]) continue;
-        int64_t length = gc_tokenizer_encode(model->tokenizer, model->prompts[side], model->max_length, ids);
-        if (length < 0) {
-            status = gc_last_status();
-        } else if (length == model->max_length) { /* its special tokens included: what a text would get */
-            gc_set_error(GC_ERR_CONFIG, "%s/config_sentence_transformers.json: the %s prompt is %lld tokens or more, "
-                         "leaving none of the %lld tokens per text for the text", model->pretrained,
-                         side ? "document" : "query", (long long)length, (long long)model->max_length);
-            status = GC_ERR_CONFIG;
-        }
+        char what[4200];
+        snprintf(what, sizeof what, "%s/config_sentence_transformers.json: the %s prompt", model->pretrained,
+                 side ? "document" : "query");
+        status = gc_dual_encoder_check_prompt(model, model->prompts[side], what);
     }
-    free(ids);
     return status;
 }
 

@@ -15,8 +15,9 @@
 #include "gradcache/train.h"
 #include "model_file.h"
 
-/* What a model folder tokenizes to when not told (or its positions, if fewer): the length
- * all-MiniLM-L6-v2's tokenizer.json truncates to, and far beyond any WordNet definition. */
+/* What a model folder without sentence_bert_config.json's max_seq_length tokenizes to when not
+ * told (or its positions, if fewer): the length all-MiniLM-L6-v2's tokenizer.json truncates
+ * to, and far beyond any WordNet definition. */
 #define DEFAULT_EVAL_LENGTH 128
 
 static bool is_file(const char *path) {
@@ -54,8 +55,8 @@ static gc_status check_room_for_text(const gc_dual_encoder *model, const char *d
         gc_set_error(GC_ERR_CONFIG, "max length %lld leaves no room for text after the %lld special tokens of %s's "
                      "tokenizer", (long long)model->max_length, (long long)special, dir);
     else
-        gc_set_error(GC_ERR_FORMAT, "%s/config.json: its %lld positions (max_position_embeddings, or a sliding_window) "
-                     "leave no room for text after the tokenizer's %lld special tokens", dir,
+        gc_set_error(GC_ERR_FORMAT, "%s/config.json: its %lld positions (max_position_embeddings) leave no room for "
+                     "text after the tokenizer's %lld special tokens", dir,
                      (long long)model->max_length, (long long)special);
     return asked ? GC_ERR_CONFIG : GC_ERR_FORMAT;
 }
@@ -67,7 +68,12 @@ gc_status gc_dual_encoder_from_folder(gc_dual_encoder *model, const char *dir, i
     gc_status status = gc_pretrained_read_config(dir, &config);
     if (status != GC_OK) return status;
     bool asked = max_length != 0;
-    if (max_length == 0) max_length = config.max_length < DEFAULT_EVAL_LENGTH ? config.max_length : DEFAULT_EVAL_LENGTH;
+    if (max_length == 0) { /* sentence-transformers' length (256 for all-MiniLM-L6-v2), within the positions */
+        status = gc_pretrained_max_seq_length(dir, &max_length);
+        if (status != GC_OK) return status;
+        if (max_length == 0) max_length = DEFAULT_EVAL_LENGTH;
+        if (max_length > config.max_length) max_length = config.max_length;
+    }
     if (max_length > config.max_length) {
         gc_set_error(GC_ERR_FORMAT, "%s/config.json: max_position_embeddings is %lld, fewer than the %lld tokens "
                      "asked for", dir, (long long)config.max_length, (long long)max_length);

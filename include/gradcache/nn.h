@@ -124,6 +124,8 @@ typedef struct gc_attention_options {
     int kv_heads;        /* key and value heads, dividing heads (grouped-query attention); 0: heads */
     int64_t head_dim;    /* 0: dim / heads */
     bool causal;         /* a token attends to itself and the tokens before it only */
+    int64_t window;      /* > 0: a sliding window (Mistral's sliding_window): query q sees key k
+                          * only when |q - k| < window (causal: q - window < k <= q); 0: none */
     double rope_theta;   /* > 0: rotary positions of this base on queries and keys (gc_rope) */
     double rope_scale;   /* linear scaling of the rotary positions (positions / scale); 0: 1 */
     double qk_norm_eps;  /* > 0: an RMSNorm over each head's queries and keys (Qwen3), this eps */
@@ -144,7 +146,8 @@ typedef struct gc_attention {
 gc_status gc_attention_init(gc_attention *layer, int64_t dim, int heads, double dropout,
                             const gc_attention_options *options, gc_dtype dtype, gc_device device, gc_generator *init);
 /* x [B, T, dim]; mask [B, T] of x's dtype, 1 for a real token and 0 for padding (or NULL:
- * no padding). A key the query may not see (padding; a later token when causal) gets -10000
+ * no padding). A key the query may not see (padding; a later token when causal; one outside
+ * the window) gets -10000
  * added to its score (as BERT), so its probability is 0 to the precision of any dtype.
  * -> [B, T, dim] */
 gc_tensor *gc_attention_forward(const gc_attention *layer, const gc_tensor *x, const gc_tensor *mask, bool training);

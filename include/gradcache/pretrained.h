@@ -175,6 +175,15 @@ gc_tensor *gc_encode_texts_prompted(const gc_text_encoder *encoder, const gc_tok
  * to free(); NULL when the folder has none of that name. GC_ERR_FORMAT naming the file when
  * it is not such a configuration. */
 gc_status gc_pretrained_prompt(const char *dir, const char *name, char **prompt);
+/* config_sentence_transformers.json's "default_prompt_name" (the prompt sentence-transformers
+ * writes before every text it is not told otherwise about) into *name, a new string to free();
+ * NULL when the folder has none (no file, no field, or null). GC_ERR_FORMAT naming the file
+ * when the field is neither a string nor null. */
+gc_status gc_pretrained_default_prompt_name(const char *dir, char **name);
+/* sentence_bert_config.json's "max_seq_length" (the tokens per text, special tokens included,
+ * that sentence-transformers cuts texts at) into *length; 0 when the folder has no such file
+ * or field. GC_ERR_FORMAT naming the file when it is not an integer in [1, 2^24]. */
+gc_status gc_pretrained_max_seq_length(const char *dir, int64_t *length);
 
 #ifdef __cplusplus
 }

@@ -337,9 +337,10 @@ gc_status gc_dual_encoder_init(gc_dual_encoder *model, const gc_text_encoder_con
 /* The pretrained model of folder `dir`, of either family (a BERT or a decoder-style embedder:
  * config.json, model.safetensors or its shards, tokenizer.json; gradcache/pretrained.h), as one
  * tied encoder on `device`, its parameters in `dtype` (f32, f16 or bf16), tokenizing to
- * max_length tokens (at most its positions: GC_ERR_FORMAT otherwise; 0 for 128, or its
- * positions if fewer; more than its tokenizer's special tokens, or GC_ERR_CONFIG for a length
- * asked for, GC_ERR_FORMAT for the folder's own), with the "query" and "document" prompts of its sentence-transformers
+ * max_length tokens (at most its positions: GC_ERR_FORMAT otherwise; 0 for the max_seq_length
+ * of its sentence_bert_config.json, else 128, or its positions if fewer; more than its
+ * tokenizer's special tokens, or GC_ERR_CONFIG for a length asked for, GC_ERR_FORMAT for the
+ * folder's own), with the "query" and "document" prompts of its sentence-transformers
  * configuration (gc_pretrained_prompt) before the texts of each side. Nothing is left
  * allocated on failure. */
 gc_status gc_dual_encoder_from_folder(gc_dual_encoder *model, const char *dir, int64_t max_length, gc_dtype dtype,
@@ -361,6 +362,18 @@ gc_text_encoder *gc_dual_encoder_tower(gc_dual_encoder *model, int side); /* 0 q
 /* GC_ERR_CONFIG naming the folder's file when a side's prompt takes all of max_length tokens:
  * every text of that side would be cut away, its embeddings all alike. */
 gc_status gc_dual_encoder_check_prompts(const gc_dual_encoder *model);
+/* The same for one prompt, `what` ("DIR/config_sentence_transformers.json: the query prompt")
+ * beginning the message. */
+gc_status gc_dual_encoder_check_prompt(const gc_dual_encoder *model, const char *prompt, const char *what);
+/* The prompt an encoding of texts alone (gradcache encode) writes before every text, as
+ * sentence-transformers' encode(prompt=, prompt_name=) chooses it, into *prompt (a new string
+ * to free(), or NULL for none): `text` when given; else the folder's prompt `name` when given
+ * (GC_ERR_CONFIG when the folder has no prompt of that name, or the model is not a folder);
+ * else the prompt its config_sentence_transformers.json's default_prompt_name names, if any.
+ * Refused as gc_dual_encoder_check_prompt refuses when it leaves no room for text. At most
+ * one of name and text. */
+gc_status gc_dual_encoder_choose_prompt(const gc_dual_encoder *model, const char *name, const char *text,
+                                        char **prompt);
 /* texts[0..count) encoded as side `side` (0 query, 1 passage) is: its tower, its prompt, the
  * model's max_length (gc_encode_texts_prompted: eval mode, `batch` texts at a time); NULL
  * (error set) when memory runs out or gc_dual_encoder_check_prompts refuses. */

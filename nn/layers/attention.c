@@ -29,9 +29,9 @@ static gc_attention_options resolved(int64_t dim, int heads, const gc_attention_
     if (!o.kv_heads) o.kv_heads = heads;
     if (o.kv_heads < 0 || heads % o.kv_heads)
         gc_fatal("attention: %d heads do not split into %d key/value heads", heads, o.kv_heads);
-    if (o.head_dim < 0 || (o.rope_theta > 0 && o.head_dim % 2) || o.rope_scale < 0 || o.qk_norm_eps < 0)
-        gc_fatal("attention: head_dim %lld (even with rotary positions), rope_scale %g and qk_norm_eps %g must not be "
-                 "negative", (long long)o.head_dim, o.rope_scale, o.qk_norm_eps);
+    if (o.head_dim < 0 || (o.rope_theta > 0 && o.head_dim % 2) || o.rope_scale < 0 || o.qk_norm_eps < 0 || o.window < 0)
+        gc_fatal("attention: head_dim %lld (even with rotary positions), rope_scale %g, qk_norm_eps %g and window %lld "
+                 "must not be negative", (long long)o.head_dim, o.rope_scale, o.qk_norm_eps, (long long)o.window);
     return o;
 }
 
@@ -110,14 +110,14 @@ static gc_tensor *composed_context(const gc_attention *layer, const gc_tensor *p
     return gc_nn_then(context, gc_reshape(context, GC_SHAPE(batch, layer->heads, length, head_dim)));
 }
 
-/* The same context by gc_attention_fused, tile by tile: the causal mask is the op's own (the
- * bias holds the padding alone: gc_attention_inputs), and dropout takes the words of the
+/* The same context by gc_attention_fused, tile by tile: the causal mask and the window are the
+ * op's own (the bias holds the padding alone: gc_attention_inputs), and dropout takes the words of the
  * default generator that gc_nn_dropout takes for the [B, H, T, T] probabilities, so both
  * paths draw the same mask. */
 static gc_tensor *fused_context(const gc_attention *layer, const gc_tensor *query, const gc_tensor *key,
                                 const gc_tensor *value, const gc_tensor *bias, bool training) {
     gc_attention_fused_options options = {.scale = 1 / sqrt((double)layer->options.head_dim),
-                                          .causal = layer->options.causal};
+                                          .causal = layer->options.causal, .window = layer->options.window};
     if (training && layer->dropout > 0) {
         gc_generator *generator = gc_default_generator(query->device);
         int64_t length = query->shape[2];

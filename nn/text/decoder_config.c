@@ -61,14 +61,24 @@ static gc_status read_sizes(const char *path, const gc_json *config, gc_text_enc
     return GC_OK;
 }
 
-/* A sliding window wider than the sequences changes nothing: max_length stops there. */
+/* Mistral's sliding_window (null or missing: none) on every layer, as attention's window
+ * (gc_attention_options): token q attends key k when q - window < k <= q, the window keys up to
+ * and including itself. That is transformers 4.51.3's definition
+ * (MistralModel._prepare_4d_causal_attention_mask_with_cache_position hides the keys with
+ * arange <= cache_position - sliding_window; later releases keep kv_idx > q_idx - sliding_window
+ * in masking_utils.sliding_window_overlay). transformers 4.40.2's
+ * AttentionMaskConverter._make_causal_mask (a tril at diagonal -sliding_window - 1) let a query
+ * see one key more, window + 1: tests/make_decoder_fixture.py shows the two differ. Qwen2's
+ * and Qwen3's use_sliding_window (windows on the layers from max_window_layers on) is refused
+ * by name. */
 static gc_status read_window(const char *path, const gc_json *config, bool mistral, gc_text_encoder_config *c) {
     bool used = mistral;
-    int64_t window = 0;
     gc_status status = mistral ? GC_OK : gc_config_flag(path, config, "use_sliding_window", false, &used);
+    if (status == GC_OK && used && !mistral)
+        return gc_json_file_error(path, "\"use_sliding_window\" is true: gradcache implements Mistral's sliding "
+                                  "window on every layer, not this model_type's windows from max_window_layers on");
     if (status == GC_OK && used)
-        status = gc_config_size_or(path, config, "sliding_window", 1, INT32_MAX, 0, &window);
-    if (status == GC_OK && window > 0 && window < c->max_length) c->max_length = window;
+        status = gc_config_size_or(path, config, "sliding_window", 1, INT32_MAX, 0, &c->attention.window);
     return status;
 }
 

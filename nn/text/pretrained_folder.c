@@ -17,9 +17,7 @@ static const char *join(char *path, size_t size, const char *dir, const char *na
     return path;
 }
 
-/* The folder's optional JSON file `name` into *document, NULL when the folder has none;
- * `path` gets its path. */
-static gc_status read_optional(const char *dir, const char *name, char path[4096], gc_json **document) {
+gc_status gc_pretrained_read_optional(const char *dir, const char *name, char path[4096], gc_json **document) {
     struct stat info;
     *document = NULL;
     if (stat(join(path, 4096, dir, name), &info) != 0) return GC_OK;
@@ -58,7 +56,7 @@ gc_status gc_pretrained_parse_config(const char *text, size_t length, const char
 static gc_status read_pooling(const char *dir, gc_text_encoder_config *c) {
     char path[4096];
     gc_json *pooling;
-    gc_status status = read_optional(dir, "1_Pooling/config.json", path, &pooling);
+    gc_status status = gc_pretrained_read_optional(dir, "1_Pooling/config.json", path, &pooling);
     if (status != GC_OK || !pooling) return status;
     static const char *const modes[] = {"pooling_mode_cls_token", "pooling_mode_mean_tokens", "pooling_mode_lasttoken",
                                         "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",
@@ -80,7 +78,7 @@ static gc_status read_pooling(const char *dir, gc_text_encoder_config *c) {
 static gc_status read_modules(const char *dir, gc_text_encoder_config *c) {
     char path[4096];
     gc_json *modules;
-    gc_status status = read_optional(dir, "modules.json", path, &modules);
+    gc_status status = gc_pretrained_read_optional(dir, "modules.json", path, &modules);
     if (status != GC_OK || !modules) return status;
     if (modules->type != GC_JSON_ARRAY) status = gc_json_file_error(path, "not a JSON array");
     for (const gc_json *module = modules->first; status == GC_OK && module; module = module->next) {
@@ -170,7 +168,7 @@ gc_status gc_pretrained_prompt(const char *dir, const char *name, char **prompt)
     char path[4096];
     *prompt = NULL;
     gc_json *document;
-    gc_status status = read_optional(dir, "config_sentence_transformers.json", path, &document);
+    gc_status status = gc_pretrained_read_optional(dir, "config_sentence_transformers.json", path, &document);
     if (status != GC_OK || !document) return status;
     const gc_json *prompts = gc_json_member(document, "prompts");
     const gc_json *text = gc_json_member(prompts, name);

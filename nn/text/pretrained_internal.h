@@ -18,4 +18,8 @@ gc_status gc_decoder_config_read(const char *path, const gc_json *config, gc_tex
  * of the folder's weights. */
 gc_status gc_pretrained_folder_config(const char *dir, const gc_layout *only, gc_text_encoder_config *config);
 
+/* The folder's optional JSON file `name` into *document, NULL when the folder has none;
+ * `path` gets its path. */
+gc_status gc_pretrained_read_optional(const char *dir, const char *name, char path[4096], gc_json **document);
+
 #endif
