@@ -7,11 +7,9 @@
 
 #include "gradcache/autograd.h"
 #include "gradcache/error.h"
-#include "nn/text/layout.h"
+#include "nn/text/lora_internal.h"
 
-/* The module name of the Linear called `ours` ("layers.0.attention.query"): Hugging Face's
- * under `layout` (without a task model's prefix), or `ours` itself without a layout. */
-static void module_name(const gc_layout *layout, const char *ours, char name_out[GC_PARAM_NAME_MAX]) {
+void gc_lora_module_name(const gc_layout *layout, const char *ours, char name_out[GC_PARAM_NAME_MAX]) {
     char weight[GC_PARAM_NAME_MAX], theirs[GC_PARAM_NAME_MAX];
     snprintf(weight, sizeof weight, "%s.weight", ours);
     if (!layout || !gc_layout_name(layout, weight, theirs)) {
@@ -76,7 +74,7 @@ static gc_status check_config(const gc_lora_config *config, const named_linear *
         bool found = false;
         for (int i = 0; i < count && !found && length; i++) {
             char name[GC_PARAM_NAME_MAX];
-            module_name(layout, linears[i].name, name);
+            gc_lora_module_name(layout, linears[i].name, name);
             found = matches(name, target, length);
         }
         if (!found) {
@@ -113,7 +111,7 @@ gc_status gc_lora_attach_targets(gc_text_encoder *encoder, const gc_lora_config 
     }
     for (int i = 0; i < count && status == GC_OK; i++) {
         char name[GC_PARAM_NAME_MAX];
-        module_name(layout, linears[i].name, name);
+        gc_lora_module_name(layout, linears[i].name, name);
         if (!targeted(name, config->targets)) continue;
         status = gc_lora_attach(linears[i].linear, config, init);
         adapted += status == GC_OK;
