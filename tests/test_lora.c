@@ -27,6 +27,7 @@ static void randomise_b(const gc_param_list *trainable, uint64_t seed) {
         gc_tensor *values = gc_uniform(b->ndim, b->shape, b->dtype, b->device, -0.5, 0.5, seed, (uint64_t)i * 1000);
         REQUIRE(values);
         memcpy(gc_data(b), gc_data(values), (size_t)gc_numel(b) * gc_dtype_size(b->dtype));
+        gc_tensor_mark_written(b);
         gc_tensor_release(values);
     }
 }

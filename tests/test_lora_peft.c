@@ -12,6 +12,23 @@
 #define BASE GC_TEST_FIXTURES "/tiny_bert"
 #define ADAPTER GC_TEST_FIXTURES "/tiny_bert_lora"
 
+/* GC_LORA_KEEP=DIR keeps what the engine writes, DIR/adapter and DIR/merged, for
+ * tests/check_lora_peft.py to load in PEFT and transformers; else a temporary folder. */
+static void output_folder(char *dir, size_t size) {
+    const char *keep = getenv("GC_LORA_KEEP");
+    if (keep) {
+        snprintf(dir, size, "%s", keep);
+        mkdir(dir, 0777);
+        return;
+    }
+    snprintf(dir, size, "/tmp/gc_lora_XXXXXX");
+    REQUIRE(mkdtemp(dir));
+}
+
+static void remove_output(const char *dir) {
+    if (!getenv("GC_LORA_KEEP")) gc_folder_remove(dir);
+}
+
 static gc_text_encoder load_base(void) {
     gc_text_encoder encoder;
     gc_tokenizer *tokenizer = NULL;
@@ -61,8 +78,10 @@ static void test_peft_parity(void) {
     CHECK_MSG(error <= 1e-5, "PEFT's hidden states differ by %g", error);
 
     /* what the engine saves, loaded back, is the same adapter */
-    char dir[] = "/tmp/gc_lora_XXXXXX";
-    REQUIRE(mkdtemp(dir));
+    char parent[256], dir[300];
+    output_folder(parent, sizeof parent);
+    snprintf(dir, sizeof dir, "%s/adapter", parent);
+    mkdir(dir, 0777);
     REQUIRE(gc_lora_save(dir, &encoder, &config, BASE) == GC_OK);
     gc_text_encoder again = load_base();
     gc_lora_config config_again;
@@ -72,7 +91,7 @@ static void test_peft_parity(void) {
           !strcmp(targets_again, targets));
     CHECK_MSG(hidden_error(&again, reference) == error, "the saved adapter computes another function");
     gc_safetensors *saved = NULL;
-    char path[256];
+    char path[400];
     snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir);
     REQUIRE(gc_safetensors_open(path, &saved) == GC_OK);
     CHECK(gc_safetensors_count(saved) == 2 * 2 * 6); /* A, B of query, key, value and 3 dense in 2 layers */
@@ -80,7 +99,7 @@ static void test_peft_parity(void) {
     CHECK(has_entry(saved, "base_model.model.encoder.layer.1.output.dense.lora_B.weight"));
     gc_safetensors_close(saved);
     gc_text_encoder_free(&again);
-    gc_folder_remove(dir);
+    remove_output(parent);
     gc_text_encoder_free(&encoder);
     gc_safetensors_close(reference);
 }
@@ -123,8 +142,39 @@ static void test_refused(void) {
     CHECK(load_edited("[\"query\"]", "lora_dropout", "0") == GC_ERR_IO);
 }
 
+/* The merged encoder (W + (alpha / r) B A, adapters gone) computes what the adapted one did,
+ * and saved as a plain model folder it loads without the adapter folder and gives PEFT's
+ * states again (f32: the merge rounds each weight once more, 1e-5 still holds). */
+static void test_merge(void) {
+    gc_safetensors *reference = NULL;
+    REQUIRE(gc_safetensors_open(GC_TEST_FIXTURES "/lora_bert_v1.safetensors", &reference) == GC_OK);
+    gc_text_encoder encoder = load_base();
+    gc_lora_config config;
+    char targets[256];
+    REQUIRE(gc_lora_load(ADAPTER, &encoder, &config, targets, sizeof targets) == GC_OK);
+    REQUIRE(gc_lora_merge_all(&encoder) == GC_OK);
+    CHECK(!encoder.layers[0].attention.query.lora && !encoder.layers[1].mlp.out.lora);
+    double error = hidden_error(&encoder, reference);
+    CHECK_MSG(error <= 1e-5, "merged: PEFT's hidden states differ by %g", error);
+    char parent[256], dir[300];
+    output_folder(parent, sizeof parent);
+    snprintf(dir, sizeof dir, "%s/merged", parent);
+    gc_folder_remove(dir); /* a kept folder of an earlier run */
+    REQUIRE(gc_pretrained_save(dir, &encoder, NULL, BASE) == GC_OK);
+    gc_text_encoder merged;
+    gc_tokenizer *tokenizer = NULL;
+    REQUIRE(gc_pretrained_load(dir, gc_cpu(), &merged, &tokenizer, NULL) == GC_OK);
+    CHECK_MSG(hidden_error(&merged, reference) == error, "the merged folder computes another function");
+    gc_tokenizer_free(tokenizer);
+    gc_text_encoder_free(&merged);
+    remove_output(parent);
+    gc_text_encoder_free(&encoder);
+    gc_safetensors_close(reference);
+}
+
 int main(void) {
     test_peft_parity();
+    test_merge();
     test_refused();
     CHECK(gc_memory_get_stats(gc_cpu()).live_bytes == 0);
     return gc_test_result();

@@ -277,6 +277,14 @@ gc_tensor *gc_text_encoder_hidden(const gc_text_encoder *encoder, const gc_tenso
 void gc_text_encoder_params(const gc_text_encoder *encoder, const char *prefix, gc_param_list *list);
 void gc_text_encoder_free(gc_text_encoder *encoder);
 
+/* Folds the adapter into the base, W += (alpha / r) B A (in W's dtype), and removes it, as
+ * PEFT's merge_and_unload: the Linear then computes the adapted function alone (without
+ * dropout) and saves as a plain Linear. Its parameters stay frozen. GC_OK (nothing to do
+ * without an adapter) or an allocation error, the layer then unchanged. */
+gc_status gc_lora_merge(gc_linear *layer);
+/* gc_lora_merge on every Linear of `encoder`. */
+gc_status gc_lora_merge_all(gc_text_encoder *encoder);
+
 /* Freezes every parameter of `encoder`, then attaches an adapter to each of its Linears whose
  * module name matches a target as PEFT matches: the name equals the target or ends in
  * "." + target. The names are Hugging Face's for an encoder with a pretrained layout

@@ -46,6 +46,21 @@ gc_tensor *gc_lora_update(const gc_lora *lora, const gc_tensor *rows /* [n, in] 
     return gc_nn_then(update, gc_mul_scalar(update, lora->scale));
 }
 
+gc_status gc_lora_merge(gc_linear *layer) {
+    if (!layer->lora) return GC_OK;
+    const gc_lora *lora = layer->lora;
+    bool previous = gc_set_grad_enabled(false);
+    gc_tensor *product = gc_matmul(lora->b, lora->a, false, false); /* [out, in] */
+    gc_tensor *delta = gc_nn_then(product, gc_mul_scalar(product, lora->scale));
+    gc_status status = delta ? gc_add_inplace(layer->weight, delta) : gc_last_status();
+    gc_set_grad_enabled(previous);
+    gc_tensor_release(delta);
+    if (status != GC_OK) return status;
+    gc_lora_free(layer->lora);
+    layer->lora = NULL;
+    return GC_OK;
+}
+
 void gc_lora_params(const gc_lora *lora, const char *prefix, gc_param_list *list) {
     gc_param_list_add(list, prefix, "lora_A.weight", lora->a, false);
     gc_param_list_add(list, prefix, "lora_B.weight", lora->b, false);

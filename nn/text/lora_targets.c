@@ -120,3 +120,13 @@ gc_status gc_lora_attach_targets(gc_text_encoder *encoder, const gc_lora_config 
     if (attached) *attached = adapted;
     return status;
 }
+
+gc_status gc_lora_merge_all(gc_text_encoder *encoder) {
+    named_linear *linears = malloc(((size_t)encoder->config.layers * 7 + 1) * sizeof *linears);
+    if (!linears) gc_fatal("lora_merge_all: out of host memory");
+    int count = list_linears(encoder, linears);
+    gc_status status = GC_OK;
+    for (int i = 0; i < count && status == GC_OK; i++) status = gc_lora_merge(linears[i].linear);
+    free(linears);
+    return status;
+}
