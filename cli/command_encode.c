@@ -21,7 +21,7 @@ static const char *const format_names[] = {"safetensors", "tsv", NULL};
 static const char *const tower_names[] = {"query", "passage", NULL};
 
 typedef struct encode_flags {
-    const char *model, *input, *output;
+    const char *model, *adapter, *input, *output;
     int64_t batch_size, max_length, threads;
     int format, precision, device, tower, weight_packing;
     bool quiet;
@@ -34,6 +34,7 @@ static int parse_flags(int argc, char **argv, encode_flags *f) {
     cli_flag table[] = {
         {"model", CLI_FLAG_STRING, &f->model, 0, 0, NULL,
          "a model folder (config.json, model.safetensors, tokenizer.json), a run folder or a model file (required)"},
+        CLI_ADAPTER_FLAG(f->adapter),
         {"input", CLI_FLAG_STRING, &f->input, 0, 0, NULL, "the texts, one per line (-: standard input)"},
         {"output", CLI_FLAG_STRING, &f->output, 0, 0, NULL, "where the embeddings go (required; -: standard output, tsv)"},
         {"format", CLI_FLAG_CHOICE, &f->format, 0, 0, format_names, "safetensors, or tsv"},
@@ -102,6 +103,8 @@ int cli_command_encode(int argc, char **argv) {
     gc_tensor *embeddings = NULL;
     if (load_model(&f, device, &model) != GC_OK) {
         status = cli_fail_model("encode");
+    } else if (f.adapter && gc_dual_encoder_add_adapter(&model, f.adapter) != GC_OK) {
+        status = fail(1, "--adapter: %s", gc_last_error());
     } else if (gc_text_lines_read(f.input, &lines) != GC_OK) {
         status = fail(1, "--input: %s", gc_last_error());
     } else if (lines.count == 0) {
