@@ -25,7 +25,7 @@ static const char *const format_names[] = {"safetensors", "tsv", NULL};
 static const char *const tower_names[] = {"query", "passage", NULL};
 
 typedef struct encode_flags {
-    const char *model, *input, *output;
+    const char *model, *adapter, *input, *output;
     const char *prompt, *prompt_name; /* --prompt TEXT, --prompt-name NAME: at most one */
     int64_t batch_size, max_length, threads;
     int format, precision, device, tower, weight_packing;
@@ -39,6 +39,7 @@ static int parse_flags(int argc, char **argv, encode_flags *f) {
     cli_flag table[] = {
         {"model", CLI_FLAG_STRING, &f->model, 0, 0, NULL,
          "a model folder (config.json, model.safetensors, tokenizer.json), a run folder or a model file (required)"},
+        CLI_ADAPTER_FLAG(f->adapter),
         {"input", CLI_FLAG_STRING, &f->input, 0, 0, NULL, "the texts, one per line (-: standard input)"},
         {"output", CLI_FLAG_STRING, &f->output, 0, 0, NULL, "where the embeddings go (required; -: standard output, tsv)"},
         {"format", CLI_FLAG_CHOICE, &f->format, 0, 0, format_names, "safetensors, or tsv"},
@@ -115,6 +116,8 @@ int cli_command_encode(int argc, char **argv) {
     char *prompt = NULL;
     if (load_model(&f, device, &model) != GC_OK) {
         status = cli_fail_model("encode");
+    } else if (f.adapter && gc_dual_encoder_add_adapter(&model, f.adapter) != GC_OK) {
+        status = fail(1, "--adapter: %s", gc_last_error());
     } else if (gc_dual_encoder_choose_prompt(&model, f.prompt_name, f.prompt, &prompt) != GC_OK) {
         status = fail(gc_last_status() == GC_ERR_CONFIG ? 2 : 1, "%s%s", f.prompt_name ? "--prompt-name: " :
                       f.prompt ? "--prompt: " : "", gc_last_error());

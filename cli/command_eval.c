@@ -23,7 +23,7 @@
     "run file, which trec_eval -m ndcg_cut.10 -m recall.10,100 -m map_cut.100 recomputes them from."
 
 typedef struct eval_flags {
-    const char *model, *data, *split, *matryoshka, *beir, *run;
+    const char *model, *adapter, *data, *split, *matryoshka, *beir, *run;
     int64_t batch_size, max_length, limit, top_k, block, corpus_limit;
     int device, weight_packing;
     bool json;
@@ -38,6 +38,7 @@ static int parse_flags(int argc, char **argv, eval_flags *f) {
         {"model", CLI_FLAG_STRING, &f->model, 0, 0, NULL,
          "a run folder, a model folder of the BERT family or a decoder-style embedder (config.json, model.safetensors "
          "or its shards, tokenizer.json; its query prompt before each query), or a model file (required)"},
+        CLI_ADAPTER_FLAG(f->adapter),
         {"data", CLI_FLAG_STRING, &f->data, 0, 0, NULL, "a pair file, or a folder holding SPLIT.tsv (required)"},
         {"split", CLI_FLAG_STRING, &f->split, 0, 0, NULL,
          "the file of a --data folder to evaluate on (default dev), or the qrels of --beir (default test)"},
@@ -137,9 +138,12 @@ int cli_command_eval(int argc, char **argv) {
     gc_set_weight_packing(f.weight_packing == CLI_PACKING_ON);
     if (f.beir) {
         gc_dual_encoder model = {0};
-        status = gc_dual_encoder_load(f.model, f.max_length, device, &model) == GC_OK
-                     ? eval_beir(&f, &model)
-                     : fail(1, "--model: %s", gc_last_error());
+        if (gc_dual_encoder_load(f.model, f.max_length, device, &model) != GC_OK)
+            status = fail(1, "--model: %s", gc_last_error());
+        else if (f.adapter && gc_dual_encoder_add_adapter(&model, f.adapter) != GC_OK)
+            status = fail(1, "--adapter: %s", gc_last_error());
+        else
+            status = eval_beir(&f, &model);
         gc_dual_encoder_free(&model);
         return status;
     }
@@ -151,6 +155,8 @@ int cli_command_eval(int argc, char **argv) {
     gc_retrieval_metrics metrics[CLI_INT_LIST_MAX];
     if (gc_dual_encoder_load(f.model, f.max_length, device, &model) != GC_OK) {
         status = cli_fail_model("eval");
+    } else if (f.adapter && gc_dual_encoder_add_adapter(&model, f.adapter) != GC_OK) {
+        status = fail(1, "--adapter: %s", gc_last_error());
     } else if (gc_pairs_read(data_path, &pairs) != GC_OK) {
         status = fail(1, "--data: %s", gc_last_error());
     } else {

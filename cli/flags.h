@@ -54,6 +54,11 @@ int cli_device_from_flag(const char *command, int choice, gc_device *device);
  * either way). Its choices, in the enum's order, and its table entry: */
 enum { CLI_PACKING_ON, CLI_PACKING_OFF };
 extern const char *const cli_packing_names[];
+/* --adapter DIR of encode and eval: a PEFT LoRA adapter over --model's encoder */
+#define CLI_ADAPTER_FLAG(path)                                                                                 \
+    {"adapter", CLI_FLAG_STRING, &(path), 0, 0, NULL,                                                          \
+     "a PEFT LoRA adapter folder (adapter_config.json, adapter_model.safetensors) applied over --model's encoder"}
+
 #define CLI_WEIGHT_PACKING_FLAG(choice)                                                                        \
     {"weight-packing", CLI_FLAG_CHOICE, &(choice), 0, 0, cli_packing_names,                                    \
      "on: weights keep their packed GEMM panels between products (reported as packed bytes); off: each product " \

@@ -56,6 +56,9 @@ int64_t gc_param_list_numel(const gc_param_list *list);
 void gc_param_list_free(gc_param_list *list);
 /* Drops every parameter's gradient (gc_zero_grad on each). */
 void gc_param_list_zero_grad(const gc_param_list *list);
+/* Appends the parameters of `all` that learn (gc_requires_grad): with adapters attached, the
+ * adapters alone, what an optimizer and a gradient reducer get. */
+void gc_param_list_trainable(const gc_param_list *all, gc_param_list *trainable);
 
 /* --- dropout (the default generator of x's device) ---
  * Identity (a new reference to x itself) when !training or p == 0. */
@@ -65,17 +68,44 @@ gc_tensor *gc_nn_dropout(const gc_tensor *x, double p, bool training);
 typedef enum gc_activation { GC_ACT_GELU_ERF, GC_ACT_GELU_TANH, GC_ACT_RELU, GC_ACT_TANH } gc_activation;
 gc_tensor *gc_activate(const gc_tensor *x, gc_activation activation);
 
+/* --- LoRA: a low-rank adapter on a Linear, as PEFT's (nn/layers/lora.c) ---
+ * The adapted Linear computes base(x) + (alpha / r) B A dropout(x): the base's weight and
+ * bias frozen (no gradient), A and B the only parameters that learn. */
+typedef struct gc_lora {
+    gc_tensor *a;   /* "lora_A.weight": [r, in], PEFT's kaiming-uniform (a = sqrt 5): U(+-1/sqrt(in)) */
+    gc_tensor *b;   /* "lora_B.weight": [out, r], zeros: the adapted layer starts as its base */
+    double scale;   /* alpha / r */
+    double dropout; /* on the adapter's input alone, drawn as gc_nn_dropout (so RNG replay repeats it) */
+} gc_lora;
+
+/* What an adapter is made of; targets name the Linears to adapt (see gc_lora_attach_targets). */
+typedef struct gc_lora_config {
+    int r;               /* the rank, > 0 */
+    double alpha;        /* the scale is alpha / r */
+    double dropout;      /* in [0, 1) */
+    const char *targets; /* comma-separated module names, e.g. "query,key,value,dense" or "q_proj,v_proj" */
+} gc_lora_config;
+
 /* --- Linear: y = x W^T + b over the last dim --- */
 typedef struct gc_linear {
     gc_tensor *weight; /* [out, in] */
     gc_tensor *bias;   /* [out], or NULL */
+    gc_lora *lora;     /* NULL, or the adapter gc_lora_attach gave it (owned: gc_linear_free frees it) */
 } gc_linear;
 gc_status gc_linear_init(gc_linear *layer, int64_t in, int64_t out, bool bias, gc_dtype dtype, gc_device device,
                          gc_generator *init);
-/* x [..., in] -> [..., out] */
+/* x [..., in] -> [..., out]; with an adapter, its update added without dropout (the layers of
+ * a model pass their training flag to the adapter's dropout themselves). */
 gc_tensor *gc_linear_forward(const gc_linear *layer, const gc_tensor *x);
+/* "weight", "bias" and, with an adapter, "lora_A.weight" and "lora_B.weight" under prefix. */
 void gc_linear_params(const gc_linear *layer, const char *prefix, gc_param_list *list);
 void gc_linear_free(gc_linear *layer);
+
+/* Gives `layer` an adapter of `config` (r, alpha, dropout; targets unused) in the base's dtype
+ * and on its device, A drawn from `init`'s stream (NULL: A left 0, for an adapter to be
+ * loaded), and freezes the base's weight and bias. A second adapter, a bad r or dropout stop
+ * the program; GC_OK or an allocation error (the layer then unchanged). */
+gc_status gc_lora_attach(gc_linear *layer, const gc_lora_config *config, gc_generator *init);
 
 /* --- Embedding: rows of a table --- */
 typedef struct gc_embedding_layer {
@@ -249,6 +279,25 @@ gc_tensor *gc_text_encoder_hidden(const gc_text_encoder *encoder, const gc_tenso
                                   bool training);
 void gc_text_encoder_params(const gc_text_encoder *encoder, const char *prefix, gc_param_list *list);
 void gc_text_encoder_free(gc_text_encoder *encoder);
+
+/* Folds the adapter into the base, W += (alpha / r) B A (in W's dtype), and removes it, as
+ * PEFT's merge_and_unload: the Linear then computes the adapted function alone (without
+ * dropout) and saves as a plain Linear. Its parameters stay frozen. GC_OK (nothing to do
+ * without an adapter) or an allocation error, the layer then unchanged. */
+gc_status gc_lora_merge(gc_linear *layer);
+/* gc_lora_merge on every Linear of `encoder`. */
+gc_status gc_lora_merge_all(gc_text_encoder *encoder);
+
+/* Freezes every parameter of `encoder`, then attaches an adapter to each of its Linears whose
+ * module name matches a target as PEFT matches: the name equals the target or ends in
+ * "." + target. The names are Hugging Face's for an encoder with a pretrained layout
+ * ("encoder.layer.0.attention.self.query", "layers.0.self_attn.q_proj") and gradcache's
+ * otherwise ("layers.0.attention.query", "projection"). *attached (may be NULL) receives the
+ * number of adapted Linears; a target that matches none is GC_ERR_CONFIG naming
+ * it, as are an empty list, r <= 0 and a dropout outside [0, 1) (they come from flags
+ * and files). */
+gc_status gc_lora_attach_targets(gc_text_encoder *encoder, const gc_lora_config *config, gc_generator *init,
+                                 int *attached);
 
 #ifdef __cplusplus
 }

@@ -144,6 +144,27 @@ gc_status gc_pretrained_load_tokenizer(const char *dir, const gc_text_encoder_co
 gc_status gc_pretrained_load(const char *dir, gc_device device, gc_text_encoder *encoder, gc_tokenizer **tokenizer,
                              gc_bert_unused *unused);
 
+/* --- LoRA adapters in PEFT's folder format (nn/text/lora_files.c) ---
+ * adapter_config.json and adapter_model.safetensors, named as PeftModel.save_pretrained names
+ * them over an AutoModel ("base_model.model.encoder.layer.0.attention.self.query.lora_A.weight"
+ * for BERT, "base_model.model.layers.0.self_attn.q_proj.lora_A.weight" for the decoders). */
+
+/* Writes the adapters of `encoder` (attached with `config`) into the folder `dir`, which must
+ * exist; base_model goes to base_model_name_or_path. GC_ERR_IO naming the file on failure. */
+gc_status gc_lora_save(const char *dir, const gc_text_encoder *encoder, const gc_lora_config *config,
+                       const char *base_model);
+/* Reads the adapter folder `dir`: its configuration into *config (config->targets pointing into
+ * `targets`, targets_size bytes), adapters attached to `encoder` as gc_lora_attach_targets does,
+ * and their weights loaded (the file must hold exactly them, of their dtype, but for BertModel's
+ * pooler's). What the files say is outside input: GC_ERR_IO, GC_ERR_FORMAT (naming the file and
+ * the field or tensor: a peft_type other than "LORA", use_rslora, use_dora, fan_in_fan_out,
+ * a bias, rank or alpha patterns, modules_to_save, a regular-expression target are refused) or
+ * GC_ERR_CONFIG (a target that matches no Linear); the encoder, adapters and all, is then the
+ * caller's to free. */
+gc_status gc_lora_load(const char *dir, gc_text_encoder *encoder, gc_lora_config *config, char *targets,
+                       size_t targets_size);
+
+
 /* How gc_encode_texts_with encodes. */
 typedef struct gc_encode_options {
     int64_t max_length; /* tokens per text, at most the encoder's positions */

@@ -359,6 +359,10 @@ gc_status gc_dual_encoder_load(const char *path, int64_t max_length, gc_device d
  * Every file is written atomically (gradcache/files.h). */
 gc_status gc_dual_encoder_save(const gc_dual_encoder *model, const char *dir);
 gc_text_encoder *gc_dual_encoder_tower(gc_dual_encoder *model, int side); /* 0 query, 1 passage */
+/* The PEFT LoRA adapter folder `dir` over the model's one (tied) encoder (gc_lora_load): what
+ * gc_lora_load returns, or GC_ERR_CONFIG for a model of two towers. The model, adapters and
+ * all, is the caller's to free either way. */
+gc_status gc_dual_encoder_add_adapter(gc_dual_encoder *model, const char *dir);
 /* GC_ERR_CONFIG naming the folder's file when a side's prompt takes all of max_length tokens:
  * every text of that side would be cut away, its embeddings all alike. */
 gc_status gc_dual_encoder_check_prompts(const gc_dual_encoder *model);

@@ -59,8 +59,8 @@ gc_status gc_attention_init(gc_attention *layer, int64_t dim, int heads, double 
  * as transformers does, on [B, T, n, Dh], then the heads brought before the positions. */
 static gc_tensor *project_heads(const gc_linear *projection, const gc_layernorm_layer *norm, const gc_tensor *rotary,
                                 const gc_tensor *x, const gc_token_packing *packing, int64_t batch, int64_t length,
-                                int n, int64_t head_dim) {
-    gc_tensor *y = gc_linear_forward(projection, x);
+                                int n, int64_t head_dim, bool training) {
+    gc_tensor *y = gc_linear_forward_with(projection, x, training, packing);
     if (packing) y = gc_nn_then(y, gc_tokens_unpack(y, packing));
     y = gc_nn_then(y, gc_reshape(y, GC_SHAPE(batch, length, n, head_dim)));
     if (norm && norm->gamma) y = gc_nn_then(y, gc_layernorm_layer_forward(norm, y));
@@ -151,9 +151,9 @@ gc_tensor *gc_attention_forward_with(const gc_attention *layer, const gc_tensor 
     int64_t batch = packing ? packing->batch : x->shape[0], length = packing ? packing->length : x->shape[1];
     int64_t head_dim = o->head_dim;
     gc_tensor *query = project_heads(&layer->query, &layer->query_norm, inputs->rotary, x, packing, batch, length,
-                                     heads, head_dim);
+                                     heads, head_dim, training);
     gc_tensor *key = project_heads(&layer->key, &layer->key_norm, inputs->rotary, x, packing, batch, length,
-                                   o->kv_heads, head_dim);
+                                   o->kv_heads, head_dim, training);
     /* composed, the queries, keys and scores are freed before the values are projected: the
      * layer's peak holds the probabilities and little else */
     gc_tensor *probs = NULL;
@@ -162,7 +162,8 @@ gc_tensor *gc_attention_forward_with(const gc_attention *layer, const gc_tensor 
         else gc_tensor_release(query), gc_tensor_release(key);
         query = key = NULL;
     }
-    gc_tensor *value = project_heads(&layer->value, NULL, NULL, x, packing, batch, length, o->kv_heads, head_dim);
+    gc_tensor *value = project_heads(&layer->value, NULL, NULL, x, packing, batch, length, o->kv_heads, head_dim,
+                                     training);
     gc_tensor *context = NULL; /* [B, H, T, Dh] */
     if (value && (inputs->fused ? query && key : probs != NULL))
         context = inputs->fused ? fused_context(layer, query, key, value, inputs->bias, training)
@@ -174,7 +175,7 @@ gc_tensor *gc_attention_forward_with(const gc_attention *layer, const gc_tensor 
     context = gc_nn_then(context, gc_permute(context, (const int[]){0, 2, 1, 3})); /* [B, T, H, Dh] */
     context = gc_nn_then(context, gc_reshape(context, GC_SHAPE(batch, length, heads * head_dim)));
     if (packing) context = gc_nn_then(context, gc_tokens_pack(context, packing)); /* [N, H * Dh] */
-    return gc_nn_then(context, gc_linear_forward(&layer->output, context));
+    return gc_nn_then(context, gc_linear_forward_with(&layer->output, context, training, packing));
 }
 
 gc_tensor *gc_attention_forward(const gc_attention *layer, const gc_tensor *x /* [B, T, dim] */,

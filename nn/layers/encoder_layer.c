@@ -38,8 +38,9 @@ static gc_tensor *attention_sublayer(const gc_encoder_layer *layer, const gc_ten
 
 static gc_tensor *mlp_sublayer(const gc_encoder_layer *layer, const gc_tensor *x, const gc_attention_inputs *inputs,
                                bool training) {
-    (void)inputs; /* the MLP works token by token: padding cannot reach a real token through it */
-    return gc_mlp_forward(&layer->mlp, x, training);
+    /* the MLP works token by token: padding cannot reach a real token through it; the packing
+     * is for its adapters' dropout masks */
+    return gc_mlp_forward_with(&layer->mlp, x, training, inputs->packing);
 }
 
 /* norm(x + dropout(f(x))) post-norm, x + dropout(f(norm(x))) pre-norm; x [B, T, dim] or [N, dim]. */

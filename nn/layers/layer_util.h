@@ -92,6 +92,20 @@ gc_tensor *gc_tokens_unpack(const gc_tensor *x, const gc_token_packing *packing)
  * one draws. */
 gc_tensor *gc_tokens_dropout(const gc_tensor *x, double p, bool training, const gc_token_packing *packing);
 
+/* gc_linear_forward with the adapter's dropout on when training; x [N, in] packed by
+ * `packing` (or x [..., in] as it is, packing NULL) draws the padded batch's masks. */
+gc_tensor *gc_linear_forward_with(const gc_linear *layer, const gc_tensor *x, bool training,
+                                  const gc_token_packing *packing);
+/* gc_mlp_forward given the packing of x [N, dim] (or NULL), for its adapters' dropout. */
+gc_tensor *gc_mlp_forward_with(const gc_mlp *layer, const gc_tensor *x, bool training,
+                               const gc_token_packing *packing);
+/* The adapter's part of an adapted Linear's output (lora.c): rows [n, in] -> [n, out],
+ * (alpha / r) B A dropout(rows); rows packed by `packing` or NULL, as gc_linear_forward_with. */
+gc_tensor *gc_lora_update(const gc_lora *lora, const gc_tensor *rows, bool training,
+                          const gc_token_packing *packing);
+void gc_lora_params(const gc_lora *lora, const char *prefix, gc_param_list *list);
+void gc_lora_free(gc_lora *lora);
+
 /* What the attention layers of one forward share (attention_inputs.c): made once by a text
  * encoder for all its layers. */
 typedef struct gc_attention_inputs {

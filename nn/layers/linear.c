@@ -1,4 +1,5 @@
-/* Linear: y = x W^T + b over the last dim, W stored [out, in] as PyTorch does. */
+/* Linear: y = x W^T + b over the last dim, W stored [out, in] as PyTorch does, plus the
+ * update of its LoRA adapter when it has one (lora.c). */
 #include "layer_util.h"
 
 gc_status gc_linear_init(gc_linear *layer, int64_t in, int64_t out, bool bias, gc_dtype dtype, gc_device device,
@@ -16,7 +17,8 @@ gc_status gc_linear_init(gc_linear *layer, int64_t in, int64_t out, bool bias, g
     return GC_OK;
 }
 
-gc_tensor *gc_linear_forward(const gc_linear *layer, const gc_tensor *x /* [..., in] */) {
+gc_tensor *gc_linear_forward_with(const gc_linear *layer, const gc_tensor *x /* [..., in] */, bool training,
+                                  const gc_token_packing *packing) {
     if (!x) return NULL;
     int64_t out = layer->weight->shape[0], in = layer->weight->shape[1];
     if (x->ndim < 1 || x->shape[x->ndim - 1] != in) {
@@ -31,17 +33,28 @@ gc_tensor *gc_linear_forward(const gc_linear *layer, const gc_tensor *x /* [...,
     gc_tensor *rows = gc_reshape(x, GC_SHAPE(gc_numel(x) / in, in));
     gc_tensor *y = layer->bias ? gc_matmul_bias(rows, layer->weight, layer->bias, false, true)
                                : gc_matmul(rows, layer->weight, false, true); /* [rows, out] */
+    if (layer->lora) {
+        gc_tensor *update = gc_lora_update(layer->lora, rows, training, packing); /* [rows, out] */
+        y = gc_nn_then(y, gc_add(y, update));
+        gc_tensor_release(update);
+    }
     gc_tensor_release(rows);
     return gc_nn_then(y, gc_reshape(y, x->ndim, shape));
+}
+
+gc_tensor *gc_linear_forward(const gc_linear *layer, const gc_tensor *x /* [..., in] */) {
+    return gc_linear_forward_with(layer, x, false, NULL);
 }
 
 void gc_linear_params(const gc_linear *layer, const char *prefix, gc_param_list *list) {
     gc_param_list_add(list, prefix, "weight", layer->weight, false);
     if (layer->bias) gc_param_list_add(list, prefix, "bias", layer->bias, true);
+    if (layer->lora) gc_lora_params(layer->lora, prefix, list);
 }
 
 void gc_linear_free(gc_linear *layer) {
     gc_tensor_release(layer->weight);
     gc_tensor_release(layer->bias);
+    gc_lora_free(layer->lora);
     *layer = (gc_linear){0};
 }

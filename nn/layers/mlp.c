@@ -22,10 +22,11 @@ gc_status gc_gated_mlp_init(gc_mlp *layer, int64_t dim, int64_t hidden, bool bia
     return status;
 }
 
-gc_tensor *gc_mlp_forward(const gc_mlp *layer, const gc_tensor *x /* [..., dim] */, bool training) {
-    gc_tensor *h = gc_linear_forward(&layer->in, x); /* [..., hidden] */
+gc_tensor *gc_mlp_forward_with(const gc_mlp *layer, const gc_tensor *x /* [..., dim] */, bool training,
+                               const gc_token_packing *packing) {
+    gc_tensor *h = gc_linear_forward_with(&layer->in, x, training, packing); /* [..., hidden] */
     if (layer->gate.weight) {
-        gc_tensor *gate = gc_linear_forward(&layer->gate, x); /* [..., hidden] */
+        gc_tensor *gate = gc_linear_forward_with(&layer->gate, x, training, packing); /* [..., hidden] */
         gc_tensor *gated = gc_swiglu(gate, h);
         gc_tensor_release(gate);
         h = gc_nn_then(h, gated);
@@ -33,7 +34,11 @@ gc_tensor *gc_mlp_forward(const gc_mlp *layer, const gc_tensor *x /* [..., dim] 
         h = gc_nn_then(h, gc_activate(h, layer->activation));
     }
     h = gc_nn_then(h, gc_nn_dropout(h, layer->dropout, training));
-    return gc_nn_then(h, gc_linear_forward(&layer->out, h));
+    return gc_nn_then(h, gc_linear_forward_with(&layer->out, h, training, packing));
+}
+
+gc_tensor *gc_mlp_forward(const gc_mlp *layer, const gc_tensor *x /* [..., dim] */, bool training) {
+    return gc_mlp_forward_with(layer, x, training, NULL);
 }
 
 void gc_mlp_params(const gc_mlp *layer, const char *prefix, gc_param_list *list) {

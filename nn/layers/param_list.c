@@ -43,3 +43,9 @@ void gc_param_list_free(gc_param_list *list) {
 void gc_param_list_zero_grad(const gc_param_list *list) {
     for (int i = 0; i < list->count; i++) gc_zero_grad(list->items[i].tensor);
 }
+
+void gc_param_list_trainable(const gc_param_list *all, gc_param_list *trainable) {
+    for (int i = 0; i < all->count; i++)
+        if (gc_requires_grad(all->items[i].tensor))
+            gc_param_list_add(trainable, "", all->items[i].name, all->items[i].tensor, all->items[i].no_decay);
+}

@@ -160,7 +160,7 @@ gc_tensor *gc_text_encoder_forward(const gc_text_encoder *encoder, const gc_tens
         gc_token_packing_free(&packing);
     }
     h = gc_nn_then(h, gc_pool(h, mask, config->pooling)); /* [B, dim] */
-    if (config->projection) h = gc_nn_then(h, gc_linear_forward(&encoder->projection, h));
+    if (config->projection) h = gc_nn_then(h, gc_linear_forward_with(&encoder->projection, h, training, NULL));
     if (config->normalize) h = gc_nn_then(h, gc_l2_normalize(h, 1e-12));
     return h;
 }

@@ -1,0 +1,263 @@
+/* LoRA adapters (nn/layers/lora.c, nn/text/lora_targets.c): the adapted Linear's function,
+ * PEFT's initialisation and target matching, and Gradient Cache over adapted text encoders:
+ * in f64 with dropout on (the model's and the adapters'), padded rows and hard negatives, a
+ * cached step's adapter gradients equal the full batch's to a norm-relative 1e-10, for tied
+ * and separate encoders, with and without layer checkpointing. f64 rounding (1e-16 per op)
+ * summed over a few thousand ops and divided by the losses' cancellations stays far below
+ * 1e-10, while one wrong dropout mask or a gradient reaching a frozen weight moves it by
+ * more than 1e-3. Training leaves the base's bytes as they were; only adapters learn. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+
+/* A small encoder in f64 with a projection (no Hugging Face layout: gradcache's names). */
+static gc_text_encoder_config tiny_config(void) {
+    return (gc_text_encoder_config){.vocab = 30, .max_length = 6, .dim = 8, .heads = 2, .layers = 2, .hidden = 16,
+                                    .projection = 4, .dropout = 0.1, .activation = GC_ACT_GELU_ERF,
+                                    .pooling = GC_POOL_MEAN, .dtype = GC_F64};
+}
+
+/* B drawn from U(-0.5, 0.5) in every adapter: with B = 0 (its start) A's gradient is 0 and
+ * the comparison would prove nothing about A. */
+static void randomise_b(const gc_param_list *trainable, uint64_t seed) {
+    for (int i = 0; i < trainable->count; i++) {
+        gc_tensor *b = trainable->items[i].tensor;
+        if (!strstr(trainable->items[i].name, "lora_B")) continue;
+        gc_tensor *values = gc_uniform(b->ndim, b->shape, b->dtype, b->device, -0.5, 0.5, seed, (uint64_t)i * 1000);
+        REQUIRE(values);
+        memcpy(gc_data(b), gc_data(values), (size_t)gc_numel(b) * gc_dtype_size(b->dtype));
+        gc_tensor_mark_written(b);
+        gc_tensor_release(values);
+    }
+}
+
+static gc_text_encoder make_adapted(uint64_t seed, const char *targets, bool checkpoint_layers) {
+    gc_text_encoder_config config = tiny_config();
+    gc_text_encoder encoder;
+    gc_generator init = {seed, 0};
+    REQUIRE(gc_text_encoder_init(&encoder, &config, gc_cpu(), &init) == GC_OK);
+    encoder.checkpoint_layers = checkpoint_layers;
+    gc_lora_config lora = {.r = 2, .alpha = 4, .dropout = 0.1, .targets = targets};
+    int attached = 0;
+    REQUIRE(gc_lora_attach_targets(&encoder, &lora, &init, &attached) == GC_OK);
+    CHECK(attached > 0);
+    return encoder;
+}
+
+/* --- the layer --- */
+
+static double max_abs_difference(const gc_tensor *a, const gc_tensor *b) {
+    const double *x = gc_data(a), *y = gc_data(b);
+    double worst = 0;
+    for (int64_t i = 0; i < gc_numel(a); i++) worst = fmax(worst, fabs(x[i] - y[i]));
+    return worst;
+}
+
+/* y = x W^T + b + (alpha / r) (x A^T) B^T, with B = 0 first (the base alone), A inside PEFT's
+ * bound 1 / sqrt(in); the base frozen and the adapter's names PEFT's. */
+static void test_layer(void) {
+    gc_generator init = {3, 0};
+    gc_linear layer;
+    REQUIRE(gc_linear_init(&layer, 5, 3, true, GC_F64, gc_cpu(), &init) == GC_OK);
+    gc_tensor *x = gc_uniform(GC_SHAPE(2, 4, 5), GC_F64, gc_cpu(), -1, 1, 11, 0);
+    gc_tensor *base = gc_linear_forward(&layer, x);
+    gc_lora_config config = {.r = 2, .alpha = 6, .dropout = 0.5};
+    REQUIRE(gc_lora_attach(&layer, &config, &init) == GC_OK);
+    CHECK(!gc_requires_grad(layer.weight) && !gc_requires_grad(layer.bias));
+    CHECK(gc_requires_grad(layer.lora->a) && gc_requires_grad(layer.lora->b));
+    CHECK_NEAR(layer.lora->scale, 3.0, 0, 0);
+    const double *a = gc_data(layer.lora->a);
+    double largest = 0;
+    for (int i = 0; i < 10; i++) largest = fmax(largest, fabs(a[i]));
+    CHECK_MSG(largest > 0 && largest <= 1 / sqrt(5.0), "lora A: largest |value| %g outside (0, 1/sqrt 5]", largest);
+    gc_tensor *start = gc_linear_forward(&layer, x);
+    CHECK_MSG(max_abs_difference(start, base) == 0, "lora: with B = 0 the adapted Linear differs from its base");
+
+    gc_param_list params = {0};
+    gc_linear_params(&layer, "q", &params);
+    randomise_b(&params, 4);
+    gc_tensor *adapted = gc_linear_forward(&layer, x);
+    gc_tensor *rows = gc_reshape(x, GC_SHAPE(8, 5));
+    gc_tensor *low = gc_matmul(rows, layer.lora->a, false, true);
+    gc_tensor *update = gc_matmul(low, layer.lora->b, false, true);
+    gc_tensor *scaled = gc_mul_scalar(update, 3.0), *flat_base = gc_reshape(base, GC_SHAPE(8, 3));
+    gc_tensor *want = gc_add(flat_base, scaled), *got = gc_reshape(adapted, GC_SHAPE(8, 3));
+    /* the same ops in another order: a few f64 roundings of values below 10 */
+    CHECK_MSG(max_abs_difference(got, want) <= 1e-13, "lora: adapted output off by %g",
+              max_abs_difference(got, want));
+    CHECK(params.count == 4 && !strcmp(params.items[2].name, "q.lora_A.weight") &&
+          !strcmp(params.items[3].name, "q.lora_B.weight"));
+    gc_param_list trainable = {0};
+    gc_param_list_trainable(&params, &trainable);
+    CHECK(trainable.count == 2 && trainable.items[0].tensor == layer.lora->a);
+    gc_param_list_free(&trainable);
+    gc_param_list_free(&params);
+    RELEASE(x, base, start, adapted, rows, low, update, scaled, flat_base, want, got);
+    gc_linear_free(&layer);
+}
+
+/* --- targets --- */
+
+static int attach_count(gc_text_encoder_config config, const char *targets, gc_status *status) {
+    gc_text_encoder encoder;
+    REQUIRE(gc_text_encoder_init(&encoder, &config, gc_cpu(), NULL) == GC_OK);
+    gc_lora_config lora = {.r = 4, .alpha = 8, .targets = targets};
+    int attached = -1;
+    *status = gc_lora_attach_targets(&encoder, &lora, NULL, &attached);
+    gc_text_encoder_free(&encoder);
+    return attached;
+}
+
+/* PEFT's matching over Hugging Face's module names (BERT's, the decoder family's) and
+ * gradcache's (no layout); a target that matches nothing, an empty list, r = 0 are errors. */
+static void test_targets(void) {
+    gc_text_encoder_config bert = tiny_config();
+    bert.projection = 0;
+    gc_status status;
+    CHECK(attach_count(bert, "query,value", &status) == 4 && status == GC_OK);
+    /* attention.output.dense, intermediate.dense and output.dense in each of the 2 layers */
+    CHECK(attach_count(bert, "dense", &status) == 6 && status == GC_OK);
+    CHECK(attach_count(bert, "self.key", &status) == 2 && status == GC_OK);
+    CHECK(attach_count(bert, "query,q_proj", &status) == 0 && status == GC_ERR_CONFIG);
+    CHECK(strstr(gc_last_error(), "'q_proj'") != NULL);
+    CHECK(attach_count(bert, "uery", &status) == 0 && status == GC_ERR_CONFIG); /* whole names only */
+    CHECK(attach_count(bert, "", &status) == 0 && status == GC_ERR_CONFIG);
+
+    gc_text_encoder_config decoder = tiny_config();
+    decoder.projection = 0, decoder.pre_norm = decoder.rms_norm = decoder.gated_mlp = true;
+    decoder.attention = (gc_attention_options){.rope_theta = 10000, .causal = true};
+    decoder.pooling = GC_POOL_LAST;
+    CHECK(attach_count(decoder, "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", &status) == 14 &&
+          status == GC_OK);
+
+    gc_text_encoder_config scratch = tiny_config();
+    CHECK(attach_count(scratch, "attention.query,projection", &status) == 3 && status == GC_OK);
+    gc_text_encoder encoder;
+    REQUIRE(gc_text_encoder_init(&encoder, &scratch, gc_cpu(), NULL) == GC_OK);
+    gc_lora_config zero_rank = {.r = 0, .alpha = 8, .targets = "projection"};
+    CHECK(gc_lora_attach_targets(&encoder, &zero_rank, NULL, NULL) == GC_ERR_CONFIG);
+    CHECK(encoder.projection.lora == NULL && gc_requires_grad(encoder.projection.weight));
+    gc_text_encoder_free(&encoder);
+}
+
+/* --- Gradient Cache --- */
+
+static gc_tensor *text_forward(void *state, const gc_batch *chunk) {
+    return gc_text_encoder_forward(state, chunk->tensors[0], chunk->tensors[1], true);
+}
+
+typedef struct dual_batch {
+    gc_tensor *q_uniform, *p_uniform, *q_ids, *p_ids, *q_mask, *p_mask;
+    gc_batch inputs[2];
+} dual_batch;
+
+/* 5 queries and 10 passages (1 hard negative each) of 6 tokens, passage 2 with 3 padding
+ * tokens: the cached step's first pass packs the real tokens, the second does not. */
+static void make_batch(dual_batch *d) {
+    d->q_uniform = gc_uniform(GC_SHAPE(5, 6), GC_F32, gc_cpu(), 0, 30, 180, 0);
+    d->p_uniform = gc_uniform(GC_SHAPE(10, 6), GC_F32, gc_cpu(), 0, 30, 181, 0);
+    d->q_ids = gc_cast(d->q_uniform, GC_I32), d->p_ids = gc_cast(d->p_uniform, GC_I32);
+    d->q_mask = gc_ones(GC_SHAPE(5, 6), GC_F64, gc_cpu()), d->p_mask = gc_ones(GC_SHAPE(10, 6), GC_F64, gc_cpu());
+    REQUIRE(d->q_ids && d->p_ids && d->q_mask && d->p_mask);
+    double *mask_values = gc_data(d->p_mask);
+    for (int t = 3; t < 6; t++) mask_values[2 * 6 + t] = 0;
+    d->inputs[0] = (gc_batch){2, {"ids", "mask"}, {d->q_ids, d->q_mask}};
+    d->inputs[1] = (gc_batch){2, {"ids", "mask"}, {d->p_ids, d->p_mask}};
+}
+
+static void free_batch(dual_batch *d) { RELEASE(d->q_uniform, d->p_uniform, d->q_ids, d->p_ids, d->q_mask, d->p_mask); }
+
+static void check_cached_step(const char *name, bool tied, bool checkpoint_layers) {
+    gc_text_encoder queries = make_adapted(5, "attention.query,attention.value,mlp.out,projection", checkpoint_layers);
+    gc_text_encoder passages = make_adapted(6, "attention.key,mlp.in", checkpoint_layers);
+    gc_text_encoder *second = tied ? &queries : &passages;
+    gc_param_list all[2] = {{0}, {0}}, trainable[2] = {{0}, {0}};
+    gc_text_encoder_params(&queries, "", &all[0]);
+    gc_text_encoder_params(second, "", &all[1]);
+    for (int i = 0; i < 2; i++) {
+        gc_param_list_trainable(&all[i], &trainable[i]);
+        randomise_b(&trainable[i], 40 + (uint64_t)i);
+    }
+    dual_batch batch;
+    make_batch(&batch);
+    gc_contrastive_options options = {.similarity = GC_SIMILARITY_COSINE, .temperature = 0.1};
+    gc_cache_config cache_config = {
+        .n_models = 2,
+        .models = {{&queries, text_forward, 2, &trainable[0]}, {second, text_forward, 3, &trainable[1]}},
+        .loss = gc_contrastive_loss_fn(&options)};
+    gc_cache *cache = gc_cache_new(&cache_config);
+    gc_manual_seed(9);
+    double worst = 1;
+    REQUIRE(gc_cache_verify(cache, batch.inputs, 1e-12, &worst, NULL, 0) == GC_OK);
+    CHECK_MSG(worst <= 1e-10, "%s: largest relative adapter gradient difference %.3g", name, worst);
+    /* a frozen weight gets no gradient; every adapter gets a nonzero one */
+    for (int m = 0; m < 2; m++)
+        for (int i = 0; i < all[m].count; i++) {
+            gc_tensor *grad = gc_grad(all[m].items[i].tensor);
+            bool adapter = gc_requires_grad(all[m].items[i].tensor);
+            CHECK_MSG(adapter ? grad != NULL : grad == NULL, "%s: %s %s a gradient", name, all[m].items[i].name,
+                      adapter ? "lacks" : "has");
+        }
+    gc_cache_free(cache);
+    free_batch(&batch);
+    for (int i = 0; i < 2; i++) gc_param_list_free(&all[i]), gc_param_list_free(&trainable[i]);
+    gc_text_encoder_free(&queries);
+    gc_text_encoder_free(&passages);
+}
+
+/* Three AdamW steps of cached training over the adapters: the base's bytes stay as they were
+ * (no gradient, no optimizer state, no weight decay reaches them), the adapters move. */
+static void test_base_unchanged(void) {
+    gc_text_encoder encoder = make_adapted(7, "attention.query,attention.value,mlp.in,mlp.out", false);
+    gc_param_list all = {0}, trainable = {0};
+    gc_text_encoder_params(&encoder, "", &all);
+    gc_param_list_trainable(&all, &trainable);
+    CHECK(trainable.count == 2 * 4 * 2); /* A and B of 4 Linears in 2 layers */
+    for (int i = 0; i < trainable.count; i++) CHECK(strstr(trainable.items[i].name, ".lora_") != NULL);
+    gc_tensor **before = calloc((size_t)all.count, sizeof *before);
+    for (int i = 0; i < all.count; i++) before[i] = gc_clone(all.items[i].tensor);
+    dual_batch batch;
+    make_batch(&batch);
+    gc_contrastive_options options = {.similarity = GC_SIMILARITY_COSINE, .temperature = 0.1};
+    gc_cache_config cache_config = {
+        .n_models = 2,
+        .models = {{&encoder, text_forward, 2, &trainable}, {&encoder, text_forward, 3, &trainable}},
+        .loss = gc_contrastive_loss_fn(&options)};
+    gc_cache *cache = gc_cache_new(&cache_config);
+    gc_adamw adamw;
+    REQUIRE(gc_adamw_init(&adamw, &trainable, 1e-2, 0.9, 0.999, 1e-8, 0.1) == GC_OK);
+    gc_manual_seed(10);
+    for (int step = 0; step < 3; step++) {
+        double loss;
+        gc_param_list_zero_grad(&trainable);
+        REQUIRE(gc_cache_step(cache, batch.inputs, &loss, NULL) == GC_OK);
+        REQUIRE(gc_adamw_step(&adamw) == GC_OK);
+    }
+    for (int i = 0; i < all.count; i++) {
+        gc_tensor *now = all.items[i].tensor;
+        bool same = !memcmp(gc_data(now), gc_data(before[i]), (size_t)gc_numel(now) * gc_dtype_size(now->dtype));
+        bool adapter = gc_requires_grad(now);
+        CHECK_MSG(adapter ? !same : same, "%s %s by training", all.items[i].name, adapter ? "unchanged" : "changed");
+        gc_tensor_release(before[i]);
+    }
+    free(before);
+    gc_adamw_free(&adamw);
+    gc_cache_free(cache);
+    free_batch(&batch);
+    gc_param_list_free(&all);
+    gc_param_list_free(&trainable);
+    gc_text_encoder_free(&encoder);
+}
+
+int main(void) {
+    test_layer();
+    test_targets();
+    check_cached_step("tied", true, false);
+    check_cached_step("separate encoders", false, false);
+    check_cached_step("tied, layer checkpointing", true, true);
+    check_cached_step("separate, layer checkpointing", false, true);
+    test_base_unchanged();
+    CHECK(gc_memory_get_stats(gc_cpu()).live_bytes == 0);
+    return gc_test_result();
+}

@@ -1,0 +1,181 @@
+/* LoRA adapters in PEFT's folder format (nn/text/lora_files.c): the adapter PEFT 0.10 made
+ * over tests/fixtures/tiny_bert (tests/make_lora_fixture.py) loads over the base and gives
+ * PeftModel's hidden states, to 1e-5 in f32 (a dozen matmuls of 32 terms and two LayerNorms
+ * in another summation order: rounding of a few 1e-7 per value, far from the 1e-2 a missing
+ * adapter or a wrong scale makes); what the engine saves loads back bitwise; settings PEFT
+ * would compute otherwise (rsLoRA, DoRA, a bias, patterns) are refused naming the field. */
+#include <string.h>
+#include <sys/stat.h>
+
+#include "check.h"
+
+#define BASE GC_TEST_FIXTURES "/tiny_bert"
+#define ADAPTER GC_TEST_FIXTURES "/tiny_bert_lora"
+
+/* GC_LORA_KEEP=DIR keeps what the engine writes, DIR/adapter and DIR/merged, for
+ * tests/check_lora_peft.py to load in PEFT and transformers; else a temporary folder. */
+static void output_folder(char *dir, size_t size) {
+    const char *keep = getenv("GC_LORA_KEEP");
+    if (keep) {
+        snprintf(dir, size, "%s", keep);
+        mkdir(dir, 0777);
+        return;
+    }
+    snprintf(dir, size, "/tmp/gc_lora_XXXXXX");
+    REQUIRE(mkdtemp(dir));
+}
+
+static void remove_output(const char *dir) {
+    if (!getenv("GC_LORA_KEEP")) gc_folder_remove(dir);
+}
+
+static gc_text_encoder load_base(void) {
+    gc_text_encoder encoder;
+    gc_tokenizer *tokenizer = NULL;
+    REQUIRE(gc_pretrained_load(BASE, gc_cpu(), &encoder, &tokenizer, NULL) == GC_OK);
+    gc_tokenizer_free(tokenizer);
+    return encoder;
+}
+
+/* The largest |ours - theirs| over the real tokens (padding rows differ: the engine leaves them 0). */
+static double hidden_error(const gc_text_encoder *encoder, const gc_safetensors *reference) {
+    gc_tensor *ids = gc_safetensors_get(reference, "ids", gc_cpu());
+    gc_tensor *mask = gc_safetensors_get(reference, "mask", gc_cpu());
+    gc_tensor *want = gc_safetensors_get(reference, "hidden", gc_cpu());
+    REQUIRE(ids && mask && want);
+    gc_tensor *got = gc_text_encoder_hidden(encoder, ids, mask, false);
+    REQUIRE(got && got->ndim == 3 && gc_numel(got) == gc_numel(want));
+    const float *g = gc_data(got), *w = gc_data(want), *m = gc_data(mask);
+    int64_t tokens = gc_numel(mask), dim = got->shape[2];
+    double worst = 0;
+    for (int64_t t = 0; t < tokens; t++)
+        for (int64_t d = 0; m[t] != 0 && d < dim; d++) worst = fmax(worst, fabs((double)g[t * dim + d] - w[t * dim + d]));
+    RELEASE(ids, mask, want, got);
+    return worst;
+}
+
+static bool has_entry(const gc_safetensors *file, const char *name) {
+    for (int i = 0; i < gc_safetensors_count(file); i++)
+        if (!strcmp(gc_safetensors_name(file, i), name)) return true;
+    return false;
+}
+
+static void test_peft_parity(void) {
+    gc_safetensors *reference = NULL;
+    REQUIRE(gc_safetensors_open(GC_TEST_FIXTURES "/lora_bert_v1.safetensors", &reference) == GC_OK);
+    gc_text_encoder plain = load_base();
+    double without = hidden_error(&plain, reference);
+    CHECK_MSG(without > 1e-2, "the fixture's adapters change the base's states by %g only", without);
+    gc_text_encoder_free(&plain);
+
+    gc_text_encoder encoder = load_base();
+    gc_lora_config config;
+    char targets[256];
+    REQUIRE(gc_lora_load(ADAPTER, &encoder, &config, targets, sizeof targets) == GC_OK);
+    CHECK(config.r == 4 && config.alpha == 8 && config.dropout == 0.1);
+    CHECK(encoder.layers[1].attention.key.lora && encoder.layers[1].mlp.out.lora && encoder.layers[0].mlp.in.lora);
+    double error = hidden_error(&encoder, reference);
+    CHECK_MSG(error <= 1e-5, "PEFT's hidden states differ by %g", error);
+
+    /* what the engine saves, loaded back, is the same adapter */
+    char parent[256], dir[300];
+    output_folder(parent, sizeof parent);
+    snprintf(dir, sizeof dir, "%s/adapter", parent);
+    mkdir(dir, 0777);
+    REQUIRE(gc_lora_save(dir, &encoder, &config, BASE) == GC_OK);
+    gc_text_encoder again = load_base();
+    gc_lora_config config_again;
+    char targets_again[256];
+    REQUIRE(gc_lora_load(dir, &again, &config_again, targets_again, sizeof targets_again) == GC_OK);
+    CHECK(config_again.r == 4 && config_again.alpha == 8 && config_again.dropout == 0.1 &&
+          !strcmp(targets_again, targets));
+    CHECK_MSG(hidden_error(&again, reference) == error, "the saved adapter computes another function");
+    gc_safetensors *saved = NULL;
+    char path[400];
+    snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir);
+    REQUIRE(gc_safetensors_open(path, &saved) == GC_OK);
+    CHECK(gc_safetensors_count(saved) == 2 * 2 * 6); /* A, B of query, key, value and 3 dense in 2 layers */
+    CHECK(has_entry(saved, "base_model.model.encoder.layer.0.attention.self.query.lora_A.weight"));
+    CHECK(has_entry(saved, "base_model.model.encoder.layer.1.output.dense.lora_B.weight"));
+    gc_safetensors_close(saved);
+    gc_text_encoder_free(&again);
+    remove_output(parent);
+    gc_text_encoder_free(&encoder);
+    gc_safetensors_close(reference);
+}
+
+/* An adapter_config.json of `targets` with `field` set to `value`, and no weights. */
+static gc_status load_edited(const char *targets, const char *field, const char *value) {
+    char dir[] = "/tmp/gc_lora_XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/adapter_config.json", dir);
+    FILE *file = fopen(path, "w");
+    REQUIRE(file);
+    fprintf(file, "{\"peft_type\": \"LORA\", \"r\": 4, \"lora_alpha\": 8, \"target_modules\": %s, \"%s\": %s}",
+            targets, field, value);
+    fclose(file);
+    gc_text_encoder encoder = load_base();
+    gc_lora_config config;
+    char joined[64];
+    gc_status status = gc_lora_load(dir, &encoder, &config, joined, sizeof joined);
+    gc_text_encoder_free(&encoder);
+    gc_folder_remove(dir);
+    return status;
+}
+
+static void test_refused(void) {
+    const char *cases[][3] = {{"use_rslora", "true", "use_rslora"},  {"use_dora", "true", "use_dora"},
+                              {"bias", "\"all\"", "bias"},           {"fan_in_fan_out", "true", "fan_in_fan_out"},
+                              {"rank_pattern", "{\"query\": 8}", "rank_pattern"},
+                              {"peft_type", "\"IA3\"", "peft_type"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        gc_status status = load_edited("[\"query\"]", cases[i][0], cases[i][1]);
+        CHECK_MSG(status == GC_ERR_FORMAT && strstr(gc_last_error(), cases[i][2]),
+                  "%s = %s: status %d, \"%s\"", cases[i][0], cases[i][1], (int)status, gc_last_error());
+    }
+    /* PEFT reads a string as a regular expression */
+    CHECK(load_edited("\".*query\"", "lora_dropout", "0") == GC_ERR_FORMAT && strstr(gc_last_error(), "target_modules"));
+    /* a target this encoder lacks */
+    CHECK(load_edited("[\"q_proj\"]", "lora_dropout", "0") == GC_ERR_CONFIG && strstr(gc_last_error(), "q_proj"));
+    /* a good configuration, and no adapter_model.safetensors */
+    CHECK(load_edited("[\"query\"]", "lora_dropout", "0") == GC_ERR_IO);
+}
+
+/* The merged encoder (W + (alpha / r) B A, adapters gone) computes what the adapted one did,
+ * and saved as a plain model folder it loads without the adapter folder and gives PEFT's
+ * states again (f32: the merge rounds each weight once more, 1e-5 still holds). */
+static void test_merge(void) {
+    gc_safetensors *reference = NULL;
+    REQUIRE(gc_safetensors_open(GC_TEST_FIXTURES "/lora_bert_v1.safetensors", &reference) == GC_OK);
+    gc_text_encoder encoder = load_base();
+    gc_lora_config config;
+    char targets[256];
+    REQUIRE(gc_lora_load(ADAPTER, &encoder, &config, targets, sizeof targets) == GC_OK);
+    REQUIRE(gc_lora_merge_all(&encoder) == GC_OK);
+    CHECK(!encoder.layers[0].attention.query.lora && !encoder.layers[1].mlp.out.lora);
+    double error = hidden_error(&encoder, reference);
+    CHECK_MSG(error <= 1e-5, "merged: PEFT's hidden states differ by %g", error);
+    char parent[256], dir[300];
+    output_folder(parent, sizeof parent);
+    snprintf(dir, sizeof dir, "%s/merged", parent);
+    gc_folder_remove(dir); /* a kept folder of an earlier run */
+    REQUIRE(gc_pretrained_save(dir, &encoder, NULL, BASE) == GC_OK);
+    gc_text_encoder merged;
+    gc_tokenizer *tokenizer = NULL;
+    REQUIRE(gc_pretrained_load(dir, gc_cpu(), &merged, &tokenizer, NULL) == GC_OK);
+    CHECK_MSG(hidden_error(&merged, reference) == error, "the merged folder computes another function");
+    gc_tokenizer_free(tokenizer);
+    gc_text_encoder_free(&merged);
+    remove_output(parent);
+    gc_text_encoder_free(&encoder);
+    gc_safetensors_close(reference);
+}
+
+int main(void) {
+    test_peft_parity();
+    test_merge();
+    test_refused();
+    CHECK(gc_memory_get_stats(gc_cpu()).live_bytes == 0);
+    return gc_test_result();
+}
