@@ -27,14 +27,19 @@ gc_status gc_cache_agree(const gc_cache *cache, gc_status status) {
     int32_t *all = malloc((size_t)world * sizeof *all);
     if (!all) gc_fatal("cache: out of host memory for %d ranks", world);
     gc_status shared = gc_dist_all_gather_host(group, &mine, sizeof mine, all);
-    int worst = -1; /* the first rank with the worst outcome (a peer's word: anything else is a failure) */
+    int32_t verdict = OUTCOME_OK; /* the worst outcome, first seen on rank `worst` */
+    int worst = -1;
     for (int r = 0; r < world && shared == GC_OK; r++) {
+        /* a peer's word: anything but the two others is a failure */
         int32_t outcome = all[r] == OUTCOME_OK || all[r] == OUTCOME_OUT_OF_MEMORY ? all[r] : OUTCOME_FAILED;
-        if (outcome != OUTCOME_OK && (worst < 0 || outcome > all[worst])) worst = r;
+        if (outcome > verdict) {
+            verdict = outcome;
+            worst = r;
+        }
     }
-    int32_t verdict = worst < 0 ? OUTCOME_OK : all[worst];
     free(all);
-    if (status != GC_OK) return status; /* this rank's own reason */
+    /* this rank's own reason, unless it would retry while another rank stops */
+    if (status != GC_OK && !(out_of_memory(status) && verdict == OUTCOME_FAILED)) return status;
     if (shared != GC_OK) return shared;
     if (verdict == OUTCOME_OK) return GC_OK;
     /* this rank fits, another does not: out of memory all the same, so that every rank retries */

@@ -74,7 +74,8 @@ void gc_cache_sync_end(const gc_cache_sync *sync);
 
 /* Every rank's `status` at a point every rank reaches: GC_OK when all are; else this rank's
  * own failure, or GC_ERR_MEM_LIMIT (GC_ERR_PEER) naming the rank that ran out of memory
- * (failed otherwise), so that every rank retries with smaller chunks, or none does. */
+ * (failed otherwise; a rank out of memory then gets GC_ERR_PEER too), so that every rank
+ * retries with smaller chunks, or none does. */
 gc_status gc_cache_agree(const gc_cache *cache, gc_status status);
 /* After this rank failed in model m's backwards (`status`), the backward of chunk next_chunk - 1
  * synced: the reductions the other ranks still run for model m's later chunks and the later
