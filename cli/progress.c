@@ -46,8 +46,8 @@ static void print_estimate(const cli_progress *progress, const gc_step_record *r
     char total[32];
     int64_t steps = progress->stop_step - progress->first_step;
     format_duration(r->seconds * (double)steps, total, sizeof total);
-    fprintf(progress->out, "step %lld took %.1f s: the %lld step%s take about %s\n", (long long)r->step, r->seconds,
-            (long long)steps, steps == 1 ? "" : "s", total);
+    fprintf(progress->out, "step %lld took %.1f s: the %lld %s about %s\n", (long long)r->step, r->seconds,
+            (long long)steps, steps == 1 ? "step takes" : "steps take", total);
     fflush(progress->out);
 }
 
