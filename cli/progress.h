@@ -28,7 +28,7 @@ void cli_progress_begin(cli_progress *progress, FILE *out, int64_t first_step, i
                         size_t limit_bytes);
 /* The run's plan, one line printed at once (what a step is, how many this run takes, an
  * epoch's size), so that a long run says so before its first step ends:
- *   plan: steps 1-20 of 20, each 512 pairs (batches of 512 in chunks of 32/32, 1 process); an epoch: 86000 pairs, 168 steps
+ *   plan: steps 1-20 of 20, each 512 pairs (1 batch of 512 in chunks of 32/32, 1 process); an epoch: 86000 pairs, 168 steps
  * and, after this run's first step, its time and what the run's steps take at that pace:
  *   step 1 took 7.2 s: the 20 steps take about 2.4 min */
 void cli_progress_plan(cli_progress *progress, const gc_trainer_info *info, const gc_trainer_config *config);
