@@ -324,6 +324,7 @@ static int train(gc_trainer *trainer, const train_flags *f, report *r) {
     if (r->printer && info.world > 1)
         fprintf(stderr, "gradcache train: %d processes started by %s\n", info.world, info.launcher);
     cli_progress_begin(&r->bar, stderr, info.step, info.total_steps, f->log_every, info.limit.bytes);
+    if (r->printer) cli_progress_plan(&r->bar, &info, &f->config);
     gc_status status = gc_trainer_run(trainer);
     cli_progress_end(&r->bar);
     if (status != GC_OK) {

@@ -17,6 +17,40 @@ void cli_progress_begin(cli_progress *progress, FILE *out, int64_t first_step, i
                               .first_step = first_step};
 }
 
+void cli_progress_plan(cli_progress *progress, const gc_trainer_info *info, const gc_trainer_config *config) {
+    int64_t batches = config->accumulate > 1 ? config->accumulate : 1;
+    char chunks[64] = "";
+    if (info->chunk_sizes[0])
+        snprintf(chunks, sizeof chunks, " in chunks of %lld/%lld", (long long)info->chunk_sizes[0],
+                 (long long)info->chunk_sizes[1]);
+    fprintf(progress->out,
+            "plan: steps %lld-%lld of %lld, each %lld pairs (%lld batch%s of %lld%s, %d process%s); an epoch: %lld "
+            "pairs, %lld steps\n",
+            (long long)info->step + 1, (long long)info->stop_step, (long long)info->total_steps,
+            (long long)(config->batch_size * batches), (long long)batches, batches == 1 ? "" : "es",
+            (long long)config->batch_size, chunks, info->world, info->world == 1 ? "" : "es",
+            (long long)info->examples_per_epoch, (long long)info->steps_per_epoch);
+    fflush(progress->out);
+    progress->stop_step = info->stop_step;
+}
+
+/* A duration in the unit a reader takes in at a glance. */
+static void format_duration(double seconds, char *out, size_t size) {
+    if (seconds < 120) snprintf(out, size, "%.0f s", seconds);
+    else if (seconds < 7200) snprintf(out, size, "%.1f min", seconds / 60);
+    else snprintf(out, size, "%.1f h", seconds / 3600);
+}
+
+/* After this run's first step: its time, and the run's at that pace. */
+static void print_estimate(const cli_progress *progress, const gc_step_record *r) {
+    char total[32];
+    int64_t steps = progress->stop_step - progress->first_step;
+    format_duration(r->seconds * (double)steps, total, sizeof total);
+    fprintf(progress->out, "step %lld took %.1f s: the %lld %s about %s\n", (long long)r->step, r->seconds,
+            (long long)steps, steps == 1 ? "step takes" : "steps take", total);
+    fflush(progress->out);
+}
+
 /* Seconds left at this run's average step time. */
 static double eta_seconds(const cli_progress *progress, int64_t step) {
     int64_t done = step - progress->first_step;
@@ -47,6 +81,7 @@ void cli_progress_step(cli_progress *progress, const gc_step_record *r) {
     if (progress->limit_bytes)
         snprintf(peak + strlen(peak), sizeof peak - strlen(peak), " of %s",
                  gc_format_bytes((double)progress->limit_bytes, limit, sizeof limit));
+    if (progress->stop_step && r->step == progress->first_step + 1) print_estimate(progress, r);
     if (progress->terminal) {
         draw_bar(progress, r, peak);
     } else if (r->step % progress->log_every == 0 || r->step == progress->total_steps) {

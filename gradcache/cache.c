@@ -25,10 +25,6 @@ gc_cache *gc_cache_new(const gc_cache_config *config) {
         if (config->auto_chunk && !config->models[m].params)
             gc_fatal("cache: auto_chunk needs the parameters of model %d", m);
     }
-    /* a retry on one rank would leave the others' collectives unmatched */
-    if (config->auto_chunk && config->group && gc_dist_world_size(config->group) > 1)
-        gc_fatal("cache: auto_chunk with a process group of %d ranks (size the chunks explicitly)",
-                 gc_dist_world_size(config->group));
     if (config->ddp && !config->group) gc_fatal("cache: a bucketer (ddp) without its process group (group)");
     if ((unsigned)config->global_loss > GC_GLOBAL_LOSS_RING || !(config->ring_share >= 0))
         gc_fatal("cache: global_loss %d, ring_share %g (AUTO, GATHER or RING; a share >= 0)", (int)config->global_loss,
@@ -281,7 +277,7 @@ static gc_status forward_backward(const gc_cache *cache, int m, model_pass *pass
         status = gc_cache_sync_after(sync, synced, m, c, status);
         gc_tensor_release(rep);
         gc_tensor_release(seed);
-        if (status != GC_OK) return status;
+        if (status != GC_OK) return gc_cache_sync_abandon(cache, sync, m, c + 1, status);
     }
     return gc_cache_sync_pad(sync, m, pass->n_chunks, model->params);
 }
@@ -301,6 +297,7 @@ static gc_status attempt(gc_cache *cache, const gc_batch *inputs, double *loss, 
     phase p = phase_begin(measure, device);
     for (int m = 0; m < n && status == GC_OK; m++) status = forward_without_graph(cache, m, &inputs[m], &passes[m]);
     phase_end(&p, &local.forward_seconds, &local.forward_peak_bytes);
+    status = gc_cache_agree(cache, status); /* across processes: every rank goes on, or none */
 
     /* 3: the loss over the leaves (the global batch across processes) and the cache,
      * d loss / d leaf; the leaves themselves are not needed after it */
@@ -333,6 +330,7 @@ static gc_status attempt(gc_cache *cache, const gc_batch *inputs, double *loss, 
         for (int m = 0; m < n && status == GC_OK; m++) status = forward_backward(cache, m, &passes[m], &sync);
         gc_cache_sync_end(&sync);
         phase_end(&p, &local.backward_seconds, &local.backward_peak_bytes);
+        status = gc_cache_agree(cache, status);
     }
     for (int m = 0; m < n; m++) {
         local.chunk_sizes[m] = config->models[m].chunk_size;
@@ -354,8 +352,9 @@ gc_status gc_cache_step(gc_cache *cache, const gc_batch *inputs, double *loss, g
         bool out_of_memory = status == GC_ERR_OUT_OF_MEMORY || status == GC_ERR_MEM_LIMIT;
         if (!config->auto_chunk || !out_of_memory) return status;
         bool smaller = false;
+        if (config->ddp) gc_ddp_zero_grad(config->ddp); /* the failed attempt's partial sums, shards too */
         for (int m = 0; m < config->n_models; m++) {
-            gc_param_list_zero_grad(config->models[m].params); /* the failed attempt's partial sums */
+            if (!config->ddp) gc_param_list_zero_grad(config->models[m].params); /* the same, in one process */
             if (config->models[m].chunk_size > 1) {
                 config->models[m].chunk_size -= config->models[m].chunk_size / 2; /* ceil(c / 2), no overflow */
                 smaller = true;

@@ -69,4 +69,18 @@ gc_status gc_cache_sync_after(const gc_cache_sync *sync, bool synced, int m, int
 gc_status gc_cache_sync_pad(const gc_cache_sync *sync, int m, int64_t chunks, const gc_param_list *reached);
 void gc_cache_sync_end(const gc_cache_sync *sync);
 
+/* --- automatic chunk sizing across processes (auto_chunk_group.c); without auto_chunk or a
+ * group of several ranks each returns `status` and does nothing --- */
+
+/* Every rank's `status` at a point every rank reaches: GC_OK when all are; else this rank's
+ * own failure, or GC_ERR_MEM_LIMIT (GC_ERR_PEER) naming the rank that ran out of memory
+ * (failed otherwise; a rank out of memory then gets GC_ERR_PEER too), so that every rank
+ * retries with smaller chunks, or none does. */
+gc_status gc_cache_agree(const gc_cache *cache, gc_status status);
+/* After this rank failed in model m's backwards (`status`), the backward of chunk next_chunk - 1
+ * synced: the reductions the other ranks still run for model m's later chunks and the later
+ * models, with nothing of this rank's, so that the collectives match. Returns `status`. */
+gc_status gc_cache_sync_abandon(const gc_cache *cache, const gc_cache_sync *sync, int m, int64_t next_chunk,
+                                gc_status status);
+
 #endif

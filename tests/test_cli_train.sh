@@ -134,4 +134,11 @@ expect_error "--data: $work/missing.tsv: cannot open" "$gradcache" eval --model 
 expect_error "--model: safetensors: $pairs:" "$gradcache" eval --model "$pairs" --data "$pairs"
 expect_error "unknown flag --bogus" "$gradcache" eval --model "$work/gc" --data "$pairs" --bogus
 
+# the plan first, before any step; after the first step its time and the run's at that pace
+expect_ok "$gradcache" train "${common[@]}" --gc --gc-chunk-size 4 --accumulate 2 --out "$work/planned"
+check [ "$(head -n 1 "$work/stderr")" = "plan: steps 1-20 of 20, each 32 pairs (2 batches of 16 in chunks of 4/4, 1 \
+process); an epoch: 200 pairs, 6 steps" ] "the plan is not stderr's first line: $(head -n 2 "$work/stderr")"
+check grep -qE "^step 1 took [0-9.]+ s: the 20 steps take about [0-9.]+ (s|min|h)$" <(sed -n 2p "$work/stderr") \
+    "no estimate after the first step: $(head -n 2 "$work/stderr")"
+
 cli_summary

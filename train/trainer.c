@@ -336,8 +336,7 @@ static gc_status set_up(gc_trainer *t, bool resume) {
                    {towers[1], gc_dual_encoder_forward_train, t->progress.chunk_sizes[1], &t->model.params}},
         .loss = t->matryoshka.count ? gc_matryoshka_loss_fn(&t->matryoshka) : t->matryoshka.base,
         .keep_last_graph = true, /* one forward fewer per side; the same numbers */
-        /* ranks could not agree on a retry, and a retry zeroes the gradients accumulated so far */
-        .auto_chunk = t->config.gc && !t->dist.group && gc_trainer_accumulation(&t->config) == 1,
+        .auto_chunk = t->config.gc, /* the ranks retry together; with --accumulate, run_step redoes the update */
         .group = t->dist.group,
         .global_loss = gc_trainer_global_loss(&t->config),
         .ddp = t->dist.ddp,
@@ -413,6 +412,10 @@ gc_trainer_info gc_trainer_get_info(const gc_trainer *t) {
                              .step = t->progress.step,
                              .stop_step = t->stop_step,
                              .total_steps = t->plan.total_steps,
+                             .examples_per_epoch = t->batches.count,
+                             .steps_per_epoch = t->batches.steps_per_epoch,
+                             .chunk_sizes = {t->config.gc ? t->progress.chunk_sizes[0] : 0,
+                                             t->config.gc ? t->progress.chunk_sizes[1] : 0},
                              .device = t->device,
                              .limit = t->limit,
                              .checkpoint_path = t->checkpoint_path,

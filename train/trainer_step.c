@@ -167,11 +167,21 @@ static gc_status run_step(gc_trainer *t, gc_step_record *record) {
     size_t peak = 0;
     bool ring = false;
     gc_status status = GC_OK;
+    gc_rng_context first_batch = gc_rng_capture();
     for (int64_t b = 0; b < batches && status == GC_OK; b++) {
         if (t->dist.ddp && batches > 1) gc_ddp_micro_batch(t->dist.ddp, (int)b, (int)batches);
         double batch_loss = NAN;
+        int64_t chunk_size = t->progress.chunk_sizes[0] + t->progress.chunk_sizes[1];
         status = batch_gradients(t, &t->data.pairs[dataset], examples + b * c->batch_size, &batch_loss, &peak, &ring);
         loss += batch_loss / (double)batches; /* the update's loss: the mean of its batches' */
+        if (status == GC_OK && b > 0 && t->progress.chunk_sizes[0] + t->progress.chunk_sizes[1] < chunk_size) {
+            /* automatic chunk sizing halved the chunks, zeroing the earlier batches' gradients:
+             * the update again from its first batch, as if it had started with these chunks */
+            gc_train_dist_zero_grad(&t->dist, &t->model.params);
+            gc_rng_restore(&first_batch);
+            loss = 0;
+            b = -1;
+        }
     }
     if (status != GC_OK) return status;
     loss += 0.0; /* -0 to +0: a batch of one has the loss -log 1, which would print as -0.0000 */
