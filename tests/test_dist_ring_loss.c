@@ -75,6 +75,7 @@ typedef struct sent_shape {
 typedef struct hostile_case {
     sent_shape sent; /* what rank 1 sends */
     const char *said; /* what rank 0's error must say */
+    bool targets;     /* rank 0 gives the targets 0, 1, 2, 3 (for its 2 queries and rank 1's 2) */
 } hostile_case;
 
 /* Rank 1 sends crafted bytes in place of calling the loss; rank 0 returns an error naming
@@ -88,12 +89,14 @@ static int hostile_body(int rank, int world, void *arg) {
         CHECK(gc_dist_all_gather_host(group, &c->sent, sizeof c->sent, all) == GC_OK);
     } else {
         gc_tensor *q = gc_test_random(GC_SHAPE(2, 3), GC_F32, 1), *p = gc_test_random(GC_SHAPE(2, 3), GC_F32, 2);
-        gc_contrastive_options options = {.similarity = GC_SIMILARITY_DOT, .temperature = 0.1};
+        gc_tensor *targets = c->targets ? gc_arange(4, 0, 1, GC_I32, gc_cpu()) : NULL;
+        gc_contrastive_options options = {.similarity = GC_SIMILARITY_DOT, .temperature = 0.1, .targets = targets};
         double value;
         gc_tensor *gq, *gp;
         CHECK(gc_contrastive_loss_ring(group, q, p, &options, 1, &value, &gq, &gp) == GC_ERR_FORMAT && !gq && !gp);
         CHECK_MSG(strstr(gc_last_error(), c->said) != NULL, "wanted '%s' in '%s'", c->said, gc_last_error());
         RELEASE(q, p);
+        gc_tensor_release(targets);
     }
     gc_process_group_free(group);
     return gc_test_result();
@@ -103,15 +106,20 @@ static void check_hostile_peers(void) {
     const sent_shape honest = {.queries = 2, .passages = 2, .dim = 3, .dtype = GC_F32, .similarity = GC_SIMILARITY_DOT,
                                .positives = 1, .temperature = 0.1};
     hostile_case cases[] = {
-        {honest, "rank 1 with D 3, an unknown dtype -1118111650"}, /* the flipped bits */
-        {honest, "rank 1 has -5 queries"},
-        {honest, "rank 1 has 2 queries and 9223372036854775807 passages"},
-        {honest, "the ranks' 5 passages together are not a multiple of their 4 queries"},
+        {honest, "rank 1 with D 3, an unknown dtype -1118111650", false}, /* the flipped bits */
+        {honest, "rank 1 has -5 queries", false},
+        {honest, "rank 1 has 2 queries and 9223372036854775807 passages", false},
+        {honest, "the ranks' 5 passages together are not a multiple of their 4 queries", false},
+        /* the targets fit rank 0's view of the batch (4 passages), not rank 1's count: an
+         * error, not a stop as for a caller's target out of range */
+        {honest, "a target is passage 3, but the ranks' passages together are 3", true},
     };
     cases[0].sent.dtype = -1118111650;
     cases[1].sent.queries = -5;
     cases[2].sent.passages = INT64_MAX;
     cases[3].sent.passages = 3;
+    cases[4].sent.passages = 1;
+    cases[4].sent.targets_given = 1;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         CHECK_MSG(dist_all_pass(2, hostile_body, &cases[i], 60), "a hostile peer: %s", cases[i].said);
 }

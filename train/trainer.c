@@ -405,6 +405,13 @@ void gc_trainer_free(gc_trainer *t) {
     free(t);
 }
 
+/* The pairs of every dataset of the run together. */
+static int64_t data_pairs(const gc_train_data *data) {
+    int64_t pairs = 0;
+    for (int d = 0; d < data->count; d++) pairs += data->pairs[d].count;
+    return pairs;
+}
+
 gc_trainer_info gc_trainer_get_info(const gc_trainer *t) {
     return (gc_trainer_info){.rank = gc_train_dist_rank(&t->dist),
                              .world = gc_train_dist_world(&t->dist),
@@ -412,7 +419,7 @@ gc_trainer_info gc_trainer_get_info(const gc_trainer *t) {
                              .step = t->progress.step,
                              .stop_step = t->stop_step,
                              .total_steps = t->plan.total_steps,
-                             .examples_per_epoch = t->batches.count,
+                             .examples_per_epoch = data_pairs(&t->data),
                              .steps_per_epoch = t->batches.steps_per_epoch,
                              .chunk_sizes = {t->config.gc ? t->progress.chunk_sizes[0] : 0,
                                              t->config.gc ? t->progress.chunk_sizes[1] : 0},

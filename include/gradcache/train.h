@@ -893,7 +893,7 @@ typedef struct gc_trainer_info {
     int64_t step;             /* steps done (a resumed run starts at its checkpoint's) */
     int64_t stop_step;        /* where gc_trainer_run stops */
     int64_t total_steps;      /* the run's length, which the learning rate's schedule spans */
-    int64_t examples_per_epoch, steps_per_epoch; /* the data's pairs; the updates one pass takes */
+    int64_t examples_per_epoch, steps_per_epoch; /* the pairs of all the datasets; the updates an epoch takes */
     int64_t chunk_sizes[2];   /* rows per chunk, query and passage side (0: no Gradient Cache) */
     gc_device device;         /* where it trains */
     gc_mem_limit limit;       /* the device's memory limit, and where it came from */

@@ -113,9 +113,29 @@ static gc_status exchange_shapes(ring_loss *loss, const gc_tensor *queries, cons
     return status;
 }
 
-/* The targets must index the global passages (checked on the device, like the tiled loss's),
- * or the default must be defined. The global counts are the ranks' together: a count that does
- * not fit is the ranks' disagreement, an error every rank returns alike. */
+/* The largest of the given targets, read on the host, against the ranks' passages together:
+ * that bound comes from what the peers said, so a target past it is their disagreement (or a
+ * peer's lie), which every rank returns alike, not the caller's mistake. */
+static gc_status check_target_bound(const ring_loss *loss, const gc_tensor *given) {
+    int64_t n = gc_numel(given);
+    double *host = malloc((size_t)(n ? n : 1) * sizeof *host), largest = -1;
+    if (!host) gc_fatal(OP ": out of host memory for %lld targets", (long long)n);
+    gc_to_host_f64(given, host);
+    for (int64_t i = 0; i < n; i++)
+        if (host[i] > largest) largest = host[i];
+    free(host);
+    if (largest < (double)loss->total_passages) return GC_OK;
+    gc_set_error(GC_ERR_FORMAT,
+                 OP ": a target is passage %.0f, but the ranks' passages together are %lld (the ranks disagree on "
+                 "their passages, or a peer sent a wrong count)",
+                 largest, (long long)loss->total_passages);
+    return GC_ERR_FORMAT;
+}
+
+/* The targets must index the global passages (checked on the device, like the tiled loss's,
+ * after the bound the ranks' counts set, on the host), or the default must be defined. The
+ * global counts are the ranks' together: a count that does not fit is the ranks'
+ * disagreement, an error every rank returns alike. */
 static gc_status check_targets(const ring_loss *loss, const gc_tensor *queries) {
     const gc_tensor *given = loss->options->targets;
     if (given && given->ndim == 1 && given->shape[0] != loss->total_queries) {
@@ -125,6 +145,7 @@ static gc_status check_targets(const ring_loss *loss, const gc_tensor *queries) 
     }
     if (given) {
         gc_contrastive_check_targets(OP, queries, loss->total_queries, given);
+        if (loss->world > 1 && check_target_bound(loss, given) != GC_OK) return GC_ERR_FORMAT;
         gc_check_index_range(OP, "target", given, loss->total_passages);
     } else if (loss->total_queries > 0 && (loss->total_passages % loss->total_queries != 0 ||
                                            loss->total_passages / loss->total_queries < loss->target.positives)) {
