@@ -19,7 +19,8 @@
     "fine-tunes a pretrained model (one encoder for both sides) of the BERT family or a decoder-style\n"      \
     "embedder (Llama, Mistral, Qwen2, Qwen3; its query prompt before each query), and DIR is a model\n"      \
     "folder too: the folder's config.json, tokenizer files and sentence-transformers files, and\n"           \
-    "model.safetensors under Hugging Face's names, which transformers loads."
+    "model.safetensors under Hugging Face's names, which transformers loads; with --lora-r, DIR/adapter/\n" \
+    "instead, a PEFT adapter folder over the frozen --init model."
 
 /* --zero: what a data-parallel run shards, in gc_zero's order. "2" reduces once per step, as
  * every other stage does (the same bytes on the wire as without ZeRO); "2b" after every
@@ -129,6 +130,17 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
         {"init", CLI_FLAG_STRING, &f->init, 0, 0, NULL,
          "start from a pretrained model folder (config.json, model.safetensors or its shards, tokenizer.json) of "
          "the BERT family or a decoder-style embedder (llama, mistral, qwen2, qwen3) instead of a preset"},
+        {"lora-r", CLI_FLAG_INT, &f->lora_r, 1, 1 << 20, NULL,
+         "with --init, train LoRA adapters of this rank on the --lora-targets Linears, the model itself frozen; "
+         "writes PEFT's DIR/adapter/ (adapter_config.json, adapter_model.safetensors) instead of a model, for "
+         "eval/encode --model INIT --adapter DIR/adapter"},
+        {"lora-alpha", CLI_FLAG_DOUBLE, &f->lora_alpha, 1e-12, 1e12, NULL,
+         "with --lora-r, the adapters' update is scaled by alpha / r (default 8, PEFT's)"},
+        {"lora-dropout", CLI_FLAG_DOUBLE, &f->lora_dropout, 0, 1, NULL,
+         "with --lora-r, dropout on each adapter's input, below 1 (default 0)"},
+        {"lora-targets", CLI_FLAG_STRING, &f->lora_targets, 0, 0, NULL,
+         "with --lora-r, the Linears to adapt, comma-separated module names as PEFT's target_modules: query,value "
+         "(BERT), q_proj,v_proj (the decoders)"},
         {"max-length", CLI_FLAG_INT, &f->max_length, 2, 4096, NULL,
          "tokens per text ([CLS] and UTF-8 bytes; with --init, the folder's tokens, its special tokens and "
          "prompt included)"},

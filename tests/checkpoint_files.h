@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "gradcache/checkpoint.h"
@@ -52,6 +53,16 @@ static inline unsigned char *gc_test_read_bytes(const char *path, size_t *size) 
     }
     fclose(in);
     return bytes;
+}
+
+/* Whether the files at a and b can be read and hold the same bytes. */
+static inline bool gc_test_same_file_bytes(const char *a, const char *b) {
+    size_t size_a = 0, size_b = 0;
+    unsigned char *bytes_a = gc_test_read_bytes(a, &size_a), *bytes_b = gc_test_read_bytes(b, &size_b);
+    bool same = bytes_a && bytes_b && size_a == size_b && memcmp(bytes_a, bytes_b, size_a) == 0;
+    free(bytes_a);
+    free(bytes_b);
+    return same;
 }
 
 /* Number of entries in `folder` other than . and .. */

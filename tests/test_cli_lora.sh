@@ -2,7 +2,10 @@
 # gradcache encode and eval with --adapter: a PEFT LoRA adapter folder (the one
 # tests/make_lora_fixture.py made) over the tiny BERT changes every embedding and encodes the
 # same twice; eval runs with it; a missing folder or an adapter for modules the model lacks is
-# one line naming --adapter. The numbers themselves are tests/test_lora_peft.c's.
+# one line naming --adapter. The numbers themselves are tests/test_lora_peft.c's. train --lora-r:
+# bad flags refused with exit 2 in one line; a run writes OUT/adapter/ and OUT/best/adapter/ (no
+# whole model), eval --model BASE --adapter OUT/adapter gives the run's last logged MRR again,
+# and a resumed run with another rank is refused.
 # Run by meson with the gradcache program as $1 and the fixtures folder as $2.
 set -uo pipefail
 gradcache=${1:?usage: test_cli_lora.sh path/to/gradcache path/to/fixtures}
@@ -39,5 +42,41 @@ printf '{"peft_type": "LORA", "r": 2, "lora_alpha": 4, "target_modules": ["q_pro
 expect_exit 1 "--adapter: lora: target module 'q_proj' matches no Linear" \
     "$gradcache" eval --model "$tiny" --adapter "$work/qwen" --data "$work/pairs.tsv"
 check [ ! -e "$work/x" ] "a refused encode left an output file"
+
+# --- train --lora-r: flags refused with exit 2 in one line, before anything is written ---
+lora=(--data "$work/pairs.tsv" --init "$tiny" --max-length 16 --batch-size 16 --gc --gc-chunk-size 8 --steps 4
+      --log-every 4 --lora-r 4 --lora-alpha 8 --lora-dropout 0.1)
+expect_ok "$gradcache" train --help
+for flag in --lora-r --lora-alpha --lora-dropout --lora-targets; do
+    grep -q -- "$flag" "$work/stdout" || fail "train --help lacks $flag"
+done
+expect_exit 2 "--lora-r needs --lora-targets" "$gradcache" train "${lora[@]}" --out "$work/refused"
+expect_exit 2 "--lora-r needs --init" "$gradcache" train --data "$work/pairs.tsv" --model-size tiny --lora-r 4 \
+    --lora-targets query --out "$work/refused"
+expect_exit 2 "--lora-alpha, --lora-dropout and --lora-targets need --lora-r" "$gradcache" train \
+    --data "$work/pairs.tsv" --init "$tiny" --lora-targets query --out "$work/refused"
+expect_exit 2 "--lora-dropout 1: expected a probability in [0, 1)" "$gradcache" train "${lora[@]}" \
+    --lora-targets query --lora-dropout 1 --out "$work/refused"
+expect_exit 2 "--lora-r: lora: target module 'q_proj' matches no Linear" "$gradcache" train "${lora[@]}" \
+    --lora-targets q_proj --out "$work/refused"
+check [ ! -e "$work/refused" ] "a refused run wrote $work/refused"
+
+# --- a run writes PEFT's adapter folder; eval over the base gives its last evaluation again ---
+expect_ok "$gradcache" train "${lora[@]}" --lora-targets query,value --eval-every 2 --eval-data "$work/pairs.tsv" \
+    --out "$work/run"
+for file in adapter/adapter_config.json adapter/adapter_model.safetensors best/adapter/adapter_model.safetensors; do
+    check [ -f "$work/run/$file" ] "the LoRA run wrote no $file"
+done
+check [ ! -e "$work/run/model.safetensors" ] "the LoRA run wrote a whole model"
+grep -q "wrote $work/run/adapter and" "$work/stdout" || fail "summary: $(cat "$work/stdout")"
+logged=$(grep '^{"eval":{"step":4,' "$work/run/log.jsonl" | sed -E 's/.*"mrr":([^,]+).*/\1/')
+expect_ok "$gradcache" eval --model "$tiny" --adapter "$work/run/adapter" --max-length 16 --data "$work/pairs.tsv" \
+    --json --batch-size 8
+got=$(sed -E 's/.*"mrr":([^,]+).*/\1/' "$work/stdout")
+check awk -v a="$got" -v b="$logged" 'BEGIN { d = a - b; exit (b == "" || d * d >= 1e-12) }' \
+    "gradcache eval --adapter gives MRR $got, the run's last evaluation $logged"
+# resumed with another rank: refused naming the flag
+expect_error "was written with --lora-r 4, this run has --lora-r 8" "$gradcache" train "${lora[@]}" \
+    --lora-targets query,value --lora-r 8 --eval-every 2 --eval-data "$work/pairs.tsv" --out "$work/run" --resume
 
 cli_summary

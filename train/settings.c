@@ -79,6 +79,12 @@ void gc_train_settings(const gc_trainer_config *c, const gc_train_data *data, gc
                         gc_format_exact(c->distill_temperatures[0], student, sizeof student),
                         gc_format_exact(c->distill_temperatures[1], teacher, sizeof teacher));
     }
+    if (c->lora_r) { /* only when used, as --accumulate */
+        gc_metadata_set(s, "flag.lora-r", "%lld", (long long)c->lora_r);
+        gc_metadata_set(s, "flag.lora-alpha", "%s", gc_format_exact(c->lora_alpha, number, sizeof number));
+        gc_metadata_set(s, "flag.lora-dropout", "%s", gc_format_exact(c->lora_dropout, number, sizeof number));
+        gc_metadata_set(s, "flag.lora-targets", "%s", c->lora_targets);
+    }
     gc_metadata_set(s, "flag.seed", "%lld", (long long)c->seed);
     gc_train_eval_settings(c, s);
 }

@@ -38,6 +38,7 @@ gc_trainer_config gc_trainer_config_default(void) {
                                .loss = GC_CONTRASTIVE_AUTO,
                                .lr = 5e-4,
                                .temperature = 0.05,
+                               .lora_alpha = 8,
                                .positives = 1,
                                .accumulate = 1,
                                .distill_temperatures = {1, 1},
@@ -129,6 +130,8 @@ static gc_status check_config(const gc_trainer_config *c) {
     if ((unsigned)c->sampling > GC_SAMPLING_PROPORTIONAL)
         return refuse("--sampling: %d is neither round-robin nor proportional", (int)c->sampling);
     if (c->log_every < 0) return refuse("--log-every %lld: expected at least 0", (long long)c->log_every);
+    gc_status lora = gc_trainer_lora_check(c);
+    if (lora != GC_OK) return lora;
     if ((unsigned)c->global_loss > GC_GLOBAL_LOSS_RING)
         return refuse("--loss: global_loss %d is none of AUTO, GATHER and RING", (int)c->global_loss);
     return GC_OK;
@@ -249,6 +252,7 @@ static gc_status build_model(gc_trainer *t, bool resume) {
         if (gc_dual_encoder_init(&t->model, &config, c->tied, t->device, stream_seed(c->seed, STREAM_INIT)) != GC_OK)
             return gc_trainer_failed(t, "cannot build the model");
     }
+    if (c->lora_r && gc_trainer_lora_attach(t, stream_seed(c->seed, STREAM_INIT)) != GC_OK) return failed("--lora-r");
     /* the bucketer first: a sharded optimizer is built over its buckets */
     if (gc_train_dist_attach(&t->dist, &t->model.params, !c->reduce_half, c->zero) != GC_OK)
         return failed("cannot set up data-parallel training");
@@ -297,7 +301,7 @@ static gc_status set_up(gc_trainer *t, bool resume) {
     if (status != GC_OK) return status;
     gc_train_settings(&t->config, &t->data, &t->settings);
     t->checkpoint_path = gc_path_join(t->out, "checkpoint.safetensors");
-    t->model_path = gc_path_join(t->out, "model.safetensors");
+    t->model_path = gc_path_join(t->out, t->config.lora_r ? "adapter" : "model.safetensors");
     status = build_model(t, resume);
     if (t->progress.eval.stopped_step) t->stop_step = t->progress.step; /* --early-stop ended it */
     if (status == GC_OK && t->config.guide &&

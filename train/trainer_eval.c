@@ -106,7 +106,7 @@ static gc_status write_summary(const char *folder, const gc_eval_record *r, cons
 static gc_status save_best(gc_trainer *t, const gc_eval_record *r) {
     char *temporary = NULL, *previous = previous_best_path(t);
     gc_status status = gc_folder_begin(t->best_path, &temporary);
-    if (status == GC_OK) status = gc_dual_encoder_save(&t->model, temporary);
+    if (status == GC_OK) status = gc_trainer_save_model(t, temporary);
     if (status == GC_OK) status = write_summary(temporary, r, t->config.eval_data);
     bool replacing = status == GC_OK && exists(t->best_path);
     if (replacing && rename(t->best_path, previous) != 0) {

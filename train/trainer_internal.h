@@ -64,6 +64,15 @@ gc_status gc_trainer_eval_begin(gc_trainer *trainer, bool resume);
  * is the best so far, and --early-stop (which moves stop_step to `step`). */
 gc_status gc_trainer_eval_after(gc_trainer *trainer, int64_t step);
 
+/* --lora-* (trainer_lora.c): the settings checked (GC_ERR_CONFIG naming the flag); the
+ * adapters attached to the model's towers, A drawn from the stream `init_seed` names, and
+ * model.params made the adapters alone; the adapter folder written into dir/adapter/. */
+gc_status gc_trainer_lora_check(const gc_trainer_config *config);
+gc_status gc_trainer_lora_attach(gc_trainer *trainer, uint64_t init_seed);
+/* The run's model into `dir`: with --lora-r, PEFT's adapter folder dir/adapter/ (the base is
+ * --init's folder, unchanged); else the whole model (gc_dual_encoder_save). */
+gc_status gc_trainer_save_model(const gc_trainer *trainer, const char *dir);
+
 /* Batches per update: config->accumulate, 0 counting as 1. */
 int64_t gc_trainer_accumulation(const gc_trainer_config *config);
 /* Positives per example: config->positives, 0 counting as 1. */

@@ -235,7 +235,7 @@ gc_status gc_trainer_save(gc_trainer *t) {
         status = gc_train_state_save(t->checkpoint_path, &t->model, &state, gc_train_optim_adamw(&t->optimizer)->step,
                                      &t->progress, &t->settings, &t->plan, every_rank);
     gc_param_list_free(&state);
-    if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0) status = gc_dual_encoder_save(&t->model, t->out);
+    if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0) status = gc_trainer_save_model(t, t->out);
     if (status == GC_OK) gc_save_timer_restart(&t->save_timer);
     free(every_rank);
     return status;

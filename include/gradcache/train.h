@@ -808,6 +808,14 @@ typedef struct gc_trainer_config {
     double distill_weight;      /* --distill-weight: 0, the distillation loss alone; w > 0, the in-batch
                                    contrastive loss + w times it */
     double distill_temperatures[2]; /* --student-temperature, --teacher-temperature: the KL's (> 0) */
+    /* --lora-r R (0: none): LoRA adapters (gc_lora_attach_targets) of rank R on the Linears
+     * lora_targets names, over init's frozen model: only the adapters learn, have optimizer state,
+     * are reduced, sharded and checkpointed; the run writes PEFT's OUT/adapter/ instead of a model
+     * (gc_lora_save). Needs init and lora_targets. */
+    int64_t lora_r;
+    double lora_alpha;          /* --lora-alpha: the update's scale is alpha / r (> 0; default 8, PEFT's) */
+    double lora_dropout;        /* --lora-dropout: on each adapter's input, in [0, 1) */
+    const char *lora_targets;   /* --lora-targets: comma-separated module names ("query,value") */
     int64_t seed;               /* --seed */
     gc_device device;           /* --device: a launched run on CUDA takes cuda:LOCAL_RANK */
     size_t mem_limit;           /* --mem-limit: bytes on the device; 0: gc_mem_limit_apply's default */
