@@ -22,16 +22,6 @@ static gc_trainer_config small_run(const char *name, char *out, size_t size) {
     return gc_test_small_run(folder, name, 4, out, size);
 }
 
-/* Whether the files at a and b hold the same bytes. */
-static bool same_file_bytes(const char *a, const char *b) {
-    size_t size_a = 0, size_b = 0;
-    unsigned char *bytes_a = gc_test_read_bytes(a, &size_a), *bytes_b = gc_test_read_bytes(b, &size_b);
-    bool same = bytes_a && bytes_b && size_a == size_b && memcmp(bytes_a, bytes_b, size_a) == 0;
-    free(bytes_a);
-    free(bytes_b);
-    return same;
-}
-
 
 static void test_refused(void) {
     char out[256];
@@ -116,7 +106,7 @@ static void test_steps(void) {
     char a[300], b[300];
     snprintf(a, sizeof a, "%s/model.safetensors", out);
     snprintf(b, sizeof b, "%s/model.safetensors", stepped_out);
-    CHECK(same_file_bytes(a, b));
+    CHECK(gc_test_same_file_bytes(a, b));
 }
 
 /* Stopped after step 1 and saved again by hand (a no-op save is harmless), then resumed: the
@@ -141,7 +131,7 @@ static void test_resume(void) {
         char a[300], b[300];
         snprintf(a, sizeof a, "%s/%s", out, files[i]);
         snprintf(b, sizeof b, "%s/%s", straight_out, files[i]);
-        CHECK_MSG(same_file_bytes(a, b), "%s differs from the uninterrupted run's", a);
+        CHECK_MSG(gc_test_same_file_bytes(a, b), "%s differs from the uninterrupted run's", a);
     }
     /* another setting than the checkpoint's: refused, naming it */
     config.lr = 1e-3;

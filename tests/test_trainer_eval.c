@@ -55,15 +55,6 @@ static gc_trainer_info run(gc_trainer_config config, bool resume, evaluations *s
     return info;
 }
 
-static bool same_file_bytes(const char *a, const char *b) {
-    size_t size_a = 0, size_b = 0;
-    unsigned char *bytes_a = gc_test_read_bytes(a, &size_a), *bytes_b = gc_test_read_bytes(b, &size_b);
-    bool same = bytes_a && bytes_b && size_a == size_b && memcmp(bytes_a, bytes_b, size_a) == 0;
-    free(bytes_a);
-    free(bytes_b);
-    return same;
-}
-
 /* The file out/name's text (free it), "" when missing. */
 static char *read_text(const char *out, const char *name) {
     char path[PATH_MAX];
@@ -158,7 +149,7 @@ static void test_same_weights(void) {
     gc_trainer_config plain = gc_test_small_run(folder, "without", 4, without, sizeof without);
     run(plain, false, &seen);
     CHECK(seen.count == 0);
-    CHECK_MSG(same_file_bytes(gc_test_path(a, with, "model.safetensors"), gc_test_path(b, without, "model.safetensors")),
+    CHECK_MSG(gc_test_same_file_bytes(gc_test_path(a, with, "model.safetensors"), gc_test_path(b, without, "model.safetensors")),
               "evaluating every step changed the weights");
 }
 
@@ -225,7 +216,7 @@ static void test_resume(void) {
         for (int i = 0; i < n && i < n_resumed; i++) CHECK_MSG(!strcmp(want[i], got[i]), "%s\nresumed: %s", want[i], got[i]);
         const char *files[] = {"best/best.json", "best/model.safetensors", "model.safetensors"};
         for (int i = 0; i < 3; i++)
-            CHECK_MSG(same_file_bytes(gc_test_path(a, straight, files[i]), gc_test_path(b, resumed, files[i])),
+            CHECK_MSG(gc_test_same_file_bytes(gc_test_path(a, straight, files[i]), gc_test_path(b, resumed, files[i])),
                       "%s differs from the uninterrupted run's", b);
         if (!frozen) {
             /* killed between moving its best aside and putting the new one in place: the next
@@ -235,7 +226,7 @@ static void test_resume(void) {
             gc_trainer *trainer;
             REQUIRE(gc_trainer_resume(&config, &trainer) == GC_OK);
             gc_trainer_free(trainer);
-            CHECK(access(moved, F_OK) != 0 && same_file_bytes(gc_test_path(a, straight, files[0]),
+            CHECK(access(moved, F_OK) != 0 && gc_test_same_file_bytes(gc_test_path(a, straight, files[0]),
                                                               gc_test_path(b, resumed, files[0])));
         }
     }
