@@ -6,7 +6,6 @@
 #include "gradcache/measure.h"
 #include "gradcache/train.h"
 #include "int_list.h"
-#include "svg.h"
 
 const char *cli_memory_loss_name(gc_contrastive_method loss) { return loss == GC_CONTRASTIVE_FULL ? "full" : "tiled"; }
 
@@ -28,7 +27,7 @@ void cli_memory_rows_write_csv(FILE *out, const cli_memory_row *rows, int count)
 static int64_t line_key(const cli_memory_row *row) { return 2 * row->chunk + (row->loss == GC_CONTRASTIVE_FULL); }
 
 /* Appends the rows of one line of the chart (plain, or GradCache's line `key`) to series. */
-static void fill_series(cli_svg_series *series, double *x, double *y, const cli_memory_row *rows, int count, bool plain,
+static void fill_series(gc_svg_series *series, double *x, double *y, const cli_memory_row *rows, int count, bool plain,
                         int64_t key) {
     series->count = 0;
     for (int i = 0; i < count; i++) {
@@ -51,7 +50,7 @@ void cli_memory_rows_write_svg(FILE *out, const cli_memory_row *rows, int count,
         if (rows[i].result.status == GC_OK) largest = fmax(largest, (double)rows[i].result.peak_bytes);
     }
     int series_count = 1 + lines.count;
-    cli_svg_series series[1 + CLI_INT_LIST_MAX];
+    gc_svg_series series[1 + CLI_INT_LIST_MAX];
     char names[1 + CLI_INT_LIST_MAX][64];
     double *values = malloc(2 * (size_t)(series_count * (count > 0 ? count : 1)) * sizeof *values);
     if (!values) gc_fatal("memory_rows_write_svg: out of host memory for %d rows", count);
@@ -69,7 +68,7 @@ void cli_memory_rows_write_svg(FILE *out, const cli_memory_row *rows, int count,
     char y_label[64], limit_label[64], limit_text[32];
     snprintf(y_label, sizeof y_label, "peak live memory (%s)", unit_name);
     snprintf(limit_label, sizeof limit_label, "memory limit %s", gc_format_bytes((double)limit_bytes, limit_text, 32));
-    cli_svg_chart chart = {.title = title,
+    gc_svg_chart chart = {.title = title,
                           .subtitle = subtitle,
                           .x_label = "batch size (query/passage pairs, log scale)",
                           .y_label = y_label,
@@ -79,6 +78,6 @@ void cli_memory_rows_write_svg(FILE *out, const cli_memory_row *rows, int count,
                           .missing_label = "does not fit",
                           .series_count = series_count,
                           .series = series};
-    cli_svg_write_line_chart(out, &chart);
+    gc_svg_write_line_chart(out, &chart);
     free(values);
 }

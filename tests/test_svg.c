@@ -1,69 +1,70 @@
-/* The SVG chart writer of the program (cli/svg.c): the arithmetic of its axes against hand-computed
+/* The SVG chart writer (train/svg.c, gradcache/measure.h): the arithmetic of its axes against hand-computed
  * values, and what a written chart contains (broken lines, stacked crosses, escaped text). */
 #include "check.h"
-#include "cli/svg.h"
+#include "gradcache/measure.h"
+#include "train/svg.h"
 
 #define MIB 1048576.0
 
 /* Ticks are products i * step of two doubles: within one rounding of the decimal value. */
-static void check_ticks(cli_svg_ticks ticks, const double *want, int count) {
+static void check_ticks(gc_svg_ticks ticks, const double *want, int count) {
     CHECK_MSG(ticks.count == count, "%d ticks, want %d", ticks.count, count);
     for (int i = 0; i < count && i < ticks.count; i++) CHECK_NEAR(ticks.values[i], want[i], 0, 1e-15);
 }
 
 static void test_linear_ticks(void) {
     /* 157 / 6 = 26.2 per tick -> 50 (the next of 1, 2, 5 x 10^k), up to the first >= 157 */
-    check_ticks(cli_svg_linear_ticks(157, 1, 6), (const double[]){0, 50, 100, 150, 200}, 5);
+    check_ticks(gc_svg_linear_ticks(157, 1, 6), (const double[]){0, 50, 100, 150, 200}, 5);
     /* 10 / 5 = 2 exactly: step 2, and the last tick is max itself */
-    check_ticks(cli_svg_linear_ticks(10, 1, 5), (const double[]){0, 2, 4, 6, 8, 10}, 6);
+    check_ticks(gc_svg_linear_ticks(10, 1, 5), (const double[]){0, 2, 4, 6, 8, 10}, 6);
     /* in MiB: 3 MiB / 6 = 0.5 MiB */
-    check_ticks(cli_svg_linear_ticks(3 * MIB, MIB, 6),
+    check_ticks(gc_svg_linear_ticks(3 * MIB, MIB, 6),
                 (const double[]){0, 0.5 * MIB, MIB, 1.5 * MIB, 2 * MIB, 2.5 * MIB, 3 * MIB}, 7);
     /* below one unit: 0.3 / 2 = 0.15 -> 0.2 */
-    check_ticks(cli_svg_linear_ticks(0.3, 1, 2), (const double[]){0, 0.2, 0.4}, 3);
+    check_ticks(gc_svg_linear_ticks(0.3, 1, 2), (const double[]){0, 0.2, 0.4}, 3);
     /* 7.3 / 6 = 1.2 -> 2 */
-    check_ticks(cli_svg_linear_ticks(7.3, 1, 6), (const double[]){0, 2, 4, 6, 8}, 5);
+    check_ticks(gc_svg_linear_ticks(7.3, 1, 6), (const double[]){0, 2, 4, 6, 8}, 5);
 }
 
 static void test_log2_ticks(void) {
-    check_ticks(cli_svg_log2_ticks(16, 1024, 12), (const double[]){16, 32, 64, 128, 256, 512, 1024}, 7);
+    check_ticks(gc_svg_log2_ticks(16, 1024, 12), (const double[]){16, 32, 64, 128, 256, 512, 1024}, 7);
     /* ends that are not powers of two: only the powers inside */
-    check_ticks(cli_svg_log2_ticks(10, 1000, 12), (const double[]){16, 32, 64, 128, 256, 512}, 6);
+    check_ticks(gc_svg_log2_ticks(10, 1000, 12), (const double[]){16, 32, 64, 128, 256, 512}, 6);
     /* 21 powers, at most 5 ticks: every 5th */
-    check_ticks(cli_svg_log2_ticks(1, 1048576, 5), (const double[]){1, 32, 1024, 32768, 1048576}, 5);
+    check_ticks(gc_svg_log2_ticks(1, 1048576, 5), (const double[]){1, 32, 1024, 32768, 1048576}, 5);
     /* a range with no power of two in it */
-    CHECK(cli_svg_log2_ticks(3, 3.5, 4).count == 0);
+    CHECK(gc_svg_log2_ticks(3, 3.5, 4).count == 0);
 }
 
 static void test_scale(void) {
     /* Exact in binary: the ends, and points whose fractions are dyadic. */
-    cli_svg_scale y = {0, 200, 436, 64, false}; /* backwards, as SVG's y */
-    CHECK(cli_svg_scale_apply(&y, 0) == 436);
-    CHECK(cli_svg_scale_apply(&y, 200) == 64);
-    CHECK(cli_svg_scale_apply(&y, 100) == 250);
-    cli_svg_scale x = {16, 1024, 98, 626, true};
-    CHECK(cli_svg_scale_apply(&x, 16) == 98);
-    CHECK(cli_svg_scale_apply(&x, 1024) == 626);
-    CHECK(cli_svg_scale_apply(&x, 128) == 362); /* log2: 4 .. 10, 7 is halfway */
-    cli_svg_scale point = {5, 5, 0, 100, false};
-    CHECK(cli_svg_scale_apply(&point, 5) == 50); /* an empty domain maps to the middle */
+    gc_svg_scale y = {0, 200, 436, 64, false}; /* backwards, as SVG's y */
+    CHECK(gc_svg_scale_apply(&y, 0) == 436);
+    CHECK(gc_svg_scale_apply(&y, 200) == 64);
+    CHECK(gc_svg_scale_apply(&y, 100) == 250);
+    gc_svg_scale x = {16, 1024, 98, 626, true};
+    CHECK(gc_svg_scale_apply(&x, 16) == 98);
+    CHECK(gc_svg_scale_apply(&x, 1024) == 626);
+    CHECK(gc_svg_scale_apply(&x, 128) == 362); /* log2: 4 .. 10, 7 is halfway */
+    gc_svg_scale point = {5, 5, 0, 100, false};
+    CHECK(gc_svg_scale_apply(&point, 5) == 50); /* an empty domain maps to the middle */
 }
 
 static void bad_linear(void *arg) {
     (void)arg;
-    cli_svg_linear_ticks(0, 1, 6);
+    gc_svg_linear_ticks(0, 1, 6);
 }
 static void bad_log2(void *arg) {
     (void)arg;
-    cli_svg_log2_ticks(0, 16, 6);
+    gc_svg_log2_ticks(0, 16, 6);
 }
 
 static void bad_x(void *arg) {
     (void)arg;
     const double x[] = {0, 1}, y[] = {1, 2};
-    cli_svg_series series = {"s", 2, x, y};
-    cli_svg_chart chart = {"t", "", "x", "y", 1, 0, "", "", 1, &series};
-    cli_svg_write_line_chart(stderr, &chart);
+    gc_svg_series series = {"s", 2, x, y};
+    gc_svg_chart chart = {"t", "", "x", "y", 1, 0, "", "", 1, &series};
+    gc_svg_write_line_chart(stderr, &chart);
 }
 
 static int count_of(const char *text, const char *needle) {
@@ -78,8 +79,8 @@ static void test_chart(void) {
     FILE *out = open_memstream(&text, &size);
     REQUIRE(out);
     const double x[] = {16, 64, 256}, a[] = {1 * MIB, NAN, 3 * MIB}, b[] = {2 * MIB, NAN, NAN};
-    cli_svg_series series[] = {{"first <a>", 3, x, a}, {"second & b", 3, x, b}};
-    cli_svg_chart chart = {.title = "a < b & \"c\"",
+    gc_svg_series series[] = {{"first <a>", 3, x, a}, {"second & b", 3, x, b}};
+    gc_svg_chart chart = {.title = "a < b & \"c\"",
                           .subtitle = "",
                           .x_label = "batch",
                           .y_label = "bytes (MiB)",
@@ -89,7 +90,7 @@ static void test_chart(void) {
                           .missing_label = "does not fit",
                           .series_count = 2,
                           .series = series};
-    cli_svg_write_line_chart(out, &chart);
+    gc_svg_write_line_chart(out, &chart);
     REQUIRE(fclose(out) == 0);
     CHECK(strncmp(text, "<?xml", 5) == 0);
     CHECK(size > 7 && strcmp(text + size - 7, "</svg>\n") == 0);

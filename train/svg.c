@@ -1,7 +1,8 @@
-/* Line charts as SVG (svg.h). */
+/* Line charts as SVG (see gradcache/measure.h; the axes' arithmetic: svg.h). */
 #include <math.h>
 
 #include "gradcache/error.h"
+#include "gradcache/measure.h"
 #include "svg.h"
 
 /* The page: the plot in the middle, the legend to its right. */
@@ -13,35 +14,35 @@ enum { WIDTH = 840, HEIGHT = 500, LEFT = 84, RIGHT = 200, TOP = 64, BOTTOM = 64,
 static const char *const palette[] = {"#000000", "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"};
 #define PALETTE_SIZE (int)(sizeof palette / sizeof *palette)
 
-cli_svg_ticks cli_svg_linear_ticks(double max, double unit, int target) {
-    if (!(max > 0) || !(unit > 0) || target < 2 || target >= CLI_SVG_MAX_TICKS)
+gc_svg_ticks gc_svg_linear_ticks(double max, double unit, int target) {
+    if (!(max > 0) || !(unit > 0) || target < 2 || target >= GC_SVG_MAX_TICKS)
         gc_fatal("svg_linear_ticks: max %g, unit %g, target %d (want max > 0, unit > 0, 2 <= target < %d)", max, unit,
-                 target, CLI_SVG_MAX_TICKS);
+                 target, GC_SVG_MAX_TICKS);
     double raw = max / unit / target; /* in units */
     double magnitude = pow(10, floor(log10(raw)));
     double residual = raw / magnitude;
     double step = (residual <= 1 ? 1 : residual <= 2 ? 2 : residual <= 5 ? 5 : 10) * magnitude * unit;
     /* step >= max / target, so at most target + 1 ticks reach max */
-    cli_svg_ticks ticks = {0};
-    for (int i = 0; ticks.count < CLI_SVG_MAX_TICKS; i++) {
+    gc_svg_ticks ticks = {0};
+    for (int i = 0; ticks.count < GC_SVG_MAX_TICKS; i++) {
         ticks.values[ticks.count++] = i * step;
         if (i * step >= max) break;
     }
     return ticks;
 }
 
-cli_svg_ticks cli_svg_log2_ticks(double lo, double hi, int max_ticks) {
-    if (!(lo > 0) || !(hi >= lo) || max_ticks < 1 || max_ticks >= CLI_SVG_MAX_TICKS)
+gc_svg_ticks gc_svg_log2_ticks(double lo, double hi, int max_ticks) {
+    if (!(lo > 0) || !(hi >= lo) || max_ticks < 1 || max_ticks >= GC_SVG_MAX_TICKS)
         gc_fatal("svg_log2_ticks: [%g, %g] with at most %d ticks (want 0 < lo <= hi, 1 <= ticks < %d)", lo, hi, max_ticks,
-                 CLI_SVG_MAX_TICKS);
+                 GC_SVG_MAX_TICKS);
     int first = (int)ceil(log2(lo)), last = (int)floor(log2(hi));
     int every = (last - first + max_ticks) / max_ticks; /* ceil(powers / max_ticks), at least 1 */
-    cli_svg_ticks ticks = {0};
+    gc_svg_ticks ticks = {0};
     for (int exponent = first; exponent <= last; exponent += every) ticks.values[ticks.count++] = ldexp(1, exponent);
     return ticks;
 }
 
-double cli_svg_scale_apply(const cli_svg_scale *scale, double value) {
+double gc_svg_scale_apply(const gc_svg_scale *scale, double value) {
     double lo = scale->domain_lo, hi = scale->domain_hi;
     if (scale->log2) {
         lo = log2(lo);
@@ -67,17 +68,17 @@ static void write_text(FILE *out, const char *text) {
 
 /* Where everything goes, worked out from the data before anything is drawn. */
 typedef struct layout {
-    cli_svg_scale x, y;
-    cli_svg_ticks x_ticks, y_ticks;
+    gc_svg_scale x, y;
+    gc_svg_ticks x_ticks, y_ticks;
     bool any_missing, limit_shown;
     double cross_y; /* the pixel height of the crosses of missing points */
 } layout;
 
-static layout make_layout(const cli_svg_chart *chart) {
+static layout make_layout(const gc_svg_chart *chart) {
     double x_lo = INFINITY, x_hi = -INFINITY, y_hi = 0;
     bool any_missing = false;
     for (int s = 0; s < chart->series_count; s++) {
-        const cli_svg_series *series = &chart->series[s];
+        const gc_svg_series *series = &chart->series[s];
         for (int i = 0; i < series->count; i++) {
             x_lo = fmin(x_lo, series->x[i]);
             x_hi = fmax(x_hi, series->x[i]);
@@ -90,27 +91,27 @@ static layout make_layout(const cli_svg_chart *chart) {
      * leaving room above it for the crosses. */
     if (chart->y_limit > 0 && any_missing) y_hi = fmax(y_hi, 1.1 * chart->y_limit);
     layout l = {.any_missing = any_missing};
-    l.y_ticks = cli_svg_linear_ticks(y_hi > 0 ? y_hi : chart->y_unit, chart->y_unit, 6);
-    l.y = (cli_svg_scale){0, l.y_ticks.values[l.y_ticks.count - 1], PLOT_BOTTOM, TOP, false};
+    l.y_ticks = gc_svg_linear_ticks(y_hi > 0 ? y_hi : chart->y_unit, chart->y_unit, 6);
+    l.y = (gc_svg_scale){0, l.y_ticks.values[l.y_ticks.count - 1], PLOT_BOTTOM, TOP, false};
     if (x_lo == x_hi) x_lo /= 2, x_hi *= 2; /* one size: centred, with a tick on each side */
-    l.x_ticks = cli_svg_log2_ticks(x_lo, x_hi, 12);
-    l.x = (cli_svg_scale){x_lo, x_hi, LEFT + INSET, PLOT_RIGHT - INSET, true};
+    l.x_ticks = gc_svg_log2_ticks(x_lo, x_hi, 12);
+    l.x = (gc_svg_scale){x_lo, x_hi, LEFT + INSET, PLOT_RIGHT - INSET, true};
     l.limit_shown = chart->y_limit > 0 && chart->y_limit <= l.y.domain_hi;
     /* on the limit line; without one, low enough under the top for every series' cross */
-    l.cross_y = l.limit_shown ? cli_svg_scale_apply(&l.y, chart->y_limit)
+    l.cross_y = l.limit_shown ? gc_svg_scale_apply(&l.y, chart->y_limit)
                               : TOP + CROSS_STEP * (chart->series_count > 0 ? chart->series_count - 1 : 0);
     return l;
 }
 
-static void write_axes(FILE *out, const cli_svg_chart *chart, const layout *l) {
+static void write_axes(FILE *out, const gc_svg_chart *chart, const layout *l) {
     for (int i = 0; i < l->y_ticks.count; i++) {
-        double py = cli_svg_scale_apply(&l->y, l->y_ticks.values[i]);
+        double py = gc_svg_scale_apply(&l->y, l->y_ticks.values[i]);
         fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>\n", LEFT, py, PLOT_RIGHT, py);
         fprintf(out, "<text x=\"%d\" y=\"%.1f\" dy=\"0.35em\" text-anchor=\"end\">%g</text>\n", LEFT - 8, py,
                 l->y_ticks.values[i] / chart->y_unit);
     }
     for (int i = 0; i < l->x_ticks.count; i++) {
-        double px = cli_svg_scale_apply(&l->x, l->x_ticks.values[i]);
+        double px = gc_svg_scale_apply(&l->x, l->x_ticks.values[i]);
         fprintf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e4e4e4\"/>\n", px, TOP, px, PLOT_BOTTOM);
         fprintf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#333\"/>\n", px, PLOT_BOTTOM, px,
                 PLOT_BOTTOM + 5);
@@ -141,18 +142,18 @@ static void write_cross(FILE *out, double px, double py, const char *color) {
 
 /* How many series before `index` miss a value at x: the crosses of one x are stacked
  * upwards in series order, so that none hides another. */
-static int crosses_below(const cli_svg_chart *chart, int index, double x) {
+static int crosses_below(const gc_svg_chart *chart, int index, double x) {
     int below = 0;
     for (int s = 0; s < index; s++) {
-        const cli_svg_series *series = &chart->series[s];
+        const gc_svg_series *series = &chart->series[s];
         for (int i = 0; i < series->count; i++) below += series->x[i] == x && isnan(series->y[i]);
     }
     return below;
 }
 
 /* The series' line (broken at missing points), its markers with a tooltip each, and crosses. */
-static void write_series(FILE *out, const cli_svg_chart *chart, const layout *l, int index) {
-    const cli_svg_series *series = &chart->series[index];
+static void write_series(FILE *out, const gc_svg_chart *chart, const layout *l, int index) {
+    const gc_svg_series *series = &chart->series[index];
     const char *color = palette[index % PALETTE_SIZE];
     bool in_line = false;
     for (int i = 0; i < series->count; i++) {
@@ -160,12 +161,12 @@ static void write_series(FILE *out, const cli_svg_chart *chart, const layout *l,
         if (present && !in_line) fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
         if (!present && in_line) fputs("\"/>\n", out);
         if (present)
-            fprintf(out, "%.1f,%.1f ", cli_svg_scale_apply(&l->x, series->x[i]), cli_svg_scale_apply(&l->y, series->y[i]));
+            fprintf(out, "%.1f,%.1f ", gc_svg_scale_apply(&l->x, series->x[i]), gc_svg_scale_apply(&l->y, series->y[i]));
         in_line = present;
     }
     if (in_line) fputs("\"/>\n", out);
     for (int i = 0; i < series->count; i++) {
-        double px = cli_svg_scale_apply(&l->x, series->x[i]);
+        double px = gc_svg_scale_apply(&l->x, series->x[i]);
         fputs("<g><title>", out);
         write_text(out, series->name);
         if (isnan(series->y[i])) {
@@ -176,13 +177,13 @@ static void write_series(FILE *out, const cli_svg_chart *chart, const layout *l,
         } else {
             fprintf(out, " at %g: %.4g</title>", series->x[i], series->y[i] / chart->y_unit);
             fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>", px,
-                    cli_svg_scale_apply(&l->y, series->y[i]), color);
+                    gc_svg_scale_apply(&l->y, series->y[i]), color);
         }
         fputs("</g>\n", out);
     }
 }
 
-static void write_legend(FILE *out, const cli_svg_chart *chart, const layout *l) {
+static void write_legend(FILE *out, const gc_svg_chart *chart, const layout *l) {
     int x = PLOT_RIGHT + 20, y = TOP + 8;
     for (int s = 0; s < chart->series_count; s++, y += 22) {
         const char *color = palette[s % PALETTE_SIZE];
@@ -201,7 +202,7 @@ static void write_legend(FILE *out, const cli_svg_chart *chart, const layout *l)
     }
 }
 
-void cli_svg_write_line_chart(FILE *out, const cli_svg_chart *chart) {
+void gc_svg_write_line_chart(FILE *out, const gc_svg_chart *chart) {
     if (!(chart->y_unit > 0)) gc_fatal("svg_write_line_chart: y unit %g is not positive", chart->y_unit);
     for (int s = 0; s < chart->series_count; s++)
         for (int i = 0; i < chart->series[s].count; i++)
