@@ -8,7 +8,8 @@
 #     without its BERT optimizer (bench/compare_encode.py): one-text latency and throughput at
 #     batch 32 and 128, on the WordNet definitions, 1 and 2 threads.
 # Each prints its conditions, medians, spreads and load per round, into OUT/torch.txt and
-# OUT/encode.txt, and the whole result into OUT/torch.json and OUT/encode.json.
+# OUT/encode.txt, and the whole result into OUT/torch.json and OUT/encode.json; OUT/tables.md
+# has them as markdown tables (bench/cpu_table.py), for bench/RESULTS.md and README.
 #
 #   bench/compare_cpu.sh [--python PY] [--build DIR] [--model DIR] [--data DIR] [--out DIR]
 #                        [--rounds N] [--quick] [--dry-run]
@@ -18,8 +19,9 @@
 # PyTorch needed). Setup: the Python (default python3) needs torch, transformers, onnx and
 # onnxruntime (see bench/compare_encode.py's docstring); the build, models/minilm
 # (bench/make_minilm_folder.py) and data/wordnet (`build/cli/gradcache data wordnet --out
-# data/wordnet`). The full run takes about an hour on two cores (most of it the small preset at
-# batch 512 and the encode throughput rounds).
+# data/wordnet`). The full run should take 20 to 30 minutes on a quiet two-core machine (an
+# estimate from the steps' CPU time; most of it the small preset at batch 512 and the encode
+# throughput rounds), far longer on a loaded one. --quick took 2 minutes on a loaded one.
 set -euo pipefail
 
 bench=$(cd "$(dirname "$0")" && pwd)
@@ -63,4 +65,7 @@ run torch "$python" "$bench/compare_torch.py" --build "$build" --data "$data" --
     "${torch_set[@]}" $(json torch) "${dry[@]}"
 run encode "$python" "$bench/compare_encode.py" --build "$build" --model "$model" --data "$data" --threads 1,2 \
     --max-length 128 "${encode_set[@]}" $(json encode) "${dry[@]}"
+if ((${#dry[@]} == 0)); then
+    "$python" "$bench/cpu_table.py" "$out/torch.json" "$out/encode.json" >"$out/tables.md"
+fi
 echo "compare_cpu.sh: results in $out/"

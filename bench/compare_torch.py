@@ -214,7 +214,8 @@ def main(argv):
         import torch
         torch.set_num_interop_threads(1)
         versions = {"torch": torch.__version__, **cc.module_versions(["numpy"])}
-        texts = (f"{max(args.batches)} pairs of {args.data}/train.tsv (seed {args.seed}), the first BATCH of them"
+        texts = (f"{max(args.batches)} pairs sampled from {args.data}/train.tsv (seed {args.seed}), the first B of "
+                 f"them at batch B"
                  if pairs_path else "synthetic rows of max length")
         document = {"script": "compare_torch", "argv": sys.argv, "texts": texts, "rule": cc.paragraph(__doc__, "The step-time rule"),
                     "runs": []}

@@ -1,12 +1,13 @@
 #!/bin/bash
-# The CPU comparison scripts (bench/compare_cpu.sh, compare_torch.py, compare_encode.py and their
-# helpers cpu_conditions.py, bench_texts.py) kept from rotting ($1: the bench folder, $2: the
+# The CPU comparison scripts (bench/compare_cpu.sh, compare_torch.py, compare_encode.py, their
+# helpers cpu_conditions.py, bench_texts.py, and cpu_table.py) kept from rotting ($1: the bench folder, $2: the
 # build folder, $3: a small WordNet dataset folder, $4: the tiny BERT folder):
 #   - with python3 alone: the pinning and statistics helpers; each script's --dry-run (the plan,
 #     every thread pinned, the engine's commands under taskset, engines alternated by round, on
 #     the real texts); a missing dataset is one line naming the command that makes it;
 #   - where a python3 has PyTorch: compare_torch.py for real at a tiny size, its JSON (both
-#     engines' step times on the same WordNet batch, a load per round, no thread left unpinned);
+#     engines' step times on the same WordNet batch, a load per round, no thread left unpinned)
+#     and cpu_table.py's markdown of it;
 #   - where one has transformers too: compare_encode.py likewise against PyTorch, and against
 #     both ONNX Runtime columns where onnx and onnxruntime import.
 # Skipped (77) without python3; the parts whose modules are missing are skipped alone, and
@@ -62,7 +63,13 @@ first=$("$plain_python" -c 'import os; print(sorted(os.sched_getaffinity(0))[0])
 threads=1
 [ "$cores" -ge 2 ] && threads=1,2
 
-# The dry runs: the plan and the pinning, no model.
+# The dry runs: the plan and the pinning, no model, and no third-party module imported (each is
+# shadowed by one that fails to import).
+mkdir "$dir/shadow"
+for module in torch numpy transformers onnx onnxruntime; do
+    echo "raise ImportError('a dry run imported $module')" >"$dir/shadow/$module.py"
+done
+export PYTHONPATH=$dir/shadow${PYTHONPATH:+:$PYTHONPATH}
 "$plain_python" "$bench/compare_torch.py" --dry-run --build "$build" --data "$wordnet" --threads "$threads" \
     --presets tiny --batches 16 --chunk 8 --rounds 2 >"$dir/torch_plan" 2>&1 || fail "compare_torch --dry-run: $(cat "$dir/torch_plan")"
 check grep -q "threads 1: cores \[$first\], environment OMP_NUM_THREADS=1 .*GC_NUM_THREADS=1; every thread pinned" \
@@ -89,6 +96,8 @@ expect_error "gradcache data wordnet --out" "$plain_python" "$bench/compare_torc
     --data "$dir/no_such_folder"
 
 # For real, where the modules are.
+export PYTHONPATH=${PYTHONPATH#"$dir/shadow"}
+PYTHONPATH=${PYTHONPATH#:}
 find_python torch numpy
 if [ -z "$python" ]; then
     echo "skip: compare_torch.py and compare_encode.py runs (no python3 with PyTorch and numpy)"
@@ -107,6 +116,8 @@ for case in run["cases"]:
     # real texts: definitions (queries) up to 16 bytes, words (passages) shorter, padded
     assert case["shape"][0] == [16, 16] and case["shape"][1][0] == 16 and case["padding"]["passages"] > 0, case
 EOF
+    "$plain_python" "$bench/cpu_table.py" "$dir/torch.json" >"$dir/torch.md" 2>&1 || fail "cpu_table: $(cat "$dir/torch.md")"
+    check grep -q "^| tiny | 16 | gc 8 | [0-9.]* \\[[0-9.]*-[0-9.]*\\] | " "$dir/torch.md" "cpu_table: $(cat "$dir/torch.md")"
     find_python torch numpy transformers
     if [ -z "$python" ]; then
         echo "skip: compare_encode.py run (no python3 with PyTorch and transformers)"
@@ -132,6 +143,9 @@ for case in run["cases"]:
     assert all(len(case[name]["rounds"]) == 2 for name in engines), case
 EOF
             fail "compare_encode's JSON: $(cat "$dir/encode_check")"
+        "$plain_python" "$bench/cpu_table.py" "$dir/encode.json" >"$dir/encode.md" 2>&1 ||
+            fail "cpu_table: $(cat "$dir/encode.md")"
+        check grep -q "^| latency ms, one text | [0-9.]* \\[" "$dir/encode.md" "cpu_table: $(cat "$dir/encode.md")"
     fi
 fi
 cli_summary
