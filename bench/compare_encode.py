@@ -219,7 +219,8 @@ def run_case(args, threads, cores, encoders, texts, texts_path, batch, folder):
     # engine / other as printed: latency ms over ms, throughput texts/s over texts/s
     ratios = {name: result["gradcache"]["median"] / result[name]["median"] for name in args.engines[1:]}
     return {"threads": threads, "batch": batch, "measure": "latency_ms" if batch == 0 else "texts_per_s",
-            "texts": count, **result, "ratios": ratios, "max_abs_diff_vs_" + reference: agreement, "loads": loads}
+            "texts": count, **result, "ratios": ratios, "agreement_reference": reference, "max_abs_diff": agreement,
+            "loads": loads}
 
 
 def print_case(row, engines):
@@ -227,9 +228,8 @@ def print_case(row, engines):
     cells = "  ".join(f"{name} {row[name]['median']:.2f} [{row[name]['min']:.2f}-{row[name]['max']:.2f}]"
                       for name in engines)
     ratios = ", ".join(f"gradcache/{name} {ratio:.2f}" for name, ratio in row["ratios"].items())
-    diffs = next(value for key, value in row.items() if key.startswith("max_abs_diff"))
     print(f"threads {row['threads']}, {kind} ({row['texts']} texts): {cells}\n  {ratios}; max |diff| "
-          f"{', '.join(f'{n} {d:.1e}' for n, d in diffs.items())}; "
+          f"{', '.join(f'{n} {d:.1e}' for n, d in row['max_abs_diff'].items())} (vs {row['agreement_reference']}); "
           f"{'; '.join(cc.load_text(load) for load in row['loads'])}", flush=True)
 
 
@@ -261,6 +261,31 @@ def dry_run(args, texts_path, folder):
     return 0
 
 
+def run_threads(args, threads, torch_encoder, folder, texts, texts_path, header):
+    """Every case on `threads` threads: {conditions, cases}, printed as it goes."""
+    import torch
+    cores = cc.choose_cores(threads, args.cores)
+    cc.pin_and_verify(cores)
+    torch.set_num_threads(threads)
+    encoders = {"torch": torch_encoder}
+    for name, path in (("onnxruntime", "model.onnx"), ("onnxruntime-bert", "model_bert.onnx")):
+        if name in args.engines:
+            encoders[name] = OrtEncoder(os.path.join(folder, path), torch_encoder.tokenizer, args.max_length, threads)
+    cc.pin_process(cores)  # the sessions' pools, started after the last pinning
+    facts = cc.conditions(threads, cores, cc.module_versions(["torch", "transformers", "onnxruntime", "onnx", "numpy"]))
+    print(f"{cc.conditions_line(facts)}\n{header}")
+    rows = []
+    for batch in [0] + args.batches:
+        rows.append(run_case(args, threads, cores, encoders, texts, texts_path, batch, folder))
+        print_case(rows[-1], args.engines)
+        worst = max(rows[-1]["max_abs_diff"].values())
+        if worst > AGREEMENT:
+            sys.exit(f"compare_encode: the engines disagree by {worst:.2g} > {AGREEMENT}")
+    facts["unpinned_threads"] = len(cc.unpinned_threads(cores))
+    print()
+    return {"conditions": facts, "cases": rows}
+
+
 def main(argv):
     args = parse_args(argv)
     os.environ.update(cc.thread_environment(args.threads[0], {}))  # before torch and onnxruntime start
@@ -276,46 +301,24 @@ def main(argv):
         import torch
         torch.set_num_interop_threads(1)
         torch_encoder = TorchEncoder(args.model, args.max_length)
-        onnx_path, fused = os.path.join(folder, "model.onnx"), None
+        fused = None
         if {"onnxruntime", "onnxruntime-bert"} & set(args.engines):
-            export_onnx(torch_encoder, onnx_path)
+            export_onnx(torch_encoder, os.path.join(folder, "model.onnx"))
         if "onnxruntime-bert" in args.engines:
-            fused = optimize_onnx(onnx_path, args.model, os.path.join(folder, "model_bert.onnx"))
+            fused = optimize_onnx(os.path.join(folder, "model.onnx"), args.model, os.path.join(folder, "model_bert.onnx"))
         lengths = token_lengths(args, texts)
         pad = {batch: round(bench_texts.padding_share(lengths[:args.throughput_texts], batch), 3)
                for batch in args.batches}
-        versions = cc.module_versions(["torch", "transformers", "onnxruntime", "onnx", "numpy"])
+        header = (f"{args.model}, max length {args.max_length}; texts: {args.texts} ({args.latency_texts} for latency, "
+                  f"{args.throughput_texts} for throughput; padding in batches taken in order of length: "
+                  f"{', '.join(f'batch {b} {p:.1%}' for b, p in pad.items())}); each figure: median [min-max] of "
+                  f"{args.rounds} rounds, engines in rotated order"
+                  + (f"; onnxruntime-bert fused {fused}" if fused is not None else ""))
         document = {"script": "compare_encode", "argv": sys.argv, "model": args.model, "max_length": args.max_length,
                     "texts": args.texts, "padding_share": pad, "onnxruntime_bert_fusions": fused,
                     "rule": cc.paragraph(__doc__, "The time rule"),
-                    "runs": []}
-        for threads in args.threads:
-            cores = cc.choose_cores(threads, args.cores)
-            cc.pin_and_verify(cores)
-            torch.set_num_threads(threads)
-            encoders = {"torch": torch_encoder}
-            if "onnxruntime" in args.engines:
-                encoders["onnxruntime"] = OrtEncoder(onnx_path, torch_encoder.tokenizer, args.max_length, threads)
-            if "onnxruntime-bert" in args.engines:
-                encoders["onnxruntime-bert"] = OrtEncoder(os.path.join(folder, "model_bert.onnx"),
-                                                          torch_encoder.tokenizer, args.max_length, threads)
-            cc.pin_process(cores)  # the sessions' pools, started after the last pinning
-            facts = cc.conditions(threads, cores, versions)
-            print(f"{cc.conditions_line(facts)}\n{args.model}, max length {args.max_length}; texts: {args.texts} "
-                  f"({args.latency_texts} for latency, {args.throughput_texts} for throughput; padding in batches "
-                  f"taken in order of length: {', '.join(f'batch {b} {p:.1%}' for b, p in pad.items())}); each "
-                  f"figure: median [min-max] of {args.rounds} rounds, engines in rotated order"
-                  + (f"; onnxruntime-bert fused {fused}" if fused is not None else ""))
-            rows = []
-            for batch in [0] + args.batches:
-                rows.append(run_case(args, threads, cores, encoders, texts, texts_path, batch, folder))
-                print_case(rows[-1], args.engines)
-                worst = max(next(v for k, v in rows[-1].items() if k.startswith("max_abs_diff")).values())
-                if worst > AGREEMENT:
-                    sys.exit(f"compare_encode: the engines disagree by {worst:.2g} > {AGREEMENT}")
-            facts["unpinned_threads"] = len(cc.unpinned_threads(cores))
-            document["runs"].append({"conditions": facts, "cases": rows})
-            print()
+                    "runs": [run_threads(args, threads, torch_encoder, folder, texts, texts_path, header)
+                             for threads in args.threads]}
         if args.json:
             cc.write_json(args.json, document)
     return 0

@@ -200,6 +200,29 @@ def dry_run(args, pairs_path, folder):
     return 0
 
 
+def run_threads(args, threads, versions, texts, pairs_path, folder):
+    """Every case on `threads` threads: {conditions, cases}, printed as it goes."""
+    import torch
+    cores = cc.choose_cores(threads, args.cores)
+    cc.pin_and_verify(cores)
+    torch.set_num_threads(threads)
+    facts = cc.conditions(threads, cores, versions)
+    print(f"{cc.conditions_line(facts)}\ntexts: {texts}, at most {args.max_length} tokens; each figure: the median "
+          f"[min-max] over {args.rounds} alternated rounds of each round's median of {args.reps} steps (after "
+          f"{args.warmup} warm-up); engine: {args.build}/bench/bench_train_step")
+    print(f"{'preset':<7}{'batch':>6}  {'step':<8}{'engine ms':>24}{'torch ms':>24}{'engine/torch':>14}   load per round")
+    rows = []
+    for preset, batch, chunk in cases(args):
+        rows.append(run_case(args, threads, cores, preset, batch, chunk, pairs_path, folder))
+        print_case(rows[-1])
+    facts["unpinned_threads"] = len(cc.unpinned_threads(cores))  # 0: PyTorch's pools stayed on the cores
+    print_gradcache_ratios(rows)
+    print("padding (share of the [B, T] masks): " + "; ".join(
+        f"{r['preset']} {r['batch']}: queries {r['padding']['queries']:.1%}, passages {r['padding']['passages']:.1%}"
+        for r in rows if not r["chunk"]) + "\n")
+    return {"conditions": facts, "cases": rows}
+
+
 def main(argv):
     args = parse_args(argv)
     # Before torch is imported: its OpenMP and BLAS pools read these once.
@@ -215,30 +238,10 @@ def main(argv):
         torch.set_num_interop_threads(1)
         versions = {"torch": torch.__version__, **cc.module_versions(["numpy"])}
         texts = (f"{max(args.batches)} pairs sampled from {args.data}/train.tsv (seed {args.seed}), the first B of "
-                 f"them at batch B"
-                 if pairs_path else "synthetic rows of max length")
-        document = {"script": "compare_torch", "argv": sys.argv, "texts": texts, "rule": cc.paragraph(__doc__, "The step-time rule"),
-                    "runs": []}
-        for threads in args.threads:
-            cores = cc.choose_cores(threads, args.cores)
-            cc.pin_and_verify(cores)
-            torch.set_num_threads(threads)
-            facts = cc.conditions(threads, cores, versions)
-            print(f"{cc.conditions_line(facts)}\ntexts: {texts}, at most {args.max_length} tokens; each figure: the "
-                  f"median [min-max] over {args.rounds} alternated rounds of each round's median of {args.reps} steps "
-                  f"(after {args.warmup} warm-up); engine: {args.build}/bench/bench_train_step")
-            print(f"{'preset':<7}{'batch':>6}  {'step':<8}{'engine ms':>24}{'torch ms':>24}{'engine/torch':>14}   "
-                  f"load per round")
-            rows = []
-            for preset, batch, chunk in cases(args):
-                rows.append(run_case(args, threads, cores, preset, batch, chunk, pairs_path, folder))
-                print_case(rows[-1])
-            facts["unpinned_threads"] = len(cc.unpinned_threads(cores))  # 0: PyTorch's pools stayed on the cores
-            print_gradcache_ratios(rows)
-            print(f"padding (share of the [B, T] masks): " + "; ".join(
-                f"{r['preset']} {r['batch']}: queries {r['padding']['queries']:.1%}, passages "
-                f"{r['padding']['passages']:.1%}" for r in rows if not r["chunk"]) + "\n")
-            document["runs"].append({"conditions": facts, "cases": rows})
+                 "them at batch B" if pairs_path else "synthetic rows of max length")
+        document = {"script": "compare_torch", "argv": sys.argv, "texts": texts,
+                    "rule": cc.paragraph(__doc__, "The step-time rule"),
+                    "runs": [run_threads(args, threads, versions, texts, pairs_path, folder) for threads in args.threads]}
         if args.json:
             cc.write_json(args.json, document)
     return 0
