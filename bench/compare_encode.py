@@ -282,7 +282,8 @@ def run_threads(args, threads, torch_encoder, folder, texts, texts_path, header)
         if worst > AGREEMENT:
             sys.exit(f"compare_encode: the engines disagree by {worst:.2g} > {AGREEMENT}")
     facts["unpinned_threads"] = len(cc.unpinned_threads(cores))
-    print()
+    facts["quiet"] = cc.quiet_verdict([load for row in rows for load in row["loads"]])
+    print(facts["quiet"] + "\n")
     return {"conditions": facts, "cases": rows}
 
 

@@ -219,7 +219,9 @@ def run_threads(args, threads, versions, texts, pairs_path, folder):
     print_gradcache_ratios(rows)
     print("padding (share of the [B, T] masks): " + "; ".join(
         f"{r['preset']} {r['batch']}: queries {r['padding']['queries']:.1%}, passages {r['padding']['passages']:.1%}"
-        for r in rows if not r["chunk"]) + "\n")
+        for r in rows if not r["chunk"]))
+    facts["quiet"] = cc.quiet_verdict([load for row in rows for load in row["loads"]])
+    print(facts["quiet"] + "\n")
     return {"conditions": facts, "cases": rows}
 
 

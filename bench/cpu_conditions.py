@@ -15,6 +15,8 @@ intra-op N and inter-op 1 (sequential execution).
 
 Load: before each round /proc/loadavg, and over the round, from /proc/stat and the process
 times, the CPU time the other processes of the machine took, in all and on the pinned cores.
+After each thread count a verdict: quiet when the others took at most QUIET_LIMIT of a core
+on the pinned cores in every round; otherwise the figures are not ones to quote.
 """
 import json
 import os
@@ -179,6 +181,20 @@ class RoundLoad:
 def load_text(load):
     return (f"load {load['loadavg_1m']:.2f}, others {load['others_cores']:.2f} cores "
             f"({load['others_on_pinned_cores']:.2f} on ours)")
+
+
+# Other processes' CPU on the pinned cores (in cores, averaged over a round) above which a
+# round's figures measure the machine's load more than the engines.
+QUIET_LIMIT = 0.1
+
+
+def quiet_verdict(loads):
+    """One line on whether the rounds ran on quiet cores, from their RoundLoad results."""
+    worst = max(load["others_on_pinned_cores"] for load in loads)
+    if worst <= QUIET_LIMIT:
+        return f"quiet: other processes took at most {worst:.2f} of a core on the pinned cores in any round"
+    return (f"NOT QUIET: other processes took up to {worst:.2f} cores on the pinned cores in a round (over "
+            f"{QUIET_LIMIT}): these figures measure the machine's load; rerun on a quiet machine before quoting them")
 
 
 def summary(figures):

@@ -25,7 +25,7 @@ def conditions(run):
     facts = run["conditions"]
     versions = ", ".join(f"{name} {version}" for name, version in facts["versions"].items())
     return (f"{facts['cpu']}, {facts['threads']} thread(s) on core(s) {','.join(map(str, facts['cores']))} for "
-            f"every engine ({facts['time_utc']}; {versions})")
+            f"every engine ({facts['time_utc']}; {versions}); {facts['quiet']}")
 
 
 def row(cells):

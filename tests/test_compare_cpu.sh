@@ -53,6 +53,8 @@ assert set(result) >= {"loadavg_1m", "others_cores", "others_on_pinned_cores"} a
 run = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {sys.argv[1]!r}); import cpu_conditions; "
                       f"cpu_conditions.choose_cores(2, '{first}')"], capture_output=True, text=True)
 assert run.returncode != 0 and "2 threads need 2 cores" in run.stderr, run.stderr
+assert cc.quiet_verdict([{"others_on_pinned_cores": 0.05}]).startswith("quiet")
+assert cc.quiet_verdict([{"others_on_pinned_cores": 0.05}, {"others_on_pinned_cores": 0.5}]).startswith("NOT QUIET")
 # lengths 1, 2, 3, 4 in batches of 2: (1, 2) padded to 2, (3, 4) to 4: 2 cells of 12 are padding
 assert abs(bench_texts.padding_share([4, 1, 3, 2], 2) - 2 / 12) < 1e-12
 print("helpers ok")
@@ -109,6 +111,7 @@ else
 import json, sys
 run, = json.load(open(sys.argv[1]))["runs"]
 assert run["conditions"]["threads"] == 1 and run["conditions"]["unpinned_threads"] == 0, run["conditions"]
+assert "quiet" in run["conditions"]["quiet"].lower()
 assert [case["step"] for case in run["cases"]] == ["plain", "gc 8"]
 for case in run["cases"]:
     assert len(case["engine"]["rounds"]) == 2 and len(case["torch"]["rounds"]) == 2 and len(case["loads"]) == 2
