@@ -1,5 +1,6 @@
 /* One training step of the trainer's model, timed: the dual encoder of a `gradcache train`
- * preset (gradcache/train.h) on a synthetic batch, the plain step or the Gradient Cache step
+ * preset (gradcache/train.h) on a batch of real pairs (--pairs, tokenized and padded as the
+ * trainer does it) or a synthetic one, the plain step or the Gradient Cache step
  * (keep_last_graph, as the trainer runs it), then gradient clipping and AdamW with the
  * trainer's constants. The batch can be written to a file, so that bench/compare_torch.py
  * runs PyTorch on the very same tokens.
@@ -26,6 +27,7 @@ typedef struct options {
     int64_t max_length; /* tokens per text */
     int warmup, reps;
     const char *batch_file; /* where to write the batch, or NULL */
+    const char *pairs;      /* query<TAB>passage lines, the first `batch` of them the batch; NULL: synthetic */
 } options;
 
 static void fail(const char *what) {
@@ -36,10 +38,13 @@ static void fail(const char *what) {
 static int usage(const char *program, int status) {
     fprintf(status ? stderr : stdout,
             "usage: %s [--model-size tiny|small|base] [--batch N] [--gc-chunk N] [--max-length T]\n"
-            "          [--warmup W] [--reps R] [--batch-file PATH]\n"
+            "          [--warmup W] [--reps R] [--pairs TSV] [--batch-file PATH]\n"
             "Times training steps of the trainer's dual encoder (plain, or Gradient Cache with --gc-chunk N),\n"
-            "each with clipping and AdamW. --batch-file writes the batch (query ids i32 [N, T], query mask\n"
-            "f32 [N, T], then the passages' two) as raw little-endian arrays. GC_NUM_THREADS sets the threads.\n"
+            "each with clipping and AdamW. --pairs: the batch is the file's first N query<TAB>passage lines,\n"
+            "byte-tokenized, each side padded to its longest text (as the trainer pads); without it, a\n"
+            "synthetic batch of max-length rows. --batch-file writes the batch: int64 N, T, T' (the\n"
+            "queries' and the passages' lengths), then query ids i32 [N, T], query mask f32 [N, T], passage\n"
+            "ids i32 [N, T'], passage mask f32 [N, T'], raw little-endian. GC_NUM_THREADS sets the threads.\n"
             "Defaults: small, batch 128, plain, max length 32, 1 warm-up, 5 repetitions.\n",
             program);
     return status;
@@ -64,6 +69,7 @@ static int parse(int argc, char **argv, options *o) {
         else if (strcmp(flag, "--warmup") == 0) o->warmup = atoi(value);
         else if (strcmp(flag, "--reps") == 0) o->reps = atoi(value);
         else if (strcmp(flag, "--batch-file") == 0) o->batch_file = value;
+        else if (strcmp(flag, "--pairs") == 0) o->pairs = value;
         else return usage(argv[0], 2);
     }
     if (o->batch < 1 || o->chunk < 0 || o->max_length < 2 || o->warmup < 0 || o->reps < 1 || o->reps > 1000) {
@@ -73,9 +79,15 @@ static int parse(int argc, char **argv, options *o) {
     return 0;
 }
 
+/* tensors: query ids [N, T], query mask [N, T], passage ids [N, T'], passage mask [N, T']. */
 static void write_batch(const char *path, gc_tensor *const *tensors) {
     FILE *file = fopen(path, "wb");
     if (!file) {
+        perror(path);
+        exit(1);
+    }
+    int64_t shape[3] = {tensors[0]->shape[0], tensors[0]->shape[1], tensors[2]->shape[1]};
+    if (fwrite(shape, sizeof shape, 1, file) != 1) {
         perror(path);
         exit(1);
     }
@@ -88,6 +100,39 @@ static void write_batch(const char *path, gc_tensor *const *tensors) {
         perror(path);
         exit(1);
     }
+}
+
+/* tensors: query ids, query mask, passage ids, passage mask, [batch, max_length] each. */
+static void synthetic_batch(const options *o, gc_device device, gc_tensor **tensors) {
+    gc_generator data = {3, 0};
+    for (int side = 0; side < 2; side++)
+        if (gc_synthetic_tokens(gc_tokenizer_bytes(), o->batch, o->max_length, GC_F32, device, &data,
+                                &tensors[2 * side], &tensors[2 * side + 1]) != GC_OK)
+            fail("the batch");
+}
+
+/* tensors: query ids and mask [batch, T], passage ids and mask [batch, T'] of the file's first
+ * `batch` pairs, each side padded to its longest text (gc_training_batch_make, the trainer's). */
+static void read_pairs(const options *o, gc_device device, gc_tensor **tensors) {
+    gc_pairs pairs;
+    if (gc_pairs_read(o->pairs, &pairs) != GC_OK) fail(o->pairs);
+    if (pairs.count < o->batch) {
+        fprintf(stderr, "bench_train_step: %s has %lld pairs, --batch is %lld\n", o->pairs, (long long)pairs.count,
+                (long long)o->batch);
+        exit(1);
+    }
+    int64_t *examples = malloc((size_t)o->batch * sizeof *examples);
+    if (!examples) exit(1);
+    for (int64_t i = 0; i < o->batch; i++) examples[i] = i;
+    gc_training_batch batch;
+    if (gc_training_batch_make(&pairs, examples, o->batch, 0, gc_tokenizer_bytes(), NULL, o->max_length, GC_F32,
+                               device, &batch) != GC_OK)
+        fail("the batch");
+    gc_tensor *made[4] = {batch.query_ids, batch.query_mask, batch.passage_ids, batch.passage_mask};
+    for (int i = 0; i < 4; i++) tensors[i] = gc_tensor_retain(made[i]);
+    gc_training_batch_release(&batch);
+    free(examples);
+    gc_pairs_free(&pairs);
 }
 
 int main(int argc, char **argv) {
@@ -103,12 +148,9 @@ int main(int argc, char **argv) {
     if (gc_adamw_init(&optimizer, &model.params, LEARNING_RATE, 0.9, 0.999, 1e-8, WEIGHT_DECAY) != GC_OK)
         fail("the optimizer");
 
-    gc_generator data = {3, 0};
     gc_tensor *tensors[4];
-    for (int side = 0; side < 2; side++)
-        if (gc_synthetic_tokens(gc_tokenizer_bytes(), o.batch, o.max_length, GC_F32, device, &data,
-                                &tensors[2 * side], &tensors[2 * side + 1]) != GC_OK)
-            fail("the batch");
+    if (o.pairs) read_pairs(&o, device, tensors);
+    else synthetic_batch(&o, device, tensors);
     if (o.batch_file) write_batch(o.batch_file, tensors);
     gc_batch inputs[2] = {{2, {"ids", "mask"}, {tensors[0], tensors[1]}},
                           {2, {"ids", "mask"}, {tensors[2], tensors[3]}}};
