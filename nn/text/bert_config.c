@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/io/json_file.h"
+#include "base/json_file.h"
 #include "nn/text/config_fields.h"
 #include "nn/text/pretrained_internal.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "nn/text/tokenizer_internal.h"
-#include "nn/text/utf8.h"
+#include "base/utf8.h"
 
 #define EMPTY_PAIR UINT64_MAX
 

@@ -14,7 +14,7 @@
 
 #include "nn/text/tokenizer_internal.h"
 #include "nn/text/unicode_tables.h"
-#include "nn/text/utf8.h"
+#include "base/utf8.h"
 
 static bool letter(uint32_t c) { return gc_unicode_in(&gc_unicode_letter, c); }
 static bool number(uint32_t c) { return gc_unicode_in(&gc_unicode_number, c); }

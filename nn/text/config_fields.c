@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "nn/io/json_file.h"
+#include "base/json_file.h"
 #include "nn/text/config_fields.h"
 
 /* config.json's integer `key` in [min, max] into *value. */

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "gradcache/error.h"
-#include "nn/io/json.h"
+#include "base/json.h"
 
 /* Far beyond any model's sizes; bounds what a foreign file can make us allocate. */
 #define GC_CONFIG_MAX_SIZE 1000000

@@ -8,7 +8,7 @@
 
 #include "gradcache/checkpoint.h"
 #include "gradcache/files.h"
-#include "nn/io/json_file.h"
+#include "base/json_file.h"
 #include "nn/text/config_fields.h"
 #include "nn/text/lora_internal.h"
 

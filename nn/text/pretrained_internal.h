@@ -3,7 +3,7 @@
 #ifndef GC_NN_PRETRAINED_INTERNAL_H
 #define GC_NN_PRETRAINED_INTERNAL_H
 
-#include "nn/io/json_file.h"
+#include "base/json_file.h"
 #include "nn/text/config_fields.h"
 #include "nn/text/layout.h"
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "nn/text/tokenizer_json.h"
-#include "nn/text/utf8.h"
+#include "base/utf8.h"
 
 /* Appends a step; its texts are copied as code points. */
 static gc_status add_step(const gc_tokenizer_reader *r, gc_bpe_step_kind kind, const char *pattern, const char *text) {

@@ -5,7 +5,7 @@
 #ifndef GC_NN_TOKENIZER_JSON_H
 #define GC_NN_TOKENIZER_JSON_H
 
-#include "nn/io/json_file.h"
+#include "base/json_file.h"
 #include "nn/text/tokenizer_internal.h"
 
 /* Reading context: the file's name for messages, and the tokenizer being filled. */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "nn/io/json_file.h"
+#include "base/json_file.h"
 #include "nn/text/layout.h"
 
 /* The largest index read: a few hundred bytes per weight, so far beyond any model's. */

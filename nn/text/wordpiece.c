@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "nn/text/tokenizer_internal.h"
-#include "nn/text/utf8.h"
+#include "base/utf8.h"
 
 /* FNV-1a: short keys, no adversary worth a keyed hash (the vocabulary is the model's own). */
 static uint64_t hash_bytes(const char *text, size_t length) {

@@ -9,7 +9,7 @@
 
 #include "nn/text/tokenizer_internal.h"
 #include "nn/text/unicode_tables.h"
-#include "nn/text/utf8.h"
+#include "base/utf8.h"
 
 /* Hangul syllables decompose by arithmetic (Unicode, chapter 3.12), not by table. */
 enum { HANGUL_FIRST = 0xAC00, HANGUL_LAST = 0xD7A3, LEADS = 0x1100, VOWELS = 0x1161, TAILS = 0x11A7 };

@@ -13,7 +13,7 @@
 
 #include "gradcache/tokenizer.h"
 #include "nn/text/tokenizer_internal.h"
-#include "nn/text/utf8.h"
+#include "base/utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /* UTF-8 (see utf8.h), by RFC 3629. */
-#include "nn/text/utf8.h"
+#include "base/utf8.h"
 
 size_t gc_utf8_decode(const unsigned char *s, size_t available, uint32_t *code) {
     unsigned char lead = s[0];

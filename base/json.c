@@ -1,4 +1,4 @@
-/* The strict JSON reader of nn/io/json.h: a recursive descent over a byte range, bounded in
+/* The strict JSON reader of base/json.h: a recursive descent over a byte range, bounded in
  * depth by the caller, that builds a tree of gc_json values. */
 #include <errno.h>
 #include <limits.h>
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/io/json.h"
-#include "nn/text/utf8.h"
+#include "base/json.h"
+#include "base/utf8.h"
 
 typedef struct parser {
     const unsigned char *text;

@@ -1,6 +1,6 @@
 /* UTF-8 decoding and encoding, shared by the JSON reader and the tokenizers. */
-#ifndef GC_NN_UTF8_H
-#define GC_NN_UTF8_H
+#ifndef GC_BASE_UTF8_H
+#define GC_BASE_UTF8_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,8 +1,8 @@
 /* Several files written as one: each complete under its temporary name (gradcache/files.h)
  * before any is renamed into place, so that a failure leaves none half-written (the dataset
  * files of `gradcache data`). */
-#ifndef GC_TRAIN_WRITE_TOGETHER_H
-#define GC_TRAIN_WRITE_TOGETHER_H
+#ifndef GC_BASE_WRITE_TOGETHER_H
+#define GC_BASE_WRITE_TOGETHER_H
 
 #include <stddef.h>
 

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "gradcache/files.h"
-#include "write_together.h"
+#include "base/write_together.h"
 
 gc_status gc_write_together(int count, char *const *paths, const char *const *texts, const size_t *sizes) {
     /* every file complete under its temporary name first, then all renamed: a failure leaves

@@ -1,12 +1,12 @@
 /* Reading a small JSON file whole (config.json, tokenizer.json): bounded in size and depth,
  * every failure one message naming the file. */
-#ifndef GC_NN_JSON_FILE_H
-#define GC_NN_JSON_FILE_H
+#ifndef GC_BASE_JSON_FILE_H
+#define GC_BASE_JSON_FILE_H
 
 #include <stdarg.h>
 
 #include "gradcache/error.h"
-#include "nn/io/json.h"
+#include "base/json.h"
 
 /* Objects and arrays nest at most this deep in the files read here (tokenizer.json: 5). */
 #define GC_JSON_FILE_MAX_DEPTH 32

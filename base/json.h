@@ -6,8 +6,8 @@
  * Both reject invalid UTF-8, lone surrogates, U+0000 in strings, duplicate keys and
  * nesting deeper than the caller allows, with the byte position of the problem, because
  * such files are outside input and the reader must not guess. */
-#ifndef GC_NN_JSON_H
-#define GC_NN_JSON_H
+#ifndef GC_BASE_JSON_H
+#define GC_BASE_JSON_H
 
 #include <stdbool.h>
 #include <stddef.h>

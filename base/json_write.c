@@ -1,10 +1,10 @@
-/* The JSON writer of nn/io/json.h: a growing buffer and serde_json's string escaping. */
+/* The JSON writer of base/json.h: a growing buffer and serde_json's string escaping. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/io/json.h"
+#include "base/json.h"
 
 void gc_json_append(gc_json_text *text, const char *bytes, size_t length) {
     if (text->failed || length == 0) return;

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "nn/io/json_file.h"
+#include "base/json_file.h"
 
 gc_status gc_json_file_verror(const char *name, const char *fmt, va_list args) {
     char problem[400];
