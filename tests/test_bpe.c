@@ -5,7 +5,7 @@
  * truncation; and files refused by name. */
 #include "check.h"
 #include "base/json_file.h"
-#include "nn/text/tokenizer_internal.h"
+#include "nn/tokenize/tokenizer_internal.h"
 #include "base/utf8.h"
 
 static const char *const kinds[] = {"gpt2", "qwen2", "llama3"};

@@ -7,7 +7,7 @@
 
 #include "check.h"
 #include "base/json_file.h"
-#include "nn/text/tokenizer_internal.h"
+#include "nn/tokenize/tokenizer_internal.h"
 
 static const char *const styles[] = {"llama2", "mistral", "metaspace"};
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "gradcache/tokenizer.h"
-#include "nn/text/tokenizer_internal.h"
+#include "nn/tokenize/tokenizer_internal.h"
 #include "base/utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

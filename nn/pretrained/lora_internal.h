@@ -3,7 +3,7 @@
 #ifndef GC_NN_LORA_INTERNAL_H
 #define GC_NN_LORA_INTERNAL_H
 
-#include "nn/text/layout.h"
+#include "nn/pretrained/layout.h"
 
 /* The module name of the Linear called `ours` ("layers.0.attention.query"): Hugging Face's
  * under `layout` ("encoder.layer.0.attention.self.query", without a task model's prefix), or

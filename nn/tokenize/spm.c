@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/text/tokenizer_internal.h"
+#include "nn/tokenize/tokenizer_internal.h"
 
 /* `prefix` before the text: appended, then moved to the front. */
 static void prepend(gc_codes *codes, const uint32_t *prefix, size_t count) {

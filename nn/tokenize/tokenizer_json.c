@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/text/tokenizer_json.h"
+#include "nn/tokenize/tokenizer_json.h"
 
 char *gc_tokenizer_copy_string(const char *text) {
     size_t length = strlen(text);

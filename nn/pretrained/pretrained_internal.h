@@ -4,8 +4,8 @@
 #define GC_NN_PRETRAINED_INTERNAL_H
 
 #include "base/json_file.h"
-#include "nn/text/config_fields.h"
-#include "nn/text/layout.h"
+#include "nn/pretrained/config_fields.h"
+#include "nn/pretrained/layout.h"
 
 /* config.json (parsed, `path` naming it in messages) into *c, which starts with the defaults
  * of gc_pretrained_parse_config: GC_ERR_FORMAT naming the field and its value when it is not

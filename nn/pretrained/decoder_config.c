@@ -5,7 +5,7 @@
  * rope_parameters (version 5, which writes both into one object). */
 #include <string.h>
 
-#include "nn/text/pretrained_internal.h"
+#include "nn/pretrained/pretrained_internal.h"
 
 /* The rotary base and linear scaling factor, from `rope` (rope_scaling or rope_parameters: an
  * object, or null for none) and the top-level rope_theta. */

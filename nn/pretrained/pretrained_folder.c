@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "gradcache/files.h"
-#include "nn/text/pretrained_internal.h"
+#include "nn/pretrained/pretrained_internal.h"
 
 /* dir + "/" + name, in `path` (PATH_MAX-sized buffers are enough for any real folder). */
 static const char *join(char *path, size_t size, const char *dir, const char *name) {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "gradcache/ops.h"
-#include "nn/text/tokenizer_internal.h"
+#include "nn/tokenize/tokenizer_internal.h"
 
 static const gc_tokenizer byte_tokenizer = {.bytes = true, .vocab_size = GC_TOKEN_VOCAB, .pad_id = GC_TOKEN_PAD};
 

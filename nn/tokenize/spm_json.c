@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/text/tokenizer_json.h"
+#include "nn/tokenize/tokenizer_json.h"
 #include "base/utf8.h"
 
 /* Appends a step; its texts are copied as code points. */

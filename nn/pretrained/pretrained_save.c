@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "gradcache/files.h"
-#include "nn/text/pretrained_internal.h"
+#include "nn/pretrained/pretrained_internal.h"
 
 /* What a folder holds besides its weights, copied when the source has it. Not the shards'
  * index: the weights are written as one model.safetensors. */

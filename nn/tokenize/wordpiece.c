@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/text/tokenizer_internal.h"
+#include "nn/tokenize/tokenizer_internal.h"
 #include "base/utf8.h"
 
 /* FNV-1a: short keys, no adversary worth a keyed hash (the vocabulary is the model's own). */

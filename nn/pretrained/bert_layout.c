@@ -1,8 +1,8 @@
-/* How a BERT encoder is laid out in Hugging Face's files (nn/text/layout.h), and the BERT
+/* How a BERT encoder is laid out in Hugging Face's files (nn/pretrained/layout.h), and the BERT
  * loader's public names for the layout's checks (include/gradcache/pretrained.h). */
 #include <stdio.h>
 
-#include "nn/text/layout.h"
+#include "nn/pretrained/layout.h"
 
 static const gc_layout_part outer_parts[] = {
     {"embeddings.tokens.", "embeddings.word_embeddings.", GC_SIZE_VOCAB, GC_SIZE_HIDDEN, GC_BIAS_NONE},

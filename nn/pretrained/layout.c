@@ -1,9 +1,9 @@
-/* The checks and names every family's layout table gets (nn/text/layout.h): a configuration
+/* The checks and names every family's layout table gets (nn/pretrained/layout.h): a configuration
  * against the header of its weights, before anything is built. */
 #include <stdio.h>
 #include <string.h>
 
-#include "nn/text/layout.h"
+#include "nn/pretrained/layout.h"
 
 static const char *const size_names[] = {"", "vocab_size", "max_position_embeddings", "type_vocab_size",
                                          "hidden_size", "intermediate_size", "num_attention_heads x head_dim",

@@ -7,7 +7,7 @@
 
 #include "gradcache/autograd.h"
 #include "gradcache/error.h"
-#include "nn/text/lora_internal.h"
+#include "nn/pretrained/lora_internal.h"
 
 void gc_lora_module_name(const gc_layout *layout, const char *ours, char name_out[GC_PARAM_NAME_MAX]) {
     char weight[GC_PARAM_NAME_MAX], theirs[GC_PARAM_NAME_MAX];

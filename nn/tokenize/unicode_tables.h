@@ -1,7 +1,7 @@
 /* The character classes and mappings of the BERT normaliser and pre-tokeniser, generated from
- * the reference implementation by tests/make_unicode_tables.py into nn/text/unicode_tables.c;
+ * the reference implementation by tests/make_unicode_tables.py into nn/tokenize/unicode_tables.c;
  * those of the byte-level BPE pre-tokenisers and of NFC, by tests/make_bpe_tables.py into
- * nn/text/unicode_bpe_tables.c. */
+ * nn/tokenize/unicode_bpe_tables.c. */
 #ifndef GC_NN_UNICODE_TABLES_H
 #define GC_NN_UNICODE_TABLES_H
 

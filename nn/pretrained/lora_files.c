@@ -9,8 +9,8 @@
 #include "gradcache/checkpoint.h"
 #include "gradcache/files.h"
 #include "base/json_file.h"
-#include "nn/text/config_fields.h"
-#include "nn/text/lora_internal.h"
+#include "nn/pretrained/config_fields.h"
+#include "nn/pretrained/lora_internal.h"
 
 #define PEFT_PREFIX "base_model.model."
 /* adapter_config.json is a page of settings; anything longer is not one */

@@ -1,4 +1,4 @@
-/* A model folder's weights (nn/text/layout.h): model.safetensors, or the shards that
+/* A model folder's weights (nn/pretrained/layout.h): model.safetensors, or the shards that
  * model.safetensors.index.json names (transformers' form for large models). The index is
  * outside input like the rest: a shard's name must be a plain file name of the folder (no
  * path), each weight it lists must be in the shard it names, and no weight may be in two
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "base/json_file.h"
-#include "nn/text/layout.h"
+#include "nn/pretrained/layout.h"
 
 /* The largest index read: a few hundred bytes per weight, so far beyond any model's. */
 #define MAX_INDEX (16u << 20)

@@ -114,7 +114,7 @@ void gc_wordpiece_index(gc_tokenizer *tokenizer, int32_t id);
 
 /* Appends the normalised form of `length` bytes of UTF-8 text to *out. */
 void gc_bert_normalize(const gc_bert_normalizer *normalizer, const char *text, size_t length, gc_codes *out);
-/* The pre-tokeniser's classes (nn/text/unicode_tables.h). */
+/* The pre-tokeniser's classes (nn/tokenize/unicode_tables.h). */
 bool gc_bert_is_whitespace(uint32_t code);
 bool gc_bert_is_punctuation(uint32_t code);
 

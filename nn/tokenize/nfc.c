@@ -5,8 +5,8 @@
  * against the reference for every code point). */
 #include <stdlib.h>
 
-#include "nn/text/tokenizer_internal.h"
-#include "nn/text/unicode_tables.h"
+#include "nn/tokenize/tokenizer_internal.h"
+#include "nn/tokenize/unicode_tables.h"
 
 enum { HANGUL_FIRST = 0xAC00, HANGUL_LAST = 0xD7A3, LEADS = 0x1100, VOWELS = 0x1161, TAILS = 0x11A7 };
 enum { LEAD_COUNT = 19, VOWEL_COUNT = 21, TAIL_COUNT = 28 };

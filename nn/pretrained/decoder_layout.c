@@ -1,9 +1,9 @@
 /* How a decoder-family encoder (Llama, Mistral, Qwen2, Qwen3) is laid out in Hugging Face's
- * files (nn/text/layout.h): LlamaModel's names, under "model." in the task models'
+ * files (nn/pretrained/layout.h): LlamaModel's names, under "model." in the task models'
  * (LlamaForCausalLM and the like, whose lm_head is outside the encoder). */
 #include <stdio.h>
 
-#include "nn/text/layout.h"
+#include "nn/pretrained/layout.h"
 
 static const gc_layout_part outer_parts[] = {
     {"embeddings.tokens.", "embed_tokens.", GC_SIZE_VOCAB, GC_SIZE_HIDDEN, GC_BIAS_NONE},

@@ -6,7 +6,7 @@
 #define GC_NN_TOKENIZER_JSON_H
 
 #include "base/json_file.h"
-#include "nn/text/tokenizer_internal.h"
+#include "nn/tokenize/tokenizer_internal.h"
 
 /* Reading context: the file's name for messages, and the tokenizer being filled. */
 typedef struct gc_tokenizer_reader {

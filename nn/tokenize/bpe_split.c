@@ -9,11 +9,11 @@
  * written out by hand, alternative by alternative in their order, the first that matches at
  * a position taking the piece (what a backtracking engine does with them): no regular
  * expression library. The classes \p{L}, \p{N} and \s are the reference's own
- * (nn/text/unicode_tables.h). */
+ * (nn/tokenize/unicode_tables.h). */
 #include <stdlib.h>
 
-#include "nn/text/tokenizer_internal.h"
-#include "nn/text/unicode_tables.h"
+#include "nn/tokenize/tokenizer_internal.h"
+#include "nn/tokenize/unicode_tables.h"
 #include "base/utf8.h"
 
 static bool letter(uint32_t c) { return gc_unicode_in(&gc_unicode_letter, c); }

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "base/json_file.h"
-#include "nn/text/config_fields.h"
-#include "nn/text/pretrained_internal.h"
+#include "nn/pretrained/config_fields.h"
+#include "nn/pretrained/pretrained_internal.h"
 
 gc_status gc_bert_config_read(const char *path, const gc_json *config, gc_text_encoder_config *c) {
     static const char *const model_types[] = {"bert", NULL};

@@ -1,9 +1,9 @@
-/* Reading the fields of a model's config.json (nn/text/config_fields.h). */
+/* Reading the fields of a model's config.json (nn/pretrained/config_fields.h). */
 #include <stdio.h>
 #include <string.h>
 
 #include "base/json_file.h"
-#include "nn/text/config_fields.h"
+#include "nn/pretrained/config_fields.h"
 
 /* config.json's integer `key` in [min, max] into *value. */
 gc_status gc_config_size(const char *path, const gc_json *config, const char *key, int64_t min, int64_t max,

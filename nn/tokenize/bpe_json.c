@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/text/tokenizer_json.h"
+#include "nn/tokenize/tokenizer_json.h"
 
 /* The Split patterns bpe_split.c implements, as tokenizer.json spells them. */
 static const struct {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/text/pretrained_internal.h"
+#include "nn/pretrained/pretrained_internal.h"
 
 gc_status gc_pretrained_max_seq_length(const char *dir, int64_t *length) {
     char path[4096];

@@ -1,4 +1,4 @@
-/* An encoder's weights under Hugging Face's names, any family (nn/text/layout.h): loading
+/* An encoder's weights under Hugging Face's names, any family (nn/pretrained/layout.h): loading
  * with every name, shape and dtype checked first, from one file or shard by shard (one
  * shard's data in host memory at a time), and saving back (include/gradcache/pretrained.h). */
 #include <stdio.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "gradcache/files.h"
-#include "nn/text/layout.h"
+#include "nn/pretrained/layout.h"
 
 void gc_bert_unused_free(gc_bert_unused *unused) {
     gc_param_list_free(&unused->kept);

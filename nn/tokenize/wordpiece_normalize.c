@@ -7,8 +7,8 @@
  * decomposition is done at all). */
 #include <stdlib.h>
 
-#include "nn/text/tokenizer_internal.h"
-#include "nn/text/unicode_tables.h"
+#include "nn/tokenize/tokenizer_internal.h"
+#include "nn/tokenize/unicode_tables.h"
 #include "base/utf8.h"
 
 /* Hangul syllables decompose by arithmetic (Unicode, chapter 3.12), not by table. */
