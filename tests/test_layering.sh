@@ -73,8 +73,10 @@ normalise() {
     normalised=$path
 }
 
+# git's list; outside a clone, the source folders (not a build folder inside the tree)
 sources=$(git ls-files '*.c' '*.h' '*.cu' '*.cuh' 2>/dev/null ||
-          find . -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' | sed 's|^\./||')
+          find base tensor autograd nn dist gradcache train include cli bench examples tests \
+              -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh')
 checked=0
 while IFS= read -r file; do
     case $file in
