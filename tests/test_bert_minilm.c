@@ -10,7 +10,7 @@
 
 #include "bert_check.h"
 #include "bert_folders.h"
-#include "nn/io/json_file.h"
+#include "base/json_file.h"
 
 #define TEXTS 48
 

@@ -4,9 +4,9 @@
  * hundred strings of many scripts, whitespace runs, digits, contractions and special tokens;
  * truncation; and files refused by name. */
 #include "check.h"
-#include "nn/io/json_file.h"
-#include "nn/text/tokenizer_internal.h"
-#include "nn/text/utf8.h"
+#include "base/json_file.h"
+#include "nn/tokenize/tokenizer_internal.h"
+#include "base/utf8.h"
 
 static const char *const kinds[] = {"gpt2", "qwen2", "llama3"};
 

@@ -1,8 +1,8 @@
-/* The JSON reader's two grammars (nn/io/json.h): a safetensors header's (strict) and a whole
+/* The JSON reader's two grammars (base/json.h): a safetensors header's (strict) and a whole
  * document's (config.json, tokenizer.json): values, numbers exact or rounded, and every
  * malformed input refused with its position. */
 #include "check.h"
-#include "nn/io/json.h"
+#include "base/json.h"
 
 static gc_json *document(const char *text, gc_json_error *error) {
     return gc_json_parse_document(text, strlen(text), 8, error);

@@ -1,4 +1,4 @@
-/* LoRA adapters (nn/layers/lora.c, nn/text/lora_targets.c): the adapted Linear's function,
+/* LoRA adapters (nn/layers/lora.c, nn/pretrained/lora_targets.c): the adapted Linear's function,
  * PEFT's initialisation and target matching, and Gradient Cache over adapted text encoders:
  * in f64 with dropout on (the model's and the adapters'), padded rows and hard negatives, a
  * cached step's adapter gradients equal the full batch's to a norm-relative 1e-10, for tied

@@ -1,4 +1,4 @@
-/* LoRA adapters in PEFT's folder format (nn/text/lora_files.c): the adapter PEFT 0.10 made
+/* LoRA adapters in PEFT's folder format (nn/pretrained/lora_files.c): the adapter PEFT 0.10 made
  * over tests/fixtures/tiny_bert (tests/make_lora_fixture.py) loads over the base and gives
  * PeftModel's hidden states, to 1e-5 in f32 (a dozen matmuls of 32 terms and two LayerNorms
  * in another summation order: rounding of a few 1e-7 per value, far from the 1e-2 a missing

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "nn/io/json_file.h"
-#include "nn/text/tokenizer_internal.h"
+#include "base/json_file.h"
+#include "nn/tokenize/tokenizer_internal.h"
 
 static const char *const styles[] = {"llama2", "mistral", "metaspace"};
 

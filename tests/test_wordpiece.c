@@ -3,7 +3,7 @@
  * with and without truncation; batches (padding, masks, dtypes); the byte tokenizer; and a
  * tokenizer.json this library does not implement refused with the file and the problem. */
 #include "check.h"
-#include "nn/io/json_file.h"
+#include "base/json_file.h"
 
 #define FIXTURES GC_TEST_FIXTURES
 #define TOKENIZER FIXTURES "/minilm_tokenizer.json"

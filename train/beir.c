@@ -1,5 +1,5 @@
 /* BEIR-format datasets (see gradcache/train.h): corpus.jsonl and queries.jsonl a line at a
- * time, each line one JSON object (nn/io/json.h's full grammar), and the qrels TSV, its ids
+ * time, each line one JSON object (base/json.h's full grammar), and the qrels TSV, its ids
  * looked up among the texts' by binary search over their sorted order. Outside input: every
  * line is bounded and checked, every problem is an error naming the file and the line. */
 #include <errno.h>
@@ -9,7 +9,7 @@
 
 #include "gradcache/train.h"
 #include "lines.h"
-#include "nn/io/json.h"
+#include "base/json.h"
 
 /* Objects nest at most this deep in a line (BEIR's metadata members are flat). */
 enum { MAX_DEPTH = 16 };

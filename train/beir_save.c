@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "gradcache/train.h"
-#include "nn/io/json.h"
-#include "write_together.h"
+#include "base/json.h"
+#include "base/write_together.h"
 
 enum { TRAIN, DEV, TEST, SPLITS };
 static const char *const qrels_names[SPLITS] = {"qrels/train.tsv", "qrels/dev.tsv", "qrels/test.tsv"};

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "gradcache/train.h"
-#include "nn/io/json.h"
-#include "nn/text/utf8.h"
+#include "base/json.h"
+#include "base/utf8.h"
 
 enum section { SECTION_OTHER, SECTION_NAME, SECTION_DESCRIPTION };
 

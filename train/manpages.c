@@ -9,7 +9,7 @@
 
 #include "gradcache/train.h"
 #include "nn/io/gunzip.h"
-#include "nn/io/json_file.h"
+#include "base/json_file.h"
 
 static int compare_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "gradcache/files.h"
-#include "nn/io/json.h"
+#include "base/json.h"
 #include "numbers.h"
 #include "run_log.h"
 

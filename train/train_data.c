@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/io/json.h"
+#include "base/json.h"
 #include "train_data.h"
 
 /* How many datasets `list` names: 0, with the error set, when one is empty or there are

@@ -14,10 +14,10 @@
 
 #include "gradcache/clock.h"
 #include "gradcache/files.h"
-#include "nn/io/json.h"
+#include "base/json.h"
 #include "numbers.h"
 #include "trainer_internal.h"
-#include "write_together.h"
+#include "base/write_together.h"
 
 void gc_train_eval_settings(const gc_trainer_config *c, gc_metadata *s) {
     if (!c->eval_every) return;

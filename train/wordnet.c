@@ -11,7 +11,7 @@
 
 #include "gradcache/train.h"
 #include "lines.h"
-#include "write_together.h"
+#include "base/write_together.h"
 
 #define GC_WORDNET_MAX_LINE_TEXT "65536" /* GC_WORDNET_MAX_LINE, for messages */
 

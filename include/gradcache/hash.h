@@ -1,5 +1,5 @@
 /* The library's hashes, each streamed (init, update with the bytes in any pieces, then the
- * result), all in tensor/util/ (the bottom layer, so that every layer may use them):
+ * result), all in base/ (the bottom layer, so that every layer may use them):
  *  - SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104), the cryptographic one: checking
  *    downloads against known checksums, and the handshake that proves a process of a
  *    distributed run knows the run's secret (dist/auth.c);

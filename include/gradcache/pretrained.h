@@ -144,7 +144,7 @@ gc_status gc_pretrained_load_tokenizer(const char *dir, const gc_text_encoder_co
 gc_status gc_pretrained_load(const char *dir, gc_device device, gc_text_encoder *encoder, gc_tokenizer **tokenizer,
                              gc_bert_unused *unused);
 
-/* --- LoRA adapters in PEFT's folder format (nn/text/lora_files.c) ---
+/* --- LoRA adapters in PEFT's folder format (nn/pretrained/lora_files.c) ---
  * adapter_config.json and adapter_model.safetensors, named as PeftModel.save_pretrained names
  * them over an AutoModel ("base_model.model.encoder.layer.0.attention.self.query.lora_A.weight"
  * for BERT, "base_model.model.layers.0.self_attn.q_proj.lora_A.weight" for the decoders). */

@@ -48,7 +48,7 @@
  *         tokens (byte_fallback: all 256 must be in the vocabulary), or <unk> (one for a run
  *         of such characters with fuse_unk).
  *    Merges are "a b" strings or ["a", "b"] pairs, of any length.
- * The character classes come from the reference itself (nn/text/unicode_tables.c,
+ * The character classes come from the reference itself (nn/tokenize/unicode_tables.c,
  * unicode_bpe_tables.c); tests/test_wordpiece.c, tests/test_bpe.c and tests/test_spm.c check
  * the ids against the reference's on fixed sets of strings. */
 #ifndef GRADCACHE_TOKENIZER_H

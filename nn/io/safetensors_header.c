@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "nn/io/json_file.h"
+#include "base/json_file.h"
 #include "nn/io/safetensors_internal.h"
 
 /* Objects nest only three deep in a valid header (file, entry, shape); a little slack

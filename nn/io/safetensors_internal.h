@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "gradcache/checkpoint.h"
-#include "nn/io/json.h"
+#include "base/json.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors data is little-endian; the reader and writer copy it as is"

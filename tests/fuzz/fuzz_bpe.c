@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "gradcache/tokenizer.h"
-#include "nn/text/tokenizer_internal.h"
-#include "nn/text/utf8.h"
+#include "nn/tokenize/tokenizer_internal.h"
+#include "base/utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
