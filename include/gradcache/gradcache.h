@@ -19,6 +19,7 @@
 #include "gradcache/loss_scaler.h"
 #include "gradcache/measure.h"
 #include "gradcache/memory.h"
+#include "gradcache/model_fetch.h"
 #include "gradcache/nn.h"
 #include "gradcache/ops.h"
 #include "gradcache/optim.h"
