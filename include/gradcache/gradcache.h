@@ -23,6 +23,7 @@
 #include "gradcache/nn.h"
 #include "gradcache/ops.h"
 #include "gradcache/optim.h"
+#include "gradcache/plot.h"
 #include "gradcache/pretrained.h"
 #include "gradcache/random.h"
 #include "gradcache/rng.h"
