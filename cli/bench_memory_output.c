@@ -4,6 +4,7 @@
 
 #include "bench_commands.h"
 #include "gradcache/measure.h"
+#include "gradcache/plot.h"
 #include "gradcache/train.h"
 #include "int_list.h"
 

@@ -1,10 +1,13 @@
 /* Automatic chunk sizing across processes (see gc_cache_step): a rank that runs out of memory
  * must not leave the others waiting in a collective it skips, and every rank must retry with
- * the same smaller chunks. So with a process group an attempt stops at two points every rank
- * reaches -- after the graph-less forwards, and after the backwards -- and the ranks share how
- * it went there; a rank that failed in the backwards still takes part in the reductions the
- * others run, with nothing of its own. The loss in between holds no chunk's activations beyond
- * the kept last graph, which the first point has already seen fit. */
+ * the same smaller chunks. So with a process group an attempt stops at three points every rank
+ * reaches -- after the graph-less forwards, after the loss, and after the backwards -- and the
+ * ranks share how it went there. Inside a phase, a rank that failed still takes part in the
+ * collectives the others run: in the backwards, the reductions, with nothing of its own; in the
+ * gathered loss, the ranks agree once more after allocating the global batch and before
+ * gathering into it (distributed.c); around the ring, the loss agrees after preparing its
+ * buffers, and a peer out of memory there is out of memory for every rank
+ * (nn/losses/contrastive_ring.c). */
 #include <stdlib.h>
 
 #include "cache_internal.h"

@@ -316,6 +316,9 @@ static gc_status attempt(gc_cache *cache, const gc_batch *inputs, double *loss, 
             passes[m].leaf = NULL;
         }
         phase_end(&p, &local.loss_seconds, &local.loss_peak_bytes);
+        /* across processes again: the loss's memory (the kept graphs, the gathered batch, its
+         * temporaries) may be refused on one rank, and then every rank retries */
+        status = gc_cache_agree(cache, status);
     }
 
     /* 4-5: every chunk again with a graph, its RNG state replayed, and back-propagated from its

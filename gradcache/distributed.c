@@ -45,20 +45,14 @@ static bool ring_wanted(const gc_cache_config *config, gc_tensor *const *leaves,
     return gathered > share * smallest;
 }
 
-/* Model m's leaves of every rank, in rank order, into a new global tensor requiring a
- * gradient; counts[world] are each rank's rows. */
-static gc_tensor *gather(gc_process_group *group, const gc_tensor *leaf, const int64_t *counts, int world) {
+/* The global tensor of model m (uninitialised, [every rank's rows, D...]) that its leaves of
+ * every rank are gathered into; counts[world] are each rank's rows. */
+static gc_tensor *global_of(const gc_tensor *leaf, const int64_t *counts, int world) {
     int64_t shape[GC_MAX_DIMS], total = 0;
     for (int r = 0; r < world; r++) total += counts[r];
     memcpy(shape, leaf->shape, sizeof shape);
     shape[0] = total;
-    gc_tensor *global = gc_empty(leaf->ndim, shape, leaf->dtype, leaf->device);
-    if (global && gc_dist_work_wait(gc_dist_all_gather_start(group, leaf, global, counts)) != GC_OK) {
-        gc_tensor_release(global);
-        return NULL;
-    }
-    if (global) gc_set_requires_grad(global, true);
-    return global;
+    return gc_empty(leaf->ndim, shape, leaf->dtype, leaf->device);
 }
 
 /* The ranks' rows are their word: checked before they size a buffer or a collective (the
@@ -95,15 +89,24 @@ gc_status gc_cache_global_batch(const gc_cache *cache, gc_tensor *const *leaves,
     gc_status status = gc_dist_all_gather_host(group, &mine, sizeof mine, all);
     if (status == GC_OK) status = check_rows(all, world, n);
     if (status == GC_OK && choosing) exchange->ring = ring_wanted(config, leaves, all, world);
+    bool exchanged = status == GC_OK; /* alike on every rank: the same rows were checked */
     for (int m = 0; m < n && status == GC_OK; m++) {
         if (exchange->ring) {
             global[m] = gc_tensor_retain(leaves[m]);
             continue;
         }
         for (int r = 0; r < world; r++) counts[r] = all[r].rows[m];
-        for (int r = 0; r < rank; r++) exchange->own_start[m] += counts[r];
-        global[m] = gather(group, leaves[m], counts, world);
+        global[m] = global_of(leaves[m], counts, world);
         if (!global[m]) status = gc_last_status();
+    }
+    /* every buffer made before any gather: a rank the memory limit refuses one tells the others,
+     * rather than leave them in a gather it skips (with automatic chunk sizing: gc_cache_agree) */
+    if (exchanged && !exchange->ring) status = gc_cache_agree(cache, status);
+    for (int m = 0; m < n && status == GC_OK && !exchange->ring; m++) {
+        for (int r = 0; r < world; r++) counts[r] = all[r].rows[m];
+        for (int r = 0; r < rank; r++) exchange->own_start[m] += counts[r];
+        status = gc_dist_work_wait(gc_dist_all_gather_start(group, leaves[m], global[m], counts));
+        gc_set_requires_grad(global[m], true);
     }
     free(all);
     free(counts);

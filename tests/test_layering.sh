@@ -25,7 +25,9 @@ layers='
    nn/losses       base tensor autograd dist
    gradcache       base tensor autograd nn/layers nn/optim nn/losses dist
    train           base tensor autograd nn/layers nn/optim nn/io nn/tokenize nn/pretrained dist nn/losses gradcache
-   umbrella        base tensor autograd nn/layers nn/optim nn/io nn/tokenize nn/pretrained dist nn/losses gradcache train
+   fetch           base train
+   plot            base
+   umbrella        base tensor autograd nn/layers nn/optim nn/io nn/tokenize nn/pretrained dist nn/losses gradcache train fetch plot
 '
 # the folder of each public header (gradcache.h includes them all: no library file may)
 declare -A public=(
@@ -35,7 +37,7 @@ declare -A public=(
     [nn.h]=nn/layers [rng.h]=nn/layers [optim.h]=nn/optim [loss_scaler.h]=nn/optim [checkpoint.h]=nn/io
     [tokenizer.h]=nn/tokenize [pretrained.h]=nn/pretrained
     [dist.h]=dist [ddp.h]=dist [zero.h]=dist [launch.h]=dist [loss.h]=nn/losses
-    [cache.h]=gradcache [train.h]=train [measure.h]=train [gradcache.h]=umbrella
+    [cache.h]=gradcache [train.h]=train [measure.h]=train [model_fetch.h]=fetch [plot.h]=plot [gradcache.h]=umbrella
 )
 
 failures=0

@@ -1,8 +1,8 @@
-/* The SVG chart writer (train/svg.c, gradcache/measure.h): the arithmetic of its axes against hand-computed
+/* The SVG chart writer (plot/svg_chart.c, gradcache/plot.h): the arithmetic of its axes against hand-computed
  * values, and what a written chart contains (broken lines, stacked crosses, escaped text). */
 #include "check.h"
-#include "gradcache/measure.h"
-#include "train/svg.h"
+#include "gradcache/plot.h"
+#include "plot/svg_axes.h"
 
 #define MIB 1048576.0
 

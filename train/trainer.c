@@ -1,7 +1,8 @@
 /* A run set up and torn down (gc_trainer_new, gc_trainer_resume, gc_trainer_free of
  * gradcache/train.h): a dual (or tied) text encoder trained on query/positive pairs with the
  * in-batch contrastive loss (cosine InfoNCE), each step a Gradient Cache step or a plain
- * full-batch step, then gradient clipping and AdamW (the steps: trainer_step.c).
+ * full-batch step, then gradient clipping and AdamW (the loop: trainer_loop.c; one update:
+ * trainer_step.c).
  *
  * Everything that decides what a step computes is a function of the seed and the step count:
  * the initial weights, the dropout masks and the data order come from three Philox streams
@@ -135,20 +136,6 @@ static gc_status check_config(const gc_trainer_config *c) {
     if ((unsigned)c->global_loss > GC_GLOBAL_LOSS_RING)
         return refuse("--loss: global_loss %d is none of AUTO, GATHER and RING", (int)c->global_loss);
     return GC_OK;
-}
-
-int64_t gc_trainer_accumulation(const gc_trainer_config *config) {
-    return config->accumulate > 1 ? config->accumulate : 1;
-}
-
-gc_global_loss gc_trainer_global_loss(const gc_trainer_config *config) {
-    if (!config->gc || ((config->guide || config->teacher_scores) && config->global_loss == GC_GLOBAL_LOSS_AUTO))
-        return GC_GLOBAL_LOSS_GATHER;
-    return config->global_loss;
-}
-
-int64_t gc_trainer_positives(const gc_trainer_config *config) {
-    return config->positives > 1 ? config->positives : 1;
 }
 
 /* Every Matryoshka prefix fits the model's embedding. */

@@ -1,5 +1,6 @@
-/* What a run holds (gc_trainer of gradcache/train.h), shared by its setting up (trainer.c)
- * and its steps (trainer_step.c). */
+/* What a run holds (gc_trainer of gradcache/train.h), shared by its setting up (trainer.c),
+ * its loop (trainer_loop.c) and one update (trainer_step.c). The line between the last two runs
+ * one way: the loop calls the update, which calls nothing of the loop. */
 #ifndef GC_TRAIN_TRAINER_INTERNAL_H
 #define GC_TRAIN_TRAINER_INTERNAL_H
 
@@ -52,6 +53,26 @@ struct gc_trainer {
     char *best_path;            /* process 0's OUT/best */
 };
 
+/* ---- one update (trainer_step.c) ---- */
+
+/* Step trainer->progress.step + 1's update: the batches (K with --accumulate K, their gradients
+ * summed and reduced across processes once, at the last; all of them again when automatic chunk
+ * sizing halves the chunks), clipping and the AdamW update; the step counted and its record
+ * into *record. The log, evaluation and checkpoints are the loop's (gc_trainer_step). */
+gc_status gc_trainer_update(gc_trainer *trainer, gc_step_record *record);
+
+/* Batches per update: config->accumulate, 0 counting as 1. */
+int64_t gc_trainer_accumulation(const gc_trainer_config *config);
+/* Positives per example: config->positives, 0 counting as 1. */
+int64_t gc_trainer_positives(const gc_trainer_config *config);
+/* How the cache sees the global batch: config->global_loss, except that a plain step gathers
+ * (it holds the whole local batch's activations: the gathered rows are no burden), and so does
+ * --guide or --teacher-scores under AUTO -- the guide's rows (the teacher's scores) are given before the cache would choose, the global
+ * batch's for the gathered loss, this rank's for the ring. */
+gc_global_loss gc_trainer_global_loss(const gc_trainer_config *config);
+
+/* ---- the loop (trainer_loop.c) and what it calls around an update ---- */
+
 /* The recorded error prefixed with `what` ("step 3: training: ...") and, past the memory
  * limit, followed by where the limit came from (" (the limit: GC_MEM_LIMIT)"); its status kept
  * and returned. */
@@ -72,15 +93,5 @@ gc_status gc_trainer_lora_attach(gc_trainer *trainer, uint64_t init_seed);
 /* The run's model into `dir`: with --lora-r, PEFT's adapter folder dir/adapter/ (the base is
  * --init's folder, unchanged); else the whole model (gc_dual_encoder_save). */
 gc_status gc_trainer_save_model(const gc_trainer *trainer, const char *dir);
-
-/* Batches per update: config->accumulate, 0 counting as 1. */
-int64_t gc_trainer_accumulation(const gc_trainer_config *config);
-/* Positives per example: config->positives, 0 counting as 1. */
-int64_t gc_trainer_positives(const gc_trainer_config *config);
-/* How the cache sees the global batch: config->global_loss, except that a plain step gathers
- * (it holds the whole local batch's activations: the gathered rows are no burden), and so does
- * --guide or --teacher-scores under AUTO -- the guide's rows (the teacher's scores) are given before the cache would choose, the global
- * batch's for the gathered loss, this rank's for the ring. */
-gc_global_loss gc_trainer_global_loss(const gc_trainer_config *config);
 
 #endif

@@ -1,7 +1,8 @@
-/* A run's steps and saves (gc_trainer_step, gc_trainer_run, gc_trainer_save of
- * gradcache/train.h; what a step computes: trainer.c). */
+/* One update of a run (gc_trainer_update, trainer_internal.h): a step's batches, their
+ * gradients (a cached or a plain step, automatic chunk sizing's retries), the overflow check,
+ * clipping and AdamW, and the step's record. It calls nothing of the loop around it
+ * (trainer_loop.c: the log, evaluation, checkpoints), which calls it. */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,11 +10,18 @@
 #include "gradcache/memory.h"
 #include "trainer_internal.h"
 
-gc_status gc_trainer_failed(const gc_trainer *t, const char *what) {
-    gc_status status = gc_last_status();
-    char hint[sizeof t->limit.source + 16];
-    gc_set_error(status, "%s: %s%s", what, gc_last_error(), gc_mem_limit_hint(&t->limit, status, hint, sizeof hint));
-    return status;
+int64_t gc_trainer_accumulation(const gc_trainer_config *config) {
+    return config->accumulate > 1 ? config->accumulate : 1;
+}
+
+gc_global_loss gc_trainer_global_loss(const gc_trainer_config *config) {
+    if (!config->gc || ((config->guide || config->teacher_scores) && config->global_loss == GC_GLOBAL_LOSS_AUTO))
+        return GC_GLOBAL_LOSS_GATHER;
+    return config->global_loss;
+}
+
+int64_t gc_trainer_positives(const gc_trainer_config *config) {
+    return config->positives > 1 ? config->positives : 1;
 }
 
 static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
@@ -156,9 +164,7 @@ static void log_dataset_loss(gc_trainer *t, gc_step_record *record) {
     }
 }
 
-/* Step t->progress.step + 1: the batches (K with --accumulate K, their gradients summed and
- * reduced across processes once, at the last), clipping and the AdamW update. */
-static gc_status run_step(gc_trainer *t, gc_step_record *record) {
+gc_status gc_trainer_update(gc_trainer *t, gc_step_record *record) {
     const gc_trainer_config *c = &t->config;
     int64_t step = t->progress.step, epoch, batches = gc_trainer_accumulation(c);
     int dataset;
@@ -218,64 +224,4 @@ static gc_status run_step(gc_trainer *t, gc_step_record *record) {
     if (t->data.count > 1) log_dataset_loss(t, record);
     t->progress.step = step + 1;
     return GC_OK;
-}
-
-/* The checkpoint and the model file, both written atomically by rank 0, with every rank's
- * random-number state and AdamW's whole state (every rank takes part). */
-gc_status gc_trainer_save(gc_trainer *t) {
-    gc_multi_sampler_locate(&t->batches, t->progress.step, &t->progress.epoch, &t->progress.position);
-    t->progress.rng = gc_rng_capture();
-    int world = t->plan.world;
-    gc_rng_context *every_rank = malloc((size_t)world * sizeof *every_rank);
-    if (!every_rank) gc_fatal("train: out of host memory for %d random-number states", world);
-    gc_param_list state = {0}; /* rank 0's */
-    gc_status status = gc_train_dist_gather_rng(&t->dist, &t->progress.rng, every_rank);
-    if (status == GC_OK) status = gc_train_optim_state(&t->optimizer, GC_TRAIN_OPTIMIZER_PREFIX, &state);
-    if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0)
-        status = gc_train_state_save(t->checkpoint_path, &t->model, &state, gc_train_optim_adamw(&t->optimizer)->step,
-                                     &t->progress, &t->settings, &t->plan, every_rank);
-    gc_param_list_free(&state);
-    if (status == GC_OK && gc_train_dist_rank(&t->dist) == 0) status = gc_trainer_save_model(t, t->out);
-    if (status == GC_OK) gc_save_timer_restart(&t->save_timer);
-    free(every_rank);
-    return status;
-}
-
-/* The failure of step `step` while `doing` ("training", "logging", "saving"). */
-static gc_status step_failed(const gc_trainer *t, int64_t step, const char *doing) {
-    char what[64];
-    snprintf(what, sizeof what, "step %lld: %s", (long long)step, doing);
-    return gc_trainer_failed(t, what);
-}
-
-gc_status gc_trainer_step(gc_trainer *t, gc_step_record *record) {
-    if (t->progress.step >= t->plan.total_steps) {
-        gc_set_error(GC_ERR_CONFIG, "step %lld: past the run's %lld steps", (long long)t->progress.step + 1,
-                     (long long)t->plan.total_steps);
-        return GC_ERR_CONFIG;
-    }
-    if (t->progress.eval.stopped_step) {
-        gc_set_error(GC_ERR_CONFIG, "step %lld: the run stopped early at step %lld (--early-stop)",
-                     (long long)t->progress.step + 1, (long long)t->progress.eval.stopped_step);
-        return GC_ERR_CONFIG;
-    }
-    gc_step_record done;
-    if (run_step(t, &done) != GC_OK) return step_failed(t, t->progress.step + 1, "training");
-    if (gc_train_dist_rank(&t->dist) == 0 && gc_run_log_append(&t->log, &done) != GC_OK)
-        return step_failed(t, done.step, "logging");
-    if (t->config.on_step) t->config.on_step(t->config.user, &done);
-    if (gc_trainer_eval_after(t, done.step) != GC_OK) return step_failed(t, done.step, "evaluating");
-    bool checkpoint = t->config.save_every && done.step % t->config.save_every == 0, time_up;
-    if (gc_save_timer_due(&t->save_timer, &t->dist, &time_up) != GC_OK)
-        return step_failed(t, done.step, "agreeing on a checkpoint");
-    if ((checkpoint || time_up || done.step == t->stop_step) && gc_trainer_save(t) != GC_OK)
-        return step_failed(t, done.step, "saving");
-    if (record) *record = done;
-    return GC_OK;
-}
-
-gc_status gc_trainer_run(gc_trainer *t) {
-    gc_status status = GC_OK;
-    while (status == GC_OK && t->progress.step < t->stop_step) status = gc_trainer_step(t, NULL);
-    return status;
 }

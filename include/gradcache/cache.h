@@ -191,9 +191,11 @@ void gc_cache_free(gc_cache *cache);
  * zeroed gradients (the usual optimizer loop). Every attempt starts from the RNG state the
  * step started with, so a retried step draws the dropout masks a first attempt would have.
  * With a process group every rank retries when any ran out of memory (they share how an
- * attempt went after the graph-less forwards and after the backwards; a rank that failed still
- * takes part in the reductions), so all keep one chunk size: the largest halving that fits on
- * every rank; the step's loss must then fit without the chunks (step 3 is not retried). */
+ * attempt went after the graph-less forwards, after the loss and after the backwards; a rank
+ * that failed still takes part in the reductions, and the gathered loss agrees before it
+ * gathers), so all keep one chunk size: the largest halving that fits on every rank. A loss
+ * around the ring is retried when the refusal comes as it makes its buffers; one inside its
+ * passes stops the step on every rank at the timeout. */
 gc_status gc_cache_step(gc_cache *cache, const gc_batch *inputs, double *loss, gc_cache_report *report);
 
 /* The verify mode: runs the GradCache step, then the same step as one plain full-batch

@@ -280,19 +280,25 @@ static gc_status prepare(ring_loss *loss, const gc_tensor *queries, const gc_ten
 }
 
 /* Every rank learns whether all could prepare before any block moves, so that one rank's
- * failed allocation is an error everywhere at once rather than a stall until the timeout. */
+ * failed allocation is an error everywhere at once rather than a stall until the timeout. A
+ * peer refused memory is GC_ERR_MEM_LIMIT here too, so that automatic chunk sizing retries on
+ * every rank (gradcache/auto_chunk_group.c); any other failure of a peer is GC_ERR_PEER. */
 static gc_status agree_prepared(ring_loss *loss, gc_status prepared) {
     char message[512];
     snprintf(message, sizeof message, "%s", prepared == GC_OK ? "" : gc_last_error());
-    bool failed = prepared != GC_OK;
+    bool out_of_memory = prepared == GC_ERR_OUT_OF_MEMORY || prepared == GC_ERR_MEM_LIMIT;
+    bool failed = prepared != GC_OK, failed_otherwise = failed && !out_of_memory;
     gc_status agreed = gc_dist_any(loss->group, &failed);
+    if (agreed == GC_OK && failed) agreed = gc_dist_any(loss->group, &failed_otherwise);
     if (prepared != GC_OK) {
         gc_set_error(prepared, "%s", message);
         return prepared;
     }
     if (agreed != GC_OK || !failed) return agreed;
-    gc_set_error(GC_ERR_PEER, OP ": another rank could not prepare (its own error says why)");
-    return GC_ERR_PEER;
+    gc_status said = failed_otherwise ? GC_ERR_PEER : GC_ERR_MEM_LIMIT;
+    gc_set_error(said, OP ": another rank could not prepare (%s; its own error says more)",
+                 failed_otherwise ? "it failed" : "out of memory");
+    return said;
 }
 
 /* The loss is not finite on every rank alike (it is one all-reduced value): each names its

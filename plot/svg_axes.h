@@ -1,7 +1,7 @@
-/* The arithmetic of the SVG line chart's axes (the chart itself: gradcache/measure.h), apart
+/* The arithmetic of the SVG line chart's axes (the chart itself: gradcache/plot.h), apart
  * so that the tests can check it against hand-computed values. */
-#ifndef GC_TRAIN_SVG_H
-#define GC_TRAIN_SVG_H
+#ifndef GC_PLOT_SVG_AXES_H
+#define GC_PLOT_SVG_AXES_H
 
 #include <stdbool.h>
 
