@@ -94,10 +94,13 @@ static void show_progress(void *context, int64_t done, int64_t count) {
     fflush(stderr);
 }
 
-/* The model of --model: a model folder in --precision, or (f32) anything gc_dual_encoder_load reads. */
+/* The model of --model: a model folder or a LoRA run folder in --precision, or (f32) anything
+ * gc_dual_encoder_load reads. */
 static gc_status load_model(const encode_flags *f, gc_device device, gc_dual_encoder *model) {
     if (f->precision == CLI_PRECISION_F32) return gc_dual_encoder_load(f->model, f->max_length, device, model);
-    return gc_dual_encoder_from_folder(model, f->model, f->max_length, cli_precision_dtype(f->precision), device);
+    gc_dtype dtype = cli_precision_dtype(f->precision);
+    if (gc_is_lora_run(f->model)) return gc_dual_encoder_from_lora_run(model, f->model, f->max_length, dtype, device);
+    return gc_dual_encoder_from_folder(model, f->model, f->max_length, dtype, device);
 }
 
 int cli_command_encode(int argc, char **argv) {
