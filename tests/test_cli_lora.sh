@@ -6,7 +6,8 @@
 # bad flags refused with exit 2 in one line; a run writes OUT/adapter/ and OUT/best/adapter/ (no
 # whole model), eval --model BASE --adapter OUT/adapter gives the run's last logged MRR again,
 # and so does eval --model OUT alone (encode --model OUT the same embeddings), a run folder
-# whose base is gone is one line and exit 1, and a resumed run with another rank is refused.
+# whose base is gone is one line and exit 1, a bf16 run over tiny Qwen2 keeps f32 adapters and
+# resumes bit for bit, and a resumed run with another rank is refused.
 # Run by meson with the gradcache program as $1 and the fixtures folder as $2.
 set -uo pipefail
 gradcache=${1:?usage: test_cli_lora.sh path/to/gradcache path/to/fixtures}
@@ -96,6 +97,17 @@ sed -i "s|\"base_model_name_or_path\": \"[^\"]*\"|\"base_model_name_or_path\": \
 expect_exit 1 "'$work/gone', is not a model folder" "$gradcache" eval --model "$work/moved" --data "$work/pairs.tsv"
 expect_exit 1 "'$work/gone', is not a model folder" "$gradcache" encode --model "$work/moved" \
     --input "$work/texts.txt" --output "$work/x"
+# --precision bf16 over tiny Qwen2: f32 adapters on all seven projections (PEFT's dtype over a
+# 16-bit base), and a run stopped and resumed writes the straight run's adapters bit for bit
+qwen=(--data "$work/pairs.tsv" --init "$fixtures/tiny_qwen2" --max-length 16 --batch-size 16 --gc --gc-chunk-size 4
+      --steps 3 --lora-r 4 --lora-targets q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj --precision bf16)
+expect_ok "$gradcache" train "${qwen[@]}" --out "$work/bf16"
+grep -q '"dtype":"F32"' "$work/bf16/adapter/adapter_model.safetensors" || fail "the bf16 run's adapters are not f32"
+grep -q '"dtype":"BF16"' "$work/bf16/adapter/adapter_model.safetensors" && fail "the bf16 run saved bf16 adapters"
+expect_ok "$gradcache" train "${qwen[@]}" --stop-after 2 --out "$work/bf16_resumed"
+expect_ok "$gradcache" train "${qwen[@]}" --out "$work/bf16_resumed" --resume
+check cmp -s "$work/bf16/adapter/adapter_model.safetensors" "$work/bf16_resumed/adapter/adapter_model.safetensors" \
+    "a resumed bf16 LoRA run wrote other adapters than the straight run"
 # resumed with another rank: refused naming the flag
 expect_error "was written with --lora-r 4, this run has --lora-r 8" "$gradcache" train "${lora[@]}" \
     --lora-targets query,value --lora-r 8 --eval-every 2 --eval-data "$work/pairs.tsv" --out "$work/run" --resume
