@@ -12,8 +12,10 @@
  *     through autograd (a plain step: N x N scores) fitted in N^2 from 3 sizes, and the tiled
  *     loss GradCache uses past 512 rows (linear) from 2.
  * A plain step of N pairs needs P + S + t(2N) + the loss; a GradCache step in chunks of c
- * sequences P + S + t(c) + the 2N cached representations + the tiled loss: sums of the parts'
- * peaks, so bounds from above (the parts' peaks are not all at one moment). */
+ * sequences P + S + t(c) + a later chunk's gradient of the largest learning tensor beside
+ * the running sum (the embedding table's, f32, for full fine-tuning) + the 2N cached
+ * representations + the tiled loss: sums of the parts' peaks, so bounds from above (the
+ * parts' peaks are not all at one moment). */
 #include <math.h>
 #include <stdio.h>
 
@@ -21,9 +23,10 @@
 #include "decoder_memory.h"
 
 typedef struct step_bytes {
-    double fixed;         /* P + S */
-    double transient[2];  /* t(1), t(2) */
-    double seconds;       /* of the plain step of 2 sequences */
+    double fixed;        /* P + S */
+    double transient[2]; /* t(1), t(2) */
+    double accumulation; /* a later chunk's gradient of the largest learning tensor, in f32, beside the sum */
+    double seconds;      /* of the plain step of 2 sequences */
 } step_bytes;
 
 /* P + S and t(1), t(2) of a model of `layers` layers. */
@@ -33,6 +36,8 @@ static step_bytes measure(const options *o, int layers) {
     gc_param_list trainable = {0};
     decoder_model_init(&encoder, o, layers, &trainable);
     step_bytes bytes = {.fixed = (double)(bench_live() - start + decoder_adamw_bytes(&trainable))};
+    for (int i = 0; i < trainable.count; i++)
+        bytes.accumulation = fmax(bytes.accumulation, 4.0 * (double)gc_numel(trainable.items[i].tensor));
     double seconds;
     bytes.transient[0] = (double)decoder_plain_transient(&encoder, &trainable, 1, o, &seconds);
     bytes.transient[1] = (double)decoder_plain_transient(&encoder, &trainable, 2, o, &bytes.seconds);
@@ -95,7 +100,8 @@ static double step_need(const method *m, const loss_fit *f, const options *o, do
     if (!cached) return m->whole.fixed + t[0] + (2 * pairs - 1) * per_sequence + full_loss(f, pairs);
     double representations = 2 * pairs * (double)decoder_shape_config(o, 1).dim * (double)gc_dtype_size(o->dtype);
     double loss = pairs > 512 ? f->tiled[0] + f->tiled[1] * pairs : full_loss(f, pairs);
-    return m->whole.fixed + t[0] + (double)(o->chunk - 1) * per_sequence + representations + loss;
+    return m->whole.fixed + t[0] + (double)(o->chunk - 1) * per_sequence + m->whole.accumulation + representations +
+           loss;
 }
 
 /* The largest N with step_need <= budget (0: not even one pair). */
@@ -115,6 +121,7 @@ static const double GIB = 1024.0 * 1024.0 * 1024.0;
 
 int decoder_memory_table(const options *given) {
     options o = *given;
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each line as it is measured: the 7B shape takes minutes */
     int depth = decoder_shape_config(&o, 0).layers, lora_r = o.lora_r ? o.lora_r : 16;
     char lora_name[32];
     snprintf(lora_name, sizeof lora_name, "LoRA r=%d", lora_r);
@@ -123,6 +130,7 @@ int decoder_memory_table(const options *given) {
         o.lora_r = m ? lora_r : 0;
         step_bytes one = measure(&o, 1), two = measure(&o, 2);
         methods[m].whole.fixed = at_depth(one.fixed, two.fixed, depth);
+        methods[m].whole.accumulation = one.accumulation;
         for (int n = 0; n < 2; n++) methods[m].whole.transient[n] = at_depth(one.transient[n], two.transient[n], depth);
         printf("# %s: P + S %.0f + %.0f per layer; t(1) %.0f + %.0f per layer; t(2) %.0f + %.0f per layer; "
                "plain step of 2 sequences: %.1f s (1 layer), %.1f s (2 layers)\n",

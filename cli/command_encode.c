@@ -38,7 +38,8 @@ static int parse_flags(int argc, char **argv, encode_flags *f) {
     *f = (encode_flags){.input = "-", .batch_size = 32};
     cli_flag table[] = {
         {"model", CLI_FLAG_STRING, &f->model, 0, 0, NULL,
-         "a model folder (config.json, model.safetensors, tokenizer.json), a run folder or a model file (required)"},
+         "a model folder (config.json, model.safetensors, tokenizer.json), a run folder (of train --lora-r: its "
+         "adapter/ over the base folder the adapter names) or a model file (required)"},
         CLI_ADAPTER_FLAG(f->adapter),
         {"input", CLI_FLAG_STRING, &f->input, 0, 0, NULL, "the texts, one per line (-: standard input)"},
         {"output", CLI_FLAG_STRING, &f->output, 0, 0, NULL, "where the embeddings go (required; -: standard output, tsv)"},
