@@ -22,13 +22,16 @@
  * (decoder_memory_table.c) and prints the largest batch under 24 and 80 GiB. Not a test: run
  * by hand. */
 #include <stdio.h>
+#include <time.h>
 
 #include "bench_util.h"
 #include "decoder_memory.h"
 
-/* The transient peak of one GradCache step of `pairs` pairs (over the live bytes before it). */
+/* The transient peak of one GradCache step of `pairs` pairs (over the live bytes before it);
+ * seconds[0] its wall time, seconds[1] the process's CPU time (all threads: on a loaded
+ * machine the wall time says more about the load than about the step). */
 static size_t cached_step(gc_text_encoder *encoder, gc_param_list *params, gc_adamw *opt, int64_t pairs,
-                          const options *o, uint64_t seed, double *seconds) {
+                          const options *o, uint64_t seed, double seconds[2]) {
     static gc_contrastive_options loss = {.similarity = GC_SIMILARITY_COSINE, .temperature = 0.05};
     gc_cache_config config = {
         .n_models = 2,
@@ -40,10 +43,12 @@ static size_t cached_step(gc_text_encoder *encoder, gc_param_list *params, gc_ad
     size_t before = bench_live();
     gc_memory_reset_peak(gc_cpu());
     double start = gc_seconds(), value;
+    clock_t cpu = clock();
     bench_require(gc_cache_step(cache, inputs, &value, NULL));
     size_t transient = bench_peak() - before;
     bench_require(gc_adamw_step(opt));
-    *seconds = gc_seconds() - start;
+    seconds[0] = gc_seconds() - start;
+    seconds[1] = (double)(clock() - cpu) / CLOCKS_PER_SEC;
     decoder_batch_free(&inputs[0]);
     decoder_batch_free(&inputs[1]);
     gc_cache_free(cache);
@@ -72,13 +77,13 @@ int main(int argc, char **argv) {
     double plain_seconds;
     size_t plain_transient = decoder_plain_transient(&encoder, &params, o.chunk, &o, &plain_seconds);
 
-    double seconds[2];
-    size_t cached = cached_step(&encoder, &params, &opt, o.batch, &o, 10, &seconds[0]);
+    double seconds[2][2];
+    size_t cached = cached_step(&encoder, &params, &opt, o.batch, &o, 10, seconds[0]);
     size_t state = bench_live() - start - parameters; /* gradients and AdamW's state after a step */
     size_t gradients = 0;
     for (int i = 0; i < params.count; i++)
         if (gc_grad(params.items[i].tensor)) gradients += gc_nbytes(gc_grad(params.items[i].tensor));
-    size_t cached_double = cached_step(&encoder, &params, &opt, 2 * o.batch, &o, 20, &seconds[1]);
+    size_t cached_double = cached_step(&encoder, &params, &opt, 2 * o.batch, &o, 20, seconds[1]);
 
     printf("# bench_decoder_memory --shape %s --layers %d --length %lld --batch %lld --chunk %lld --dtype %s "
            "--lora-r %d\n", decoder_shape_name(o.shape), o.layers, (long long)o.length, (long long)o.batch,
@@ -88,9 +93,9 @@ int main(int argc, char **argv) {
     printf("optimizer state %zu (counted: %zu)\n", state - gradients, decoder_adamw_bytes(&params));
     printf("graph of one chunk (%lld sequences) %zu\n", (long long)o.chunk, graph);
     printf("plain step of one chunk: transient peak %zu (%.1f s)\n", plain_transient, plain_seconds);
-    printf("GradCache step of %lld pairs: transient peak %zu (%.1f s)\n", (long long)o.batch, cached, seconds[0]);
-    printf("GradCache step of %lld pairs: transient peak %zu (%.1f s)\n", (long long)(2 * o.batch), cached_double,
-           seconds[1]);
+    for (int i = 0; i < 2; i++)
+        printf("GradCache step of %lld pairs: transient peak %zu (%.1f s, %.1f s of CPU)\n", (long long)(o.batch << i),
+               i ? cached_double : cached, seconds[i][0], seconds[i][1]);
     printf("peak of the step of %lld pairs, everything live counted: %zu\n", (long long)(2 * o.batch), gc_memory_get_stats(gc_cpu()).peak_bytes);
     gc_adamw_free(&opt);
     gc_param_list_free(&params);

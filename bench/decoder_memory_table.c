@@ -7,10 +7,15 @@
  *   - t(n), the transient peak of a plain forward + backward of n sequences (its graph, the
  *     backward's temporaries, the learning parameters' gradients, the dense embedding gradient
  *     of full fine-tuning), at n = 1 and 2: each layer adds the same bytes, and each sequence
- *     (the activations grow with the rows) too, so t is extrapolated in both;
+ *     (the activations grow with the rows) too, so t is extrapolated in both. Full
+ *     fine-tuning's peak at n = 1, 2 is its gradients' (at the backward's end, the graph
+ *     mostly freed), which hides what a sequence adds; so its bytes per sequence are taken
+ *     as LoRA's, whose graph holds the same activations and the adapters' f32 inputs besides
+ *     (a bound from above);
  *   - the contrastive loss on N pairs with its representations' gradients: the reference
- *     through autograd (a plain step: N x N scores) fitted in N^2 from 3 sizes, and the tiled
- *     loss GradCache uses past 512 rows (linear) from 2.
+ *     through autograd (a plain step: N x N scores) fitted in N^2 from 3 sizes (its N^2 term
+ *     stays below its f32 copies' linear one up to thousands of pairs, far above the plain
+ *     batches here), and the tiled loss GradCache uses past 512 rows (linear) from 2.
  * A plain step of N pairs needs P + S + t(2N) + the loss; a GradCache step in chunks of c
  * sequences P + S + t(c) + a later chunk's gradient of the largest learning tensor beside
  * the running sum (the embedding table's, f32, for full fine-tuning) + the 2N cached
@@ -147,6 +152,9 @@ int decoder_memory_table(const options *given) {
     double tiled[2] = {loss_transient(&o, 600, true), loss_transient(&o, 1200, true)};
     fit.tiled[1] = (tiled[1] - tiled[0]) / 600;
     fit.tiled[0] = tiled[0] - fit.tiled[1] * 600;
+    /* full fine-tuning's bytes per sequence: LoRA's (see the top) */
+    double lora_per_sequence = methods[1].whole.transient[1] - methods[1].whole.transient[0];
+    methods[0].whole.transient[1] = fmax(methods[0].whole.transient[1], methods[0].whole.transient[0] + lora_per_sequence);
     printf("# loss: reference %.0f + %.1f N + %.2f N^2; tiled %.0f + %.1f N (N pairs)\n", fit.full[0], fit.full[1],
            fit.full[2], fit.tiled[0], fit.tiled[1]);
 

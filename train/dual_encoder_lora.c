@@ -1,6 +1,7 @@
 /* A PEFT LoRA adapter folder over a loaded model (gc_lora_load), for encoding and evaluating
  * a base folder plus an adapter folder, or the run folder of a train --lora-r run, which names
  * its base itself. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -59,6 +60,14 @@ gc_status gc_dual_encoder_from_lora_run(gc_dual_encoder *model, const char *run,
     }
     if (status == GC_OK) status = gc_dual_encoder_from_folder(model, base, max_length, dtype, device);
     if (status == GC_OK) status = gc_dual_encoder_add_adapter(model, adapter);
+    if (status == GC_ERR_CONFIG) {
+        /* an adapter that does not fit the base its own folder names: the run folder is at fault,
+         * not a setting of the caller's */
+        char message[1024];
+        snprintf(message, sizeof message, "%s", gc_last_error());
+        gc_set_error(GC_ERR_FORMAT, "%s", message);
+        status = GC_ERR_FORMAT;
+    }
     free(adapter);
     return status;
 }
