@@ -34,7 +34,8 @@ typedef struct step_bytes {
     double seconds;      /* of the plain step of 2 sequences */
 } step_bytes;
 
-/* P + S and t(1), t(2) of a model of `layers` layers. */
+/* P + S and t(1), t(2) of a model of `layers` layers (t(2) only with adapters: full
+ * fine-tuning's is bounded from LoRA's, see the top). */
 static step_bytes measure(const options *o, int layers) {
     size_t start = bench_live();
     gc_text_encoder encoder;
@@ -45,7 +46,8 @@ static step_bytes measure(const options *o, int layers) {
         bytes.accumulation = fmax(bytes.accumulation, 4.0 * (double)gc_numel(trainable.items[i].tensor));
     double seconds;
     bytes.transient[0] = (double)decoder_plain_transient(&encoder, &trainable, 1, o, &seconds);
-    bytes.transient[1] = (double)decoder_plain_transient(&encoder, &trainable, 2, o, &bytes.seconds);
+    bytes.transient[1] = o->lora_r ? (double)decoder_plain_transient(&encoder, &trainable, 2, o, &bytes.seconds)
+                                   : bytes.transient[0];
     gc_param_list_free(&trainable);
     gc_text_encoder_free(&encoder);
     return bytes;
@@ -138,7 +140,7 @@ int decoder_memory_table(const options *given) {
         methods[m].whole.accumulation = one.accumulation;
         for (int n = 0; n < 2; n++) methods[m].whole.transient[n] = at_depth(one.transient[n], two.transient[n], depth);
         printf("# %s: P + S %.0f + %.0f per layer; t(1) %.0f + %.0f per layer; t(2) %.0f + %.0f per layer; "
-               "plain step of 2 sequences: %.1f s (1 layer), %.1f s (2 layers)\n",
+               "plain step of 2 sequences (LoRA): %.1f s (1 layer), %.1f s (2 layers)\n",
                methods[m].name, one.fixed, two.fixed - one.fixed, one.transient[0],
                two.transient[0] - one.transient[0], one.transient[1], two.transient[1] - one.transient[1],
                one.seconds, two.seconds);
