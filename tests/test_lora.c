@@ -5,7 +5,9 @@
  * and separate encoders, with and without layer checkpointing. f64 rounding (1e-16 per op)
  * summed over a few thousand ops and divided by the losses' cancellations stays far below
  * 1e-10, while one wrong dropout mask or a gradient reaching a frozen weight moves it by
- * more than 1e-3. Training leaves the base's bytes as they were; only adapters learn. */
+ * more than 1e-3. Training leaves the base's bytes as they were; only adapters learn. Over a
+ * bf16 or f16 base the adapters are f32: the layer against f64, a cached step against the
+ * full batch at verify's 16-bit tolerance, and the exact bytes training adds (no masters). */
 #include <math.h>
 #include <string.h>
 
