@@ -59,7 +59,8 @@ gc_status gc_dual_encoder_from_lora_run(gc_dual_encoder *model, const char *run,
         status = GC_ERR_IO;
     }
     if (status == GC_OK) status = gc_dual_encoder_from_folder(model, base, max_length, dtype, device);
-    if (status == GC_OK) status = gc_dual_encoder_add_adapter(model, adapter);
+    if (status == GC_OK && (status = gc_dual_encoder_add_adapter(model, adapter)) != GC_OK)
+        gc_dual_encoder_free(model); /* as gc_dual_encoder_load: nothing left on failure */
     if (status == GC_ERR_CONFIG) {
         /* an adapter that does not fit the base its own folder names: the run folder is at fault,
          * not a setting of the caller's */

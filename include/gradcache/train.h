@@ -370,7 +370,8 @@ bool gc_is_lora_run(const char *path);
  * --init's path as the run was given it) read as gc_dual_encoder_from_folder reads it, and the
  * adapters over it. A base that is not there, or not a model folder, is GC_ERR_IO naming both
  * folders; an adapter that does not fit that base GC_ERR_FORMAT; otherwise what
- * gc_dual_encoder_from_folder and gc_dual_encoder_add_adapter return. */
+ * gc_dual_encoder_from_folder and gc_dual_encoder_add_adapter return. Nothing is left
+ * allocated on failure. */
 gc_status gc_dual_encoder_from_lora_run(gc_dual_encoder *model, const char *run, int64_t max_length, gc_dtype dtype,
                                         gc_device device);
 /* GC_ERR_CONFIG naming the folder's file when a side's prompt takes all of max_length tokens:
