@@ -38,7 +38,8 @@ static int parse_flags(int argc, char **argv, encode_flags *f) {
     *f = (encode_flags){.input = "-", .batch_size = 32};
     cli_flag table[] = {
         {"model", CLI_FLAG_STRING, &f->model, 0, 0, NULL,
-         "a model folder (config.json, model.safetensors, tokenizer.json), a run folder or a model file (required)"},
+         "a model folder (config.json, model.safetensors, tokenizer.json), a run folder (of train --lora-r: its "
+         "adapter/ over the base folder the adapter names) or a model file (required)"},
         CLI_ADAPTER_FLAG(f->adapter),
         {"input", CLI_FLAG_STRING, &f->input, 0, 0, NULL, "the texts, one per line (-: standard input)"},
         {"output", CLI_FLAG_STRING, &f->output, 0, 0, NULL, "where the embeddings go (required; -: standard output, tsv)"},
@@ -94,10 +95,13 @@ static void show_progress(void *context, int64_t done, int64_t count) {
     fflush(stderr);
 }
 
-/* The model of --model: a model folder in --precision, or (f32) anything gc_dual_encoder_load reads. */
+/* The model of --model: a model folder or a LoRA run folder in --precision, or (f32) anything
+ * gc_dual_encoder_load reads. */
 static gc_status load_model(const encode_flags *f, gc_device device, gc_dual_encoder *model) {
     if (f->precision == CLI_PRECISION_F32) return gc_dual_encoder_load(f->model, f->max_length, device, model);
-    return gc_dual_encoder_from_folder(model, f->model, f->max_length, cli_precision_dtype(f->precision), device);
+    gc_dtype dtype = cli_precision_dtype(f->precision);
+    if (gc_is_lora_run(f->model)) return gc_dual_encoder_from_lora_run(model, f->model, f->max_length, dtype, device);
+    return gc_dual_encoder_from_folder(model, f->model, f->max_length, dtype, device);
 }
 
 int cli_command_encode(int argc, char **argv) {

@@ -37,7 +37,8 @@ static int parse_flags(int argc, char **argv, eval_flags *f) {
     cli_flag table[] = {
         {"model", CLI_FLAG_STRING, &f->model, 0, 0, NULL,
          "a run folder, a model folder of the BERT family or a decoder-style embedder (config.json, model.safetensors "
-         "or its shards, tokenizer.json; its query prompt before each query), or a model file (required)"},
+         "or its shards, tokenizer.json; its query prompt before each query), a model file, or a train --lora-r run "
+         "folder (its adapter/ over the base folder the adapter names) (required)"},
         CLI_ADAPTER_FLAG(f->adapter),
         {"data", CLI_FLAG_STRING, &f->data, 0, 0, NULL, "a pair file, or a folder holding SPLIT.tsv (required)"},
         {"split", CLI_FLAG_STRING, &f->split, 0, 0, NULL,

@@ -5,7 +5,9 @@
 # one line naming --adapter. The numbers themselves are tests/test_lora_peft.c's. train --lora-r:
 # bad flags refused with exit 2 in one line; a run writes OUT/adapter/ and OUT/best/adapter/ (no
 # whole model), eval --model BASE --adapter OUT/adapter gives the run's last logged MRR again,
-# and a resumed run with another rank is refused.
+# and so does eval --model OUT alone (encode --model OUT the same embeddings), a run folder
+# whose base is gone is one line and exit 1, a bf16 run over tiny Qwen2 keeps f32 adapters and
+# resumes bit for bit, and a resumed run with another rank is refused.
 # Run by meson with the gradcache program as $1 and the fixtures folder as $2.
 set -uo pipefail
 gradcache=${1:?usage: test_cli_lora.sh path/to/gradcache path/to/fixtures}
@@ -75,6 +77,37 @@ expect_ok "$gradcache" eval --model "$tiny" --adapter "$work/run/adapter" --max-
 got=$(sed -E 's/.*"mrr":([^,]+).*/\1/' "$work/stdout")
 check awk -v a="$got" -v b="$logged" 'BEGIN { d = a - b; exit (b == "" || d * d >= 1e-12) }' \
     "gradcache eval --adapter gives MRR $got, the run's last evaluation $logged"
+# --model OUT alone: the run folder names its base (adapter_config.json's base_model_name_or_path)
+expect_ok "$gradcache" eval --model "$work/run" --max-length 16 --data "$work/pairs.tsv" --json --batch-size 8
+check [ "$(sed -E 's/.*"mrr":([^,]+).*/\1/' "$work/stdout")" = "$got" ] \
+    "eval --model OUT gives another MRR than eval --model BASE --adapter OUT/adapter"
+expect_ok "$gradcache" eval --model "$work/run/best" --max-length 16 --data "$work/pairs.tsv" --json
+expect_ok "$gradcache" encode --model "$work/run" --input "$work/texts.txt" --output "$work/run.tsv" --format tsv
+expect_ok "$gradcache" encode --model "$tiny" --adapter "$work/run/adapter" --input "$work/texts.txt" \
+    --output "$work/run_adapter.tsv" --format tsv
+check cmp -s "$work/run.tsv" "$work/run_adapter.tsv" "encode --model OUT differs from --model BASE --adapter OUT/adapter"
+expect_ok "$gradcache" encode --model "$work/run" --precision bf16 --input "$work/texts.txt" --output "$work/run16.tsv" \
+    --format tsv
+# a second adapter over the run's, and a base that is gone: one line, exit 1, no abort
+expect_exit 1 "has adapters already" "$gradcache" eval --model "$work/run" --adapter "$adapter" --data "$work/pairs.tsv"
+mkdir -p "$work/moved"
+cp -r "$work/run/adapter" "$work/moved/"
+sed -i "s|\"base_model_name_or_path\": \"[^\"]*\"|\"base_model_name_or_path\": \"$work/gone\"|" \
+    "$work/moved/adapter/adapter_config.json"
+expect_exit 1 "'$work/gone', is not a model folder" "$gradcache" eval --model "$work/moved" --data "$work/pairs.tsv"
+expect_exit 1 "'$work/gone', is not a model folder" "$gradcache" encode --model "$work/moved" \
+    --input "$work/texts.txt" --output "$work/x"
+# --precision bf16 over tiny Qwen2: f32 adapters on all seven projections (PEFT's dtype over a
+# 16-bit base), and a run stopped and resumed writes the straight run's adapters bit for bit
+qwen=(--data "$work/pairs.tsv" --init "$fixtures/tiny_qwen2" --max-length 16 --batch-size 16 --gc --gc-chunk-size 4
+      --steps 3 --lora-r 4 --lora-targets q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj --precision bf16)
+expect_ok "$gradcache" train "${qwen[@]}" --out "$work/bf16"
+grep -q '"dtype":"F32"' "$work/bf16/adapter/adapter_model.safetensors" || fail "the bf16 run's adapters are not f32"
+grep -q '"dtype":"BF16"' "$work/bf16/adapter/adapter_model.safetensors" && fail "the bf16 run saved bf16 adapters"
+expect_ok "$gradcache" train "${qwen[@]}" --stop-after 2 --out "$work/bf16_resumed"
+expect_ok "$gradcache" train "${qwen[@]}" --out "$work/bf16_resumed" --resume
+check cmp -s "$work/bf16/adapter/adapter_model.safetensors" "$work/bf16_resumed/adapter/adapter_model.safetensors" \
+    "a resumed bf16 LoRA run wrote other adapters than the straight run"
 # resumed with another rank: refused naming the flag
 expect_error "was written with --lora-r 4, this run has --lora-r 8" "$gradcache" train "${lora[@]}" \
     --lora-targets query,value --lora-r 8 --eval-every 2 --eval-data "$work/pairs.tsv" --out "$work/run" --resume

@@ -5,17 +5,19 @@
  * and separate encoders, with and without layer checkpointing. f64 rounding (1e-16 per op)
  * summed over a few thousand ops and divided by the losses' cancellations stays far below
  * 1e-10, while one wrong dropout mask or a gradient reaching a frozen weight moves it by
- * more than 1e-3. Training leaves the base's bytes as they were; only adapters learn. */
+ * more than 1e-3. Training leaves the base's bytes as they were; only adapters learn. Over a
+ * bf16 or f16 base the adapters are f32: the layer against f64, a cached step against the
+ * full batch at verify's 16-bit tolerance, and the exact bytes training adds (no masters). */
 #include <math.h>
 #include <string.h>
 
 #include "check.h"
 
-/* A small encoder in f64 with a projection (no Hugging Face layout: gradcache's names). */
-static gc_text_encoder_config tiny_config(void) {
+/* A small encoder of `dtype` with a projection (no Hugging Face layout: gradcache's names). */
+static gc_text_encoder_config tiny_config(gc_dtype dtype) {
     return (gc_text_encoder_config){.vocab = 30, .max_length = 6, .dim = 8, .heads = 2, .layers = 2, .hidden = 16,
                                     .projection = 4, .dropout = 0.1, .activation = GC_ACT_GELU_ERF,
-                                    .pooling = GC_POOL_MEAN, .dtype = GC_F64};
+                                    .pooling = GC_POOL_MEAN, .dtype = dtype};
 }
 
 /* B drawn from U(-0.5, 0.5) in every adapter: with B = 0 (its start) A's gradient is 0 and
@@ -32,8 +34,8 @@ static void randomise_b(const gc_param_list *trainable, uint64_t seed) {
     }
 }
 
-static gc_text_encoder make_adapted(uint64_t seed, const char *targets, bool checkpoint_layers) {
-    gc_text_encoder_config config = tiny_config();
+static gc_text_encoder make_adapted(uint64_t seed, const char *targets, bool checkpoint_layers, gc_dtype dtype) {
+    gc_text_encoder_config config = tiny_config(dtype);
     gc_text_encoder encoder;
     gc_generator init = {seed, 0};
     REQUIRE(gc_text_encoder_init(&encoder, &config, gc_cpu(), &init) == GC_OK);
@@ -97,6 +99,64 @@ static void test_layer(void) {
     gc_linear_free(&layer);
 }
 
+/* ||got - want|| / ||want||, either of any float dtype, in f64. */
+static double relative_difference(const gc_tensor *got, const gc_tensor *want) {
+    gc_tensor *a = gc_cast(got, GC_F64), *b = gc_cast(want, GC_F64);
+    REQUIRE(a && b && gc_numel(a) == gc_numel(b));
+    const double *x = gc_data(a), *y = gc_data(b);
+    double difference = 0, norm = 0;
+    for (int64_t i = 0; i < gc_numel(a); i++) difference += (x[i] - y[i]) * (x[i] - y[i]), norm += y[i] * y[i];
+    RELEASE(a, b);
+    return sqrt(difference / norm);
+}
+
+/* A 16-bit Linear with its f32 adapter against the same values in f64. The output: the base's
+ * product rounded to 16 bits once, the adapter's f32 update added in f32 and the sum rounded
+ * once, so within 2u of the f64 result (u = 2^-8 for bf16, 2^-11 for f16; f32's sums of 64
+ * products add about 1e-6); adding the update after rounding it to 16 bits would also fit, but
+ * a lost or 16-bit-trained adapter would not fit the gradients': the adapters' gradients come
+ * from the 16-bit output gradient taken exactly into f32, so they equal f64's to f32 rounding
+ * (1e-5 over sums of 64 terms). */
+static void test_layer_half(gc_dtype dtype) {
+    gc_generator init = {21, 0};
+    gc_linear layer;
+    REQUIRE(gc_linear_init(&layer, 64, 16, true, dtype, gc_cpu(), &init) == GC_OK);
+    gc_lora_config config = {.r = 4, .alpha = 8};
+    REQUIRE(gc_lora_attach(&layer, &config, &init) == GC_OK);
+    CHECK(layer.weight->dtype == dtype && layer.lora->a->dtype == GC_F32 && layer.lora->b->dtype == GC_F32);
+    gc_param_list params = {0};
+    gc_linear_params(&layer, "q", &params);
+    randomise_b(&params, 22);
+    gc_param_list_free(&params);
+    gc_tensor *x = gc_uniform(GC_SHAPE(3, 64), dtype, gc_cpu(), -1, 1, 23, 0);
+    gc_tensor *seed = gc_uniform(GC_SHAPE(3, 16), dtype, gc_cpu(), -1, 1, 24, 0);
+    gc_tensor *y = gc_linear_forward(&layer, x);
+    REQUIRE(x && seed && y && y->dtype == dtype);
+    REQUIRE(gc_backward(&y, &seed, 1) == GC_OK);
+
+    /* f64: every 16-bit and f32 value is exact there */
+    gc_tensor *x64 = gc_cast(x, GC_F64), *g64 = gc_cast(seed, GC_F64), *w64 = gc_cast(layer.weight, GC_F64);
+    gc_tensor *b64 = gc_cast(layer.bias, GC_F64), *a64 = gc_cast(layer.lora->a, GC_F64);
+    gc_tensor *lb64 = gc_cast(layer.lora->b, GC_F64);
+    gc_tensor *base = gc_matmul_bias(x64, w64, b64, false, true), *low = gc_matmul(x64, a64, false, true);
+    gc_tensor *product = gc_matmul(low, lb64, false, true), *update = gc_mul_scalar(product, 2.0);
+    gc_tensor *want = gc_add(base, update);
+    double u = dtype == GC_BF16 ? 0x1p-8 : 0x1p-11;
+    CHECK_MSG(relative_difference(y, want) <= 2 * u, "lora %s: output off by %.3g of its norm",
+              gc_dtype_name(dtype), relative_difference(y, want));
+    gc_tensor *g_low = gc_matmul(g64, lb64, false, false);                                   /* [3, r] */
+    gc_tensor *grad_b = gc_matmul(g64, low, true, false), *grad_a = gc_matmul(g_low, x64, true, false);
+    gc_tensor *want_b = gc_mul_scalar(grad_b, 2.0), *want_a = gc_mul_scalar(grad_a, 2.0);
+    CHECK(gc_grad(layer.weight) == NULL && gc_grad(layer.lora->a)->dtype == GC_F32);
+    CHECK_MSG(relative_difference(gc_grad(layer.lora->b), want_b) <= 1e-5, "lora %s: B's gradient off by %.3g",
+              gc_dtype_name(dtype), relative_difference(gc_grad(layer.lora->b), want_b));
+    CHECK_MSG(relative_difference(gc_grad(layer.lora->a), want_a) <= 1e-5, "lora %s: A's gradient off by %.3g",
+              gc_dtype_name(dtype), relative_difference(gc_grad(layer.lora->a), want_a));
+    RELEASE(x, seed, y, x64, g64, w64, b64, a64, lb64, base, low, product, update, want, g_low, grad_b,
+            grad_a, want_b, want_a);
+    gc_linear_free(&layer);
+}
+
 /* --- targets --- */
 
 static int attach_count(gc_text_encoder_config config, const char *targets, gc_status *status) {
@@ -112,7 +172,7 @@ static int attach_count(gc_text_encoder_config config, const char *targets, gc_s
 /* PEFT's matching over Hugging Face's module names (BERT's, the decoder family's) and
  * gradcache's (no layout); a target that matches nothing, an empty list, r = 0 are errors. */
 static void test_targets(void) {
-    gc_text_encoder_config bert = tiny_config();
+    gc_text_encoder_config bert = tiny_config(GC_F64);
     bert.projection = 0;
     gc_status status;
     CHECK(attach_count(bert, "query,value", &status) == 4 && status == GC_OK);
@@ -124,14 +184,14 @@ static void test_targets(void) {
     CHECK(attach_count(bert, "uery", &status) == 0 && status == GC_ERR_CONFIG); /* whole names only */
     CHECK(attach_count(bert, "", &status) == 0 && status == GC_ERR_CONFIG);
 
-    gc_text_encoder_config decoder = tiny_config();
+    gc_text_encoder_config decoder = tiny_config(GC_F64);
     decoder.projection = 0, decoder.pre_norm = decoder.rms_norm = decoder.gated_mlp = true;
     decoder.attention = (gc_attention_options){.rope_theta = 10000, .causal = true};
     decoder.pooling = GC_POOL_LAST;
     CHECK(attach_count(decoder, "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", &status) == 14 &&
           status == GC_OK);
 
-    gc_text_encoder_config scratch = tiny_config();
+    gc_text_encoder_config scratch = tiny_config(GC_F64);
     CHECK(attach_count(scratch, "attention.query,projection", &status) == 3 && status == GC_OK);
     gc_text_encoder encoder;
     REQUIRE(gc_text_encoder_init(&encoder, &scratch, gc_cpu(), NULL) == GC_OK);
@@ -154,23 +214,44 @@ typedef struct dual_batch {
 
 /* 5 queries and 10 passages (1 hard negative each) of 6 tokens, passage 2 with 3 padding
  * tokens: the cached step's first pass packs the real tokens, the second does not. */
-static void make_batch(dual_batch *d) {
+static void make_batch(dual_batch *d, gc_dtype dtype) {
     d->q_uniform = gc_uniform(GC_SHAPE(5, 6), GC_F32, gc_cpu(), 0, 30, 180, 0);
     d->p_uniform = gc_uniform(GC_SHAPE(10, 6), GC_F32, gc_cpu(), 0, 30, 181, 0);
     d->q_ids = gc_cast(d->q_uniform, GC_I32), d->p_ids = gc_cast(d->p_uniform, GC_I32);
-    d->q_mask = gc_ones(GC_SHAPE(5, 6), GC_F64, gc_cpu()), d->p_mask = gc_ones(GC_SHAPE(10, 6), GC_F64, gc_cpu());
-    REQUIRE(d->q_ids && d->p_ids && d->q_mask && d->p_mask);
-    double *mask_values = gc_data(d->p_mask);
+    gc_tensor *q_mask = gc_ones(GC_SHAPE(5, 6), GC_F64, gc_cpu()), *p_mask = gc_ones(GC_SHAPE(10, 6), GC_F64, gc_cpu());
+    REQUIRE(q_mask && p_mask);
+    double *mask_values = gc_data(p_mask);
     for (int t = 3; t < 6; t++) mask_values[2 * 6 + t] = 0;
+    d->q_mask = gc_cast(q_mask, dtype), d->p_mask = gc_cast(p_mask, dtype);
+    REQUIRE(d->q_ids && d->p_ids && d->q_mask && d->p_mask);
+    RELEASE(q_mask, p_mask);
     d->inputs[0] = (gc_batch){2, {"ids", "mask"}, {d->q_ids, d->q_mask}};
     d->inputs[1] = (gc_batch){2, {"ids", "mask"}, {d->p_ids, d->p_mask}};
 }
 
 static void free_batch(dual_batch *d) { RELEASE(d->q_uniform, d->p_uniform, d->q_ids, d->p_ids, d->q_mask, d->p_mask); }
 
-static void check_cached_step(const char *name, bool tied, bool checkpoint_layers) {
-    gc_text_encoder queries = make_adapted(5, "attention.query,attention.value,mlp.out,projection", checkpoint_layers);
-    gc_text_encoder passages = make_adapted(6, "attention.key,mlp.in", checkpoint_layers);
+/* The largest relative difference allowed between a cached step's adapter gradients and the
+ * full batch's. f64: 1e-10 (see the top). A 16-bit base: `verify --dtype`'s (chunks + 1) u
+ * (cli/command_verify.c), u = 2^-8 (bf16) or 2^-11 (f16), 3 chunks of queries (5 rows in 2s)
+ * and 4 of passages (10 rows in 3s): both steps run the same 16-bit ops on the same values but
+ * for the cached step's representation gradient, rounded from the loss's f32 to 16 bits once,
+ * and the gradients summed chunk by chunk (in the adapters' f32 here, so at most one rounding
+ * per chunk of the 16-bit activation gradients that feed them). Measured: about 1e-7, f32's
+ * rounding: the two steps round the same 16-bit values alike, and sum in f32. */
+static double cached_tolerance(gc_dtype dtype) {
+    const int chunks = 4;
+    switch (dtype) {
+    case GC_BF16: return (chunks + 1) * 0x1p-8;
+    case GC_F16: return (chunks + 1) * 0x1p-11;
+    default: return 1e-10;
+    }
+}
+
+static void check_cached_step(const char *name, bool tied, bool checkpoint_layers, gc_dtype dtype) {
+    gc_text_encoder queries =
+        make_adapted(5, "attention.query,attention.value,mlp.out,projection", checkpoint_layers, dtype);
+    gc_text_encoder passages = make_adapted(6, "attention.key,mlp.in", checkpoint_layers, dtype);
     gc_text_encoder *second = tied ? &queries : &passages;
     gc_param_list all[2] = {{0}, {0}}, trainable[2] = {{0}, {0}};
     gc_text_encoder_params(&queries, "", &all[0]);
@@ -180,7 +261,7 @@ static void check_cached_step(const char *name, bool tied, bool checkpoint_layer
         randomise_b(&trainable[i], 40 + (uint64_t)i);
     }
     dual_batch batch;
-    make_batch(&batch);
+    make_batch(&batch, dtype);
     gc_contrastive_options options = {.similarity = GC_SIMILARITY_COSINE, .temperature = 0.1};
     gc_cache_config cache_config = {
         .n_models = 2,
@@ -190,7 +271,9 @@ static void check_cached_step(const char *name, bool tied, bool checkpoint_layer
     gc_manual_seed(9);
     double worst = 1;
     REQUIRE(gc_cache_verify(cache, batch.inputs, 1e-12, &worst, NULL, 0) == GC_OK);
-    CHECK_MSG(worst <= 1e-10, "%s: largest relative adapter gradient difference %.3g", name, worst);
+    CHECK_MSG(worst <= cached_tolerance(dtype), "%s: largest relative adapter gradient difference %.3g (allowed %.3g)",
+              name, worst, cached_tolerance(dtype));
+    if (gc_dtype_size(dtype) == 2) printf("%s: largest relative adapter gradient difference %.3g\n", name, worst);
     /* a frozen weight gets no gradient; every adapter gets a nonzero one */
     for (int m = 0; m < 2; m++)
         for (int i = 0; i < all[m].count; i++) {
@@ -207,24 +290,31 @@ static void check_cached_step(const char *name, bool tied, bool checkpoint_layer
 }
 
 /* Three AdamW steps of cached training over the adapters: the base's bytes stay as they were
- * (no gradient, no optimizer state, no weight decay reaches them), the adapters move. */
-static void test_base_unchanged(void) {
-    gc_text_encoder encoder = make_adapted(7, "attention.query,attention.value,mlp.in,mlp.out", false);
+ * (no gradient, no optimizer state, no weight decay reaches them), the adapters move. Over a
+ * 16-bit base the adapters are f32, and what training adds to memory (gc_memory_get_stats'
+ * exact count) is their gradients and AdamW's two f32 moments, 12 bytes an adapter parameter:
+ * no f32 master copy, of the base or of the adapters. */
+static void test_base_unchanged(gc_dtype dtype) {
+    gc_text_encoder encoder = make_adapted(7, "attention.query,attention.value,mlp.in,mlp.out", false, dtype);
     gc_param_list all = {0}, trainable = {0};
     gc_text_encoder_params(&encoder, "", &all);
     gc_param_list_trainable(&all, &trainable);
     CHECK(trainable.count == 2 * 4 * 2); /* A and B of 4 Linears in 2 layers */
-    for (int i = 0; i < trainable.count; i++) CHECK(strstr(trainable.items[i].name, ".lora_") != NULL);
+    for (int i = 0; i < trainable.count; i++) {
+        CHECK(strstr(trainable.items[i].name, ".lora_") != NULL);
+        CHECK(trainable.items[i].tensor->dtype == (gc_dtype_size(dtype) == 2 ? GC_F32 : dtype));
+    }
     gc_tensor **before = calloc((size_t)all.count, sizeof *before);
     for (int i = 0; i < all.count; i++) before[i] = gc_clone(all.items[i].tensor);
     dual_batch batch;
-    make_batch(&batch);
+    make_batch(&batch, dtype);
     gc_contrastive_options options = {.similarity = GC_SIMILARITY_COSINE, .temperature = 0.1};
     gc_cache_config cache_config = {
         .n_models = 2,
         .models = {{&encoder, text_forward, 2, &trainable}, {&encoder, text_forward, 3, &trainable}},
         .loss = gc_contrastive_loss_fn(&options)};
     gc_cache *cache = gc_cache_new(&cache_config);
+    size_t untrained = gc_memory_get_stats(gc_cpu()).live_bytes;
     gc_adamw adamw;
     REQUIRE(gc_adamw_init(&adamw, &trainable, 1e-2, 0.9, 0.999, 1e-8, 0.1) == GC_OK);
     gc_manual_seed(10);
@@ -234,6 +324,11 @@ static void test_base_unchanged(void) {
         REQUIRE(gc_cache_step(cache, batch.inputs, &loss, NULL) == GC_OK);
         REQUIRE(gc_adamw_step(&adamw) == GC_OK);
     }
+    size_t training = gc_memory_get_stats(gc_cpu()).live_bytes - untrained;
+    size_t adapters = (size_t)gc_param_list_numel(&trainable);
+    size_t gradients = adapters * gc_dtype_size(trainable.items[0].tensor->dtype), moments = adapters * 2 * 4;
+    CHECK_MSG(training == gradients + moments, "%s: training holds %zu bytes, not the adapters' gradients (%zu) and "
+              "f32 moments (%zu)", gc_dtype_name(dtype), training, gradients, moments);
     for (int i = 0; i < all.count; i++) {
         gc_tensor *now = all.items[i].tensor;
         bool same = !memcmp(gc_data(now), gc_data(before[i]), (size_t)gc_numel(now) * gc_dtype_size(now->dtype));
@@ -252,12 +347,19 @@ static void test_base_unchanged(void) {
 
 int main(void) {
     test_layer();
+    test_layer_half(GC_BF16);
+    test_layer_half(GC_F16);
     test_targets();
-    check_cached_step("tied", true, false);
-    check_cached_step("separate encoders", false, false);
-    check_cached_step("tied, layer checkpointing", true, true);
-    check_cached_step("separate, layer checkpointing", false, true);
-    test_base_unchanged();
+    check_cached_step("tied", true, false, GC_F64);
+    check_cached_step("separate encoders", false, false, GC_F64);
+    check_cached_step("tied, layer checkpointing", true, true, GC_F64);
+    check_cached_step("separate, layer checkpointing", false, true, GC_F64);
+    check_cached_step("bf16 base, tied", true, false, GC_BF16);
+    check_cached_step("bf16 base, separate, layer checkpointing", false, true, GC_BF16);
+    check_cached_step("f16 base, tied, layer checkpointing", true, true, GC_F16);
+    test_base_unchanged(GC_F64);
+    test_base_unchanged(GC_BF16);
+    test_base_unchanged(GC_F16);
     CHECK(gc_memory_get_stats(gc_cpu()).live_bytes == 0);
     return gc_test_result();
 }

@@ -1,7 +1,7 @@
-/* LoRA adapters in PEFT's folder format (nn/pretrained/lora_files.c): the adapter PEFT 0.10 made
- * over tests/fixtures/tiny_bert (tests/make_lora_fixture.py) loads over the base and gives
- * PeftModel's hidden states, to 1e-5 in f32 (a dozen matmuls of 32 terms and two LayerNorms
- * in another summation order: rounding of a few 1e-7 per value, far from the 1e-2 a missing
+/* LoRA adapters in PEFT's folder format (nn/pretrained/lora_files.c): the adapters PEFT 0.10 made
+ * over tests/fixtures/tiny_bert and tiny_qwen2 (tests/make_lora_fixture.py; Qwen2's on all
+ * seven projections) load over their bases and give PeftModel's hidden states, to 1e-5 in f32
+ * (a dozen matmuls of 32 terms and two LayerNorms in another summation order: rounding of a few 1e-7 per value, far from the 1e-2 a missing
  * adapter or a wrong scale makes); what the engine saves loads back bitwise; settings PEFT
  * would compute otherwise (rsLoRA, DoRA, a bias, patterns) are refused naming the field. */
 #include <string.h>
@@ -29,13 +29,36 @@ static void remove_output(const char *dir) {
     if (!getenv("GC_LORA_KEEP")) gc_folder_remove(dir);
 }
 
-static gc_text_encoder load_base(void) {
+/* A PEFT adapter fixture: the base, the adapter, PeftModel's states, what the adapter holds */
+typedef struct peft_fixture {
+    const char *base, *adapter, *reference;
+    int r;
+    double alpha, dropout;
+    int tensors;                    /* in adapter_model.safetensors, as the engine saves it */
+    const char *first_name, *last_name; /* two of them */
+} peft_fixture;
+
+static const peft_fixture bert_fixture = {
+    BASE, ADAPTER, GC_TEST_FIXTURES "/lora_bert_v1.safetensors", 4, 8, 0.1,
+    2 * 2 * 6, /* A, B of query, key, value and 3 dense in 2 layers */
+    "base_model.model.encoder.layer.0.attention.self.query.lora_A.weight",
+    "base_model.model.encoder.layer.1.output.dense.lora_B.weight"};
+static const peft_fixture qwen2_fixture = {
+    GC_TEST_FIXTURES "/tiny_qwen2", GC_TEST_FIXTURES "/tiny_qwen2_lora",
+    GC_TEST_FIXTURES "/lora_qwen2_v1.safetensors", 4, 16, 0.05,
+    2 * 7 * 2, /* A, B of 7 projections in 2 layers */
+    "base_model.model.layers.0.self_attn.q_proj.lora_A.weight",
+    "base_model.model.layers.1.mlp.down_proj.lora_B.weight"};
+
+static gc_text_encoder load_folder(const char *dir) {
     gc_text_encoder encoder;
     gc_tokenizer *tokenizer = NULL;
-    REQUIRE(gc_pretrained_load(BASE, gc_cpu(), &encoder, &tokenizer, NULL) == GC_OK);
+    REQUIRE(gc_pretrained_load(dir, gc_cpu(), &encoder, &tokenizer, NULL) == GC_OK);
     gc_tokenizer_free(tokenizer);
     return encoder;
 }
+
+static gc_text_encoder load_base(void) { return load_folder(BASE); }
 
 /* The largest |ours - theirs| over the real tokens (padding rows differ: the engine leaves them 0). */
 static double hidden_error(const gc_text_encoder *encoder, const gc_safetensors *reference) {
@@ -60,43 +83,42 @@ static bool has_entry(const gc_safetensors *file, const char *name) {
     return false;
 }
 
-static void test_peft_parity(void) {
+static void check_peft_parity(const peft_fixture *f) {
     gc_safetensors *reference = NULL;
-    REQUIRE(gc_safetensors_open(GC_TEST_FIXTURES "/lora_bert_v1.safetensors", &reference) == GC_OK);
-    gc_text_encoder plain = load_base();
+    REQUIRE(gc_safetensors_open(f->reference, &reference) == GC_OK);
+    gc_text_encoder plain = load_folder(f->base);
     double without = hidden_error(&plain, reference);
-    CHECK_MSG(without > 1e-2, "the fixture's adapters change the base's states by %g only", without);
+    CHECK_MSG(without > 1e-2, "%s: the fixture's adapters change the base's states by %g only", f->adapter, without);
     gc_text_encoder_free(&plain);
 
-    gc_text_encoder encoder = load_base();
+    gc_text_encoder encoder = load_folder(f->base);
     gc_lora_config config;
     char targets[256];
-    REQUIRE(gc_lora_load(ADAPTER, &encoder, &config, targets, sizeof targets) == GC_OK);
-    CHECK(config.r == 4 && config.alpha == 8 && config.dropout == 0.1);
+    REQUIRE(gc_lora_load(f->adapter, &encoder, &config, targets, sizeof targets) == GC_OK);
+    CHECK(config.r == f->r && config.alpha == f->alpha && config.dropout == f->dropout);
     CHECK(encoder.layers[1].attention.key.lora && encoder.layers[1].mlp.out.lora && encoder.layers[0].mlp.in.lora);
     double error = hidden_error(&encoder, reference);
-    CHECK_MSG(error <= 1e-5, "PEFT's hidden states differ by %g", error);
+    CHECK_MSG(error <= 1e-5, "%s: PEFT's hidden states differ by %g", f->adapter, error);
 
     /* what the engine saves, loaded back, is the same adapter */
     char parent[256], dir[300];
     output_folder(parent, sizeof parent);
     snprintf(dir, sizeof dir, "%s/adapter", parent);
     mkdir(dir, 0777);
-    REQUIRE(gc_lora_save(dir, &encoder, &config, BASE) == GC_OK);
-    gc_text_encoder again = load_base();
+    REQUIRE(gc_lora_save(dir, &encoder, &config, f->base) == GC_OK);
+    gc_text_encoder again = load_folder(f->base);
     gc_lora_config config_again;
     char targets_again[256];
     REQUIRE(gc_lora_load(dir, &again, &config_again, targets_again, sizeof targets_again) == GC_OK);
-    CHECK(config_again.r == 4 && config_again.alpha == 8 && config_again.dropout == 0.1 &&
+    CHECK(config_again.r == f->r && config_again.alpha == f->alpha && config_again.dropout == f->dropout &&
           !strcmp(targets_again, targets));
-    CHECK_MSG(hidden_error(&again, reference) == error, "the saved adapter computes another function");
+    CHECK_MSG(hidden_error(&again, reference) == error, "%s: the saved adapter computes another function", f->adapter);
     gc_safetensors *saved = NULL;
     char path[400];
     snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir);
     REQUIRE(gc_safetensors_open(path, &saved) == GC_OK);
-    CHECK(gc_safetensors_count(saved) == 2 * 2 * 6); /* A, B of query, key, value and 3 dense in 2 layers */
-    CHECK(has_entry(saved, "base_model.model.encoder.layer.0.attention.self.query.lora_A.weight"));
-    CHECK(has_entry(saved, "base_model.model.encoder.layer.1.output.dense.lora_B.weight"));
+    CHECK(gc_safetensors_count(saved) == f->tensors);
+    CHECK(has_entry(saved, f->first_name) && has_entry(saved, f->last_name));
     gc_safetensors_close(saved);
     gc_text_encoder_free(&again);
     remove_output(parent);
@@ -173,7 +195,8 @@ static void test_merge(void) {
 }
 
 int main(void) {
-    test_peft_parity();
+    check_peft_parity(&qwen2_fixture);
+    check_peft_parity(&bert_fixture); /* last: GC_LORA_KEEP's DIR/adapter is tiny_bert's */
     test_merge();
     test_refused();
     CHECK(gc_memory_get_stats(gc_cpu()).live_bytes == 0);

@@ -130,6 +130,7 @@ gc_status gc_dual_encoder_save(const gc_dual_encoder *model, const char *dir) {
 gc_status gc_dual_encoder_load(const char *path, int64_t max_length, gc_device device, gc_dual_encoder *model) {
     if (is_model_folder(path))
         return gc_dual_encoder_from_folder(model, path, max_length, GC_F32, device);
+    if (gc_is_lora_run(path)) return gc_dual_encoder_from_lora_run(model, path, max_length, GC_F32, device);
     char *file = gc_run_file(path, "model.safetensors");
     gc_status status = gc_model_file_load(file, device, model);
     free(file);

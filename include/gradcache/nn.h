@@ -101,8 +101,9 @@ gc_tensor *gc_linear_forward(const gc_linear *layer, const gc_tensor *x);
 void gc_linear_params(const gc_linear *layer, const char *prefix, gc_param_list *list);
 void gc_linear_free(gc_linear *layer);
 
-/* Gives `layer` an adapter of `config` (r, alpha, dropout; targets unused) in the base's dtype
- * and on its device, A drawn from `init`'s stream (NULL: A left 0, for an adapter to be
+/* Gives `layer` an adapter of `config` (r, alpha, dropout; targets unused) on the base's
+ * device, in the base's dtype or f32 over a 16-bit base (the base frozen as it is, the adapters
+ * learning in f32, as PEFT's), A drawn from `init`'s stream (NULL: A left 0, for an adapter to be
  * loaded), and freezes the base's weight and bias. A second adapter, a bad r or dropout stop
  * the program; GC_OK or an allocation error (the layer then unchanged). */
 gc_status gc_lora_attach(gc_linear *layer, const gc_lora_config *config, gc_generator *init);

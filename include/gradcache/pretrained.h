@@ -163,6 +163,10 @@ gc_status gc_lora_save(const char *dir, const gc_text_encoder *encoder, const gc
  * caller's to free. */
 gc_status gc_lora_load(const char *dir, gc_text_encoder *encoder, gc_lora_config *config, char *targets,
                        size_t targets_size);
+/* The base_model_name_or_path of the adapter folder `dir`'s adapter_config.json into `base`
+ * (size bytes): the model folder the adapters apply over (a train --lora-r run writes --init's
+ * path there). GC_ERR_IO or GC_ERR_FORMAT (absent, empty, not a string, too long). */
+gc_status gc_lora_base_model(const char *dir, char *base, size_t size);
 
 
 /* How gc_encode_texts_with encodes. */

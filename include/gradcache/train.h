@@ -363,6 +363,17 @@ gc_text_encoder *gc_dual_encoder_tower(gc_dual_encoder *model, int side); /* 0 q
  * gc_lora_load returns, or GC_ERR_CONFIG for a model of two towers. The model, adapters and
  * all, is the caller's to free either way. */
 gc_status gc_dual_encoder_add_adapter(gc_dual_encoder *model, const char *dir);
+/* Whether `path` is a folder that a train --lora-r run wrote (OUT, or OUT/best): an adapter/
+ * folder with its adapter_config.json, and no config.json of a model folder. */
+bool gc_is_lora_run(const char *path);
+/* Such a run folder's model: the base model folder its adapter names (base_model_name_or_path,
+ * --init's path as the run was given it) read as gc_dual_encoder_from_folder reads it, and the
+ * adapters over it. A base that is not there, or not a model folder, is GC_ERR_IO naming both
+ * folders; an adapter that does not fit that base GC_ERR_FORMAT; otherwise what
+ * gc_dual_encoder_from_folder and gc_dual_encoder_add_adapter return. Nothing is left
+ * allocated on failure. */
+gc_status gc_dual_encoder_from_lora_run(gc_dual_encoder *model, const char *run, int64_t max_length, gc_dtype dtype,
+                                        gc_device device);
 /* GC_ERR_CONFIG naming the folder's file when a side's prompt takes all of max_length tokens:
  * every text of that side would be cut away, its embeddings all alike. */
 gc_status gc_dual_encoder_check_prompts(const gc_dual_encoder *model);

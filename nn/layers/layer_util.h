@@ -99,10 +99,13 @@ gc_tensor *gc_linear_forward_with(const gc_linear *layer, const gc_tensor *x, bo
 /* gc_mlp_forward given the packing of x [N, dim] (or NULL), for its adapters' dropout. */
 gc_tensor *gc_mlp_forward_with(const gc_mlp *layer, const gc_tensor *x, bool training,
                                const gc_token_packing *packing);
-/* The adapter's part of an adapted Linear's output (lora.c): rows [n, in] -> [n, out],
- * (alpha / r) B A dropout(rows); rows packed by `packing` or NULL, as gc_linear_forward_with. */
-gc_tensor *gc_lora_update(const gc_lora *lora, const gc_tensor *rows, bool training,
-                          const gc_token_packing *packing);
+/* An adapted Linear's output (lora.c): y [n, out], its base's output for rows [n, in], plus
+ * (alpha / r) B A dropout(rows), in y's dtype; rows packed by `packing` or NULL, as
+ * gc_linear_forward_with. Takes y's reference (NULL flows through). */
+gc_tensor *gc_lora_add(const gc_lora *lora, gc_tensor *y, const gc_tensor *rows, bool training,
+                       const gc_token_packing *packing);
+/* The adapters' dtype over a base of `base`: f32 over a 16-bit base, the base's otherwise. */
+gc_dtype gc_lora_dtype(gc_dtype base);
 void gc_lora_params(const gc_lora *lora, const char *prefix, gc_param_list *list);
 void gc_lora_free(gc_lora *lora);
 

@@ -33,11 +33,7 @@ gc_tensor *gc_linear_forward_with(const gc_linear *layer, const gc_tensor *x /* 
     gc_tensor *rows = gc_reshape(x, GC_SHAPE(gc_numel(x) / in, in));
     gc_tensor *y = layer->bias ? gc_matmul_bias(rows, layer->weight, layer->bias, false, true)
                                : gc_matmul(rows, layer->weight, false, true); /* [rows, out] */
-    if (layer->lora) {
-        gc_tensor *update = gc_lora_update(layer->lora, rows, training, packing); /* [rows, out] */
-        y = gc_nn_then(y, gc_add(y, update));
-        gc_tensor_release(update);
-    }
+    if (layer->lora) y = gc_lora_add(layer->lora, y, rows, training, packing);
     gc_tensor_release(rows);
     return gc_nn_then(y, gc_reshape(y, x->ndim, shape));
 }

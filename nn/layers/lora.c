@@ -1,6 +1,8 @@
 /* LoRA (Hu et al. 2021) as PEFT computes it: an adapted Linear adds (alpha / r) B A dropout(x)
  * to its frozen base's output. Only A and B learn, so a step's gradients, optimizer state and
- * reductions are the adapters' alone. */
+ * reductions are the adapters' alone. Over a 16-bit base the adapters are f32, as PEFT keeps
+ * them (autocast_adapter_dtype): the frozen base needs no f32 master copy, and the adapters'
+ * small updates are not lost to bf16's 8-bit mantissa. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -12,7 +14,7 @@ gc_status gc_lora_attach(gc_linear *layer, const gc_lora_config *config, gc_gene
     gc_nn_check_sizes("lora_attach", config->r, layer->weight->shape[1], layer->weight->dtype);
     gc_nn_check_dropout("lora_attach", config->dropout);
     int64_t out = layer->weight->shape[0], in = layer->weight->shape[1];
-    gc_dtype dtype = layer->weight->dtype;
+    gc_dtype dtype = gc_lora_dtype(layer->weight->dtype);
     gc_device device = layer->weight->device;
     gc_lora *lora = calloc(1, sizeof *lora);
     if (!lora) gc_fatal("lora_attach: out of host memory");
@@ -38,12 +40,36 @@ gc_status gc_lora_attach(gc_linear *layer, const gc_lora_config *config, gc_gene
     return GC_OK;
 }
 
-gc_tensor *gc_lora_update(const gc_lora *lora, const gc_tensor *rows /* [n, in] */, bool training,
-                          const gc_token_packing *packing) {
-    gc_tensor *dropped = gc_tokens_dropout(rows, lora->dropout, training, packing);
+gc_dtype gc_lora_dtype(gc_dtype base) { return gc_dtype_size(base) == 2 ? GC_F32 : base; }
+
+/* x converted to `dtype` (a new reference to x itself when it has it already; NULL to NULL). */
+static gc_tensor *as_dtype(const gc_tensor *x, gc_dtype dtype) {
+    if (!x) return NULL;
+    return x->dtype == dtype ? gc_tensor_retain((gc_tensor *)x) : gc_cast(x, dtype);
+}
+
+/* (alpha / r) B A dropout(rows) [n, out], in the adapter's dtype */
+static gc_tensor *lora_update(const gc_lora *lora, const gc_tensor *rows /* [n, in] */, bool training,
+                              const gc_token_packing *packing) {
+    gc_tensor *wide = as_dtype(rows, lora->a->dtype);
+    gc_tensor *dropped = gc_nn_then(wide, gc_tokens_dropout(wide, lora->dropout, training, packing));
     gc_tensor *low = gc_nn_then(dropped, gc_matmul(dropped, lora->a, false, true)); /* [n, r] */
     gc_tensor *update = gc_nn_then(low, gc_matmul(low, lora->b, false, true));      /* [n, out] */
     return gc_nn_then(update, gc_mul_scalar(update, lora->scale));
+}
+
+gc_tensor *gc_lora_add(const gc_lora *lora, gc_tensor *y /* [n, out] */, const gc_tensor *rows /* [n, in] */,
+                       bool training, const gc_token_packing *packing) {
+    if (!y) return NULL;
+    gc_dtype dtype = y->dtype;
+    gc_tensor *update = lora_update(lora, rows, training, packing); /* [n, out] */
+    /* over a 16-bit base the sum is the adapter's f32, rounded once, as PEFT's
+     * (result + lora_B(lora_A(x)) * scaling).to(result's dtype) */
+    gc_tensor *wide = gc_nn_then(y, as_dtype(y, lora->a->dtype));
+    gc_tensor *sum = gc_add(wide, update);
+    gc_tensor_release(wide);
+    gc_tensor_release(update);
+    return gc_nn_then(sum, as_dtype(sum, dtype));
 }
 
 gc_status gc_lora_merge(gc_linear *layer) {
@@ -51,7 +77,8 @@ gc_status gc_lora_merge(gc_linear *layer) {
     const gc_lora *lora = layer->lora;
     bool previous = gc_set_grad_enabled(false);
     gc_tensor *product = gc_matmul(lora->b, lora->a, false, false); /* [out, in] */
-    gc_tensor *delta = gc_nn_then(product, gc_mul_scalar(product, lora->scale));
+    gc_tensor *scaled = gc_nn_then(product, gc_mul_scalar(product, lora->scale));
+    gc_tensor *delta = gc_nn_then(scaled, as_dtype(scaled, layer->weight->dtype));
     gc_status status = delta ? gc_add_inplace(layer->weight, delta) : gc_last_status();
     gc_set_grad_enabled(previous);
     gc_tensor_release(delta);

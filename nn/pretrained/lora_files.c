@@ -169,3 +169,19 @@ gc_status gc_lora_load(const char *dir, gc_text_encoder *encoder, gc_lora_config
     gc_safetensors_close(file);
     return status;
 }
+
+gc_status gc_lora_base_model(const char *dir, char *base, size_t size) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/adapter_config.json", dir);
+    gc_json *config = NULL;
+    gc_status status = gc_json_file_read(path, CONFIG_MAX_BYTES, &config);
+    if (status != GC_OK) return status;
+    const gc_json *name = config->type == GC_JSON_OBJECT ? gc_json_member(config, "base_model_name_or_path") : NULL;
+    if (!name || name->type != GC_JSON_STRING || !name->string[0])
+        status = gc_json_file_error(path, "no \"base_model_name_or_path\": the base model the adapters apply over "
+                                          "is not named");
+    else if (snprintf(base, size, "%s", name->string) >= (int)size)
+        status = gc_json_file_error(path, "\"base_model_name_or_path\" is longer than %zu characters", size - 1);
+    gc_json_free(config);
+    return status;
+}
