@@ -4,9 +4,11 @@
  * where they round twice), for every layout of the bias; its gradient against finite
  * differences, and bit for bit the composed ops' (the CPU's fused softmax backward; the cpu
  * suite runs this program again with GC_COMPOSED_OPS=1, without it), with any number of
- * threads; a masked key's probability exactly 0; and the refusals. */
+ * threads; the f32 row's AVX2 build bit for bit the portable one's; a masked key's
+ * probability exactly 0; and the refusals. */
 #include "check.h"
 #include "gradcheck.h"
+#include "tensor/cpu/kernels_cpu.h"
 #include "values.h"
 
 enum { B = 2, H = 3, Q = 4, C = 5 };
@@ -144,6 +146,41 @@ static void test_gradient_equals_composed(void) {
     gc_set_cpu_threads(1);
 }
 
+/* Every instruction set's f32 row gives the portable build's bits: rows of 1 to 300 keys
+ * (odd lengths leave a vector's tail; 300 is more than one chunk of the sum), staged (a
+ * scale, a bias) or not, with masked keys (-10000), values whose exps underflow, and rows
+ * holding a nan or an infinity. */
+static void test_row_variants(void) {
+    enum { MAX_COLS = 300 };
+    const size_t columns[] = {1, 3, 8, 13, 33, MAX_COLS};
+    static float x[MAX_COLS], bias[MAX_COLS], want[MAX_COLS], got[MAX_COLS];
+    uint64_t state = 12345;
+    for (int kind = 0; kind < 4; kind++)
+        for (size_t c = 0; c < sizeof columns / sizeof *columns; c++) {
+            size_t cols = columns[c];
+            for (size_t j = 0; j < cols; j++) {
+                state = state * 6364136223846793005u + 1442695040888963407u;
+                x[j] = (float)((double)(state >> 40) / (double)(1u << 24) * 60.0 - 30.0); /* [-30, 30) */
+                bias[j] = j % 5 == 4 ? -10000.0f : (float)(j % 3) * 0.25f;
+            }
+            if (kind == 2) x[cols / 2] = NAN;
+            if (kind == 3) x[cols - 1] = INFINITY;
+            for (int staged = 0; staged < 2; staged++)
+                for (int with_bias = 0; with_bias < 2; with_bias++) {
+                    const float *b = with_bias ? bias : NULL, by = kind == 1 ? 1.0f : (float)scale;
+                    bool stage = staged || with_bias;
+                    gc_cpu_softmax_row_f32_on(GC_ISA_PORTABLE, x, b, by, stage, want, cols);
+                    for (gc_cpu_isa isa = GC_ISA_PORTABLE + 1; isa < GC_ISA_COUNT; isa++) {
+                        if (!gc_cpu_isa_available(isa)) continue;
+                        gc_cpu_softmax_row_f32_on(isa, x, b, by, stage, got, cols);
+                        CHECK_MSG(memcmp(want, got, cols * sizeof *got) == 0,
+                                  "isa %d, kind %d, %zu columns, staged %d, bias %d", (int)isa, kind, cols, stage,
+                                  with_bias);
+                    }
+                }
+        }
+}
+
 /* --- refusals ------------------------------------------------------------------------------ */
 
 static void call_wrong_bias(void *arg) {
@@ -186,6 +223,7 @@ int main(void) {
     GC_TEST_CASE(test_masked_key);
     GC_TEST_CASE(test_gradient);
     GC_TEST_CASE(test_gradient_equals_composed);
+    GC_TEST_CASE(test_row_variants);
     GC_TEST_CASE(test_refusals);
     return gc_test_result();
 }
