@@ -96,39 +96,12 @@ static bool save_softmax(gc_node *node, const gc_op_record *record) {
     return true;
 }
 
-static gc_tensor *softmax_input_grad(const gc_tensor *y, const gc_tensor *g, bool log) {
-    gc_tensor *result;
-    if (log) {
-        gc_tensor *softmax = gc_exp(y);
-        gc_tensor *total = gc_sum_last(g, true);
-        gc_tensor *share = gc_mul(softmax, total);
-        result = gc_sub(g, share);
-        gc_tensor_release(softmax);
-        gc_tensor_release(total);
-        gc_tensor_release(share);
-    } else {
-        gc_tensor *gy = gc_mul(g, y);
-        gc_tensor *total = gc_sum_last(gy, true);
-        gc_tensor *centred = gc_sub(g, total);
-        result = gc_mul(y, centred);
-        gc_tensor_release(gy);
-        gc_tensor_release(total);
-        gc_tensor_release(centred);
-    }
-    return result;
-}
-
 static bool backward_softmax(gc_node *node, gc_tensor *g, gc_tensor **grad_inputs) {
     if (node->n_inputs > 1 && gc_rule_needs(node, 1))
         gc_fatal("softmax_scaled: the bias is a constant mask with no gradient (it requires one)");
     double scale = node->record.params.softmax.scale;
     gc_tensor *y = gc_to_working(node->saved[0]), *working_g = gc_to_working(g);
-    gc_tensor *dx = softmax_input_grad(y, working_g, node->record.params.softmax.log);
-    if (scale != 1.0 && dx) {
-        gc_tensor *scaled = gc_mul_scalar(dx, scale);
-        gc_tensor_release(dx);
-        dx = scaled;
-    }
+    gc_tensor *dx = gc_softmax_backward(y, working_g, node->record.params.softmax.log, scale);
     grad_inputs[0] = gc_rule_narrow(dx, node->inputs[0].dtype);
     gc_tensor_release(y);
     gc_tensor_release(working_g);

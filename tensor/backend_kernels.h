@@ -129,7 +129,12 @@
      * gamma [cols] or NULL; dx NULL when not wanted; g_xhat [rows, cols] or NULL gets                              \
      * g (x - mean) rstd, whose column sums are gamma's gradient. */                                                \
     X(layernorm_backward, (const void *x, const void *gamma, const void *g, void *dx, void *g_xhat, size_t rows,    \
-                           size_t cols, double eps, gc_dtype dtype))
+                           size_t cols, double eps, gc_dtype dtype))                                                \
+    /* The input gradient of a softmax of scale x + bias from its output y and g [rows, cols] of                    \
+     * a working dtype (f32, f64): dx = scale y (g - sum(g y)), one pass per row, each                              \
+     * intermediate rounded as the composed ops (mul, sum_last, sub, mul, mul_scalar) round it. */                  \
+    X(softmax_backward, (const void *y, const void *g, void *dx, size_t rows, size_t cols, double scale,            \
+                         gc_dtype dtype))
 
 /* Packing a weight once for many products (tensor/packed.c): a backend whose GEMM multiplies
  * packed panels of op(b) has both, the others neither (CUDA: cuBLAS takes op(b) as it lies).

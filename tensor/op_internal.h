@@ -30,6 +30,12 @@ gc_tensor *gc_embedding_backward(const gc_tensor *grad_out, const gc_tensor *ids
 bool gc_layernorm_backward(const gc_tensor *x, const gc_tensor *gamma, const gc_tensor *g, double eps,
                            gc_tensor **dx, gc_tensor **g_xhat);
 
+/* The input gradient of a softmax (log: a log-softmax) of scale x + bias from its output y and
+ * g [..., cols] of one working dtype (f32, f64) on one device: scale y (g - sum(g y)), or
+ * scale (g - e^y sum(g)). The backend's fused kernel where it has one (a softmax's), else
+ * composed of ops; the same bits either way. NULL when out of memory, the error set. */
+gc_tensor *gc_softmax_backward(const gc_tensor *y, const gc_tensor *g, bool log, double scale);
+
 /* The gradients of rmsnorm from x and g [..., cols] of one float dtype on one device and
  * weight [cols] or NULL, for the pointers that are not NULL: *dx of x's dtype, *g_xhat = g x
  * rstd of its working dtype (f32 for f16 and bf16), whose sums over rows are the weight's

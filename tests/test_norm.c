@@ -1,6 +1,8 @@
 /* Layer normalisation on the CPU against hand-computed values: the normalised rows, the
- * saved mean and rstd, gamma and beta, eps, the dtypes, the errors. */
+ * saved mean and rstd, gamma and beta, eps, the dtypes, the errors; and the f32 rows' AVX2
+ * build, forward and backward, bit for bit the portable one's. */
 #include "check.h"
+#include "tensor/cpu/kernels_cpu.h"
 #include "values.h"
 
 /* A result computed in double and rounded once to f32 (y, and the saved mean and rstd,
@@ -262,6 +264,43 @@ static void test_allocation_failure(void) {
     gc_tensor_release(x);
 }
 
+/* Every instruction set's f32 rows give the portable build's bits, forward (y, mean, rstd)
+ * and backward (dx, g_xhat), with and without gamma and beta, at rows of 1 to 300 (odd
+ * lengths leave a vector's tail; 300 is more than one chunk of the sums) whose mean is large
+ * against their spread. */
+static void test_row_variants(void) {
+    enum { MAX_COLS = 300 };
+    const size_t columns[] = {1, 3, 13, 64, 67, MAX_COLS};
+    static float x[MAX_COLS], gamma[MAX_COLS], beta[MAX_COLS], g[MAX_COLS];
+    static float want[3][MAX_COLS], got[3][MAX_COLS];
+    uint64_t state = 777;
+    for (size_t c = 0; c < sizeof columns / sizeof *columns; c++) {
+        size_t cols = columns[c];
+        for (size_t j = 0; j < cols; j++) {
+            state = state * 6364136223846793005u + 1442695040888963407u;
+            double u = (double)(state >> 40) / (double)(1u << 24); /* [0, 1) */
+            x[j] = (float)(100.0 + 4.0 * u), g[j] = (float)(1.0 - 2.0 * u);
+            gamma[j] = (float)(0.5 + u), beta[j] = (float)(u - 0.25);
+        }
+        for (int params = 0; params < 2; params++) {
+            const float *gm = params ? gamma : NULL, *bt = params ? beta : NULL;
+            double want_stats[2], got_stats[2];
+            gc_cpu_layernorm_row_f32_on(GC_ISA_PORTABLE, x, gm, bt, want[0], cols, EPS, &want_stats[0],
+                                        &want_stats[1]);
+            gc_cpu_layernorm_grad_row_f32_on(GC_ISA_PORTABLE, x, gm, g, want[1], want[2], cols, EPS);
+            for (gc_cpu_isa isa = GC_ISA_PORTABLE + 1; isa < GC_ISA_COUNT; isa++) {
+                if (!gc_cpu_isa_available(isa)) continue;
+                gc_cpu_layernorm_row_f32_on(isa, x, gm, bt, got[0], cols, EPS, &got_stats[0], &got_stats[1]);
+                gc_cpu_layernorm_grad_row_f32_on(isa, x, gm, g, got[1], got[2], cols, EPS);
+                for (int k = 0; k < 3; k++)
+                    CHECK_MSG(memcmp(want[k], got[k], cols * sizeof(float)) == 0,
+                              "isa %d, %zu columns, params %d, output %d", (int)isa, cols, params, k);
+                CHECK(memcmp(want_stats, got_stats, sizeof got_stats) == 0);
+            }
+        }
+    }
+}
+
 int main(void) {
     test_hand_values();
     test_gamma_beta();
@@ -274,5 +313,6 @@ int main(void) {
     test_fatal_errors();
     test_null_chaining();
     test_allocation_failure();
+    test_row_variants();
     return gc_test_result();
 }

@@ -2,9 +2,13 @@
  * the ops it replaces (mul_scalar, a broadcast add, softmax) bit for bit in f32 and f64 (it
  * rounds the scaled, biased row as they do), close in f16 and bf16 (it rounds that row once
  * where they round twice), for every layout of the bias; its gradient against finite
- * differences; a masked key's probability exactly 0; and the refusals. */
+ * differences, and bit for bit the composed ops' (the CPU's fused softmax backward; the cpu
+ * suite runs this program again with GC_COMPOSED_OPS=1, without it), with any number of
+ * threads; the f32 row's AVX2 build bit for bit the portable one's; a masked key's
+ * probability exactly 0; and the refusals. */
 #include "check.h"
 #include "gradcheck.h"
+#include "tensor/cpu/kernels_cpu.h"
 #include "values.h"
 
 enum { B = 2, H = 3, Q = 4, C = 5 };
@@ -90,6 +94,93 @@ static void test_gradient(void) {
     }
 }
 
+/* The softmax's input gradient as the ops compose it: scale y (g - sum(g y)). */
+static gc_tensor *composed_input_grad(const gc_tensor *y, const gc_tensor *g, double by) {
+    gc_tensor *gy = gc_mul(g, y), *total = gc_sum_last(gy, true), *centred = gc_sub(g, total);
+    gc_tensor *dx = gc_mul(y, centred), *scaled = by == 1.0 ? gc_tensor_retain(dx) : gc_mul_scalar(dx, by);
+    RELEASE(gy, total, centred, dx);
+    return scaled;
+}
+
+/* x's gradient through gc_backward from g, with `threads` threads. */
+static gc_tensor *backward_grad(const gc_tensor *x_values, const gc_tensor *bias, const gc_tensor *g, double by,
+                                int threads, gc_tensor **y_out) {
+    gc_set_cpu_threads(threads);
+    gc_tensor *x = gc_clone(x_values);
+    REQUIRE(x);
+    gc_set_requires_grad(x, true);
+    gc_tensor *y = gc_softmax_scaled(x, by, bias);
+    REQUIRE(y && gc_backward(&y, (gc_tensor *[]){(gc_tensor *)g}, 1) == GC_OK);
+    gc_tensor *grad = gc_tensor_retain(gc_grad(x));
+    *y_out = y;
+    gc_tensor_release(x);
+    return grad;
+}
+
+/* The backward bit for bit the composed ops', in f32 and f64, at rows of one key, of a few,
+ * of attention's 32 (plus one: not a multiple of the sum's four lanes) and longer than one
+ * chunk of the row kernels (256), scale 1 (no product) or not; 1 and 3 threads alike. */
+static void test_gradient_equals_composed(void) {
+    const gc_dtype dtypes[] = {GC_F32, GC_F64};
+    const int64_t columns[] = {1, 5, 33, 300};
+    const double scales[] = {1.0, scale};
+    for (int d = 0; d < 2; d++)
+        for (int c = 0; c < 4; c++)
+            for (int s = 0; s < 2; s++) {
+                int64_t shape[4] = {B, H, Q, columns[c]}, bias_shape[4] = {B, 1, 1, columns[c]};
+                gc_tensor *x = gc_test_random_in(4, shape, dtypes[d], -4, 4, 60 + (uint64_t)c);
+                gc_tensor *g = gc_test_random_in(4, shape, dtypes[d], -1, 1, 70 + (uint64_t)c);
+                gc_tensor *bias = gc_test_random_in(4, bias_shape, dtypes[d], -2, 2, 80 + (uint64_t)c);
+                gc_tensor *y = NULL, *y3 = NULL;
+                gc_tensor *got = backward_grad(x, bias, g, scales[s], 1, &y);
+                gc_tensor *got3 = backward_grad(x, bias, g, scales[s], 3, &y3);
+                gc_tensor *want = composed_input_grad(y, g, scales[s]);
+                REQUIRE(got && got3 && want);
+                char what[96];
+                snprintf(what, sizeof what, "%s, %lld columns, scale %g", gc_dtype_name(dtypes[d]),
+                         (long long)columns[c], scales[s]);
+                gc_test_expect_close(want, got, 0, 0, what);
+                gc_test_expect_close(got, got3, 0, 0, what);
+                RELEASE(x, g, bias, y, y3, got, got3, want);
+            }
+    gc_set_cpu_threads(1);
+}
+
+/* Every instruction set's f32 row gives the portable build's bits: rows of 1 to 300 keys
+ * (odd lengths leave a vector's tail; 300 is more than one chunk of the sum), staged (a
+ * scale, a bias) or not, with masked keys (-10000), values whose exps underflow, and rows
+ * holding a nan or an infinity. */
+static void test_row_variants(void) {
+    enum { MAX_COLS = 300 };
+    const size_t columns[] = {1, 3, 8, 13, 33, MAX_COLS};
+    static float x[MAX_COLS], bias[MAX_COLS], want[MAX_COLS], got[MAX_COLS];
+    uint64_t state = 12345;
+    for (int kind = 0; kind < 4; kind++)
+        for (size_t c = 0; c < sizeof columns / sizeof *columns; c++) {
+            size_t cols = columns[c];
+            for (size_t j = 0; j < cols; j++) {
+                state = state * 6364136223846793005u + 1442695040888963407u;
+                x[j] = (float)((double)(state >> 40) / (double)(1u << 24) * 60.0 - 30.0); /* [-30, 30) */
+                bias[j] = j % 5 == 4 ? -10000.0f : (float)(j % 3) * 0.25f;
+            }
+            if (kind == 2) x[cols / 2] = NAN;
+            if (kind == 3) x[cols - 1] = INFINITY;
+            for (int staged = 0; staged < 2; staged++)
+                for (int with_bias = 0; with_bias < 2; with_bias++) {
+                    const float *b = with_bias ? bias : NULL, by = kind == 1 ? 1.0f : (float)scale;
+                    bool stage = staged || with_bias;
+                    gc_cpu_softmax_row_f32_on(GC_ISA_PORTABLE, x, b, by, stage, want, cols);
+                    for (gc_cpu_isa isa = GC_ISA_PORTABLE + 1; isa < GC_ISA_COUNT; isa++) {
+                        if (!gc_cpu_isa_available(isa)) continue;
+                        gc_cpu_softmax_row_f32_on(isa, x, b, by, stage, got, cols);
+                        CHECK_MSG(memcmp(want, got, cols * sizeof *got) == 0,
+                                  "isa %d, kind %d, %zu columns, staged %d, bias %d", (int)isa, kind, cols, stage,
+                                  with_bias);
+                    }
+                }
+        }
+}
+
 /* --- refusals ------------------------------------------------------------------------------ */
 
 static void call_wrong_bias(void *arg) {
@@ -131,6 +222,8 @@ int main(void) {
     GC_TEST_CASE(test_equals_composed);
     GC_TEST_CASE(test_masked_key);
     GC_TEST_CASE(test_gradient);
+    GC_TEST_CASE(test_gradient_equals_composed);
+    GC_TEST_CASE(test_row_variants);
     GC_TEST_CASE(test_refusals);
     return gc_test_result();
 }

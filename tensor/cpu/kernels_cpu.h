@@ -27,6 +27,18 @@ void gc_cpu_gelu_erf_on(gc_cpu_isa isa, bool derivative, const float *x, float *
 /* g [n] times the f32 gelu (erf form)'s derivative at x [n], into dx, with the loop of
  * `isa` (all give the same bits), on the calling thread: for tests. */
 void gc_cpu_gelu_erf_grad_on(gc_cpu_isa isa, const float *x, const float *g, float *dx, size_t n);
+/* reduce_cpu.c: softmax_cpu.h's f32 row of gc_softmax_scaled (bias [cols] or NULL; staged
+ * when scale != 1 or a bias) with the build of `isa` (all give the same bits), on the
+ * calling thread: for tests. */
+void gc_cpu_softmax_row_f32_on(gc_cpu_isa isa, const float *x, const float *bias, float scale, bool staged, float *y,
+                               size_t cols);
+/* layernorm_cpu.c: layernorm_cpu.h's f32 rows, forward (its mean and rstd returned) and
+ * backward (dx, g_xhat or NULL), with the build of `isa` (all give the same bits), on the
+ * calling thread: for tests. */
+void gc_cpu_layernorm_row_f32_on(gc_cpu_isa isa, const float *x, const float *gamma, const float *beta, float *y,
+                                 size_t cols, double eps, double *mean, double *rstd);
+void gc_cpu_layernorm_grad_row_f32_on(gc_cpu_isa isa, const float *x, const float *gamma, const float *g, float *dx,
+                                      float *g_xhat, size_t cols, double eps);
 
 /* matmul_cpu.c's gc_cpu_matmul takes the BLAS when the build has one and GC_BLAS is not 0,
  * else the own GEMM on the selected instruction set; a weight's products (args->b_is_weight)

@@ -3,32 +3,14 @@
  * whose mean is large against their spread), then
  * y = (x - mean) * rstd * gamma + beta, rstd = 1 / sqrt(var + eps), computed in double
  * and rounded once into x's dtype. mean and rstd [rows], when asked for, are saved as
- * f32 for a backward pass. */
+ * f32 for a backward pass. The f32 rows, forward and backward, are layernorm_cpu.h's, built for
+ * AVX2 too and chosen at run time. */
 #include <math.h>
 
 #include "kernels_cpu.h"
+#include "layernorm_cpu.h"
 #include "rows_cpu.h"
 #include "thread_pool.h"
-
-/* sum over the row x[first .. first + cols) of (x - mean)^2 */
-static double squared_deviation(const void *x, gc_dtype dtype, size_t first, size_t cols, double mean) {
-    double chunk[GC_CPU_CHUNK], lanes[GC_SUM_LANES] = {0};
-    for (size_t start = 0; start < cols; start += GC_CPU_CHUNK) {
-        size_t len = gc_chunk_len(cols, start);
-        gc_load_span(x, dtype, first + start, len, chunk);
-        for (size_t j = 0; j < len; j++) chunk[j] = (chunk[j] - mean) * (chunk[j] - mean);
-        gc_add_to_lanes(chunk, len, lanes);
-    }
-    return gc_lanes_total(lanes);
-}
-
-/* The mean of the row x[first .. first + cols) and 1 / sqrt(variance + eps), in double. */
-static void row_statistics(const void *x, gc_dtype dtype, size_t first, size_t cols, double eps, double *mean,
-                           double *rstd) {
-    *mean = gc_sum_span(x, dtype, first, cols) / (double)cols;
-    double variance = squared_deviation(x, dtype, first, cols, *mean) / (double)cols;
-    *rstd = 1.0 / sqrt(variance + eps);
-}
 
 /* out = param[start .. start + len), or `absent` throughout when param is NULL (no gamma
  * means 1, no beta 0). */
@@ -54,14 +36,28 @@ static void normalize_row(const void *x, const void *gamma, const void *beta, vo
     }
 }
 
-/* normalize_row for f32 rows, straight from and to the floats in one loop: the same double
- * arithmetic, so the same bits, without the chunk conversions. */
-static void normalize_row_f32(const float *x, const float *gamma, const float *beta, float *y, size_t cols,
-                              double mean, double rstd) {
-    for (size_t j = 0; j < cols; j++) {
-        double scale = gamma ? gamma[j] : 1.0, shift = beta ? beta[j] : 0.0;
-        y[j] = (float)(((double)x[j] - mean) * rstd * scale + shift);
+void gc_cpu_layernorm_row_f32_on(gc_cpu_isa isa, const float *x, const float *gamma, const float *beta, float *y,
+                                 size_t cols, double eps, double *mean, double *rstd) {
+#ifdef GC_HAVE_X86_KERNELS
+    if (isa >= GC_ISA_AVX2) {
+        gc_layernorm_row_f32_avx2(x, gamma, beta, y, cols, eps, mean, rstd);
+        return;
     }
+#endif
+    (void)isa;
+    gc_layernorm_row_f32(x, gamma, beta, y, cols, eps, mean, rstd);
+}
+
+void gc_cpu_layernorm_grad_row_f32_on(gc_cpu_isa isa, const float *x, const float *gamma, const float *g, float *dx,
+                                      float *g_xhat, size_t cols, double eps) {
+#ifdef GC_HAVE_X86_KERNELS
+    if (isa >= GC_ISA_AVX2) {
+        gc_layernorm_grad_row_f32_avx2(x, gamma, g, dx, g_xhat, cols, eps);
+        return;
+    }
+#endif
+    (void)isa;
+    gc_layernorm_grad_row_f32(x, gamma, g, dx, g_xhat, cols, eps);
 }
 
 typedef struct layernorm_job {
@@ -77,14 +73,17 @@ typedef struct layernorm_job {
 static void layernorm_rows(void *arg, int64_t begin, int64_t end) {
     const layernorm_job *job = arg;
     size_t cols = job->cols;
+    gc_cpu_isa isa = gc_cpu_isa_selected();
     for (size_t row = (size_t)begin; row < (size_t)end; row++) {
         size_t first = row * cols;
         double row_mean, row_rstd;
-        row_statistics(job->x, job->dtype, first, cols, job->eps, &row_mean, &row_rstd);
-        if (job->dtype == GC_F32)
-            normalize_row_f32((const float *)job->x + first, job->gamma, job->beta, (float *)job->y + first, cols,
-                              row_mean, row_rstd);
-        else normalize_row(job->x, job->gamma, job->beta, job->y, first, cols, row_mean, row_rstd, job->dtype);
+        if (job->dtype == GC_F32) {
+            gc_cpu_layernorm_row_f32_on(isa, (const float *)job->x + first, job->gamma, job->beta,
+                                        (float *)job->y + first, cols, job->eps, &row_mean, &row_rstd);
+        } else {
+            gc_layernorm_statistics(job->x, job->dtype, first, cols, job->eps, &row_mean, &row_rstd);
+            normalize_row(job->x, job->gamma, job->beta, job->y, first, cols, row_mean, row_rstd, job->dtype);
+        }
         if (job->mean) job->mean[row] = (float)row_mean;
         if (job->rstd) job->rstd[row] = (float)row_rstd;
     }
@@ -148,45 +147,20 @@ static void layernorm_grad_row(const layernorm_grad_job *job, size_t first, doub
     }
 }
 
-/* layernorm_grad_row for an f32 row, each pass one loop over the floats: the same double
- * arithmetic in the same order (the same bits) without the chunk conversions and the
- * passes over them, which took most of the generic row's time. */
-static void layernorm_grad_row_f32(const layernorm_grad_job *job, size_t first, double mean, double rstd) {
-    size_t cols = job->cols;
-    const float *x = (const float *)job->x + first, *g = (const float *)job->g + first, *gamma = job->gamma;
-    float *g_xhat = job->g_xhat ? (float *)job->g_xhat + first : NULL;
-    double dxhat[GC_CPU_CHUNK], product[GC_CPU_CHUNK];
-    double dxhat_lanes[GC_SUM_LANES] = {0}, product_lanes[GC_SUM_LANES] = {0};
-    for (size_t start = 0; start < cols; start += GC_CPU_CHUNK) {
-        size_t len = gc_chunk_len(cols, start);
-        for (size_t j = 0; j < len; j++) {
-            size_t i = start + j;
-            double xhat = ((double)x[i] - mean) * rstd, scale = gamma ? gamma[i] : 1.0;
-            if (g_xhat) g_xhat[i] = (float)((double)g[i] * xhat);
-            dxhat[j] = (double)g[i] * scale;
-            product[j] = xhat * dxhat[j];
-        }
-        gc_add_to_lanes(dxhat, len, dxhat_lanes);
-        gc_add_to_lanes(product, len, product_lanes);
-    }
-    if (!job->dx) return;
-    double mean_dxhat = gc_lanes_total(dxhat_lanes) / (double)cols;
-    double mean_dxhat_xhat = gc_lanes_total(product_lanes) / (double)cols;
-    float *dx = (float *)job->dx + first;
-    for (size_t i = 0; i < cols; i++) {
-        double xhat = ((double)x[i] - mean) * rstd, scale = gamma ? gamma[i] : 1.0;
-        dx[i] = (float)(rstd * ((double)g[i] * scale - mean_dxhat - xhat * mean_dxhat_xhat));
-    }
-}
-
 static void layernorm_grad_rows(void *arg, int64_t begin, int64_t end) {
     const layernorm_grad_job *job = arg;
+    gc_cpu_isa isa = gc_cpu_isa_selected();
     for (size_t row = (size_t)begin; row < (size_t)end; row++) {
         size_t first = row * job->cols;
+        if (job->dtype == GC_F32) {
+            gc_cpu_layernorm_grad_row_f32_on(isa, (const float *)job->x + first, job->gamma,
+                                             (const float *)job->g + first, job->dx ? (float *)job->dx + first : NULL,
+                                             job->g_xhat ? (float *)job->g_xhat + first : NULL, job->cols, job->eps);
+            continue;
+        }
         double mean, rstd;
-        row_statistics(job->x, job->dtype, first, job->cols, job->eps, &mean, &rstd);
-        if (job->dtype == GC_F32) layernorm_grad_row_f32(job, first, mean, rstd);
-        else layernorm_grad_row(job, first, mean, rstd);
+        gc_layernorm_statistics(job->x, job->dtype, first, job->cols, job->eps, &mean, &rstd);
+        layernorm_grad_row(job, first, mean, rstd);
     }
 }
 

@@ -16,12 +16,14 @@
  * The one exception to double throughout is the f32 softmax (attention's, the hot one): its
  * exps are taken in float by the library's branch-free exp (erf_cpu.h, within 1 ulp), which
  * vectorises, where libm's double exp is a call per element with a slow path for the
- * underflows a masked row is full of. Its sum is still in double. */
+ * underflows a masked row is full of. Its sum is still in double. That row is softmax_cpu.h's,
+ * built for AVX2 too and chosen at run time. */
 #include <math.h>
 
 #include "erf_cpu.h"
 #include "kernels_cpu.h"
 #include "rows_cpu.h"
+#include "softmax_cpu.h"
 #include "thread_pool.h"
 
 /* The max of the row x[first .. first + cols) (cols >= 1), and in *index the position
@@ -182,36 +184,13 @@ static void softmax_row(const void *x, void *y, size_t first, size_t cols, gc_dt
     }
 }
 
-/* softmax of one f32 row x, y [cols]: x - max and its exp in float, the exps kept in y,
- * their sum in double lanes, and each exp times the sum's reciprocal in double (a multiply
- * where a divide would take most of the time; in double, the reciprocal's rounding is far
- * below the float result's) rounded once. The
- * max skips a nan, which then reaches every output through its exp and the sum; a max of
- * +inf or -inf gives inf - inf = nan the same way. */
-static void softmax_row_f32(const float *x, float *y, size_t cols) {
-    float max = -INFINITY;
-    for (size_t j = 0; j < cols; j++) max = x[j] > max ? x[j] : max;
-    for (size_t j = 0; j < cols; j++) y[j] = gc_exp_nonpositive_f32(x[j] - max);
-    double inverse_sum = 1.0 / gc_sum_span(y, GC_F32, 0, cols);
-    for (size_t j = 0; j < cols; j++) y[j] = (float)((double)y[j] * inverse_sum);
-}
-
 /* Row `row` of scale x + bias written to y at y's precision, for the softmax to run over in
- * place: rounded as the unfused ops (a multiply, then an add) would round it, in float for
- * f32 as their f32 loops compute (one pass over the row instead of two over the tensor). */
+ * place: rounded as the unfused ops (a multiply, then an add) would round it (one pass over
+ * the row instead of two over the tensor). f32 rows stage inside softmax_cpu.h's row. */
 static void stage_scaled_row(const rows_job *job, size_t row) {
     size_t cols = job->cols, first = row * cols;
     const gc_softmax_bias *bias = job->bias;
     size_t bias_first = bias ? gc_softmax_bias_offset(bias, row) : 0;
-    if (job->dtype == GC_F32) {
-        const float *x = (const float *)job->x + first, *b = bias ? (const float *)bias->data + bias_first : NULL;
-        float *y = (float *)job->out + first, scale = (float)job->scale;
-        for (size_t j = 0; j < cols; j++) {
-            float scaled = x[j] * scale;
-            y[j] = b ? scaled + b[j] : scaled;
-        }
-        return;
-    }
     double chunk[GC_CPU_CHUNK], bias_chunk[GC_CPU_CHUNK];
     for (size_t start = 0; start < cols; start += GC_CPU_CHUNK) {
         size_t len = gc_chunk_len(cols, start);
@@ -222,16 +201,33 @@ static void stage_scaled_row(const rows_job *job, size_t row) {
     }
 }
 
+void gc_cpu_softmax_row_f32_on(gc_cpu_isa isa, const float *x, const float *bias, float scale, bool staged, float *y,
+                               size_t cols) {
+#ifdef GC_HAVE_X86_KERNELS
+    if (isa >= GC_ISA_AVX2) {
+        gc_softmax_scaled_row_f32_avx2(x, bias, scale, staged, y, cols);
+        return;
+    }
+#endif
+    (void)isa;
+    gc_softmax_scaled_row_f32(x, bias, scale, staged, y, cols);
+}
+
 static void softmax_rows(void *arg, int64_t begin, int64_t end) {
     const rows_job *job = arg;
     bool staged = job->scale != 1.0 || job->bias;
-    const void *x = staged ? job->out : job->x;
+    gc_cpu_isa isa = gc_cpu_isa_selected();
     for (size_t row = (size_t)begin; row < (size_t)end; row++) {
         size_t first = row * job->cols;
+        if (job->dtype == GC_F32 && !job->log) {
+            const float *bias = job->bias ? (const float *)job->bias->data + gc_softmax_bias_offset(job->bias, row)
+                                          : NULL;
+            gc_cpu_softmax_row_f32_on(isa, (const float *)job->x + first, bias, (float)job->scale, staged,
+                                      (float *)job->out + first, job->cols);
+            continue;
+        }
         if (staged) stage_scaled_row(job, row);
-        if (job->dtype == GC_F32 && !job->log)
-            softmax_row_f32((const float *)x + first, (float *)job->out + first, job->cols);
-        else softmax_row(x, job->out, first, job->cols, job->dtype, job->log);
+        softmax_row(staged ? job->out : job->x, job->out, first, job->cols, job->dtype, job->log);
     }
 }
 
