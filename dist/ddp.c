@@ -102,7 +102,7 @@ static void on_gradient(gc_tensor *param, void *data) {
 }
 
 gc_ddp *gc_ddp_new(gc_process_group *group, const gc_param_list *params, const gc_ddp_options *options) {
-    if ((int)options->zero < GC_ZERO_0 || options->zero > GC_ZERO_2_EVERY_BACKWARD)
+    if (options && ((int)options->zero < GC_ZERO_0 || options->zero > GC_ZERO_2_EVERY_BACKWARD))
         gc_fatal("ddp: no ZeRO stage %d", (int)options->zero);
     gc_ddp *ddp = calloc(1, sizeof *ddp);
     if (!ddp) gc_fatal("ddp: out of host memory");
