@@ -1,9 +1,11 @@
 /* LoRA adapters in PEFT's folder format (nn/pretrained/lora_files.c): the adapters PEFT 0.10 made
  * over tests/fixtures/tiny_bert and tiny_qwen2 (tests/make_lora_fixture.py; Qwen2's on all
  * seven projections) load over their bases and give PeftModel's hidden states, to 1e-5 in f32
- * (a dozen matmuls of 32 terms and two LayerNorms in another summation order: rounding of a few 1e-7 per value, far from the 1e-2 a missing
- * adapter or a wrong scale makes); what the engine saves loads back bitwise; settings PEFT
- * would compute otherwise (rsLoRA, DoRA, a bias, patterns) are refused naming the field. */
+ * (a dozen matmuls of 32 terms and two LayerNorms in another summation order: rounding of a few
+ * 1e-7 per value, far from the 1e-2 a missing adapter or a wrong scale makes); what the engine
+ * saves loads back bitwise; adapters saved in bf16 or f16 widen exactly into f32 ones, an f64
+ * file is refused; settings PEFT would compute otherwise (rsLoRA, DoRA, a bias, patterns) are
+ * refused naming the field. */
 #include <string.h>
 #include <sys/stat.h>
 
@@ -194,11 +196,93 @@ static void test_merge(void) {
     gc_safetensors_close(reference);
 }
 
+/* ADAPTER's folder again in `dir`, its tensors saved as `dtype` (PEFT saves adapters in the
+ * dtype they trained in: a 16-bit base's, say). */
+static void write_adapter_as(const char *dir, gc_dtype dtype) {
+    char from[512], to[512];
+    snprintf(from, sizeof from, "%s/adapter_config.json", ADAPTER);
+    snprintf(to, sizeof to, "%s/adapter_config.json", dir);
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    REQUIRE(in && out);
+    char bytes[4096];
+    size_t n = fread(bytes, 1, sizeof bytes, in);
+    REQUIRE(n > 0 && n < sizeof bytes && fwrite(bytes, 1, n, out) == n);
+    fclose(in);
+    fclose(out);
+    gc_safetensors *file = NULL;
+    snprintf(from, sizeof from, "%s/adapter_model.safetensors", ADAPTER);
+    REQUIRE(gc_safetensors_open(from, &file) == GC_OK);
+    gc_param_list cast = {0};
+    for (int i = 0; i < gc_safetensors_count(file); i++) {
+        gc_tensor *original = gc_safetensors_get(file, gc_safetensors_name(file, i), gc_cpu());
+        gc_tensor *converted = gc_cast(original, dtype);
+        REQUIRE(original && converted);
+        gc_param_list_add(&cast, "", gc_safetensors_name(file, i), converted, false);
+        RELEASE(original, converted); /* the list holds its own reference */
+    }
+    snprintf(to, sizeof to, "%s/adapter_model.safetensors", dir);
+    REQUIRE(gc_safetensors_save_plain(to, &cast, NULL) == GC_OK);
+    gc_param_list_free(&cast);
+    gc_safetensors_close(file);
+}
+
+/* Adapters saved in bf16 or f16 load into the engine's f32 adapters exactly (each value the
+ * 16-bit one, widened); an f64 file, which f32 adapters would round, is refused naming the
+ * tensor and both dtypes. */
+static void test_sixteen_bit_files(void) {
+    const gc_dtype narrow[] = {GC_BF16, GC_F16};
+    for (size_t k = 0; k < 2; k++) {
+        char dir[] = "/tmp/gc_lora_XXXXXX";
+        REQUIRE(mkdtemp(dir));
+        write_adapter_as(dir, narrow[k]);
+        gc_text_encoder reference = load_base(), encoder = load_base();
+        gc_lora_config config;
+        char targets[256];
+        REQUIRE(gc_lora_load(ADAPTER, &reference, &config, targets, sizeof targets) == GC_OK);
+        gc_status status = gc_lora_load(dir, &encoder, &config, targets, sizeof targets);
+        CHECK_MSG(status == GC_OK, "%s adapters: %s", gc_dtype_name(narrow[k]), gc_last_error());
+        gc_param_list want = {0}, got = {0}, want_trainable = {0}, got_trainable = {0};
+        gc_text_encoder_params(&reference, "", &want);
+        gc_text_encoder_params(&encoder, "", &got);
+        gc_param_list_trainable(&want, &want_trainable);
+        gc_param_list_trainable(&got, &got_trainable);
+        REQUIRE(got_trainable.count == want_trainable.count && got_trainable.count > 0);
+        for (int i = 0; status == GC_OK && i < got_trainable.count; i++) {
+            gc_tensor *adapter = got_trainable.items[i].tensor;
+            gc_tensor *rounded = gc_cast(want_trainable.items[i].tensor, narrow[k]);
+            gc_tensor *widened = gc_cast(rounded, GC_F32);
+            REQUIRE(rounded && widened);
+            CHECK_MSG(adapter->dtype == GC_F32 && !memcmp(gc_data(adapter), gc_data(widened),
+                                                          (size_t)gc_numel(adapter) * sizeof(float)),
+                      "%s: %s is not the 16-bit value widened", gc_dtype_name(narrow[k]), got_trainable.items[i].name);
+            RELEASE(rounded, widened);
+        }
+        gc_param_list_free(&want), gc_param_list_free(&got);
+        gc_param_list_free(&want_trainable), gc_param_list_free(&got_trainable);
+        gc_text_encoder_free(&reference);
+        gc_text_encoder_free(&encoder);
+        gc_folder_remove(dir);
+    }
+    char dir[] = "/tmp/gc_lora_XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    write_adapter_as(dir, GC_F64);
+    gc_text_encoder encoder = load_base();
+    gc_lora_config config;
+    char targets[256];
+    gc_status status = gc_lora_load(dir, &encoder, &config, targets, sizeof targets);
+    CHECK_MSG(status == GC_ERR_FORMAT && strstr(gc_last_error(), "is F64 in the file but F32") &&
+                  strstr(gc_last_error(), "loses nothing"),
+              "an f64 adapter into f32: status %d, \"%s\"", (int)status, gc_last_error());
+    gc_text_encoder_free(&encoder);
+    gc_folder_remove(dir);
+}
+
 int main(void) {
     check_peft_parity(&qwen2_fixture);
     check_peft_parity(&bert_fixture); /* last: GC_LORA_KEEP's DIR/adapter is tiny_bert's */
     test_merge();
     test_refused();
+    test_sixteen_bit_files();
     CHECK(gc_memory_get_stats(gc_cpu()).live_bytes == 0);
     return gc_test_result();
 }

@@ -108,6 +108,12 @@ gc_status gc_safetensors_load_named(const gc_safetensors *file, const gc_param_l
  * GC_ERR_FORMAT naming the file and the first tensor that does not fit; nothing is changed
  * then. */
 gc_status gc_safetensors_load_exact(const gc_safetensors *file, const gc_param_list *into, const char *const *others);
+/* gc_safetensors_load_exact, but an entry may be of a narrower float dtype than its tensor
+ * when the conversion loses nothing (bf16 or f16 into f32 or f64, f32 into f64): adapters
+ * saved in a 16-bit base's dtype (PEFT's) loaded into f32 ones. A narrowing is GC_ERR_FORMAT
+ * naming the tensor and both dtypes. */
+gc_status gc_safetensors_load_widening(const gc_safetensors *file, const gc_param_list *into,
+                                       const char *const *others);
 
 #ifdef __cplusplus
 }

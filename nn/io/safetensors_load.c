@@ -11,13 +11,20 @@ static bool claimed_by_caller(const char *name, const char *const *prefixes) {
 }
 
 /* How a load matches the file: tensor i of `into` from the entry names[i] (NULL: its own
- * name); with `exact`, of its dtype too, and every entry of the file one of `into` or
- * claimed by `others`. */
+ * name); with `exact`, of its dtype too (or, with `widen`, of a dtype whose every value the
+ * tensor's holds), and every entry of the file one of `into` or claimed by `others`. */
 typedef struct load_rule {
     const char *const *names;
-    bool exact;
+    bool exact, widen;
     const char *const *others;
 } load_rule;
+
+/* Whether every value of `from` is a value of `to`: a conversion that loses nothing. */
+static bool widens(gc_dtype from, gc_dtype to) {
+    if (from == to) return true;
+    if (to == GC_F64) return from == GC_F32 || from == GC_F16 || from == GC_BF16;
+    return to == GC_F32 && (from == GC_F16 || from == GC_BF16);
+}
 
 /* Every tensor of `into` has an entry of its shape, of a gradcache dtype, in the file (and
  * what rule->exact adds). */
@@ -39,11 +46,12 @@ static gc_status check_all(const gc_safetensors *file, const gc_param_list *into
                                                name, gc_shape_str(entry->ndim, entry->shape, in_file, sizeof in_file),
                                                gc_shape_str(tensor->ndim, tensor->shape, wanted, sizeof wanted));
         }
-        if (rule->exact && entry->dtype != tensor->dtype)
+        if (rule->exact && !(rule->widen ? widens(entry->dtype, tensor->dtype) : entry->dtype == tensor->dtype))
             return gc_safetensors_format_error(file->name, "tensor '%s' is %s in the file but %s in the tensor to load "
-                                               "(a dtype is never converted here)", name,
-                                               gc_safetensors_dtype_name(entry->dtype),
-                                               gc_safetensors_dtype_name(tensor->dtype));
+                                               "(%s)", name, gc_safetensors_dtype_name(entry->dtype),
+                                               gc_safetensors_dtype_name(tensor->dtype),
+                                               rule->widen ? "only a conversion that loses nothing is made here"
+                                                           : "a dtype is never converted here");
     }
     for (int i = 0; rule->exact && i < file->count; i++) {
         const char *name = file->entries[i].name;
@@ -88,4 +96,9 @@ gc_status gc_safetensors_load_into(const char *path, const gc_param_list *into) 
 
 gc_status gc_safetensors_load_exact(const gc_safetensors *file, const gc_param_list *into, const char *const *others) {
     return load_checked(file, into, &(load_rule){.exact = true, .others = others});
+}
+
+gc_status gc_safetensors_load_widening(const gc_safetensors *file, const gc_param_list *into,
+                                       const char *const *others) {
+    return load_checked(file, into, &(load_rule){.exact = true, .widen = true, .others = others});
 }

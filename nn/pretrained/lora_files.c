@@ -163,8 +163,10 @@ gc_status gc_lora_load(const char *dir, gc_text_encoder *encoder, gc_lora_config
     if (status != GC_OK) return status;
     gc_param_list peft = {0};
     peft_params(encoder, &peft);
-    /* BertModel's pooler is a Linear PEFT adapts when "dense" is a target; the encoder has none */
-    status = gc_safetensors_load_exact(file, &peft, (const char *const[]){PEFT_PREFIX "pooler.", NULL});
+    /* BertModel's pooler is a Linear PEFT adapts when "dense" is a target; the encoder has none.
+     * PEFT saves adapters in the dtype they trained in, a 16-bit base's too: they widen
+     * exactly into the engine's f32 adapters. */
+    status = gc_safetensors_load_widening(file, &peft, (const char *const[]){PEFT_PREFIX "pooler.", NULL});
     gc_param_list_free(&peft);
     gc_safetensors_close(file);
     return status;
