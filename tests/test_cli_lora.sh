@@ -5,8 +5,8 @@
 # one line naming --adapter. The numbers themselves are tests/test_lora_peft.c's. train --lora-r:
 # bad flags refused with exit 2 in one line; a run writes OUT/adapter/ and OUT/best/adapter/ (no
 # whole model), eval --model BASE --adapter OUT/adapter gives the run's last logged MRR again,
-# and so does eval --model OUT alone (encode --model OUT the same embeddings), a run folder
-# whose base is gone is one line and exit 1, a bf16 run over tiny Qwen2 keeps f32 adapters and
+# and so does eval --model OUT alone (encode --model OUT the same embeddings, and from another
+# working folder after a relative --init), a run folder whose base is gone is one line and exit 1, a bf16 run over tiny Qwen2 keeps f32 adapters and
 # resumes bit for bit, and a resumed run with another rank is refused.
 # Run by meson with the gradcache program as $1 and the fixtures folder as $2.
 set -uo pipefail
@@ -97,6 +97,15 @@ sed -i "s|\"base_model_name_or_path\": \"[^\"]*\"|\"base_model_name_or_path\": \
 expect_exit 1 "'$work/gone', is not a model folder" "$gradcache" eval --model "$work/moved" --data "$work/pairs.tsv"
 expect_exit 1 "'$work/gone', is not a model folder" "$gradcache" encode --model "$work/moved" \
     --input "$work/texts.txt" --output "$work/x"
+# a relative --init: the run folder names its base by its absolute path, so eval --model OUT
+# finds it from another working folder
+absolute_gradcache=$(realpath "$gradcache")
+(cd "$fixtures" && "$absolute_gradcache" train "${lora[@]/#$tiny/tiny_bert}" --lora-targets query --steps 1 \
+    --out "$work/relative" >/dev/null 2>"$work/stderr") || fail "a LoRA run from a relative --init: $(cat "$work/stderr")"
+check grep -q "\"base_model_name_or_path\": \"$(realpath "$tiny")\"" "$work/relative/adapter/adapter_config.json" \
+    "the run's adapter names its base as: $(grep base_model "$work/relative/adapter/adapter_config.json")"
+(cd / && "$absolute_gradcache" eval --model "$work/relative" --max-length 16 --data "$work/pairs.tsv" >/dev/null \
+    2>"$work/stderr") || fail "eval --model OUT of a relative --init, from /: $(cat "$work/stderr")"
 # --precision bf16 over tiny Qwen2: f32 adapters on all seven projections (PEFT's dtype over a
 # 16-bit base), and a run stopped and resumed writes the straight run's adapters bit for bit
 qwen=(--data "$work/pairs.tsv" --init "$fixtures/tiny_qwen2" --max-length 16 --batch-size 16 --gc --gc-chunk-size 4

@@ -2,6 +2,7 @@
  * frozen weights. The model's parameter list becomes the adapters alone, so that the optimizer,
  * the gradient bucketer, ZeRO's shards, clipping and the checkpoint see nothing else; the base
  * is --init's folder, read again by a resumed run, and written nowhere. */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include <math.h>
 #include <stdlib.h>
 
@@ -54,8 +55,12 @@ gc_status gc_trainer_save_model(const gc_trainer *t, const char *dir) {
     if (!t->config.lora_r) return gc_dual_encoder_save(&t->model, dir);
     char *adapter = gc_path_join(dir, "adapter");
     gc_lora_config config = lora_config(&t->config);
+    /* the base as an absolute path, so that the run folder finds it from any working folder
+     * (`--init` as typed where it cannot be resolved) */
+    char *base = realpath(t->config.init, NULL);
     gc_status status = gc_make_directories(adapter);
-    if (status == GC_OK) status = gc_lora_save(adapter, &t->model.towers[0], &config, t->config.init);
+    if (status == GC_OK) status = gc_lora_save(adapter, &t->model.towers[0], &config, base ? base : t->config.init);
+    free(base);
     free(adapter);
     return status;
 }
