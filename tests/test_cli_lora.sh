@@ -6,8 +6,9 @@
 # bad flags refused with exit 2 in one line; a run writes OUT/adapter/ and OUT/best/adapter/ (no
 # whole model), eval --model BASE --adapter OUT/adapter gives the run's last logged MRR again,
 # and so does eval --model OUT alone (encode --model OUT the same embeddings, and from another
-# working folder after a relative --init), a run folder whose base is gone is one line and exit 1, a bf16 run over tiny Qwen2 keeps f32 adapters and
-# resumes bit for bit, and a resumed run with another rank is refused.
+# working folder after a relative --init), a run folder whose base is gone is one line and exit
+# 1, a bf16 run over tiny Qwen2 keeps f32 adapters and resumes bit for bit, and a resumed run
+# with another rank is refused.
 # Run by meson with the gradcache program as $1 and the fixtures folder as $2.
 set -uo pipefail
 gradcache=${1:?usage: test_cli_lora.sh path/to/gradcache path/to/fixtures}
