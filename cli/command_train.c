@@ -8,6 +8,8 @@
 #include "commands.h"
 #include "errors.h"
 #include "flags.h"
+#include "gradcache/files.h"
+#include "gradcache/pretrained.h"
 #include "gradcache/train.h"
 #include "int_list.h"
 #include "progress.h"
@@ -65,6 +67,7 @@ typedef struct train_flags {
                                   the same results either way) */
     int64_t log_every;
     bool resume;
+    bool merge;                /* --merge: the adapters folded into --init's model, OUT/merged */
 } train_flags;
 
 /* --gc-chunk-size "N" (both sides) or "N,M" (queries, passages); 0 or the usage status. */
@@ -141,6 +144,9 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
         {"lora-targets", CLI_FLAG_STRING, &f->lora_targets, 0, 0, NULL,
          "with --lora-r, the Linears to adapt, comma-separated module names as PEFT's target_modules: query,value "
          "(BERT), q_proj,v_proj (the decoders)"},
+        {"merge", CLI_FLAG_BOOL, &flags->merge, 0, 0, NULL,
+         "with --lora-r, after the run also write DIR/merged: a whole model folder with the adapters folded into "
+         "the --init model (PEFT's merge_and_unload), which transformers loads with no adapter"},
         {"max-length", CLI_FLAG_INT, &f->max_length, 2, 4096, NULL,
          "tokens per text ([CLS] and UTF-8 bytes; with --init, the folder's tokens, its special tokens and "
          "prompt included)"},
@@ -243,6 +249,7 @@ static int parse_flags(int argc, char **argv, train_flags *flags) {
     if (status) return status;
     if (!f->data) return cli_fail("train", 2, "--data is required (a pair file, or a folder holding train.tsv)");
     if (f->steps && f->epochs) return cli_fail("train", 2, "--steps and --epochs cannot be used together");
+    if (flags->merge && !f->lora_r) return cli_fail("train", 2, "--merge needs --lora-r");
     if (flags->gc_chunk_size && !f->gc) return cli_fail("train", 2, "--gc-chunk-size needs --gc");
     if (f->chunk_tokens && !f->gc) return cli_fail("train", 2, "--gc-chunk-tokens needs --gc");
     if (f->sort_lengths && !f->gc) return cli_fail("train", 2, "--gc-sort-lengths needs --gc");
@@ -311,6 +318,18 @@ static const char *exchange_note(const char *global_loss) {
     return strcmp(global_loss, "gather") ? "" : " (the loss over the gathered batch)";
 }
 
+/* --merge: OUT/adapter folded into --init's model as OUT/merged (a folder of an earlier run's
+ * replaced: it is this run's output). */
+static int merge(const gc_trainer_config *config) {
+    char *adapter = gc_path_join(config->out, "adapter"), *merged = gc_path_join(config->out, "merged");
+    gc_status status = gc_folder_remove(merged);
+    if (status == GC_OK) status = gc_lora_merge_folder(config->init, adapter, merged);
+    if (status == GC_OK) printf("wrote %s: the adapters folded into %s\n", merged, config->init);
+    free(adapter);
+    free(merged);
+    return status == GC_OK ? 0 : cli_fail("train", 1, "--merge: %s", gc_last_error());
+}
+
 static int train(gc_trainer *trainer, const train_flags *f, report *r) {
     gc_trainer_info info = gc_trainer_get_info(trainer);
     r->printer = info.rank == 0;
@@ -352,7 +371,7 @@ static int train(gc_trainer *trainer, const train_flags *f, report *r) {
     if (r->printer && info.best_step)
         printf("best %s %.4f at step %lld%s\n", info.eval_metric, info.best_value, (long long)info.best_step,
                info.early_stopped ? " (stopped early: --early-stop)" : "");
-    return 0;
+    return r->printer && f->merge ? merge(&f->config) : 0;
 }
 
 int cli_command_train(int argc, char **argv) {

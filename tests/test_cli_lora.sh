@@ -7,8 +7,8 @@
 # whole model), eval --model BASE --adapter OUT/adapter gives the run's last logged MRR again,
 # and so does eval --model OUT alone (encode --model OUT the same embeddings, and from another
 # working folder after a relative --init), a run folder whose base is gone is one line and exit
-# 1, a bf16 run over tiny Qwen2 keeps f32 adapters and resumes bit for bit, and a resumed run
-# with another rank is refused.
+# 1, --merge writes OUT/merged that encodes alike, a bf16 run over tiny Qwen2 keeps f32
+# adapters and resumes bit for bit, and a resumed run with another rank is refused.
 # Run by meson with the gradcache program as $1 and the fixtures folder as $2.
 set -uo pipefail
 gradcache=${1:?usage: test_cli_lora.sh path/to/gradcache path/to/fixtures}
@@ -98,6 +98,23 @@ sed -i "s|\"base_model_name_or_path\": \"[^\"]*\"|\"base_model_name_or_path\": \
 expect_exit 1 "'$work/gone', is not a model folder" "$gradcache" eval --model "$work/moved" --data "$work/pairs.tsv"
 expect_exit 1 "'$work/gone', is not a model folder" "$gradcache" encode --model "$work/moved" \
     --input "$work/texts.txt" --output "$work/x"
+# --merge: OUT/merged, a whole model folder with the adapters folded in, encodes as the base
+# with the adapter does (f32: the merge rounds each weight once more, 1e-5 holds); and needs
+# --lora-r
+expect_exit 2 "--merge needs --lora-r" "$gradcache" train --data "$work/pairs.tsv" --init "$tiny" --merge \
+    --out "$work/refused"
+expect_ok "$gradcache" train "${lora[@]}" --lora-targets query,value,dense --merge --out "$work/merge"
+grep -q "^wrote $work/merge/merged: the adapters folded into $tiny" "$work/stdout" || fail "--merge: $(cat "$work/stdout")"
+check [ -f "$work/merge/merged/model.safetensors" -a -f "$work/merge/merged/config.json" -a \
+    -f "$work/merge/merged/tokenizer.json" ] "--merge wrote no whole model folder: $(ls "$work/merge/merged")"
+expect_ok "$gradcache" encode --model "$work/merge/merged" --input "$work/texts.txt" --output "$work/merged.tsv" \
+    --format tsv
+expect_ok "$gradcache" encode --model "$work/merge" --input "$work/texts.txt" --output "$work/unmerged.tsv" --format tsv
+check awk -F'\t' 'NR == FNR { for (i = 1; i <= NF; i++) want[FNR, i] = $i; next }
+                   { for (i = 1; i <= NF; i++) { d = $i - want[FNR, i]; if (d * d > 1e-10) bad = 1 } }
+                   END { exit bad }' "$work/unmerged.tsv" "$work/merged.tsv" \
+    "the merged folder encodes otherwise than the base with the adapter"
+cmp -s "$work/merged.tsv" "$work/base.tsv" && fail "the merged folder encodes as the base alone"
 # a relative --init: the run folder names its base by its absolute path, so eval --model OUT
 # finds it from another working folder
 absolute_gradcache=$(realpath "$gradcache")

@@ -167,6 +167,12 @@ gc_status gc_lora_load(const char *dir, gc_text_encoder *encoder, gc_lora_config
  * (size bytes): the model folder the adapters apply over (a train --lora-r run writes --init's
  * path there). GC_ERR_IO or GC_ERR_FORMAT (absent, empty, not a string, too long). */
 gc_status gc_lora_base_model(const char *dir, char *base, size_t size);
+/* The adapter folder `adapter` folded into the model folder `base` (W += (alpha / r) B A, in
+ * the base's dtype: PEFT's merge_and_unload) and written as a whole model folder at `out`
+ * (gc_pretrained_save: `out` must not exist or be empty; base's files copied), which
+ * transformers loads with no adapter. The errors of gc_pretrained_load, gc_lora_load and
+ * gc_pretrained_save; nothing is left at `out` on failure. */
+gc_status gc_lora_merge_folder(const char *base, const char *adapter, const char *out);
 
 
 /* How gc_encode_texts_with encodes. */
