@@ -29,6 +29,7 @@ static const shape shapes[] = {
     {2, 4097, 3, 2, false, false, 1, 0},    {1, 3, 40, 3100, false, true, 1, 0},
     {2, 100, 50, 300, true, true, 0.5f, 1}, /* the BLAS path's column tiles, a batch, beta */
     {1, 7, 300, 700, false, true, 1, 0.5f}, /* few rows: the own GEMM shares out op(b)'s panels */
+    {1, 10, 70, 40, false, false, 1, 0},    /* an edge tile of 4 rows (the others: 1, 2, 3 and 5) */
 };
 
 typedef struct operands {
@@ -154,6 +155,44 @@ static void test_blas_thread_independence(void) {
 #endif
 }
 
+/* A SIMD kernel reads an op(a) whose depth is contiguous where it lies (tile_in_place)
+ * instead of packing it: the same products in the same order, so bit for bit what the packed
+ * path gives on the same op(a) stored transposed (which it packs). Every edge-tile height. */
+static void test_in_place_matches_packed(void) {
+    int compared = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int d = 0; d < 2; d++) {
+            const shape *s = &shapes[i];
+            if (s->trans_a) continue;
+            gc_dtype dtype = d ? GC_F64 : GC_F32;
+            operands o = make_operands(s, dtype, 300 + 5 * i);
+            shape transposed = *s;
+            transposed.trans_a = true;
+            operands t = o; /* the same b and c, a stored [k, m] per matrix */
+            t.a = gc_empty(GC_SHAPE(s->batch, s->k, s->m), dtype, gc_cpu());
+            REQUIRE(t.a);
+            size_t size = gc_dtype_size(dtype);
+            for (int64_t b = 0; b < s->batch; b++)
+                for (int64_t row = 0; row < s->m; row++)
+                    for (int64_t p = 0; p < s->k; p++)
+                        memcpy((char *)gc_data(t.a) + (size_t)((b * s->k + p) * s->m + row) * size,
+                               (const char *)gc_data(o.a) + (size_t)((b * s->m + row) * s->k + p) * size, size);
+            for (gc_cpu_isa isa = GC_ISA_PORTABLE + 1; isa < GC_ISA_COUNT; isa++) {
+                if (!gc_cpu_isa_available(isa)) continue;
+                gc_tensor *in_place = product(s, &o, dtype, 0, isa), *packed = product(&transposed, &t, dtype, 0, isa);
+                CHECK_MSG(memcmp(gc_data(in_place), gc_data(packed), gc_nbytes(packed)) == 0,
+                          "%s %s [%lld x %lld x %lld x %lld]: op(a) read in place differs from op(a) packed",
+                          gc_cpu_isa_name(isa), gc_dtype_name(dtype), (long long)s->batch, (long long)s->m,
+                          (long long)s->k, (long long)s->n);
+                RELEASE(in_place, packed);
+                compared++;
+            }
+            gc_tensor_release(t.a);
+            free_operands(&o);
+        }
+    fprintf(stderr, "op(a) in place against packed: %d cases bitwise\n", compared);
+}
+
 /* GC_CPU_KERNELS caps the choice (read once per process: in children). */
 typedef struct selection_case {
     const char *cap;
@@ -190,6 +229,7 @@ static void test_selection(void) {
 int main(void) {
     test_selection();
     test_every_variant();
+    test_in_place_matches_packed();
     test_blas_thread_independence();
     return gc_test_result();
 }

@@ -30,6 +30,13 @@ typedef struct gc_gemm_kernel {
      * is 0. */
     void (*tile)(const void *pa, const void *pb, int64_t depth, void *c, int64_t ldc, int64_t rows, int64_t cols,
                  float alpha, float beta);
+    /* The same with op(a) read where it lies instead of from a packed panel: row i, depth p
+     * at a[i * lda + p] (op(a) with its depth contiguous), every element of c bit for bit what
+     * `tile` gives on the packed panel. It saves packing op(a), a gather of mr rows at a
+     * time that costs about a fifth of a product 128 columns wide. NULL where the variant
+     * has none (it then packs). */
+    void (*tile_in_place)(const void *a, int64_t lda, const void *pb, int64_t depth, void *c, int64_t ldc,
+                          int64_t rows, int64_t cols, float alpha, float beta);
 } gc_gemm_kernel;
 
 /* The variant for f32 or f64 on `isa` (which must be available). */

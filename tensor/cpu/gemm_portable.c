@@ -25,7 +25,7 @@
             }                                                                                                \
     }                                                                                                        \
                                                                                                              \
-    const gc_gemm_kernel gc_gemm_portable_##NAME = {sizeof(T), MR, NR, pack_a_##NAME, pack_b_##NAME, tile_##NAME};
+    const gc_gemm_kernel gc_gemm_portable_##NAME = {sizeof(T), MR, NR, pack_a_##NAME, pack_b_##NAME, tile_##NAME, NULL};
 
 DEFINE_PORTABLE_GEMM(float, f32, 4, 16)
 DEFINE_PORTABLE_GEMM(double, f64, 4, 8)

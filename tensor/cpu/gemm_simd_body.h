@@ -18,29 +18,36 @@
 GEMM_PACK_DEFINE(T, CAT(GEMM_NAME, _pack_a), MR)
 GEMM_PACK_DEFINE(T, CAT(GEMM_NAME, _pack_b), NR)
 
-static void CAT(GEMM_NAME, _tile)(const void *pa, const void *pb, int64_t depth, void *c, int64_t ldc, int64_t rows,
-                                  int64_t cols, float alpha, float beta) {
-    const T *a = pa, *b = pb;
-    for (int64_t i = 0; i < rows; i++) { /* c's rows, ready for the update at the end */
-        __builtin_prefetch((const T *)c + i * ldc);
-        __builtin_prefetch((const T *)c + i * ldc + cols - 1);
+/* The tile for ROWS rows of op(a) (a constant: each count has its own unrolled copy, so an
+ * edge tile of a few rows, one text's dozen tokens, costs what its rows do and not a full
+ * MR). Row i of op(a) at depth p is a[i * row_stride + p * depth_stride]: a packed panel
+ * (1, MR) or op(a) read where it lies (lda, 1). Each element of c gets the same fused products
+ * in the same order whatever ROWS and the strides are, so a row's result depends neither on
+ * the tile it falls in nor on whether op(a) was packed. */
+static inline __attribute__((always_inline)) void CAT(GEMM_NAME, _rows)(const T *a, int64_t row_stride,
+                                                                        int64_t depth_stride, const T *b,
+                                                                        int64_t depth, T *out, int64_t ldc,
+                                                                        const int ROWS, int64_t cols, float alpha,
+                                                                        float beta) {
+    for (int i = 0; i < ROWS; i++) { /* c's rows, ready for the update at the end */
+        __builtin_prefetch(out + i * ldc);
+        __builtin_prefetch(out + i * ldc + cols - 1);
     }
     VEC acc[MR][2];
-    for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = V_ZERO();
-    for (int64_t p = 0; p < depth; p++, a += MR, b += NR) {
+    for (int i = 0; i < ROWS; i++) acc[i][0] = acc[i][1] = V_ZERO();
+    for (int64_t p = 0; p < depth; p++, a += depth_stride, b += NR) {
         VEC b0 = V_LOAD(b), b1 = V_LOAD(b + VL);
-        _Pragma("GCC unroll 6") for (int i = 0; i < MR; i++) {
-            VEC ai = V_SET1(a[i]);
+        _Pragma("GCC unroll 6") for (int i = 0; i < ROWS; i++) {
+            VEC ai = V_SET1(a[i * row_stride]);
             acc[i][0] = V_FMA(ai, b0, acc[i][0]);
             acc[i][1] = V_FMA(ai, b1, acc[i][1]);
         }
     }
-    /* c = alpha acc (+ beta c): a full tile with vectors, an edge tile through a local copy
+    /* c = alpha acc (+ beta c): whole rows with vectors, a partial width through a local copy
      * with the same two roundings per element. */
-    T *out = c;
     VEC valpha = V_SET1((T)alpha), vbeta = V_SET1((T)beta);
-    if (rows == MR && cols == NR) {
-        for (int i = 0; i < MR; i++)
+    if (cols == NR) {
+        for (int i = 0; i < ROWS; i++)
             for (int j = 0; j < 2; j++) {
                 T *dst = out + i * ldc + j * VL;
                 VEC scaled = V_MUL(valpha, acc[i][j]);
@@ -49,24 +56,53 @@ static void CAT(GEMM_NAME, _tile)(const void *pa, const void *pb, int64_t depth,
         return;
     }
     T local[MR][NR];
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < ROWS; i++) {
         V_STORE(local[i], acc[i][0]);
         V_STORE(local[i] + VL, acc[i][1]);
     }
-    for (int64_t i = 0; i < rows; i++)
+    for (int i = 0; i < ROWS; i++)
         for (int64_t j = 0; j < cols; j++) {
             T *dst = out + i * ldc + j;
             *dst = beta == 0 ? (T)alpha * local[i][j] : (T)alpha * local[i][j] + (T)beta * *dst;
         }
 }
 
-const gc_gemm_kernel GEMM_NAME = {sizeof(T), MR, NR, CAT(GEMM_NAME, _pack_a), CAT(GEMM_NAME, _pack_b),
-                                  CAT(GEMM_NAME, _tile)};
+/* The tile for `rows` rows, by the copy for that count; strides as for the one above. The
+ * packed strides are constants where it is called, so its copies index the panel directly. */
+#define TILE_BY_ROWS(A, ROW_STRIDE, DEPTH_STRIDE)                                                              \
+    switch (rows) {                                                                                            \
+    case 1: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, depth, c, ldc, 1, cols, alpha, beta); break; \
+    case 2: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, depth, c, ldc, 2, cols, alpha, beta); break; \
+    case 3: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, depth, c, ldc, 3, cols, alpha, beta); break; \
+    case 4: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, depth, c, ldc, 4, cols, alpha, beta); break; \
+    case 5: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, depth, c, ldc, 5, cols, alpha, beta); break; \
+    default: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, depth, c, ldc, MR, cols, alpha, beta); break; \
+    }
+_Static_assert(MR == 6, "TILE_BY_ROWS has a case per row count");
+
+static void CAT(GEMM_NAME, _tile)(const void *pa, const void *pb, int64_t depth, void *c, int64_t ldc, int64_t rows,
+                                  int64_t cols, float alpha, float beta) {
+    TILE_BY_ROWS(pa, 1, MR)
+}
+
+static void CAT(GEMM_NAME, _tile_in_place)(const void *a, int64_t lda, const void *pb, int64_t depth, void *c,
+                                           int64_t ldc, int64_t rows, int64_t cols, float alpha, float beta) {
+    TILE_BY_ROWS(a, lda, 1)
+}
+
+const gc_gemm_kernel GEMM_NAME = {sizeof(T),
+                                  MR,
+                                  NR,
+                                  CAT(GEMM_NAME, _pack_a),
+                                  CAT(GEMM_NAME, _pack_b),
+                                  CAT(GEMM_NAME, _tile),
+                                  CAT(GEMM_NAME, _tile_in_place)};
 
 #undef MR
 #undef NR
 #undef CAT_
 #undef CAT
+#undef TILE_BY_ROWS
 #undef T
 #undef VEC
 #undef VL

@@ -93,13 +93,16 @@ static void pack_b_panels(void *arg, int64_t first, int64_t last) {
 }
 
 /* Rows [row_begin, row_end) of c for the panels [panel_begin, panel_end) of the columns: for
- * each KC block of op(b) in turn, op(a) packed MC rows at a time against it. */
+ * each KC block of op(b) in turn, op(a) MC rows at a time against it, packed, or read where
+ * it lies when its depth is contiguous and the kernel can (tile_in_place). */
 static void multiply_block(const gemm_columns *cols, int64_t row_begin, int64_t row_end, int64_t panel_begin,
                            int64_t panel_end) {
     const gemm_plan *plan = cols->plan;
     const gc_gemm_kernel *t = plan->kernel;
     size_t size = t->size;
-    char *packed_a = gc_cpu_scratch(GC_SCRATCH_PACK_A, (size_t)(MC * min64(KC, max64(plan->k, 1))) * size);
+    bool in_place = t->tile_in_place && plan->a_cs == 1;
+    char *packed_a =
+        in_place ? NULL : gc_cpu_scratch(GC_SCRATCH_PACK_A, (size_t)(MC * min64(KC, max64(plan->k, 1))) * size);
     /* At least one pass even when k = 0, so that c still becomes beta * c. */
     for (int64_t pc = 0; pc < plan->k || pc == 0; pc += KC) {
         int64_t kc = min64(KC, plan->k - pc);
@@ -107,13 +110,22 @@ static void multiply_block(const gemm_columns *cols, int64_t row_begin, int64_t 
         const char *packed_b = packed_b_block(cols, pc);
         for (int64_t ic = row_begin; ic < row_end; ic += MC) {
             int64_t mc = min64(MC, row_end - ic);
-            t->pack_a(packed_a, at(cols->a, ic * plan->a_rs + pc * plan->a_cs, size), plan->a_rs, plan->a_cs, mc, kc);
+            const char *a_block = at(cols->a, ic * plan->a_rs + pc * plan->a_cs, size);
+            if (!in_place) t->pack_a(packed_a, a_block, plan->a_rs, plan->a_cs, mc, kc);
             /* One panel of b stays in L1 while every panel of a streams past it. */
-            for (int64_t jr = panel_begin * t->nr; jr < min64(cols->nc, panel_end * t->nr); jr += t->nr)
-                for (int64_t ir = 0; ir < mc; ir += t->mr)
-                    t->tile(packed_a + (size_t)(ir * kc) * size, packed_b + (size_t)(jr * kc) * size, kc,
-                            cols->c + (size_t)((ic + ir) * plan->n + cols->jc + jr) * size, plan->n,
-                            min64(t->mr, mc - ir), min64(t->nr, cols->nc - jr), plan->alpha, beta);
+            for (int64_t jr = panel_begin * t->nr; jr < min64(cols->nc, panel_end * t->nr); jr += t->nr) {
+                const char *b_panel = packed_b + (size_t)(jr * kc) * size;
+                for (int64_t ir = 0; ir < mc; ir += t->mr) {
+                    char *c = cols->c + (size_t)((ic + ir) * plan->n + cols->jc + jr) * size;
+                    int64_t rows = min64(t->mr, mc - ir), width = min64(t->nr, cols->nc - jr);
+                    if (in_place)
+                        t->tile_in_place(a_block + (size_t)(ir * plan->a_rs) * size, plan->a_rs, b_panel, kc, c,
+                                         plan->n, rows, width, plan->alpha, beta);
+                    else
+                        t->tile(packed_a + (size_t)(ir * kc) * size, b_panel, kc, c, plan->n, rows, width,
+                                plan->alpha, beta);
+                }
+            }
         }
     }
 }
