@@ -9,9 +9,10 @@
     GEMM_PACK_DEFINE(T, pack_a_##NAME, MR)                                                                   \
     GEMM_PACK_DEFINE(T, pack_b_##NAME, NR)                                                                   \
                                                                                                              \
-    static void tile_##NAME(const void *pa, const void *pb, int64_t depth, void *c, int64_t ldc,             \
-                            int64_t rows, int64_t cols, float alpha, float beta) {                           \
+    static void tile_##NAME(const void *pa, const void *pb, const void *next, int64_t depth, void *c,        \
+                            int64_t ldc, int64_t rows, int64_t cols, float alpha, float beta) {              \
         const T *a = pa, *b = pb;                                                                            \
+        (void)next;                                                                                          \
         T acc[MR][NR] = {{0}};                                                                               \
         for (int64_t p = 0; p < depth; p++, a += MR, b += NR) {                                              \
             _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                            \

@@ -21,12 +21,14 @@ GEMM_PACK_DEFINE(T, CAT(GEMM_NAME, _pack_b), NR)
 /* The tile for ROWS rows of op(a) (a constant: each count has its own unrolled copy, so an
  * edge tile of a few rows, one text's dozen tokens, costs what its rows do and not a full
  * MR). Row i of op(a) at depth p is a[i * row_stride + p * depth_stride]: a packed panel
- * (1, MR) or op(a) read where it lies (lda, 1). Each element of c gets the same fused products
+ * (1, MR) or op(a) read where it lies (lda, 1). A line of `next` (the next panel of op(b), or
+ * pb again) is fetched each step: see gemm_kernel.h. Each element of c gets the same fused products
  * in the same order whatever ROWS and the strides are, so a row's result depends neither on
  * the tile it falls in nor on whether op(a) was packed. */
 static inline __attribute__((always_inline)) void CAT(GEMM_NAME, _rows)(const T *a, int64_t row_stride,
                                                                         int64_t depth_stride, const T *b,
-                                                                        int64_t depth, T *out, int64_t ldc,
+                                                                        const T *next, int64_t depth, T *out,
+                                                                        int64_t ldc,
                                                                         const int ROWS, int64_t cols, float alpha,
                                                                         float beta) {
     for (int i = 0; i < ROWS; i++) { /* c's rows, ready for the update at the end */
@@ -35,8 +37,9 @@ static inline __attribute__((always_inline)) void CAT(GEMM_NAME, _rows)(const T 
     }
     VEC acc[MR][2];
     for (int i = 0; i < ROWS; i++) acc[i][0] = acc[i][1] = V_ZERO();
-    for (int64_t p = 0; p < depth; p++, a += depth_stride, b += NR) {
+    for (int64_t p = 0; p < depth; p++, a += depth_stride, b += NR, next += NR) {
         VEC b0 = V_LOAD(b), b1 = V_LOAD(b + VL);
+        __builtin_prefetch(next); /* a panel row is NR elements: one cache line of f32 */
         _Pragma("GCC unroll 6") for (int i = 0; i < ROWS; i++) {
             VEC ai = V_SET1(a[i * row_stride]);
             acc[i][0] = V_FMA(ai, b0, acc[i][0]);
@@ -71,22 +74,23 @@ static inline __attribute__((always_inline)) void CAT(GEMM_NAME, _rows)(const T 
  * packed strides are constants where it is called, so its copies index the panel directly. */
 #define TILE_BY_ROWS(A, ROW_STRIDE, DEPTH_STRIDE)                                                              \
     switch (rows) {                                                                                            \
-    case 1: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, depth, c, ldc, 1, cols, alpha, beta); break; \
-    case 2: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, depth, c, ldc, 2, cols, alpha, beta); break; \
-    case 3: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, depth, c, ldc, 3, cols, alpha, beta); break; \
-    case 4: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, depth, c, ldc, 4, cols, alpha, beta); break; \
-    case 5: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, depth, c, ldc, 5, cols, alpha, beta); break; \
-    default: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, depth, c, ldc, MR, cols, alpha, beta); break; \
+    case 1: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, next, depth, c, ldc, 1, cols, alpha, beta); break; \
+    case 2: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, next, depth, c, ldc, 2, cols, alpha, beta); break; \
+    case 3: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, next, depth, c, ldc, 3, cols, alpha, beta); break; \
+    case 4: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, next, depth, c, ldc, 4, cols, alpha, beta); break; \
+    case 5: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, next, depth, c, ldc, 5, cols, alpha, beta); break; \
+    default: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, next, depth, c, ldc, MR, cols, alpha, beta); break; \
     }
 _Static_assert(MR == 6, "TILE_BY_ROWS has a case per row count");
 
-static void CAT(GEMM_NAME, _tile)(const void *pa, const void *pb, int64_t depth, void *c, int64_t ldc, int64_t rows,
-                                  int64_t cols, float alpha, float beta) {
+static void CAT(GEMM_NAME, _tile)(const void *pa, const void *pb, const void *next, int64_t depth, void *c,
+                                  int64_t ldc, int64_t rows, int64_t cols, float alpha, float beta) {
     TILE_BY_ROWS(pa, 1, MR)
 }
 
-static void CAT(GEMM_NAME, _tile_in_place)(const void *a, int64_t lda, const void *pb, int64_t depth, void *c,
-                                           int64_t ldc, int64_t rows, int64_t cols, float alpha, float beta) {
+static void CAT(GEMM_NAME, _tile_in_place)(const void *a, int64_t lda, const void *pb, const void *next,
+                                           int64_t depth, void *c, int64_t ldc, int64_t rows, int64_t cols,
+                                           float alpha, float beta) {
     TILE_BY_ROWS(a, lda, 1)
 }
 
