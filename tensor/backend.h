@@ -54,6 +54,10 @@ typedef struct gc_matmul_args {
      * GEMM packs it itself, the same panels). */
     bool b_is_weight;
     const void *packed_b;
+    /* NULL, or c's starting value as one row [n] for every row (a bias), read in place of c
+     * (which then need not hold it): c = alpha op(a) op(b) + beta c_row, bit for bit what c
+     * holding the row broadcast would give. Only the CPU backend takes it (op_matmul.c). */
+    const void *c_row;
 } gc_matmul_args;
 
 /* A permutation of a contiguous tensor of ndim <= 4 dims into a contiguous copy:

@@ -65,12 +65,16 @@ gc_tensor *gc_matmul_bias(const gc_tensor *a, const gc_tensor *b, const gc_tenso
                  gc_tensor_str(a, a_text, sizeof a_text), gc_tensor_str(bias, bias_text, sizeof bias_text));
     }
     gc_tensor *c = gc_empty(2, shape, a->dtype, a->device);
-    if (!c || !gc_broadcast_into("matmul_bias", bias, c)) {
+    /* c = bias + op(a) op(b): the CPU's GEMM reads the bias row where c's first block is
+     * added (one pass over c fewer); elsewhere c starts as the bias broadcast. */
+    bool row_in_gemm = a->device.type == GC_DEVICE_CPU;
+    if (!c || (!row_in_gemm && !gc_broadcast_into("matmul_bias", bias, c))) {
         gc_tensor_release(c);
         return NULL;
     }
     args.c = gc_data(c);
-    args.beta = 1.0f; /* c = bias + op(a) op(b) */
+    args.c_row = row_in_gemm ? gc_data(bias) : NULL;
+    args.beta = 1.0f;
     gc_backend_for(a->device)->matmul(&args);
     return gc_finish_op(&(gc_op_record){.kind = GC_OP_MATMUL, .n_inputs = 3,
                                         .inputs = (const gc_tensor *[]){a, b, bias}, .output = c,

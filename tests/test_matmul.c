@@ -5,6 +5,7 @@
  * random ops are tested on their own). */
 #include "check.h"
 #include "tensor/cpu/kernels_cpu.h"
+#include "tensor/op_internal.h"
 
 static const gc_dtype float_dtypes[] = {GC_F32, GC_F64, GC_F16, GC_BF16};
 #define N_FLOAT_DTYPES 4
@@ -220,6 +221,43 @@ static void test_against_loop(void) {
                 for (int with_bias = 0; with_bias <= (shapes[s][0] == 0); with_bias++)
                     check_against_loop(float_dtypes[d], shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3],
                                        flags & 1, flags & 2, with_bias, seed += 3);
+}
+
+/* On the CPU gc_matmul_bias hands the bias row to the GEMM, which reads it where c's first
+ * depth block is added instead of a c that holds it broadcast: bit for bit the old way, c
+ * filled with the rows and the product accumulated into it (gc_matmul_into), for every
+ * dtype (16-bit and BLAS products copy the row into c themselves), a weight's packed
+ * panels or not, edge tiles, several depth blocks (k = 517) and k = 0. */
+static void test_bias_row_is_broadcast_then_accumulate(void) {
+    const int64_t shapes[][3] = {{67, 517, 45}, {13, 384, 40}, {7, 0, 19}, {1, 30, 16}};
+    uint64_t seed = 500;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int d = 0; d < N_FLOAT_DTYPES; d++)
+            for (int weight = 0; weight < 2; weight++) {
+                int64_t m = shapes[s][0], k = shapes[s][1], n = shapes[s][2];
+                gc_dtype dtype = float_dtypes[d];
+                double *a = malloc(sizeof(double) * (size_t)(m * k + 1)), *b = malloc(sizeof(double) * (size_t)(k * n + 1));
+                double *bias = malloc(sizeof(double) * (size_t)n), *rows = malloc(sizeof(double) * (size_t)(m * n));
+                REQUIRE(a && b && bias && rows);
+                fill_random(a, m * k, seed += 3, dtype);
+                fill_random(b, k * n, seed + 1, dtype);
+                fill_random(bias, n, seed + 2, dtype);
+                for (int64_t i = 0; i < m * n; i++) rows[i] = bias[i % n];
+                gc_tensor *left = matrix(a, 0, m, k, false, dtype), *right = matrix(b, 0, k, n, true, dtype);
+                gc_tensor *bias_tensor = tensor_of(bias, GC_SHAPE(n), dtype), *old = tensor_of(rows, GC_SHAPE(m, n), dtype);
+                if (weight) gc_tensor_set_weight(right);
+                gc_tensor *got = gc_matmul_bias(left, right, bias_tensor, false, true);
+                REQUIRE(got);
+                gc_matmul_into(old, left, right, false, true, true);
+                CHECK_MSG(memcmp(gc_data(got), gc_data(old), gc_nbytes(old)) == 0,
+                          "%s [%lld x %lld @ %lld]%s: the bias row in the GEMM differs from the bias broadcast",
+                          gc_dtype_name(dtype), (long long)m, (long long)k, (long long)n, weight ? " (weight)" : "");
+                RELEASE(left, right, bias_tensor, old, got);
+                free(a);
+                free(b);
+                free(bias);
+                free(rows);
+            }
 }
 
 /* f16 and bf16 are the f32 product of the widened inputs, rounded once: bit for bit. */
@@ -453,12 +491,12 @@ static void test_null_and_allocation_failure(void) {
     gc_clear_error();
     gc_tensor_release(c);
 
-    /* gc_matmul_bias: NULL in, NULL out; room for c but not for the zero its bias rows are
-     * broadcast with: NULL, c given back, the limit's status */
+    /* gc_matmul_bias: NULL in, NULL out; no room for c: NULL, nothing kept, the limit's
+     * status (on the CPU c is all it allocates: the GEMM reads the bias row itself) */
     gc_tensor *bias = zeros(GC_SHAPE(64), GC_F32);
     CHECK(gc_matmul_bias(a, b, NULL, false, false) == NULL && gc_last_status() == GC_OK);
     size_t live = gc_memory_get_stats(gc_cpu()).live_bytes;
-    gc_memory_set_limit(gc_cpu(), live + 64 * 64 * sizeof(float));
+    gc_memory_set_limit(gc_cpu(), live + 64 * 64 * sizeof(float) - 1);
     CHECK(gc_matmul_bias(a, b, bias, false, false) == NULL);
     CHECK(gc_last_status() == GC_ERR_MEM_LIMIT);
     CHECK(gc_memory_get_stats(gc_cpu()).live_bytes == live);
@@ -473,6 +511,7 @@ int main(void) {
     test_half_rounds_once();
     test_against_loop();
     test_half_is_rounded_f32();
+    test_bias_row_is_broadcast_then_accumulate();
     test_empty();
     test_alpha_beta();
     test_thread_count_independence();

@@ -14,6 +14,19 @@
 #include "cpu_isa.h"
 #include "gradcache/dtype.h"
 
+/* Where a micro-kernel stores its tile: c [rows, cols] (row stride ldc, at most mr x nr) =
+ * alpha * (the product) + beta * c_in, where c_in is c itself (c_in = c, ldc_in = ldc) or one
+ * row read for every row (ldc_in = 0: a bias, which c then need not hold first). c_in is not
+ * read when beta is 0. */
+typedef struct gc_gemm_tile_out {
+    void *c;
+    int64_t ldc;
+    const void *c_in;
+    int64_t ldc_in;
+    int64_t rows, cols;
+    float alpha, beta;
+} gc_gemm_tile_out;
+
 typedef struct gc_gemm_kernel {
     size_t size; /* bytes per element */
     int mr, nr;  /* the micro-tile: mr rows of op(a) by nr columns of op(b) */
@@ -25,21 +38,19 @@ typedef struct gc_gemm_kernel {
                    int64_t depth);
     void (*pack_b)(void *dst, const void *src, int64_t lane_stride, int64_t depth_stride, int64_t width,
                    int64_t depth);
-    /* c [rows, cols] (row stride ldc, at most mr x nr) = alpha * pa @ pb + beta * c, from a
-     * packed panel of op(a) and one of op(b), each `depth` deep. Does not read c when beta
-     * is 0. `next` is a panel of op(b) (as deep) to bring into cache meanwhile, a line per
+    /* The tile `out` of pa @ pb, from a packed panel of op(a) and one of op(b), each `depth`
+     * deep. `next` is a panel of op(b) (as deep) to bring into cache meanwhile, a line per
      * step, or pb itself: a product of a few rows (one text) streams a weight from memory
      * faster when the panels are fetched ahead of the multiply (SIMD variants; the portable
      * one ignores it). */
-    void (*tile)(const void *pa, const void *pb, const void *next, int64_t depth, void *c, int64_t ldc, int64_t rows,
-                 int64_t cols, float alpha, float beta);
+    void (*tile)(const void *pa, const void *pb, const void *next, int64_t depth, const gc_gemm_tile_out *out);
     /* The same with op(a) read where it lies instead of from a packed panel: row i, depth p
      * at a[i * lda + p] (op(a) with its depth contiguous), every element of c bit for bit what
      * `tile` gives on the packed panel. It saves packing op(a), a gather of mr rows at a
      * time that costs about a fifth of a product 128 columns wide. NULL where the variant
      * has none (it then packs). */
-    void (*tile_in_place)(const void *a, int64_t lda, const void *pb, const void *next, int64_t depth, void *c,
-                          int64_t ldc, int64_t rows, int64_t cols, float alpha, float beta);
+    void (*tile_in_place)(const void *a, int64_t lda, const void *pb, const void *next, int64_t depth,
+                          const gc_gemm_tile_out *out);
 } gc_gemm_kernel;
 
 /* The variant for f32 or f64 on `isa` (which must be available). */

@@ -9,21 +9,20 @@
     GEMM_PACK_DEFINE(T, pack_a_##NAME, MR)                                                                   \
     GEMM_PACK_DEFINE(T, pack_b_##NAME, NR)                                                                   \
                                                                                                              \
-    static void tile_##NAME(const void *pa, const void *pb, const void *next, int64_t depth, void *c,        \
-                            int64_t ldc, int64_t rows, int64_t cols, float alpha, float beta) {              \
-        const T *a = pa, *b = pb;                                                                            \
+    static void tile_##NAME(const void *pa, const void *pb, const void *next, int64_t depth,                  \
+                            const gc_gemm_tile_out *to) {                                                    \
+        const T *a = pa, *b = pb, *in = to->c_in;                                                            \
         (void)next;                                                                                          \
         T acc[MR][NR] = {{0}};                                                                               \
         for (int64_t p = 0; p < depth; p++, a += MR, b += NR) {                                              \
             _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                            \
                 _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) acc[i][j] += a[i] * b[j];              \
         }                                                                                                    \
-        T *out = c;                                                                                          \
-        for (int64_t i = 0; i < rows; i++)                                                                   \
-            for (int64_t j = 0; j < cols; j++) {                                                             \
-                T *dst = &out[i * ldc + j];                                                                  \
-                *dst = beta == 0 ? (T)alpha * acc[i][j] : (T)alpha * acc[i][j] + (T)beta * *dst;             \
-            }                                                                                                \
+        T *out = to->c, alpha = (T)to->alpha, beta = (T)to->beta;                                            \
+        for (int64_t i = 0; i < to->rows; i++)                                                               \
+            for (int64_t j = 0; j < to->cols; j++)                                                           \
+                out[i * to->ldc + j] = beta == 0 ? alpha * acc[i][j]                                         \
+                                                 : alpha * acc[i][j] + beta * in[i * to->ldc_in + j];        \
     }                                                                                                        \
                                                                                                              \
     const gc_gemm_kernel gc_gemm_portable_##NAME = {sizeof(T), MR, NR, pack_a_##NAME, pack_b_##NAME, tile_##NAME, NULL};

@@ -27,13 +27,14 @@ GEMM_PACK_DEFINE(T, CAT(GEMM_NAME, _pack_b), NR)
  * the tile it falls in nor on whether op(a) was packed. */
 static inline __attribute__((always_inline)) void CAT(GEMM_NAME, _rows)(const T *a, int64_t row_stride,
                                                                         int64_t depth_stride, const T *b,
-                                                                        const T *next, int64_t depth, T *out,
-                                                                        int64_t ldc,
-                                                                        const int ROWS, int64_t cols, float alpha,
-                                                                        float beta) {
+                                                                        const T *next, int64_t depth,
+                                                                        const gc_gemm_tile_out *to, const int ROWS) {
+    T *out = to->c;
+    const T *in = to->c_in;
+    int64_t ldc = to->ldc, ldc_in = to->ldc_in, cols = to->cols;
     for (int i = 0; i < ROWS; i++) { /* c's rows, ready for the update at the end */
-        __builtin_prefetch(out + i * ldc);
-        __builtin_prefetch(out + i * ldc + cols - 1);
+        __builtin_prefetch(in + i * ldc_in);
+        __builtin_prefetch(in + i * ldc_in + cols - 1);
     }
     VEC acc[MR][2];
     for (int i = 0; i < ROWS; i++) acc[i][0] = acc[i][1] = V_ZERO();
@@ -46,15 +47,16 @@ static inline __attribute__((always_inline)) void CAT(GEMM_NAME, _rows)(const T 
             acc[i][1] = V_FMA(ai, b1, acc[i][1]);
         }
     }
-    /* c = alpha acc (+ beta c): whole rows with vectors, a partial width through a local copy
-     * with the same two roundings per element. */
-    VEC valpha = V_SET1((T)alpha), vbeta = V_SET1((T)beta);
+    /* c = alpha acc (+ beta c_in): whole rows with vectors, a partial width through a local
+     * copy with the same two roundings per element. */
+    T alpha = (T)to->alpha, beta = (T)to->beta;
+    VEC valpha = V_SET1(alpha), vbeta = V_SET1(beta);
     if (cols == NR) {
         for (int i = 0; i < ROWS; i++)
             for (int j = 0; j < 2; j++) {
-                T *dst = out + i * ldc + j * VL;
                 VEC scaled = V_MUL(valpha, acc[i][j]);
-                V_STORE(dst, beta == 0 ? scaled : V_ADD(scaled, V_MUL(vbeta, V_LOAD(dst))));
+                VEC sum = beta == 0 ? scaled : V_ADD(scaled, V_MUL(vbeta, V_LOAD(in + i * ldc_in + j * VL)));
+                V_STORE(out + i * ldc + j * VL, sum);
             }
         return;
     }
@@ -64,33 +66,30 @@ static inline __attribute__((always_inline)) void CAT(GEMM_NAME, _rows)(const T 
         V_STORE(local[i] + VL, acc[i][1]);
     }
     for (int i = 0; i < ROWS; i++)
-        for (int64_t j = 0; j < cols; j++) {
-            T *dst = out + i * ldc + j;
-            *dst = beta == 0 ? (T)alpha * local[i][j] : (T)alpha * local[i][j] + (T)beta * *dst;
-        }
+        for (int64_t j = 0; j < cols; j++)
+            out[i * ldc + j] = beta == 0 ? alpha * local[i][j] : alpha * local[i][j] + beta * in[i * ldc_in + j];
 }
 
 /* The tile for `rows` rows, by the copy for that count; strides as for the one above. The
  * packed strides are constants where it is called, so its copies index the panel directly. */
-#define TILE_BY_ROWS(A, ROW_STRIDE, DEPTH_STRIDE)                                                              \
-    switch (rows) {                                                                                            \
-    case 1: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, next, depth, c, ldc, 1, cols, alpha, beta); break; \
-    case 2: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, next, depth, c, ldc, 2, cols, alpha, beta); break; \
-    case 3: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, next, depth, c, ldc, 3, cols, alpha, beta); break; \
-    case 4: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, next, depth, c, ldc, 4, cols, alpha, beta); break; \
-    case 5: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, next, depth, c, ldc, 5, cols, alpha, beta); break; \
-    default: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, next, depth, c, ldc, MR, cols, alpha, beta); break; \
+#define TILE_BY_ROWS(A, ROW_STRIDE, DEPTH_STRIDE)                                                           \
+    switch (out->rows) {                                                                                    \
+    case 1: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, next, depth, out, 1); break;              \
+    case 2: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, next, depth, out, 2); break;              \
+    case 3: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, next, depth, out, 3); break;              \
+    case 4: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, next, depth, out, 4); break;              \
+    case 5: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, next, depth, out, 5); break;              \
+    default: CAT(GEMM_NAME, _rows)(A, ROW_STRIDE, DEPTH_STRIDE, pb, next, depth, out, MR); break;            \
     }
 _Static_assert(MR == 6, "TILE_BY_ROWS has a case per row count");
 
-static void CAT(GEMM_NAME, _tile)(const void *pa, const void *pb, const void *next, int64_t depth, void *c,
-                                  int64_t ldc, int64_t rows, int64_t cols, float alpha, float beta) {
+static void CAT(GEMM_NAME, _tile)(const void *pa, const void *pb, const void *next, int64_t depth,
+                                  const gc_gemm_tile_out *out) {
     TILE_BY_ROWS(pa, 1, MR)
 }
 
 static void CAT(GEMM_NAME, _tile_in_place)(const void *a, int64_t lda, const void *pb, const void *next,
-                                           int64_t depth, void *c, int64_t ldc, int64_t rows, int64_t cols,
-                                           float alpha, float beta) {
+                                           int64_t depth, const gc_gemm_tile_out *out) {
     TILE_BY_ROWS(a, lda, 1)
 }
 

@@ -24,6 +24,7 @@
  * f32 and f64 run natively; f16 and bf16 are widened to f32 scratch copies, multiplied in
  * f32 and rounded once when stored. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "gemm_kernel.h"
 #include "gradcache/error.h"
@@ -51,6 +52,7 @@ typedef struct gemm_plan {
     int64_t m, n, k;
     int64_t a_rs, a_cs, b_rs, b_cs;
     float alpha, beta;
+    const char *c_row; /* NULL, or c's starting row for every row (gc_matmul_args) */
 } gemm_plan;
 
 /* One matrix of the batch, and the columns [jc, jc + nc) of op(b) being worked on: op(b)
@@ -140,14 +142,18 @@ static void multiply_block(const gemm_columns *cols, int64_t row_begin, int64_t 
                                         : NULL;
                 for (int64_t ir = 0; ir < mc; ir += t->mr) {
                     char *c = cols->c + (size_t)((ic + ir) * plan->n + cols->jc + jr) * size;
-                    int64_t rows = min64(t->mr, mc - ir), width = min64(t->nr, cols->nc - jr);
+                    gc_gemm_tile_out out = {c, plan->n, c, plan->n, min64(t->mr, mc - ir), min64(t->nr, cols->nc - jr),
+                                            plan->alpha, beta};
+                    if (pc == 0 && plan->c_row) { /* the first block starts from the row */
+                        out.c_in = plan->c_row + (size_t)(cols->jc + jr) * size;
+                        out.ldc_in = 0;
+                    }
                     const char *next = ir + t->mr >= mc && after ? after : b_panel;
                     if (in_place)
                         t->tile_in_place(a_block + (size_t)(ir * plan->a_rs) * size, plan->a_rs, b_panel, next, kc,
-                                         c, plan->n, rows, width, plan->alpha, beta);
+                                         &out);
                     else
-                        t->tile(packed_a + (size_t)(ir * kc) * size, b_panel, next, kc, c, plan->n, rows, width,
-                                plan->alpha, beta);
+                        t->tile(packed_a + (size_t)(ir * kc) * size, b_panel, next, kc, &out);
                 }
             }
         }
@@ -245,8 +251,8 @@ static void gemm_matrices(void *arg, int64_t first, int64_t last) {
 
 static gemm_plan plan_for(const gc_matmul_args *args, const gc_gemm_kernel *kernel) {
     int64_t m = args->m, n = args->n, k = args->k;
-    return (gemm_plan){kernel, m, n, k, args->trans_a ? 1 : k, args->trans_a ? m : 1,
-                       args->trans_b ? 1 : n, args->trans_b ? k : 1, args->alpha, args->beta};
+    return (gemm_plan){kernel, m, n, k, args->trans_a ? 1 : k, args->trans_a ? m : 1, args->trans_b ? 1 : n,
+                       args->trans_b ? k : 1, args->alpha, args->beta, args->c_row};
 }
 
 static void gemm(const gc_matmul_args *args, const gc_gemm_kernel *kernel) {
@@ -334,12 +340,34 @@ static void gemm_half(const gc_matmul_args *args, gc_cpu_isa isa, bool use_blas)
     free(c);
 }
 
+/* The product with c_row (gc_matmul_args) copied into every row of c first, for the paths
+ * that read c itself (the BLAS, the 16-bit widening). */
+static gc_matmul_args row_copied_into_c(const gc_matmul_args *args) {
+    gc_matmul_args copied = *args;
+    size_t row_bytes = (size_t)args->n * gc_dtype_size(args->dtype);
+    for (int64_t row = 0; row < args->batch * args->m; row++)
+        memcpy((char *)args->c + (size_t)row * row_bytes, args->c_row, row_bytes);
+    copied.c_row = NULL;
+    return copied;
+}
+
 static void product(const gc_matmul_args *args, gc_cpu_isa isa, bool use_blas) {
+    bool wide = args->dtype == GC_F32 || args->dtype == GC_F64;
+#ifdef GC_HAVE_BLAS
+    bool blas = wide && use_blas && !args->b_is_weight;
+#else
+    bool blas = false;
+#endif
+    if (args->c_row && (blas || !wide)) { /* only the own f32/f64 GEMM reads the row itself */
+        gc_matmul_args copied = row_copied_into_c(args);
+        product(&copied, isa, use_blas);
+        return;
+    }
     switch (args->dtype) {
     case GC_F32:
     case GC_F64:
 #ifdef GC_HAVE_BLAS
-        if (use_blas && !args->b_is_weight) {
+        if (blas) {
             gc_cpu_matmul_blas(args);
             break;
         }
