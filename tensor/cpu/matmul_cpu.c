@@ -94,10 +94,13 @@ static void pack_b_panels(void *arg, int64_t first, int64_t last) {
     }
 }
 
-/* Rows of op(a) from which the last row tile of a panel fetches the next panel of op(b):
- * with fewer, there is too little multiplying to hide the fetch behind (one row alone only
- * streams op(b), and runs at the memory's speed already); with 4 to 24 rows (one text), the
- * weights' panels come from memory 10-20% faster. */
+/* Rows of op(a) from which the row tiles of a panel fetch the next panel of op(b) while they
+ * multiply: with fewer, there is too little multiplying to hide the fetch behind (one row
+ * alone only streams op(b), and runs at the memory's speed already); with 6 to 24 rows (one
+ * text), a weight's panels come from memory 10-25% faster than when each row tile waits
+ * for them, and more rows take the same time either way. Every tile fetches, not only the
+ * last: the lines then arrive at the pace the multiply uses them, where the last tile alone
+ * would ask for a panel in the time of a few rows. */
 #define MIN_ROWS_TO_FETCH_AHEAD 4
 
 /* The panel of op(b) after `panel` of the KC block at depth pc, for the panels [begin, end)
@@ -131,8 +134,8 @@ static void multiply_block(const gemm_columns *cols, int64_t row_begin, int64_t 
             int64_t mc = min64(MC, row_end - ic);
             const char *a_block = at(cols->a, ic * plan->a_rs + pc * plan->a_cs, size);
             if (!in_place) t->pack_a(packed_a, a_block, plan->a_rs, plan->a_cs, mc, kc);
-            /* One panel of b stays in L1 while every panel of a streams past it; the last row
-             * tile fetches the next panel meanwhile. */
+            /* One panel of b stays in L1 while every panel of a streams past it, and the next
+             * panel is fetched meanwhile. */
             int64_t panel_last = min64(cols->panels, panel_end);
             for (int64_t panel = panel_begin; panel < panel_last; panel++) {
                 int64_t jr = panel * t->nr;
@@ -140,6 +143,7 @@ static void multiply_block(const gemm_columns *cols, int64_t row_begin, int64_t 
                 const char *after = mc >= MIN_ROWS_TO_FETCH_AHEAD
                                         ? panel_after(cols, pc, panel, panel_begin, panel_last)
                                         : NULL;
+                const char *next = after ? after : b_panel;
                 for (int64_t ir = 0; ir < mc; ir += t->mr) {
                     char *c = cols->c + (size_t)((ic + ir) * plan->n + cols->jc + jr) * size;
                     gc_gemm_tile_out out = {c, plan->n, c, plan->n, min64(t->mr, mc - ir), min64(t->nr, cols->nc - jr),
@@ -148,7 +152,6 @@ static void multiply_block(const gemm_columns *cols, int64_t row_begin, int64_t 
                         out.c_in = plan->c_row + (size_t)(cols->jc + jr) * size;
                         out.ldc_in = 0;
                     }
-                    const char *next = ir + t->mr >= mc && after ? after : b_panel;
                     if (in_place)
                         t->tile_in_place(a_block + (size_t)(ir * plan->a_rs) * size, plan->a_rs, b_panel, next, kc,
                                          &out);
