@@ -31,8 +31,9 @@ void gc_free_packed(gc_device device, void *ptr, size_t nbytes);
 /* Turns the block cache on or off for a device (turning it off empties it). */
 void gc_alloc_set_caching(gc_device device, bool enabled);
 
-/* The size class a request of nbytes is served from: 512-byte granules up to 1 MiB, then
- * four classes per power of two (at most 25% slack). Exposed for tests. */
+/* The size class a request of nbytes is served from: 512-byte granules up to 64 KiB, then
+ * four classes per power of two (at most 25% slack, and few classes for a stream of sizes
+ * that differ by a row: see alloc.c). Exposed for tests. */
 size_t gc_alloc_size_class(size_t nbytes);
 
 /* One device=limit pair of a GC_MEM_LIMIT specification (see gradcache/memory.h). */
