@@ -8,8 +8,10 @@
  * Packing reads the operands through a (row stride, column stride) pair, so the transpose
  * flags cost nothing after it, and pads partial panels with zeros, so the micro-kernel
  * always computes a full mr x nr tile from two unit-stride streams and only its store is
- * clipped to the edge of c. The micro-kernels (gemm_kernel.h) are portable C or AVX2/AVX-512
- * code picked at run time (cpu_isa.h).
+ * clipped to the edge of c. An op(a) whose depth is contiguous is not packed where the
+ * micro-kernel can read its rows in place (tile_in_place): packing it was a gather. The
+ * micro-kernels (gemm_kernel.h) are portable C or AVX2/AVX-512 code picked at run time
+ * (cpu_isa.h).
  *
  * Threads (thread_pool.h): a single product packs op(b) once, whole along k (up to 16 MiB
  * of it at a time), the threads sharing the panels, then splits the rows of c between them,
@@ -171,8 +173,8 @@ static void multiply_tiles(void *arg, int64_t first, int64_t last) {
 }
 
 /* The panels [first, last) (nr columns each), every row: how a product of a few rows (one
- * text, a dozen tokens) keeps every thread busy. Each thread packs all of op(a), which is
- * small then. */
+ * text, a dozen tokens) keeps every thread busy. Each thread packs all of op(a) (or reads it
+ * in place), which is small then. */
 static void multiply_panels(void *arg, int64_t first, int64_t last) {
     const gemm_columns *cols = arg;
     multiply_block(cols, 0, cols->plan->m, first, last);
