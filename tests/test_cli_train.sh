@@ -69,9 +69,9 @@ grep -q '"encoder.embeddings.tokens.weight"' "$work/tied/model.safetensors" || f
 sizes=$(field "$work/tied/log.jsonl" 1 chunk_sizes)
 check [ "$sizes" = "[8" ] "tied: chunk sizes $sizes..."
 
-# --- under --mem-limit: a plain step of 64 does not fit (it needs about 29 MB here), a cached
+# --- under --mem-limit: a plain step of 64 does not fit (it needs about 13 MB here), a cached
 # one halves its chunks until it does ------------------------------------------------------
-limited=(--data "$pairs" --model-size tiny --max-length 24 --batch-size 64 --steps 2 --mem-limit 12M)
+limited=(--data "$pairs" --model-size tiny --max-length 24 --batch-size 64 --steps 2 --mem-limit 8M)
 expect_error "memory limit reached on cpu" "$gradcache" train "${limited[@]}" --out "$work/limited_plain"
 grep -q "try --gc" "$work/stderr" || fail "a plain step out of memory does not suggest --gc: $(cat "$work/stderr")"
 expect_ok "$gradcache" train "${limited[@]}" --gc --gc-chunk-size 64 --out "$work/limited_gc"

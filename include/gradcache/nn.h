@@ -271,7 +271,10 @@ int64_t gc_text_encoder_numel(const gc_text_encoder_config *config);
  * [B, projection or dim]. Token type 0 (when there are types) and learned positions 0..T-1
  * are added to the tokens (rotary positions are the attention's); then the embedding norm (post-norm), dropout, the layers (each given the
  * mask), the final norm (pre-norm), the pooling (given the mask), the projection and the
- * normalisation. */
+ * normalisation. Padding is skipped in all but attention's core when the mask is read on the
+ * host (always in inference; in training when it is in host memory): the output is the
+ * padded computation's bit for bit, and the gradients are too, up to the grouping of the sums
+ * over rows, from which the padding's exact zeros are left out. */
 gc_tensor *gc_text_encoder_forward(const gc_text_encoder *encoder, const gc_tensor *ids, const gc_tensor *mask,
                                    bool training);
 /* The forward up to the pooling: every token's vector [B, T, dim] after the last layer (and the

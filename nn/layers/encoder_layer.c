@@ -27,7 +27,7 @@ gc_status gc_encoder_layer_init(gc_encoder_layer *layer, const gc_text_encoder_c
 }
 
 /* The two sublayers, one signature: x [B, T, dim] -> [B, T, dim], or [N, dim] -> [N, dim] when
- * the inputs pack the real tokens (a forward without a graph: gc_token_packing). */
+ * the inputs pack the real tokens (gc_token_packing). */
 typedef gc_tensor *(*sublayer_forward)(const gc_encoder_layer *layer, const gc_tensor *x,
                                        const gc_attention_inputs *inputs, bool training);
 

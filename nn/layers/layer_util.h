@@ -67,11 +67,12 @@ static inline const char *gc_nn_join(char name_out[GC_PARAM_NAME_MAX], const cha
     return name_out;
 }
 
-/* The real tokens of a padded batch, packed (token_packing.c): a forward without a graph
- * (inference, and GradCache's first pass over a chunk) keeps its hidden states as [N, dim],
- * the N real tokens of [B, T, dim] in order, so that the token-by-token work (every linear,
- * the MLP, the norms, dropout) skips the padding; only attention's core, which mixes the
- * tokens of a sequence (scores, softmax, context), sees them padded. */
+/* The real tokens of a padded batch, packed (token_packing.c): the text encoder's forward
+ * (inference, and training with a graph or without when the mask is in host memory) keeps
+ * its hidden states as [N, dim], the N real tokens of [B, T, dim] in order, so that the
+ * token-by-token work (every linear, the MLP, the norms, dropout) skips the padding; only
+ * attention's core, which mixes the tokens of a sequence (scores, softmax, context), sees
+ * them padded. */
 typedef struct gc_token_packing {
     int64_t batch, length, tokens; /* B, T, N */
     gc_tensor *positions;          /* i32 [N]: b * T + t of each real token */
@@ -88,8 +89,8 @@ gc_tensor *gc_tokens_pack(const gc_tensor *x, const gc_token_packing *packing);
 gc_tensor *gc_tokens_unpack(const gc_tensor *x, const gc_token_packing *packing);
 /* gc_nn_dropout of x [N, dim] packed by `packing` (or of x as it is, when packing is NULL):
  * the masks, and the generator's advance, of the padded [B, T, dim]'s dropout, so that a
- * packed forward in training (GradCache's forward without a graph) draws what the padded
- * one draws. */
+ * packed forward in training draws what the padded one draws (GradCache's replay of a
+ * chunk, and a checkpointed layer's recompute, rely on it). */
 gc_tensor *gc_tokens_dropout(const gc_tensor *x, double p, bool training, const gc_token_packing *packing);
 
 /* gc_linear_forward with the adapter's dropout on when training; x [N, in] packed by
@@ -133,8 +134,9 @@ gc_tensor *gc_attention_forward_with(const gc_attention *layer, const gc_tensor 
                                      bool training);
 gc_tensor *gc_encoder_layer_forward_with(const gc_encoder_layer *layer, const gc_tensor *x,
                                          const gc_attention_inputs *inputs, bool training);
-/* The same layer keeping only x and the shared inputs for backward, and recomputing the rest
- * there (encoder_layer_checkpoint.c): the same values and gradients, less memory. */
+/* The same layer keeping only x and the shared inputs (the packing's indices included) for
+ * backward, and recomputing the rest there (encoder_layer_checkpoint.c): the same values and
+ * gradients, less memory. */
 gc_tensor *gc_encoder_layer_forward_checkpointed(const gc_encoder_layer *layer, const gc_tensor *x,
                                                  const gc_attention_inputs *inputs, bool training);
 

@@ -121,9 +121,7 @@ static gc_tensor *hidden_states(const gc_text_encoder *encoder, const gc_tensor 
     if (packing) h = gc_nn_then(h, gc_tokens_pack(h, packing)); /* [N, dim] */
     if (!config->pre_norm) h = gc_nn_then(h, gc_layernorm_layer_forward(&encoder->embedding_norm, h));
     h = gc_nn_then(h, gc_tokens_dropout(h, config->dropout, training, packing));
-    /* a packed forward records no graph worth checkpointing (and the checkpoint's replay
-     * takes padded inputs) */
-    bool checkpoint = encoder->checkpoint_layers && !packing;
+    bool checkpoint = encoder->checkpoint_layers;
     for (int i = 0; i < config->layers; i++)
         h = gc_nn_then(h, checkpoint
                               ? gc_encoder_layer_forward_checkpointed(&encoder->layers[i], h, &inputs, training)
@@ -145,15 +143,17 @@ gc_tensor *gc_text_encoder_forward(const gc_text_encoder *encoder, const gc_tens
     if (!ids) return NULL;
     check_inputs(encoder, ids, mask);
     const gc_text_encoder_config *config = &encoder->config;
-    /* A forward without a graph skips the padding in all but attention (gc_token_packing): the
-     * pooled output is the padded forward's bit for bit, each real token's row computed alike
-     * and dropped with its own position's mask. That is inference, and in training GradCache's
-     * first pass over a chunk when its mask is in host memory: on a GPU, reading the mask
-     * would make the chunk wait. A forward that records a graph stays padded: its weight
-     * gradients sum over the rows, and fewer rows would round them differently. */
+    /* The forward skips the padding in all but attention (gc_token_packing): every real
+     * token's row is computed as the padded forward computes it, and padding, which no real
+     * token's row reads, is dropped (each packed row drops out with its own position's mask).
+     * The pooled output is the padded forward's bit for bit. In training the mask must be in
+     * host memory: on a GPU, reading it would make every chunk wait. With a graph, the
+     * gradients are the padded forward's up to rounding: its padding rows contribute exact
+     * zeros to the sums over rows (weights, biases, norms), which a packed graph leaves out,
+     * so only the grouping of those sums changes. */
     gc_token_packing packing;
-    bool without_graph = !training || (!gc_grad_enabled() && mask && mask->device.type == GC_DEVICE_CPU);
-    bool packed = without_graph && mask && gc_token_packing_make(mask, &packing);
+    bool mask_on_host = mask && mask->device.type == GC_DEVICE_CPU;
+    bool packed = mask && (!training || mask_on_host) && gc_token_packing_make(mask, &packing);
     gc_tensor *h = hidden_states(encoder, ids, mask, training, packed ? &packing : NULL);
     if (packed) {
         h = gc_nn_then(h, gc_tokens_unpack(h, &packing)); /* [B, T, dim], padding rows 0 */
