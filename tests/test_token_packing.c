@@ -134,13 +134,31 @@ static void check_training(const gc_text_encoder_config *config, bool left, cons
                       what);
 }
 
-static void test_training(void) {
+typedef void (*shape_check)(const gc_text_encoder_config *config, bool left, const char *what);
+
+/* `check` on the three shapes trained here: BERT-shaped (post-norm, CLS, a projection),
+ * pre-norm with mean pooling, and decoder-shaped padded on the left (dropout 0.2: the
+ * decoders' default is none), each named after `kind`. */
+static void on_training_shapes(shape_check check, const char *kind) {
     gc_text_encoder_config cls = bert_config(false, GC_POOL_CLS, 5), mean = bert_config(true, GC_POOL_MEAN, 0);
     gc_text_encoder_config decoder = decoder_config();
     decoder.dropout = 0.2;
-    check_training(&cls, false, "training: BERT-shaped, post-norm, CLS, projection");
-    check_training(&mean, false, "training: pre-norm, mean pooling");
-    check_training(&decoder, true, "training: decoder-shaped, padded on the left");
+    const struct {
+        const gc_text_encoder_config *config;
+        bool left;
+        const char *name;
+    } shapes[] = {{&cls, false, "BERT-shaped, post-norm, CLS, projection"},
+                  {&mean, false, "pre-norm, mean pooling"},
+                  {&decoder, true, "decoder-shaped, padded on the left"}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        char what[160];
+        snprintf(what, sizeof what, "%s: %s", kind, shapes[i].name);
+        check(shapes[i].config, shapes[i].left, what);
+    }
+}
+
+static void test_training(void) {
+    on_training_shapes(check_training, "training");
     /* a chunk of the benchmarks' tiny model: products of many row blocks, split over threads */
     enum { CHUNK = 32, LENGTH = 32 };
     gc_text_encoder_config tiny = bert_config(false, GC_POOL_MEAN, 0);
@@ -205,14 +223,7 @@ static void check_gradients(const gc_text_encoder_config *config, bool left, con
     gc_text_encoder_free(&encoder);
 }
 
-static void test_graph_gradients(void) {
-    gc_text_encoder_config cls = bert_config(false, GC_POOL_CLS, 5), mean = bert_config(true, GC_POOL_MEAN, 0);
-    gc_text_encoder_config decoder = decoder_config();
-    decoder.dropout = 0.2;
-    check_gradients(&cls, false, "graph: BERT-shaped, post-norm, CLS, projection");
-    check_gradients(&mean, false, "graph: pre-norm, mean pooling");
-    check_gradients(&decoder, true, "graph: decoder-shaped, padded on the left");
-}
+static void test_graph_gradients(void) { on_training_shapes(check_gradients, "graph"); }
 
 /* Checkpointed layers (gc_text_encoder.checkpoint_layers) in an inference forward: packed,
  * and not checkpointed (no graph to save memory in), the same output as without. */
