@@ -121,9 +121,8 @@ static gc_tensor *hidden_states(const gc_text_encoder *encoder, const gc_tensor 
     if (packing) h = gc_nn_then(h, gc_tokens_pack(h, packing)); /* [N, dim] */
     if (!config->pre_norm) h = gc_nn_then(h, gc_layernorm_layer_forward(&encoder->embedding_norm, h));
     h = gc_nn_then(h, gc_tokens_dropout(h, config->dropout, training, packing));
-    bool checkpoint = encoder->checkpoint_layers;
     for (int i = 0; i < config->layers; i++)
-        h = gc_nn_then(h, checkpoint
+        h = gc_nn_then(h, encoder->checkpoint_layers
                               ? gc_encoder_layer_forward_checkpointed(&encoder->layers[i], h, &inputs, training)
                               : gc_encoder_layer_forward_with(&encoder->layers[i], h, &inputs, training));
     gc_attention_inputs_free(&inputs);
