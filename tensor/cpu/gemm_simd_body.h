@@ -38,7 +38,11 @@ static inline __attribute__((always_inline)) void CAT(GEMM_NAME, _rows)(const T 
     }
     VEC acc[MR][2];
     for (int i = 0; i < ROWS; i++) acc[i][0] = acc[i][1] = V_ZERO();
-    for (int64_t p = 0; p < depth; p++, a += depth_stride, b += NR, next += NR) {
+    /* Four steps per turn of the loop, so that its pointer updates and branch are paid once
+     * per four steps. Interleaved call by call with the rolled loop on MiniLM's products, it
+     * took 4-13% less time on the shared 2-core development machine; on a quiet core both ran
+     * at about 90% of its peak. Each accumulator still sums in the order of p. */
+    _Pragma("GCC unroll 4") for (int64_t p = 0; p < depth; p++, a += depth_stride, b += NR, next += NR) {
         VEC b0 = V_LOAD(b), b1 = V_LOAD(b + VL);
         __builtin_prefetch(next); /* a panel row is NR elements: one cache line of f32 */
         _Pragma("GCC unroll 6") for (int i = 0; i < ROWS; i++) {
