@@ -143,6 +143,22 @@ typedef struct gc_attention_args {
     void *dk, *dv;              /* [B, KVH, T, Dh] */
 } gc_attention_args;
 
+/* Attention over packed tokens (gc_attention_packed): each text's real tokens are rows
+ * [first, first + n) of q, k, v and out, and attend to each other only. Row r sits at place
+ * positions[r] = b T + t of the padded [B, T] batch (increasing), so that text b's keys get
+ * the bias of their padded places. Inference only: no dropout, no gradient. */
+typedef struct gc_attention_packed_args {
+    const void *q;             /* [N, H * Dh] of dtype */
+    const void *k, *v;         /* [N, KVH * Dh]; head h reads key/value head h / (H / KVH) */
+    const int32_t *positions;  /* [N]: each row's place b T + t, increasing (host memory); NULL:
+                                * every place is a row (N = B T, nothing padded out) */
+    const void *bias;          /* [B, T]: each text's additive bias on its keys, or NULL */
+    int64_t tokens, batch, length, heads, kv_heads, head_dim;
+    gc_dtype dtype;            /* f32 */
+    double scale;              /* multiplies q k^T */
+    void *out;                 /* [N, H * Dh] */
+} gc_attention_packed_args;
+
 typedef struct gc_backend {
     const char *name;
 

@@ -13,3 +13,7 @@ gc_tensor *gc_finish_op(const gc_op_record *record) {
     }
     return record->output;
 }
+
+bool gc_op_would_record(const gc_tensor *const *inputs, int n_inputs) {
+    return observer && observer->wants(inputs, n_inputs);
+}

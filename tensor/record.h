@@ -78,5 +78,8 @@ void gc_set_op_observer(const gc_op_observer *observer);
  * record->output, or NULL (with the output released) when the output is NULL or recording
  * failed. Usage: return gc_finish_op(&(gc_op_record){.kind = ..., .output = out, ...}); */
 gc_tensor *gc_finish_op(const gc_op_record *record);
+/* Whether an op over these inputs would be recorded (the observer wants it): for the ops
+ * that have no backward and refuse to run where a graph would need one. */
+bool gc_op_would_record(const gc_tensor *const *inputs, int n_inputs);
 
 #endif

@@ -35,38 +35,64 @@ static void log_progress(void *context, int64_t done, int64_t count) {
     log->last_count = count;
 }
 
-static void test_batch_independent(void) {
-    gc_text_encoder_config config = gc_model_preset(0, 24);
+/* texts (COUNT of them, or fewer) encoded up to max_length tokens, alone and in batches. */
+static void check_batch_independent(const char *const *texts, int count, int64_t max_length) {
+    gc_text_encoder_config config = gc_model_preset(0, max_length);
     gc_dual_encoder model;
     REQUIRE(gc_dual_encoder_init(&model, &config, true, cpu, 3) == GC_OK);
     const gc_text_encoder *encoder = gc_dual_encoder_tower(&model, 0);
     size_t start = gc_memory_get_stats(cpu).live_bytes;
     gc_tensor *one_by_one[COUNT];
-    for (int i = 0; i < COUNT; i++) one_by_one[i] = gc_encode_texts(encoder, model.tokenizer, texts + i, 1, 24, 1);
-    int64_t batches[] = {1, 2, 4, COUNT};
+    for (int i = 0; i < count; i++)
+        one_by_one[i] = gc_encode_texts(encoder, model.tokenizer, texts + i, 1, max_length, 1);
+    int64_t batches[] = {1, 2, 4, count};
     for (size_t b = 0; b < sizeof batches / sizeof *batches; b++) {
         progress_log log = {.increasing = true};
-        gc_encode_options options = {.max_length = 24, .batch = batches[b], .progress = log_progress,
+        gc_encode_options options = {.max_length = max_length, .batch = batches[b], .progress = log_progress,
                                      .progress_context = &log};
-        gc_tensor *all = gc_encode_texts_with(encoder, model.tokenizer, texts, COUNT, &options); /* [COUNT, D] */
-        REQUIRE(all && all->shape[0] == COUNT);
-        for (int i = 0; i < COUNT; i++) {
+        gc_tensor *all = gc_encode_texts_with(encoder, model.tokenizer, texts, count, &options); /* [count, D] */
+        REQUIRE(all && all->shape[0] == count);
+        for (int i = 0; i < count; i++) {
             gc_tensor *row = gc_slice0(all, i, i + 1);
             CHECK_MSG(one_by_one[i] && memcmp(gc_data(row), gc_data(one_by_one[i]), gc_nbytes(row)) == 0,
                       "batches of %lld: text %d is not the vector it has alone", (long long)batches[b], i);
             gc_tensor_release(row);
         }
-        int64_t want_calls = (COUNT + batches[b] - 1) / batches[b];
-        CHECK_MSG(log.calls == want_calls && log.increasing && log.last_done == COUNT && log.last_count == COUNT,
+        int64_t want_calls = (count + batches[b] - 1) / batches[b];
+        CHECK_MSG(log.calls == want_calls && log.increasing && log.last_done == count && log.last_count == count,
                   "batches of %lld: %lld progress calls, want %lld, the last %lld/%lld", (long long)batches[b],
                   (long long)log.calls, (long long)want_calls, (long long)log.last_done, (long long)log.last_count);
         gc_tensor_release(all);
     }
     /* the same text twice gets the same vector, wherever it is */
-    CHECK(memcmp(gc_data(one_by_one[3]), gc_data(one_by_one[8]), gc_nbytes(one_by_one[3])) == 0);
-    for (int i = 0; i < COUNT; i++) gc_tensor_release(one_by_one[i]);
+    for (int i = 0; i < count; i++)
+        for (int j = i + 1; j < count; j++)
+            if (!strcmp(texts[i], texts[j]))
+                CHECK_MSG(memcmp(gc_data(one_by_one[i]), gc_data(one_by_one[j]), gc_nbytes(one_by_one[i])) == 0,
+                          "texts %d and %d are the same text with different vectors", i, j);
+    for (int i = 0; i < count; i++) gc_tensor_release(one_by_one[i]);
     CHECK(gc_memory_get_stats(cpu).live_bytes == start);
     gc_dual_encoder_free(&model);
+}
+
+static void test_batch_independent(void) { check_batch_independent(texts, COUNT, 24); }
+
+/* Texts of 160 to 300 words at max length 256 (and short ones beside them): a head's product
+ * of scores is T x T x Dh, past the 2^18 multiply-adds above which the composed attention
+ * would give it to the BLAS (whose sums group by shape) if the build has one. Inference
+ * attention is gc_attention_packed's, the own GEMM at every length, so still no bit moves. */
+static void test_batch_independent_long(void) {
+    enum { LONG = 4 };
+    static char long_texts[LONG][2048];
+    const char *const words[LONG] = {"alpha ", "beta ", "gamma ", "delta "};
+    const int counts[LONG] = {300, 160, 3, 200};
+    const char *pointers[LONG];
+    for (int i = 0; i < LONG; i++) {
+        long_texts[i][0] = 0;
+        for (int w = 0; w < counts[i]; w++) strcat(long_texts[i], words[(i + w) % LONG]);
+        pointers[i] = long_texts[i];
+    }
+    check_batch_independent(pointers, LONG, 256);
 }
 
 /* Writes `bytes` to a new temporary file, whose path goes to path[32]. */
@@ -135,6 +161,7 @@ static void test_save(void) {
 
 int main(void) {
     test_batch_independent();
+    test_batch_independent_long();
     test_lines();
     test_save();
     CHECK(gc_memory_get_stats(cpu).live_bytes == 0);

@@ -162,6 +162,25 @@ typedef struct gc_attention_fused_options {
 gc_tensor *gc_attention_fused(const gc_tensor *q, const gc_tensor *k, const gc_tensor *v, const gc_tensor *bias,
                               const gc_attention_fused_options *options);
 
+/* Attention over packed tokens, for inference: the context of texts whose real tokens are
+ * packed as rows (the text encoder's packing), computed without unpacking them. Text b's
+ * tokens are the rows whose positions (i32 [N], in host memory, increasing; NULL: every place
+ * is a row, N = B T) lie in [b T, (b + 1) T); each attends to its own text's tokens with softmax(scale q k^T + bias),
+ * bias [B, 1, 1, T] (q's dtype; its text's row at each key's place) or NULL. Head h reads
+ * key/value head h / (H / KVH). q [N, H * Dh]; k, v [N, KVH * Dh] -> [N, H * Dh], bit for bit
+ * the rows of the composed ops' context of the unpacked batch (matmul on the CPU's own GEMM,
+ * gc_softmax_scaled, matmul). No dropout and no backward: a graph that would record it stops
+ * the program. Only where gc_attention_packed_available(q): f32 on the CPU (not under
+ * GC_COMPOSED_OPS=1, which runs the paths a GPU takes). */
+typedef struct gc_attention_packed_shape {
+    int64_t batch, length;         /* B texts padded to T tokens */
+    int64_t heads, kv_heads, head_dim;
+    double scale;                  /* multiplies q k^T (attention's 1 / sqrt(Dh)) */
+} gc_attention_packed_shape;
+bool gc_attention_packed_available(const gc_tensor *q);
+gc_tensor *gc_attention_packed(const gc_tensor *q, const gc_tensor *k, const gc_tensor *v, const gc_tensor *positions,
+                               const gc_tensor *bias, const gc_attention_packed_shape *shape);
+
 /* --- gather and layout --- */
 /* table [V, D], ids i32 of any shape S -> [S..., D]. An id outside [0, V) is a
  * programmer error, reported at once on the CPU and, on a GPU, which checks the ids without

@@ -97,6 +97,9 @@ gc_tensor *gc_tokens_dropout(const gc_tensor *x, double p, bool training, const 
  * `packing` (or x [..., in] as it is, packing NULL) draws the padded batch's masks. */
 gc_tensor *gc_linear_forward_with(const gc_linear *layer, const gc_tensor *x, bool training,
                                   const gc_token_packing *packing);
+/* Whether gc_linear_forward_with(layer, x, ...) records a graph: grad mode on and x, the
+ * weight, the bias or an adapter's matrix needing a gradient. */
+bool gc_linear_records(const gc_linear *layer, const gc_tensor *x);
 /* gc_mlp_forward given the packing of x [N, dim] (or NULL), for its adapters' dropout. */
 gc_tensor *gc_mlp_forward_with(const gc_mlp *layer, const gc_tensor *x, bool training,
                                const gc_token_packing *packing);

@@ -38,6 +38,13 @@ gc_tensor *gc_linear_forward_with(const gc_linear *layer, const gc_tensor *x /* 
     return gc_nn_then(y, gc_reshape(y, x->ndim, shape));
 }
 
+bool gc_linear_records(const gc_linear *layer, const gc_tensor *x) {
+    const gc_lora *lora = layer->lora;
+    return gc_grad_enabled() &&
+           (gc_requires_grad(x) || gc_requires_grad(layer->weight) || (layer->bias && gc_requires_grad(layer->bias)) ||
+            (lora && (gc_requires_grad(lora->a) || gc_requires_grad(lora->b))));
+}
+
 gc_tensor *gc_linear_forward(const gc_linear *layer, const gc_tensor *x /* [..., in] */) {
     return gc_linear_forward_with(layer, x, false, NULL);
 }

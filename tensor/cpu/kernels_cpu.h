@@ -45,6 +45,9 @@ void gc_cpu_layernorm_grad_row_f32_on(gc_cpu_isa isa, const float *x, const floa
  * always the own GEMM, which can take its panels packed once (args->packed_b). The library's own GEMM on `isa` (which
  * must be available): the reference. */
 void gc_cpu_matmul_own(const gc_matmul_args *args, gc_cpu_isa isa);
+/* The own GEMM sums each element's products in blocks of this many along k, in order, each
+ * block one chain of multiply-adds from 0, then added to the blocks before it (c = block + c). */
+#define GC_GEMM_DEPTH_BLOCK 256
 #ifdef GC_HAVE_BLAS
 /* matmul_blas.c: f32 and f64 through the CBLAS (other dtypes: not supported). */
 void gc_cpu_matmul_blas(const gc_matmul_args *args);

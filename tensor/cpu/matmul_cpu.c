@@ -35,7 +35,7 @@
 #include "thread_pool.h"
 
 /* Block sizes in elements; MC is a multiple of every variant's mr (4 and 6). */
-enum { KC = 256, MC = 96, NC = 3072 };
+enum { KC = GC_GEMM_DEPTH_BLOCK, MC = 96, NC = 3072 };
 
 /* Multiply-adds below which a thread is not worth waking. */
 #define MIN_WORK_PER_PART ((int64_t)1 << 18)
