@@ -157,8 +157,10 @@ static void test_refuses_a_graph(void) {
 
 int main(void) {
     setenv("GC_BLAS", "0", 1);
-    if (!gc_attention_packed_available(gc_test_random(GC_SHAPE(1, 1), GC_F32, 1))) {
-        /* GC_COMPOSED_OPS=1: the CPU runs without its fused kernels */
+    gc_tensor *probe = gc_test_random(GC_SHAPE(1, 1), GC_F32, 1);
+    bool available = gc_attention_packed_available(probe);
+    gc_tensor_release(probe);
+    if (!available) { /* GC_COMPOSED_OPS=1: the CPU runs without its fused kernels */
         printf("no attention_packed kernel on this backend\n");
         return GC_TEST_SKIP;
     }
