@@ -136,8 +136,8 @@
     X(softmax_backward, (const void *y, const void *g, void *dx, size_t rows, size_t cols, double scale,            \
                          gc_dtype dtype))                                                                           \
     /* Attention over packed tokens (gc_attention_packed_args): out, bit for bit the composed                       \
-     * ops' context of the unpacked batch (the CPU's own GEMM, softmax_scaled, a length up to                       \
-     * the GEMM's depth block), without unpacking, permuting or packing anything. */                                \
+     * ops' context of the unpacked batch (on the CPU's own GEMM, softmax_scaled), without                          \
+     * unpacking, permuting or packing anything. */                                                                 \
     X(attention_packed, (const gc_attention_packed_args *args))
 
 /* Packing a weight once for many products (tensor/packed.c): a backend whose GEMM multiplies

@@ -65,7 +65,8 @@ gc_tensor *gc_attention_packed(const gc_tensor *q /* [N, H * Dh] */, const gc_te
                  gc_tensor_str(q, q_text, sizeof q_text));
     gc_tensor *out = gc_empty_like(q);
     if (!out) return NULL;
-    gc_attention_packed_args args = {.q = gc_data(q), .k = gc_data(k), .v = gc_data(v), .positions = positions ? gc_data(positions) : NULL,
+    gc_attention_packed_args args = {.q = gc_data(q), .k = gc_data(k), .v = gc_data(v),
+                                     .positions = positions ? gc_data(positions) : NULL,
                                      .bias = bias ? gc_data(bias) : NULL, .tokens = tokens, .batch = shape->batch,
                                      .length = shape->length, .heads = heads, .kv_heads = kv_heads,
                                      .head_dim = dh, .dtype = q->dtype, .scale = shape->scale, .out = gc_data(out)};

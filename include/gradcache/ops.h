@@ -165,8 +165,9 @@ gc_tensor *gc_attention_fused(const gc_tensor *q, const gc_tensor *k, const gc_t
 /* Attention over packed tokens, for inference: the context of texts whose real tokens are
  * packed as rows (the text encoder's packing), computed without unpacking them. Text b's
  * tokens are the rows whose positions (i32 [N], in host memory, increasing; NULL: every place
- * is a row, N = B T) lie in [b T, (b + 1) T); each attends to its own text's tokens with softmax(scale q k^T + bias),
- * bias [B, 1, 1, T] (q's dtype; its text's row at each key's place) or NULL. Head h reads
+ * is a row, N = B T) lie in [b T, (b + 1) T); each attends to its own text's tokens with
+ * softmax(scale q k^T + bias), bias [B, 1, 1, T] (q's dtype; its text's row at each key's
+ * place) or NULL. Head h reads
  * key/value head h / (H / KVH). q [N, H * Dh]; k, v [N, KVH * Dh] -> [N, H * Dh], bit for bit
  * the rows of the composed ops' context of the unpacked batch (matmul on the CPU's own GEMM,
  * gc_softmax_scaled, matmul). No dropout and no backward: a graph that would record it stops

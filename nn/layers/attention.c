@@ -129,16 +129,17 @@ static gc_tensor *fused_context(const gc_attention *layer, const gc_tensor *quer
 }
 
 /* Whether the context comes from gc_attention_packed: only padding hidden (no causal mask,
- * window, rotary positions or per-head norm), no dropout on the probabilities, no graph (the
- * op has no backward), and a kernel for x. It computes what the composed ops below compute,
- * bit for bit, without unpacking packed q, k and v, permuting them to heads, and permuting
- * and packing the context back. x [B, T, dim] unpacked (nothing padded, or no packing) takes
+ * window, rotary positions or per-head norm), an inference forward (a training one without a
+ * graph, GradCache's first pass, must give the bits of its replay, which records one and
+ * composes), no graph (the op has no backward), and a kernel for x. It computes what the composed ops below compute
+ * on the own GEMM, bit for bit, without unpacking packed q, k and v, permuting them to heads,
+ * and permuting and packing the context back. x [B, T, dim] unpacked (nothing padded, or no packing) takes
  * it too, every place a row, so that a text's vector has the same bits alone as in a padded
  * batch (the composed products of long texts go to the BLAS, whose sums group otherwise). */
 static bool packed_kernel_applies(const gc_attention *layer, const gc_tensor *x, const gc_attention_inputs *inputs,
                                   bool training) {
     const gc_attention_options *o = &layer->options;
-    return !inputs->fused && !(training && layer->dropout > 0) && !inputs->rotary && !layer->query_norm.gamma &&
+    return !inputs->fused && !training && !inputs->rotary && !layer->query_norm.gamma &&
            !layer->key_norm.gamma && !o->causal && o->window == 0 && gc_attention_packed_available(x) &&
            !gc_linear_records(&layer->query, x) && !gc_linear_records(&layer->key, x) &&
            !gc_linear_records(&layer->value, x);
@@ -154,12 +155,12 @@ static gc_tensor *as_rows(gc_tensor *t) {
 /* The context of x by gc_attention_packed: [N, H * Dh] for packed x [N, dim], [B, T, H * Dh]
  * for x [B, T, dim]. */
 static gc_tensor *packed_context(const gc_attention *layer, const gc_tensor *x, const gc_attention_inputs *inputs,
-                                 int64_t batch, int64_t length, bool training) {
+                                 int64_t batch, int64_t length) {
     const gc_token_packing *packing = inputs->packing;
     const gc_attention_options *o = &layer->options;
-    gc_tensor *query = as_rows(gc_linear_forward_with(&layer->query, x, training, packing));
-    gc_tensor *key = as_rows(gc_linear_forward_with(&layer->key, x, training, packing));
-    gc_tensor *value = as_rows(gc_linear_forward_with(&layer->value, x, training, packing));
+    gc_tensor *query = as_rows(gc_linear_forward_with(&layer->query, x, false, packing));
+    gc_tensor *key = as_rows(gc_linear_forward_with(&layer->key, x, false, packing));
+    gc_tensor *value = as_rows(gc_linear_forward_with(&layer->value, x, false, packing));
     gc_attention_packed_shape shape = {.batch = batch, .length = length, .heads = layer->heads,
                                        .kv_heads = o->kv_heads, .head_dim = o->head_dim,
                                        .scale = 1 / sqrt((double)o->head_dim)};
@@ -195,7 +196,7 @@ gc_tensor *gc_attention_forward_with(const gc_attention *layer, const gc_tensor 
     int64_t batch = packing ? packing->batch : x->shape[0], length = packing ? packing->length : x->shape[1];
     int64_t head_dim = o->head_dim;
     if (packed_kernel_applies(layer, x, inputs, training)) {
-        gc_tensor *context = packed_context(layer, x, inputs, batch, length, training);
+        gc_tensor *context = packed_context(layer, x, inputs, batch, length);
         return gc_nn_then(context, gc_linear_forward_with(&layer->output, context, training, packing));
     }
     gc_tensor *query = project_heads(&layer->query, &layer->query_norm, inputs->rotary, x, packing, batch, length,

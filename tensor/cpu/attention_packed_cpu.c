@@ -2,9 +2,9 @@
  * and head, its n real tokens' queries, keys and values are copied out of the packed rows
  * ([n, Dh] each, a few KiB), multiplied with the own GEMM, put through gc_softmax_scaled's
  * row, and the context written back into the packed rows. The composed path unpacks q, k and
- * v to [B, T, ...], permutes them to [B, H, T, Dh], multiplies [T, T] per head and permutes
- * and packs the context back: eight passes over the hidden states per layer that this one
- * does not make, and no padded query is computed.
+ * v to [B, T, ...] (a cat and a gather each), permutes them to [B, H, T, Dh], multiplies
+ * [T, T] per head and permutes and packs the context back: eleven copies the size of the
+ * hidden states per layer that this one does not make, and no padded query is computed.
  *
  * Why the bits are the composed path's (tests/test_attention_packed.c): a padded key's row of
  * the unpacked k and v is 0, so its logit there is exactly 0 and its probability exactly 0
@@ -53,8 +53,8 @@ static void text_probs(const packed_job *job, int64_t text, int64_t n, text_scra
     int64_t length = a->length;
     product(job, s->q, s->k, s->logits, n, n, a->head_dim, true, 0.0f);
     const float *bias = a->bias ? (const float *)a->bias + text * length : NULL;
+    bool staged = a->scale != 1.0 || bias; /* as gc_softmax_scaled decides it */
     float scale = (float)a->scale;
-    bool staged = scale != 1.0f || bias; /* as gc_softmax_scaled decides it */
     memset(s->row, 0, (size_t)length * sizeof(float));
     for (int64_t i = 0; i < n; i++) {
         for (int64_t j = 0; j < n; j++) s->row[s->place[j]] = s->logits[i * n + j];
