@@ -3,9 +3,9 @@
  * bit, for texts padded on the right, on the left and with holes, an empty text, grouped key
  * heads, and lengths past the GEMM's depth block (the context's sum then splits where the
  * padded places cross it); the same bits on 1 and 2 threads; and a graph that would need
- * its gradient stops the program. GC_BLAS=0 throughout: the composed products of long texts
- * would otherwise go to the BLAS, whose sums are grouped its own way (the op's are always
- * the own GEMM's). */
+ * its gradient, or positions that do not increase, stop the program. GC_BLAS=0 throughout:
+ * the composed products of long texts would otherwise go to the BLAS, whose sums are grouped
+ * its own way (the op's are always the own GEMM's). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +155,19 @@ static void test_refuses_a_graph(void) {
     gc_test_expect_fatal(record_packed, NULL, "attention_packed: no backward");
 }
 
+/* positions that go back (two rows at one place) are a programmer error, named with its row */
+static void repeated_position(void *arg) {
+    (void)arg;
+    packed_inputs in = make_inputs(&cases[0], 6);
+    int32_t *positions = gc_data(in.positions);
+    positions[2] = positions[1];
+    gc_tensor_release(packed_context(&cases[0], &in));
+}
+
+static void test_refuses_bad_positions(void) {
+    gc_test_expect_fatal(repeated_position, NULL, "attention_packed: position 1 at row 2");
+}
+
 int main(void) {
     setenv("GC_BLAS", "0", 1);
     gc_tensor *probe = gc_test_random(GC_SHAPE(1, 1), GC_F32, 1);
@@ -167,5 +180,6 @@ int main(void) {
     GC_TEST_CASE(test_composed_bits);
     GC_TEST_CASE(test_thread_count);
     GC_TEST_CASE(test_refuses_a_graph);
+    GC_TEST_CASE(test_refuses_bad_positions);
     return gc_test_result();
 }
