@@ -68,6 +68,10 @@ static gc_tensor *project_heads(const gc_linear *projection, const gc_layernorm_
     return gc_nn_then(y, gc_permute(y, (const int[]){0, 2, 1, 3}));
 }
 
+/* What scores q k^T are multiplied by: 1 / sqrt(Dh), one expression for every path, so that
+ * they scale alike to the bit. */
+static double attention_scale(int64_t head_dim) { return 1 / sqrt((double)head_dim); }
+
 /* softmax(scores / sqrt(Dh) + bias) of scores [B * kv_heads, G * T, T] (= [B, H, T, T]), the
  * bias [B or 1, 1, T or 1, T] (or NULL) broadcast over the heads: one pass over the scores
  * (gc_softmax_scaled) where a scale, an add and a softmax would make three. */
@@ -75,7 +79,7 @@ static gc_tensor *attention_probs(const gc_tensor *scores, const gc_tensor *bias
                                   int64_t length, int64_t head_dim) {
     if (!scores) return NULL;
     gc_tensor *per_head = gc_reshape(scores, GC_SHAPE(batch, heads, length, length));
-    gc_tensor *probs = gc_softmax_scaled(per_head, 1 / sqrt((double)head_dim), bias);
+    gc_tensor *probs = gc_softmax_scaled(per_head, attention_scale(head_dim), bias);
     gc_tensor_release(per_head);
     return gc_nn_then(probs, gc_reshape(probs, scores->ndim, scores->shape));
 }
@@ -116,7 +120,7 @@ static gc_tensor *composed_context(const gc_attention *layer, const gc_tensor *p
  * paths draw the same mask. */
 static gc_tensor *fused_context(const gc_attention *layer, const gc_tensor *query, const gc_tensor *key,
                                 const gc_tensor *value, const gc_tensor *bias, bool training) {
-    gc_attention_fused_options options = {.scale = 1 / sqrt((double)layer->options.head_dim),
+    gc_attention_fused_options options = {.scale = attention_scale(layer->options.head_dim),
                                           .causal = layer->options.causal, .window = layer->options.window};
     if (training && layer->dropout > 0) {
         gc_generator *generator = gc_default_generator(query->device);
@@ -131,11 +135,12 @@ static gc_tensor *fused_context(const gc_attention *layer, const gc_tensor *quer
 /* Whether the context comes from gc_attention_packed: only padding hidden (no causal mask,
  * window, rotary positions or per-head norm), an inference forward (a training one without a
  * graph, GradCache's first pass, must give the bits of its replay, which records one and
- * composes), no graph (the op has no backward), and a kernel for x. It computes what the composed ops below compute
- * on the own GEMM, bit for bit, without unpacking packed q, k and v, permuting them to heads,
- * and permuting and packing the context back. x [B, T, dim] unpacked (nothing padded, or no packing) takes
- * it too, every place a row, so that a text's vector has the same bits alone as in a padded
- * batch (the composed products of long texts go to the BLAS, whose sums group otherwise). */
+ * composes), no graph (the op has no backward), and a kernel for x. It computes what the
+ * composed ops below compute on the own GEMM, bit for bit, without unpacking packed q, k and
+ * v, permuting them to heads, and permuting and packing the context back. Unpacked x
+ * [B, T, dim] (nothing padded, or no packing) takes it too, every place a row, so that a
+ * text's vector has the same bits alone as in a padded batch (the composed products of long
+ * texts go to the BLAS, whose sums group otherwise). */
 static bool packed_kernel_applies(const gc_attention *layer, const gc_tensor *x, const gc_attention_inputs *inputs,
                                   bool training) {
     const gc_attention_options *o = &layer->options;
@@ -163,7 +168,7 @@ static gc_tensor *packed_context(const gc_attention *layer, const gc_tensor *x, 
     gc_tensor *value = as_rows(gc_linear_forward_with(&layer->value, x, false, packing));
     gc_attention_packed_shape shape = {.batch = batch, .length = length, .heads = layer->heads,
                                        .kv_heads = o->kv_heads, .head_dim = o->head_dim,
-                                       .scale = 1 / sqrt((double)o->head_dim)};
+                                       .scale = attention_scale(o->head_dim)};
     gc_tensor *context = gc_attention_packed(query, key, value, packing ? packing->positions : NULL, inputs->bias,
                                              &shape);
     gc_tensor_release(query);

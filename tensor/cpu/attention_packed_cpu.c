@@ -17,6 +17,7 @@
 
 #include "gradcache/error.h"
 #include "kernels_cpu.h"
+#include "scratch_cpu.h"
 #include "thread_pool.h"
 
 typedef struct packed_job {
@@ -86,9 +87,8 @@ static void run_texts(void *arg, int64_t begin, int64_t end) {
     int64_t length = a->length, dh = a->head_dim, groups = a->heads / a->kv_heads;
     int64_t q_stride = a->heads * dh, kv_stride = a->kv_heads * dh;
     size_t vectors = (size_t)(length * dh), square = (size_t)(length * length);
-    float *block = malloc((4 * vectors + 2 * square + 2 * (size_t)length) * sizeof(float) +
-                          (size_t)length * sizeof(int64_t));
-    if (!block) gc_fatal("attention_packed: out of host memory for the scratch of %lld tokens", (long long)length);
+    float *block = gc_cpu_scratch(GC_SCRATCH_ATTENTION, (4 * vectors + 2 * square + 2 * (size_t)length) *
+                                                            sizeof(float) + (size_t)length * sizeof(int64_t));
     text_scratch s = {.q = block, .k = block + vectors, .v = block + 2 * vectors, .context = block + 3 * vectors};
     s.logits = s.context + vectors;
     s.probs = s.logits + square;
@@ -109,7 +109,6 @@ static void run_texts(void *arg, int64_t begin, int64_t end) {
         for (int64_t i = 0; i < n; i++)
             memcpy(out + (first + i) * q_stride + head * dh, s.context + i * dh, (size_t)dh * sizeof(float));
     }
-    free(block);
 }
 
 void gc_cpu_attention_packed(const gc_attention_packed_args *args) {

@@ -8,7 +8,12 @@
 #include <stddef.h>
 
 /* Independent buffers per thread, so that one kernel can hold several at once. */
-typedef enum gc_scratch_slot { GC_SCRATCH_PACK_A, GC_SCRATCH_PACK_B, GC_SCRATCH_SLOTS } gc_scratch_slot;
+typedef enum gc_scratch_slot {
+    GC_SCRATCH_PACK_A,
+    GC_SCRATCH_PACK_B,
+    GC_SCRATCH_ATTENTION, /* attention_packed_cpu.c's per-text buffers (its products use the two above) */
+    GC_SCRATCH_SLOTS
+} gc_scratch_slot;
 
 /* At least `bytes` bytes, 64-byte aligned, owned by the calling thread; the contents of an
  * earlier call are not kept. */
