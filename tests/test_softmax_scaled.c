@@ -4,7 +4,8 @@
  * where they round twice), for every layout of the bias; its gradient against finite
  * differences, and bit for bit the composed ops' (the CPU's fused softmax backward; the cpu
  * suite runs this program again with GC_COMPOSED_OPS=1, without it), with any number of
- * threads; the f32 row's AVX2 build bit for bit the portable one's; a masked key's
+ * threads; the f32 row's AVX2 build bit for bit the portable one's, and the rows taken eight
+ * at once down columns bit for bit the row's; a masked key's
  * probability exactly 0; and the refusals. */
 #include "check.h"
 #include "gradcheck.h"
@@ -152,7 +153,7 @@ static void test_gradient_equals_composed(void) {
  * holding a nan or an infinity. */
 static void test_row_variants(void) {
     enum { MAX_COLS = 300 };
-    const size_t columns[] = {1, 3, 8, 13, 33, MAX_COLS};
+    const size_t columns[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17, 33, MAX_COLS};
     static float x[MAX_COLS], bias[MAX_COLS], want[MAX_COLS], got[MAX_COLS];
     uint64_t state = 12345;
     for (int kind = 0; kind < 4; kind++)
@@ -179,6 +180,43 @@ static void test_row_variants(void) {
                     }
                 }
         }
+}
+
+/* Eight queries at once, stored down columns (attention over packed tokens): each query's
+ * probabilities are the row function's bits, in every instruction set's build, for 1 to 300
+ * places, staged or not, with masked keys, underflowing exps, a nan and an infinity. */
+static void test_columns(void) {
+    enum { MAX_PLACES = 300, LANES = GC_SOFTMAX_COLUMNS, STRIDE = LANES + 3 };
+    const size_t places_counts[] = {1, 2, 5, 8, 13, 33, MAX_PLACES};
+    static float x[MAX_PLACES * STRIDE], got[MAX_PLACES * STRIDE], row[MAX_PLACES], want[MAX_PLACES];
+    static float bias[MAX_PLACES];
+    uint64_t state = 777;
+    for (size_t c = 0; c < sizeof places_counts / sizeof *places_counts; c++) {
+        size_t places = places_counts[c];
+        for (size_t t = 0; t < places; t++) {
+            bias[t] = t % 5 == 4 ? -10000.0f : (float)(t % 3) * 0.25f;
+            for (int q = 0; q < LANES; q++) {
+                state = state * 6364136223846793005u + 1442695040888963407u;
+                x[t * STRIDE + q] = (float)((double)(state >> 40) / (double)(1u << 24) * 60.0 - 30.0);
+            }
+        }
+        x[(places / 2) * STRIDE + 2] = NAN;
+        x[(places - 1) * STRIDE + 5] = INFINITY;
+        for (int kind = 0; kind < 3; kind++) { /* plain, scaled, scaled and biased */
+            const float *b = kind == 2 ? bias : NULL, by = kind == 0 ? 1.0f : (float)scale;
+            for (gc_cpu_isa isa = GC_ISA_PORTABLE; isa < GC_ISA_COUNT; isa++) {
+                if (!gc_cpu_isa_available(isa)) continue;
+                gc_cpu_softmax_columns_f32_on(isa, x, b, by, kind > 0, got, places, STRIDE);
+                for (int q = 0; q < LANES; q++) {
+                    for (size_t t = 0; t < places; t++) row[t] = x[t * STRIDE + q];
+                    gc_cpu_softmax_row_f32_on(GC_ISA_PORTABLE, row, b, by, kind > 0, want, places);
+                    for (size_t t = 0; t < places; t++) row[t] = got[t * STRIDE + q];
+                    CHECK_MSG(memcmp(want, row, places * sizeof *row) == 0, "isa %d, %zu places, kind %d, query %d",
+                              (int)isa, places, kind, q);
+                }
+            }
+        }
+    }
 }
 
 /* --- refusals ------------------------------------------------------------------------------ */
@@ -224,6 +262,7 @@ int main(void) {
     GC_TEST_CASE(test_gradient);
     GC_TEST_CASE(test_gradient_equals_composed);
     GC_TEST_CASE(test_row_variants);
+    GC_TEST_CASE(test_columns);
     GC_TEST_CASE(test_refusals);
     return gc_test_result();
 }

@@ -6,11 +6,18 @@
  * [T, T] per head and permutes and packs the context back: eleven copies the size of the
  * hidden states per layer that this one does not make, and no padded query is computed.
  *
+ * The logits are made transposed, keys by queries (k q^T: each one the same chain of fused
+ * multiply-adds as q k^T's, the factors swapped), so that the softmax takes eight queries
+ * at once down the columns (gc_cpu_softmax_columns_f32_on, the row's bits): a text's rows
+ * are a dozen or so keys long, which one at a time left most of the softmax to scalar
+ * tails. The queries are padded to a multiple of eight with zero rows, whose results are
+ * not written back.
+ *
  * Why the bits are the composed path's (tests/test_attention_packed.c): a padded key's row of
  * the unpacked k and v is 0, so its logit there is exactly 0 and its probability exactly 0
  * (e^(-10000 - max) rounds to 0), and each context element is one chain of multiply-adds per
  * GEMM depth block, to which a padded key adds exactly 0. So here each query's logits are
- * laid out over its text's T places (0 at the padded ones) for the same softmax row, and the
+ * laid out over its text's T places (0 at the padded ones) for the same softmax, and the
  * context sums the real keys of each depth block of places in turn, as the GEMM would. */
 #include <stdlib.h>
 #include <string.h>
@@ -26,13 +33,16 @@ typedef struct packed_job {
     gc_cpu_isa isa;
 } packed_job;
 
-/* One text's buffers, sized for T tokens. */
+/* One text's buffers, sized for T places; P is T rounded up to whole softmax column blocks. */
 typedef struct text_scratch {
-    float *q, *k, *v, *context; /* [n, Dh] */
-    float *logits, *probs;      /* [n, n] */
-    float *row, *row_probs;     /* [T]: one query's logits and probabilities over the places */
-    int64_t *place;             /* [n]: each real token's place t in the text */
+    float *q, *context;   /* [P, Dh]: the queries (zero past n), their contexts */
+    float *k, *v;         /* [n, Dh] */
+    float *logits;        /* [n, P]: key j's logits for each query; then the probabilities */
+    float *placed;        /* [T, P]: the logits laid over the places, 0 at the padded ones */
+    int64_t *place;       /* [n]: each real token's place t in the text */
 } text_scratch;
+
+static int64_t padded_queries(int64_t n) { return (n + GC_SOFTMAX_COLUMNS - 1) / GC_SOFTMAX_COLUMNS * GC_SOFTMAX_COLUMNS; }
 
 /* rows [first, first + n) of `from` (row stride `stride`, head columns at `column`) into [n, Dh] */
 static void copy_head(float *to, const float *from, int64_t stride, int64_t column, int64_t first, int64_t n,
@@ -41,66 +51,67 @@ static void copy_head(float *to, const float *from, int64_t stride, int64_t colu
         memcpy(to + i * head_dim, from + (first + i) * stride + column, (size_t)head_dim * sizeof(float));
 }
 
-static void product(const packed_job *job, const float *a, const float *b, float *c, int64_t m, int64_t n,
-                    int64_t k, bool trans_b, float beta) {
+static void product(const packed_job *job, const float *a, bool trans_a, const float *b, bool trans_b, float *c,
+                    int64_t m, int64_t n, int64_t k, float beta) {
     gc_matmul_args args = {.a = a, .b = b, .c = c, .dtype = GC_F32, .batch = 1, .m = m, .n = n, .k = k,
-                           .trans_b = trans_b, .alpha = 1.0f, .beta = beta};
+                           .trans_a = trans_a, .trans_b = trans_b, .alpha = 1.0f, .beta = beta};
     gc_cpu_matmul_own(&args, job->isa);
 }
 
-/* The probabilities [n, n] of the text's n queries over its n real keys, at the places place[]. */
+/* The probabilities of the text's queries (P of them, n real) over its n real keys at the
+ * places place[], into s->logits [n, P]. */
 static void text_probs(const packed_job *job, int64_t text, int64_t n, text_scratch *s) {
     const gc_attention_packed_args *a = job->args;
-    int64_t length = a->length;
-    product(job, s->q, s->k, s->logits, n, n, a->head_dim, true, 0.0f);
+    int64_t length = a->length, queries = padded_queries(n);
+    product(job, s->k, false, s->q, true, s->logits, n, queries, a->head_dim, 0.0f);
+    memset(s->placed, 0, (size_t)(length * queries) * sizeof(float));
+    for (int64_t j = 0; j < n; j++)
+        memcpy(s->placed + s->place[j] * queries, s->logits + j * queries, (size_t)queries * sizeof(float));
     const float *bias = a->bias ? (const float *)a->bias + text * length : NULL;
     bool staged = a->scale != 1.0 || bias; /* as gc_softmax_scaled decides it */
-    float scale = (float)a->scale;
-    memset(s->row, 0, (size_t)length * sizeof(float));
-    for (int64_t i = 0; i < n; i++) {
-        for (int64_t j = 0; j < n; j++) s->row[s->place[j]] = s->logits[i * n + j];
-        gc_cpu_softmax_row_f32_on(job->isa, s->row, bias, scale, staged, s->row_probs, (size_t)length);
-        for (int64_t j = 0; j < n; j++) s->probs[i * n + j] = s->row_probs[s->place[j]];
-    }
+    for (int64_t q = 0; q < queries; q += GC_SOFTMAX_COLUMNS)
+        gc_cpu_softmax_columns_f32_on(job->isa, s->placed + q, bias, (float)a->scale, staged, s->placed + q,
+                                      (size_t)length, (size_t)queries);
+    for (int64_t j = 0; j < n; j++)
+        memcpy(s->logits + j * queries, s->placed + s->place[j] * queries, (size_t)queries * sizeof(float));
 }
 
-/* context [n, Dh] = probs @ v, the real keys of each GEMM depth block of places in turn. */
+/* context [P, Dh] = probs @ v, the real keys of each GEMM depth block of places in turn. */
 static void text_context(const packed_job *job, int64_t n, text_scratch *s) {
     const gc_attention_packed_args *a = job->args;
-    int64_t key = 0;
+    int64_t queries = padded_queries(n), key = 0;
     for (int64_t block = 0; block == 0 || block * GC_GEMM_DEPTH_BLOCK < a->length; block++) {
         int64_t end = key; /* the keys [key, end) have places in this block */
         while (end < n && s->place[end] < (block + 1) * GC_GEMM_DEPTH_BLOCK) end++;
-        /* probs' columns [key, end) are a strided [n, end - key] operand: copied, packed by rows */
-        float *block_probs = s->logits; /* free once the probabilities are made */
-        for (int64_t i = 0; i < n; i++)
-            memcpy(block_probs + i * (end - key), s->probs + i * n + key, (size_t)(end - key) * sizeof(float));
-        product(job, block_probs, s->v + key * a->head_dim, s->context, n, a->head_dim, end - key, false,
-                block == 0 ? 0.0f : 1.0f);
+        /* the probabilities' rows [key, end), [end - key, P], are op(a) transposed */
+        product(job, s->logits + key * queries, true, s->v + key * a->head_dim, false, s->context, queries,
+                a->head_dim, end - key, block == 0 ? 0.0f : 1.0f);
         key = end;
     }
 }
 
+/* Items are taken head-major (item = head B + text), so that a range of them holds texts
+ * short and long alike: a batch sorted by length, split text-major, gave the last thread
+ * its longest texts. */
 static void run_texts(void *arg, int64_t begin, int64_t end) {
     const packed_job *job = arg;
     const gc_attention_packed_args *a = job->args;
     int64_t length = a->length, dh = a->head_dim, groups = a->heads / a->kv_heads;
-    int64_t q_stride = a->heads * dh, kv_stride = a->kv_heads * dh;
-    size_t vectors = (size_t)(length * dh), square = (size_t)(length * length);
-    float *block = gc_cpu_scratch(GC_SCRATCH_ATTENTION, (4 * vectors + 2 * square + 2 * (size_t)length) *
-                                                            sizeof(float) + (size_t)length * sizeof(int64_t));
-    text_scratch s = {.q = block, .k = block + vectors, .v = block + 2 * vectors, .context = block + 3 * vectors};
-    s.logits = s.context + vectors;
-    s.probs = s.logits + square;
-    s.row = s.probs + square;
-    s.row_probs = s.row + length;
-    s.place = (int64_t *)(s.row_probs + length);
+    int64_t q_stride = a->heads * dh, kv_stride = a->kv_heads * dh, most = padded_queries(length);
+    size_t vectors = (size_t)(most * dh), square = (size_t)(length * most);
+    float *block = gc_cpu_scratch(GC_SCRATCH_ATTENTION,
+                                  (4 * vectors + 2 * square) * sizeof(float) + (size_t)length * sizeof(int64_t));
+    text_scratch s = {.q = block, .context = block + vectors, .k = block + 2 * vectors, .v = block + 3 * vectors};
+    s.logits = s.v + vectors;
+    s.placed = s.logits + square;
+    s.place = (int64_t *)(s.placed + square);
     for (int64_t item = begin; item < end; item++) {
-        int64_t text = item / a->heads, head = item % a->heads, kv_head = head / groups;
+        int64_t text = item % a->batch, head = item / a->batch, kv_head = head / groups;
         int64_t first = job->first[text], n = job->first[text + 1] - first;
         if (n == 0) continue;
         for (int64_t i = 0; i < n; i++) s.place[i] = a->positions ? a->positions[first + i] - text * length : i;
         copy_head(s.q, a->q, q_stride, head * dh, first, n, dh);
+        memset(s.q + n * dh, 0, (size_t)((padded_queries(n) - n) * dh) * sizeof(float));
         copy_head(s.k, a->k, kv_stride, kv_head * dh, first, n, dh);
         copy_head(s.v, a->v, kv_stride, kv_head * dh, first, n, dh);
         text_probs(job, text, n, &s);

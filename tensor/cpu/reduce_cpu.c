@@ -213,6 +213,18 @@ void gc_cpu_softmax_row_f32_on(gc_cpu_isa isa, const float *x, const float *bias
     gc_softmax_scaled_row_f32(x, bias, scale, staged, y, cols);
 }
 
+void gc_cpu_softmax_columns_f32_on(gc_cpu_isa isa, const float *x, const float *bias, float scale, bool staged,
+                                   float *y, size_t places, size_t stride) {
+#ifdef GC_HAVE_X86_KERNELS
+    if (isa >= GC_ISA_AVX2) {
+        gc_softmax_scaled_columns_f32_avx2(x, bias, scale, staged, y, places, stride);
+        return;
+    }
+#endif
+    (void)isa;
+    gc_softmax_scaled_columns_f32(x, bias, scale, staged, y, places, stride);
+}
+
 static void softmax_rows(void *arg, int64_t begin, int64_t end) {
     const rows_job *job = arg;
     bool staged = job->scale != 1.0 || job->bias;
