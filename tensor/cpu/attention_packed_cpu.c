@@ -37,9 +37,10 @@ typedef struct packed_job {
 typedef struct text_scratch {
     float *q, *context;   /* [P, Dh]: the queries (zero past n), their contexts */
     float *k, *v;         /* [n, Dh] */
-    float *logits;        /* [n, P]: key j's logits for each query; then the probabilities */
+    float *logits;        /* [n, P]: key j's logits for each query, where they are not placed at once */
     float *placed;        /* [T, P]: the logits laid over the places, 0 at the padded ones */
     int64_t *place;       /* [n]: each real token's place t in the text */
+    const float *probs;   /* [n, P]: key j's probabilities for each query (in logits or placed) */
 } text_scratch;
 
 static int64_t padded_queries(int64_t n) { return (n + GC_SOFTMAX_COLUMNS - 1) / GC_SOFTMAX_COLUMNS * GC_SOFTMAX_COLUMNS; }
@@ -59,21 +60,32 @@ static void product(const packed_job *job, const float *a, bool trans_a, const f
 }
 
 /* The probabilities of the text's queries (P of them, n real) over its n real keys at the
- * places place[], into s->logits [n, P]. */
+ * places place[], left in s->probs. A text whose keys hold the first n places (padding on
+ * the right, or none) has its logits made where they are placed, and its probabilities read
+ * from there. */
 static void text_probs(const packed_job *job, int64_t text, int64_t n, text_scratch *s) {
     const gc_attention_packed_args *a = job->args;
     int64_t length = a->length, queries = padded_queries(n);
-    product(job, s->k, false, s->q, true, s->logits, n, queries, a->head_dim, 0.0f);
-    memset(s->placed, 0, (size_t)(length * queries) * sizeof(float));
-    for (int64_t j = 0; j < n; j++)
-        memcpy(s->placed + s->place[j] * queries, s->logits + j * queries, (size_t)queries * sizeof(float));
+    bool first_places = s->place[n - 1] == n - 1; /* the places increase */
+    float *logits = first_places ? s->placed : s->logits;
+    product(job, s->k, false, s->q, true, logits, n, queries, a->head_dim, 0.0f);
+    if (first_places) {
+        memset(s->placed + n * queries, 0, (size_t)((length - n) * queries) * sizeof(float));
+    } else {
+        memset(s->placed, 0, (size_t)(length * queries) * sizeof(float));
+        for (int64_t j = 0; j < n; j++)
+            memcpy(s->placed + s->place[j] * queries, logits + j * queries, (size_t)queries * sizeof(float));
+    }
     const float *bias = a->bias ? (const float *)a->bias + text * length : NULL;
     bool staged = a->scale != 1.0 || bias; /* as gc_softmax_scaled decides it */
     for (int64_t q = 0; q < queries; q += GC_SOFTMAX_COLUMNS)
         gc_cpu_softmax_columns_f32_on(job->isa, s->placed + q, bias, (float)a->scale, staged, s->placed + q,
                                       (size_t)length, (size_t)queries);
+    s->probs = s->placed;
+    if (first_places) return;
     for (int64_t j = 0; j < n; j++)
         memcpy(s->logits + j * queries, s->placed + s->place[j] * queries, (size_t)queries * sizeof(float));
+    s->probs = s->logits;
 }
 
 /* context [P, Dh] = probs @ v, the real keys of each GEMM depth block of places in turn. */
@@ -84,7 +96,7 @@ static void text_context(const packed_job *job, int64_t n, text_scratch *s) {
         int64_t end = key; /* the keys [key, end) have places in this block */
         while (end < n && s->place[end] < (block + 1) * GC_GEMM_DEPTH_BLOCK) end++;
         /* the probabilities' rows [key, end), [end - key, P], are op(a) transposed */
-        product(job, s->logits + key * queries, true, s->v + key * a->head_dim, false, s->context, queries,
+        product(job, s->probs + key * queries, true, s->v + key * a->head_dim, false, s->context, queries,
                 a->head_dim, end - key, block == 0 ? 0.0f : 1.0f);
         key = end;
     }
