@@ -4,7 +4,7 @@
  * where they round twice), for every layout of the bias; its gradient against finite
  * differences, and bit for bit the composed ops' (the CPU's fused softmax backward; the cpu
  * suite runs this program again with GC_COMPOSED_OPS=1, without it), with any number of
- * threads; the f32 row's AVX2 build bit for bit the portable one's, and the rows taken eight
+ * threads; the f32 row's AVX2 build bit for bit the portable one's, and the rows taken many
  * at once down columns bit for bit the row's; a masked key's
  * probability exactly 0; and the refusals. */
 #include "check.h"
@@ -182,12 +182,13 @@ static void test_row_variants(void) {
         }
 }
 
-/* Eight queries at once, stored down columns (attention over packed tokens): each query's
+/* Many queries at once, stored down columns (attention over packed tokens): each query's
  * probabilities are the row function's bits, in every instruction set's build, for 1 to 300
- * places, staged or not, with masked keys, underflowing exps, a nan and an infinity. */
+ * places, 1 to 70 queries (a vector's tail, more than one pass of GC_SOFTMAX_COLUMNS), staged
+ * or not, with masked keys, underflowing exps, a nan and an infinity. */
 static void test_columns(void) {
-    enum { MAX_PLACES = 300, LANES = GC_SOFTMAX_COLUMNS, STRIDE = LANES + 3 };
-    const size_t places_counts[] = {1, 2, 5, 8, 13, 33, MAX_PLACES};
+    enum { MAX_PLACES = 300, MAX_QUERIES = 70, STRIDE = MAX_QUERIES + 3 };
+    const size_t places_counts[] = {1, 2, 5, 8, 13, 33, MAX_PLACES}, query_counts[] = {1, 5, 8, 13, MAX_QUERIES};
     static float x[MAX_PLACES * STRIDE], got[MAX_PLACES * STRIDE], row[MAX_PLACES], want[MAX_PLACES];
     static float bias[MAX_PLACES];
     uint64_t state = 777;
@@ -195,27 +196,30 @@ static void test_columns(void) {
         size_t places = places_counts[c];
         for (size_t t = 0; t < places; t++) {
             bias[t] = t % 5 == 4 ? -10000.0f : (float)(t % 3) * 0.25f;
-            for (int q = 0; q < LANES; q++) {
+            for (int q = 0; q < MAX_QUERIES; q++) {
                 state = state * 6364136223846793005u + 1442695040888963407u;
                 x[t * STRIDE + q] = (float)((double)(state >> 40) / (double)(1u << 24) * 60.0 - 30.0);
             }
         }
         x[(places / 2) * STRIDE + 2] = NAN;
         x[(places - 1) * STRIDE + 5] = INFINITY;
-        for (int kind = 0; kind < 3; kind++) { /* plain, scaled, scaled and biased */
-            const float *b = kind == 2 ? bias : NULL, by = kind == 0 ? 1.0f : (float)scale;
-            for (gc_cpu_isa isa = GC_ISA_PORTABLE; isa < GC_ISA_COUNT; isa++) {
-                if (!gc_cpu_isa_available(isa)) continue;
-                gc_cpu_softmax_columns_f32_on(isa, x, b, by, kind > 0, got, places, STRIDE);
-                for (int q = 0; q < LANES; q++) {
-                    for (size_t t = 0; t < places; t++) row[t] = x[t * STRIDE + q];
-                    gc_cpu_softmax_row_f32_on(GC_ISA_PORTABLE, row, b, by, kind > 0, want, places);
-                    for (size_t t = 0; t < places; t++) row[t] = got[t * STRIDE + q];
-                    CHECK_MSG(memcmp(want, row, places * sizeof *row) == 0, "isa %d, %zu places, kind %d, query %d",
-                              (int)isa, places, kind, q);
+        for (size_t k = 0; k < sizeof query_counts / sizeof *query_counts; k++)
+            for (int kind = 0; kind < 3; kind++) { /* plain, scaled, scaled and biased */
+                size_t queries = query_counts[k];
+                const float *b = kind == 2 ? bias : NULL, by = kind == 0 ? 1.0f : (float)scale;
+                for (gc_cpu_isa isa = GC_ISA_PORTABLE; isa < GC_ISA_COUNT; isa++) {
+                    if (!gc_cpu_isa_available(isa)) continue;
+                    gc_cpu_softmax_columns_f32_on(isa, x, b, by, kind > 0, got, places, STRIDE, queries);
+                    for (size_t q = 0; q < queries; q++) {
+                        for (size_t t = 0; t < places; t++) row[t] = x[t * STRIDE + q];
+                        gc_cpu_softmax_row_f32_on(GC_ISA_PORTABLE, row, b, by, kind > 0, want, places);
+                        for (size_t t = 0; t < places; t++) row[t] = got[t * STRIDE + q];
+                        CHECK_MSG(memcmp(want, row, places * sizeof *row) == 0,
+                                  "isa %d, %zu places, %zu queries, kind %d, query %zu", (int)isa, places, queries,
+                                  kind, q);
+                    }
                 }
             }
-        }
     }
 }
 

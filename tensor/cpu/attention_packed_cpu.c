@@ -33,7 +33,7 @@ typedef struct packed_job {
     gc_cpu_isa isa;
 } packed_job;
 
-/* One text's buffers, sized for T places; P is T rounded up to whole softmax column blocks. */
+/* One text's buffers, sized for T places; P is the queries rounded up to a whole vector. */
 typedef struct text_scratch {
     float *q, *context;   /* [P, Dh]: the queries (zero past n), their contexts */
     float *k, *v;         /* [n, Dh] */
@@ -43,7 +43,11 @@ typedef struct text_scratch {
     const float *probs;   /* [n, P]: key j's probabilities for each query (in logits or placed) */
 } text_scratch;
 
-static int64_t padded_queries(int64_t n) { return (n + GC_SOFTMAX_COLUMNS - 1) / GC_SOFTMAX_COLUMNS * GC_SOFTMAX_COLUMNS; }
+/* Queries rounded up to a whole AVX2 vector: the softmax's passes run along them, and a count
+ * that is not a multiple of the width leaves a scalar tail in each. */
+enum { QUERY_VECTOR = 8 };
+
+static int64_t padded_queries(int64_t n) { return (n + QUERY_VECTOR - 1) / QUERY_VECTOR * QUERY_VECTOR; }
 
 /* rows [first, first + n) of `from` (row stride `stride`, head columns at `column`) into [n, Dh] */
 static void copy_head(float *to, const float *from, int64_t stride, int64_t column, int64_t first, int64_t n,
@@ -78,9 +82,8 @@ static void text_probs(const packed_job *job, int64_t text, int64_t n, text_scra
     }
     const float *bias = a->bias ? (const float *)a->bias + text * length : NULL;
     bool staged = a->scale != 1.0 || bias; /* as gc_softmax_scaled decides it */
-    for (int64_t q = 0; q < queries; q += GC_SOFTMAX_COLUMNS)
-        gc_cpu_softmax_columns_f32_on(job->isa, s->placed + q, bias, (float)a->scale, staged, s->placed + q,
-                                      (size_t)length, (size_t)queries);
+    gc_cpu_softmax_columns_f32_on(job->isa, s->placed, bias, (float)a->scale, staged, s->placed, (size_t)length,
+                                  (size_t)queries, (size_t)queries);
     s->probs = s->placed;
     if (first_places) return;
     for (int64_t j = 0; j < n; j++)

@@ -32,12 +32,12 @@ void gc_cpu_gelu_erf_grad_on(gc_cpu_isa isa, const float *x, const float *g, flo
  * calling thread: for tests. */
 void gc_cpu_softmax_row_f32_on(gc_cpu_isa isa, const float *x, const float *bias, float scale, bool staged, float *y,
                                size_t cols);
-/* Rows whose softmax gc_cpu_softmax_columns_f32_on takes at once: a vector of AVX2 floats. */
-#define GC_SOFTMAX_COLUMNS 8
-/* reduce_cpu.c: softmax_cpu.h's GC_SOFTMAX_COLUMNS rows at once, stored down columns
+/* Queries gc_cpu_softmax_columns_f32_on takes per pass (their maxima and sums on the stack). */
+#define GC_SOFTMAX_COLUMNS 64
+/* reduce_cpu.c: softmax_cpu.h's rows of `queries` queries at once, stored down columns
  * (x[t * stride + q]), with the build of `isa`: each the bits of the row function. */
 void gc_cpu_softmax_columns_f32_on(gc_cpu_isa isa, const float *x, const float *bias, float scale, bool staged,
-                                   float *y, size_t places, size_t stride);
+                                   float *y, size_t places, size_t stride, size_t queries);
 /* layernorm_cpu.c: layernorm_cpu.h's f32 rows, forward (its mean and rstd returned) and
  * backward (dx, g_xhat or NULL), with the build of `isa` (all give the same bits), on the
  * calling thread: for tests. */

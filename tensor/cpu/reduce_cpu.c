@@ -214,15 +214,15 @@ void gc_cpu_softmax_row_f32_on(gc_cpu_isa isa, const float *x, const float *bias
 }
 
 void gc_cpu_softmax_columns_f32_on(gc_cpu_isa isa, const float *x, const float *bias, float scale, bool staged,
-                                   float *y, size_t places, size_t stride) {
+                                   float *y, size_t places, size_t stride, size_t queries) {
 #ifdef GC_HAVE_X86_KERNELS
     if (isa >= GC_ISA_AVX2) {
-        gc_softmax_scaled_columns_f32_avx2(x, bias, scale, staged, y, places, stride);
+        gc_softmax_scaled_columns_f32_avx2(x, bias, scale, staged, y, places, stride, queries);
         return;
     }
 #endif
     (void)isa;
-    gc_softmax_scaled_columns_f32(x, bias, scale, staged, y, places, stride);
+    gc_softmax_scaled_columns_f32(x, bias, scale, staged, y, places, stride, queries);
 }
 
 static void softmax_rows(void *arg, int64_t begin, int64_t end) {

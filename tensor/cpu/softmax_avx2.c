@@ -9,6 +9,6 @@ void gc_softmax_scaled_row_f32_avx2(const float *x, const float *bias, float sca
 }
 
 void gc_softmax_scaled_columns_f32_avx2(const float *x, const float *bias, float scale, bool staged, float *y,
-                                        size_t places, size_t stride) {
-    gc_softmax_scaled_columns_f32(x, bias, scale, staged, y, places, stride);
+                                        size_t places, size_t stride, size_t queries) {
+    gc_softmax_scaled_columns_f32(x, bias, scale, staged, y, places, stride, queries);
 }

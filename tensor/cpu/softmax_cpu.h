@@ -41,47 +41,61 @@ static inline void gc_softmax_scaled_row_f32(const float *x, const float *bias, 
     for (size_t j = 0; j < cols; j++) y[j] = (float)((double)y[j] * inverse_sum);
 }
 
-/* The rows of GC_SOFTMAX_COLUMNS queries at once, each stored down a column: x[t * stride + q]
- * is query q's value at key place t (t < places), y likewise (y may be x). Each query gets
+/* The rows of `queries` queries at once, each stored down a column: x[t * stride + q] is
+ * query q's value at key place t (t < places), y likewise (y may be x). Each query gets
  * gc_softmax_scaled_row_f32's operations in its order (element t in double lane t mod 4), so
- * the same bits; the queries run side by side in the vector lanes. Attention over a short
- * text (a dozen keys) row by row spent most of each row in the vectors' scalar tails and in
- * waiting on the row's one chain of operations (max, exps, sum, reciprocal). */
+ * the same bits; every pass runs along the queries, which the compiler vectorises. Attention
+ * over a short text (a dozen keys) row by row spent most of each row in the vectors' scalar
+ * tails and in waiting on the row's one chain of operations (max, exps, sum, reciprocal).
+ * The queries are taken GC_SOFTMAX_COLUMNS at a time, their maxima and sums on the stack. */
 static inline void gc_softmax_scaled_columns_f32(const float *x, const float *bias, float scale, bool staged,
-                                                 float *y, size_t places, size_t stride) {
-    enum { Q = GC_SOFTMAX_COLUMNS };
-    if (staged) {
-        for (size_t t = 0; t < places; t++)
-            for (int q = 0; q < Q; q++) {
-                float scaled = x[t * stride + q] * scale;
-                y[t * stride + q] = bias ? scaled + bias[t] : scaled;
+                                                 float *y, size_t places, size_t stride, size_t queries) {
+    for (size_t first = 0; first < queries; first += GC_SOFTMAX_COLUMNS) {
+        size_t count = queries - first < GC_SOFTMAX_COLUMNS ? queries - first : GC_SOFTMAX_COLUMNS;
+        const float *in = x + first;
+        float *out = y + first;
+        if (staged) {
+            for (size_t t = 0; t < places; t++) {
+                const float *row = in + t * stride;
+                float *to = out + t * stride;
+                if (bias)
+                    for (size_t q = 0; q < count; q++) to[q] = row[q] * scale + bias[t];
+                else
+                    for (size_t q = 0; q < count; q++) to[q] = row[q] * scale;
             }
-        x = y;
-    }
-    float max[Q];
-    for (int q = 0; q < Q; q++) max[q] = -INFINITY;
-    for (size_t t = 0; t < places; t++)
-        for (int q = 0; q < Q; q++) max[q] = x[t * stride + q] > max[q] ? x[t * stride + q] : max[q];
-    double lanes[GC_SUM_LANES][Q] = {{0}};
-    for (size_t t = 0; t < places; t++)
-        for (int q = 0; q < Q; q++) {
-            float e = gc_exp_nonpositive_f32(x[t * stride + q] - max[q]);
-            y[t * stride + q] = e;
-            lanes[t % GC_SUM_LANES][q] += e;
+            in = out;
         }
-    double inverse_sum[Q];
-    for (int q = 0; q < Q; q++) {
-        double column[GC_SUM_LANES] = {lanes[0][q], lanes[1][q], lanes[2][q], lanes[3][q]};
-        inverse_sum[q] = 1.0 / gc_lanes_total(column);
+        float max[GC_SOFTMAX_COLUMNS];
+        for (size_t q = 0; q < count; q++) max[q] = -INFINITY;
+        for (size_t t = 0; t < places; t++) {
+            const float *row = in + t * stride;
+            for (size_t q = 0; q < count; q++) max[q] = row[q] > max[q] ? row[q] : max[q];
+        }
+        double lanes[GC_SUM_LANES][GC_SOFTMAX_COLUMNS] = {{0}};
+        for (size_t t = 0; t < places; t++) {
+            const float *row = in + t * stride;
+            float *to = out + t * stride;
+            double *lane = lanes[t % GC_SUM_LANES];
+            for (size_t q = 0; q < count; q++) {
+                float e = gc_exp_nonpositive_f32(row[q] - max[q]);
+                to[q] = e;
+                lane[q] += e;
+            }
+        }
+        double inverse_sum[GC_SOFTMAX_COLUMNS];
+        for (size_t q = 0; q < count; q++)
+            inverse_sum[q] = 1.0 / ((lanes[0][q] + lanes[1][q]) + (lanes[2][q] + lanes[3][q]));
+        for (size_t t = 0; t < places; t++) {
+            float *to = out + t * stride;
+            for (size_t q = 0; q < count; q++) to[q] = (float)((double)to[q] * inverse_sum[q]);
+        }
     }
-    for (size_t t = 0; t < places; t++)
-        for (int q = 0; q < Q; q++) y[t * stride + q] = (float)((double)y[t * stride + q] * inverse_sum[q]);
 }
 
 /* softmax_avx2.c: the same row and columns built with -mavx2 (call only where the CPU has AVX2). */
 void gc_softmax_scaled_row_f32_avx2(const float *x, const float *bias, float scale, bool staged, float *y,
                                     size_t cols);
 void gc_softmax_scaled_columns_f32_avx2(const float *x, const float *bias, float scale, bool staged, float *y,
-                                        size_t places, size_t stride);
+                                        size_t places, size_t stride, size_t queries);
 
 #endif
