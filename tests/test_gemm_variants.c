@@ -1,7 +1,8 @@
 /* The CPU GEMM's variants against a reference: the portable kernel, each SIMD kernel this
  * CPU offers (AVX2+FMA, AVX-512) and, where the build has one, the BLAS path, on shapes
  * that hit every edge (partial tiles, k = 0, k across several depth blocks, transposes,
- * batches, alpha and beta).
+ * batches, alpha and beta), and the strided entry (blocks of wider matrices) bit for bit the
+ * contiguous one.
  *
  * Tolerance: each element of c is a sum of k products; in working precision u (2^-24 for
  * f32, 2^-53 for f64) any summation order, fused or not, errs by at most
@@ -193,6 +194,67 @@ static void test_in_place_matches_packed(void) {
     fprintf(stderr, "op(a) in place against packed: %d cases bitwise\n", compared);
 }
 
+/* `rows` rows of `width` elements, contiguous at `from`, copied into rows `stride` apart at
+ * `to` (whose other elements stay as they are). */
+static void spread_rows(char *to, const char *from, int64_t rows, int64_t width, int64_t stride, size_t size) {
+    for (int64_t r = 0; r < rows; r++)
+        memcpy(to + (size_t)(r * stride) * size, from + (size_t)(r * width) * size, (size_t)width * size);
+}
+
+/* gc_cpu_matmul_strided reads a and b and writes c as blocks of wider matrices (row strides
+ * past their widths): bit for bit what gc_cpu_matmul_own gives on the contiguous operands,
+ * for each transpose, alpha and beta (the one products of the shapes), and nothing between
+ * c's rows is written. */
+static void test_strided_matches_contiguous(void) {
+    enum { GAP = 5 }; /* elements past each row */
+    int compared = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int d = 0; d < 2; d++) {
+            const shape *s = &shapes[i];
+            if (s->batch != 1) continue;
+            gc_dtype dtype = d ? GC_F64 : GC_F32;
+            size_t size = gc_dtype_size(dtype);
+            operands o = make_operands(s, dtype, 500 + 7 * i);
+            int64_t a_rows = s->trans_a ? s->k : s->m, a_width = s->trans_a ? s->m : s->k;
+            int64_t b_rows = s->trans_b ? s->n : s->k, b_width = s->trans_b ? s->k : s->n;
+            int64_t lda = a_width + GAP, ldb = b_width + GAP, ldc = s->n + GAP;
+            char *a = calloc((size_t)(a_rows * lda + 1), size), *b = calloc((size_t)(b_rows * ldb + 1), size);
+            char *c = malloc((size_t)(s->m * ldc + 1) * size);
+            REQUIRE(a && b && c);
+            spread_rows(a, gc_data(o.a), a_rows, a_width, lda, size);
+            spread_rows(b, gc_data(o.b), b_rows, b_width, ldb, size);
+            for (gc_cpu_isa isa = GC_ISA_PORTABLE; isa < GC_ISA_COUNT; isa++) {
+                if (!gc_cpu_isa_available(isa)) continue;
+                memset(c, 0x7f, (size_t)(s->m * ldc + 1) * size); /* a pattern no product writes */
+                spread_rows(c, gc_data(o.c0), s->m, s->n, ldc, size);
+                gc_matmul_args args = {.a = a, .b = b, .c = c, .dtype = dtype, .batch = 1, .m = s->m, .n = s->n,
+                                       .k = s->k, .trans_a = s->trans_a, .trans_b = s->trans_b,
+                                       .alpha = s->alpha, .beta = s->beta};
+                gc_cpu_matmul_strided(&args, lda, ldb, ldc, isa);
+                gc_tensor *want = product(s, &o, dtype, 0, isa);
+                bool same = true, gaps_kept = true;
+                for (int64_t row = 0; row < s->m; row++) {
+                    const char *got_row = c + (size_t)(row * ldc) * size;
+                    same = same && memcmp(got_row, (const char *)gc_data(want) + (size_t)(row * s->n) * size,
+                                          (size_t)s->n * size) == 0;
+                    for (size_t byte = (size_t)s->n * size; byte < (size_t)ldc * size; byte++)
+                        gaps_kept = gaps_kept && got_row[byte] == 0x7f;
+                }
+                CHECK_MSG(same && gaps_kept, "%s %s [%lld x %lld x %lld]%s%s: strided %s", gc_cpu_isa_name(isa),
+                          gc_dtype_name(dtype), (long long)s->m, (long long)s->k, (long long)s->n,
+                          s->trans_a ? " a^T" : "", s->trans_b ? " b^T" : "",
+                          same ? "wrote between c's rows" : "differs from contiguous");
+                gc_tensor_release(want);
+                compared++;
+            }
+            free(a);
+            free(b);
+            free(c);
+            free_operands(&o);
+        }
+    fprintf(stderr, "strided against contiguous: %d cases bitwise\n", compared);
+}
+
 /* GC_CPU_KERNELS caps the choice (read once per process: in children). */
 typedef struct selection_case {
     const char *cap;
@@ -230,6 +292,7 @@ int main(void) {
     test_selection();
     test_every_variant();
     test_in_place_matches_packed();
+    test_strided_matches_contiguous();
     test_blas_thread_independence();
     return gc_test_result();
 }

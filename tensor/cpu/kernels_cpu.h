@@ -51,6 +51,12 @@ void gc_cpu_layernorm_grad_row_f32_on(gc_cpu_isa isa, const float *x, const floa
  * always the own GEMM, which can take its panels packed once (args->packed_b). The library's own GEMM on `isa` (which
  * must be available): the reference. */
 void gc_cpu_matmul_own(const gc_matmul_args *args, gc_cpu_isa isa);
+/* matmul_cpu.c: one f32 or f64 product (batch 1, no bias row, op(b) not packed) with the own
+ * GEMM on the calling thread, a, b and c stored with the row strides lda, ldb and ldc (a is
+ * [m, k], or [k, m] when trans_a; b likewise): blocks of wider matrices, read and written
+ * where they lie (attention_packed_cpu.c's heads of the packed rows). Each element gets the
+ * bits gc_cpu_matmul_own gives on contiguous copies. */
+void gc_cpu_matmul_strided(const gc_matmul_args *args, int64_t lda, int64_t ldb, int64_t ldc, gc_cpu_isa isa);
 /* The own GEMM sums each element's products in blocks of this many along k, in order, each
  * block one chain of multiply-adds from 0, then added to the blocks before it (c = block + c). */
 #define GC_GEMM_DEPTH_BLOCK 256

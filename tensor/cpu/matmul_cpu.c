@@ -53,6 +53,7 @@ typedef struct gemm_plan {
     const gc_gemm_kernel *kernel;
     int64_t m, n, k;
     int64_t a_rs, a_cs, b_rs, b_cs;
+    int64_t ldc; /* c's row stride: n, or a wider matrix's (gc_cpu_matmul_strided) */
     float alpha, beta;
     const char *c_row; /* NULL, or c's starting row for every row (gc_matmul_args) */
 } gemm_plan;
@@ -147,8 +148,8 @@ static void multiply_block(const gemm_columns *cols, int64_t row_begin, int64_t 
                                         : NULL;
                 const char *next = after ? after : b_panel;
                 for (int64_t ir = 0; ir < mc; ir += t->mr) {
-                    char *c = cols->c + (size_t)((ic + ir) * plan->n + cols->jc + jr) * size;
-                    gc_gemm_tile_out out = {c, plan->n, c, plan->n, min64(t->mr, mc - ir), min64(t->nr, cols->nc - jr),
+                    char *c = cols->c + (size_t)((ic + ir) * plan->ldc + cols->jc + jr) * size;
+                    gc_gemm_tile_out out = {c, plan->ldc, c, plan->ldc, min64(t->mr, mc - ir), min64(t->nr, cols->nc - jr),
                                             plan->alpha, beta};
                     if (pc == 0 && plan->c_row) { /* the first block starts from the row */
                         out.c_in = plan->c_row + (size_t)(cols->jc + jr) * size;
@@ -254,10 +255,17 @@ static void gemm_matrices(void *arg, int64_t first, int64_t last) {
                     (char *)g->c + (size_t)(i * g->m * g->n) * size, false, NULL);
 }
 
+/* The plan for a, b and c stored with the row strides lda, ldb and ldc (a is [m, k], or [k, m]
+ * when transposed; b likewise). */
+static gemm_plan strided_plan(const gc_matmul_args *args, const gc_gemm_kernel *kernel, int64_t lda, int64_t ldb,
+                              int64_t ldc) {
+    return (gemm_plan){kernel, args->m, args->n, args->k, args->trans_a ? 1 : lda, args->trans_a ? lda : 1,
+                       args->trans_b ? 1 : ldb, args->trans_b ? ldb : 1, ldc, args->alpha, args->beta, args->c_row};
+}
+
+/* The plan for contiguous a, b and c. */
 static gemm_plan plan_for(const gc_matmul_args *args, const gc_gemm_kernel *kernel) {
-    int64_t m = args->m, n = args->n, k = args->k;
-    return (gemm_plan){kernel, m, n, k, args->trans_a ? 1 : k, args->trans_a ? m : 1, args->trans_b ? 1 : n,
-                       args->trans_b ? k : 1, args->alpha, args->beta, args->c_row};
+    return strided_plan(args, kernel, args->trans_a ? args->m : args->k, args->trans_b ? args->k : args->n, args->n);
 }
 
 static void gemm(const gc_matmul_args *args, const gc_gemm_kernel *kernel) {
@@ -386,6 +394,17 @@ static void product(const gc_matmul_args *args, gc_cpu_isa isa, bool use_blas) {
 }
 
 void gc_cpu_matmul_own(const gc_matmul_args *args, gc_cpu_isa isa) { product(args, isa, false); }
+
+void gc_cpu_matmul_strided(const gc_matmul_args *args, int64_t lda, int64_t ldb, int64_t ldc, gc_cpu_isa isa) {
+    bool wide = args->dtype == GC_F32 || args->dtype == GC_F64;
+    if (!wide || args->batch != 1 || args->c_row || args->packed_b)
+        gc_fatal("matmul_strided: %s product of batch %lld%s%s: only one f32 or f64 product of plain operands",
+                 gc_dtype_name(args->dtype), (long long)args->batch, args->c_row ? ", a bias row" : "",
+                 args->packed_b ? ", packed" : "");
+    if (args->m == 0 || args->n == 0) return;
+    gemm_plan plan = strided_plan(args, gc_gemm_kernel_for(args->dtype, isa), lda, ldb, ldc);
+    gemm_matrix(&plan, args->a, args->b, args->c, false, NULL);
+}
 
 void gc_cpu_matmul(const gc_matmul_args *args) {
 #ifdef GC_HAVE_BLAS
