@@ -83,8 +83,10 @@ static inline void gc_softmax_scaled_columns_f32(const float *x, const float *bi
             }
         }
         double inverse_sum[GC_SOFTMAX_COLUMNS];
-        for (size_t q = 0; q < count; q++)
-            inverse_sum[q] = 1.0 / ((lanes[0][q] + lanes[1][q]) + (lanes[2][q] + lanes[3][q]));
+        for (size_t q = 0; q < count; q++) {
+            double column[GC_SUM_LANES] = {lanes[0][q], lanes[1][q], lanes[2][q], lanes[3][q]};
+            inverse_sum[q] = 1.0 / gc_lanes_total(column);
+        }
         for (size_t t = 0; t < places; t++) {
             float *to = out + t * stride;
             for (size_t q = 0; q < count; q++) to[q] = (float)((double)to[q] * inverse_sum[q]);
