@@ -4,10 +4,12 @@
 
 #include "gemm_kernel.h"
 #include "gemm_pack.h"
+#include "gemm_transpose_avx2.h"
 
 #define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define GEMM_NAME gc_gemm_avx2_f32
 #define T float
+#define PACK_TRANSPOSED gc_pack_transposed_f32_avx2
 #define VEC __m256
 #define VL 8
 #define V_LOAD _mm256_loadu_ps
@@ -21,6 +23,7 @@
 #define V_FMA(a, b, c) _mm256_fmadd_pd(a, b, c)
 #define GEMM_NAME gc_gemm_avx2_f64
 #define T double
+#define PACK_TRANSPOSED gemm_pack_no_transpose
 #define VEC __m256d
 #define VL 4
 #define V_LOAD _mm256_loadu_pd

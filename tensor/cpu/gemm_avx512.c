@@ -5,10 +5,12 @@
 
 #include "gemm_kernel.h"
 #include "gemm_pack.h"
+#include "gemm_transpose_avx2.h"
 
 #define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define GEMM_NAME gc_gemm_avx512_f32
 #define T float
+#define PACK_TRANSPOSED gc_pack_transposed_f32_avx2
 #define VEC __m512
 #define VL 16
 #define V_LOAD _mm512_loadu_ps
@@ -22,6 +24,7 @@
 #define V_FMA(a, b, c) _mm512_fmadd_pd(a, b, c)
 #define GEMM_NAME gc_gemm_avx512_f64
 #define T double
+#define PACK_TRANSPOSED gemm_pack_no_transpose
 #define VEC __m512d
 #define VL 8
 #define V_LOAD _mm512_loadu_pd

@@ -6,8 +6,8 @@
 #include "gemm_pack.h"
 
 #define DEFINE_PORTABLE_GEMM(T, NAME, MR, NR)                                                                \
-    GEMM_PACK_DEFINE(T, pack_a_##NAME, MR)                                                                   \
-    GEMM_PACK_DEFINE(T, pack_b_##NAME, NR)                                                                   \
+    GEMM_PACK_DEFINE(T, pack_a_##NAME, MR, gemm_pack_no_transpose)                                                                 \
+    GEMM_PACK_DEFINE(T, pack_b_##NAME, NR, gemm_pack_no_transpose)                                                                 \
                                                                                                              \
     static void tile_##NAME(const void *pa, const void *pb, const void *next, int64_t depth,                  \
                             const gc_gemm_tile_out *to) {                                                    \

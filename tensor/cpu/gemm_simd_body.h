@@ -5,6 +5,8 @@
  *   V_SET1, V_ZERO           a vector of one value, of zeros
  *   V_FMA(a, b, c)           a * b + c rounded once;  V_MUL, V_ADD
  *   GEMM_NAME                the gc_gemm_kernel to define
+ *   PACK_TRANSPOSED          the transposed copy of gemm_pack.h (gemm_pack_no_transpose, or
+ *                            the element type's vector transpose)
  * The tile is 6 rows by two vectors: 12 accumulators, two vectors of b and a broadcast of a
  * in 15 of the 16 registers of AVX2 (AVX-512 has 32, but the same tile already keeps both
  * of its FMA units busy). No include guard: it is included once per variant, and undefines
@@ -15,8 +17,8 @@
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 
-GEMM_PACK_DEFINE(T, CAT(GEMM_NAME, _pack_a), MR)
-GEMM_PACK_DEFINE(T, CAT(GEMM_NAME, _pack_b), NR)
+GEMM_PACK_DEFINE(T, CAT(GEMM_NAME, _pack_a), MR, PACK_TRANSPOSED)
+GEMM_PACK_DEFINE(T, CAT(GEMM_NAME, _pack_b), NR, PACK_TRANSPOSED)
 
 /* The tile for ROWS rows of op(a) (a constant: each count has its own unrolled copy, so an
  * edge tile of a few rows, one text's dozen tokens, costs what its rows do and not a full
@@ -52,14 +54,18 @@ static inline __attribute__((always_inline)) void CAT(GEMM_NAME, _rows)(const T 
         }
     }
     /* c = alpha acc (+ beta c_in): whole rows with vectors, a partial width through a local
-     * copy with the same two roundings per element. */
+     * copy with the same two roundings per element. A product by 1 is exact, so skipping it
+     * where alpha or beta is 1 changes no bit. */
     T alpha = (T)to->alpha, beta = (T)to->beta;
     VEC valpha = V_SET1(alpha), vbeta = V_SET1(beta);
     if (cols == NR) {
         for (int i = 0; i < ROWS; i++)
             for (int j = 0; j < 2; j++) {
-                VEC scaled = V_MUL(valpha, acc[i][j]);
-                VEC sum = beta == 0 ? scaled : V_ADD(scaled, V_MUL(vbeta, V_LOAD(in + i * ldc_in + j * VL)));
+                VEC sum = alpha == 1 ? acc[i][j] : V_MUL(valpha, acc[i][j]);
+                if (beta != 0) {
+                    VEC c_in = V_LOAD(in + i * ldc_in + j * VL);
+                    sum = V_ADD(sum, beta == 1 ? c_in : V_MUL(vbeta, c_in));
+                }
                 V_STORE(out + i * ldc + j * VL, sum);
             }
         return;
@@ -121,3 +127,4 @@ const gc_gemm_kernel GEMM_NAME = {sizeof(T),
 #undef V_MUL
 #undef V_ADD
 #undef GEMM_NAME
+#undef PACK_TRANSPOSED
