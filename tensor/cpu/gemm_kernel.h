@@ -14,10 +14,10 @@
 #include "cpu_isa.h"
 #include "gradcache/dtype.h"
 
-/* Where a micro-kernel stores its tile: c [rows, cols] (row stride ldc, at most mr x nr) =
- * alpha * (the product) + beta * c_in, where c_in is c itself (c_in = c, ldc_in = ldc) or one
- * row read for every row (ldc_in = 0: a bias, which c then need not hold first). c_in is not
- * read when beta is 0. */
+/* Where a micro-kernel stores its tiles: c [rows, cols] (row stride ldc; any number of rows,
+ * taken mr at a time, at most nr columns) = alpha * (the product) + beta * c_in, where c_in is
+ * c itself (c_in = c, ldc_in = ldc) or one row read for every row (ldc_in = 0: a bias, which
+ * c then need not hold first). c_in is not read when beta is 0. */
 typedef struct gc_gemm_tile_out {
     void *c;
     int64_t ldc;
@@ -38,15 +38,15 @@ typedef struct gc_gemm_kernel {
                    int64_t depth);
     void (*pack_b)(void *dst, const void *src, int64_t lane_stride, int64_t depth_stride, int64_t width,
                    int64_t depth);
-    /* The tile `out` of pa @ pb, from a packed panel of op(a) and one of op(b), each `depth`
-     * deep. `next` is a panel of op(b) (as deep) to bring into cache meanwhile, a line per
-     * step, or pb itself: a product of a few rows (one text) streams a weight from memory
-     * faster when the panels are fetched ahead of the multiply (SIMD variants; the portable
-     * one ignores it). */
+    /* The tiles `out` of pa @ pb, from op(a)'s packed panels (mr rows each, one after the
+     * other) and one panel of op(b), each `depth` deep. `next` is a panel of op(b) (as deep)
+     * to bring into cache meanwhile, a line per step, or pb itself: a product of a few rows
+     * (one text) streams a weight from memory faster when the panels are fetched ahead of
+     * the multiply (SIMD variants; the portable one ignores it). */
     void (*tile)(const void *pa, const void *pb, const void *next, int64_t depth, const gc_gemm_tile_out *out);
-    /* The same with op(a) read where it lies instead of from a packed panel: row i, depth p
+    /* The same with op(a) read where it lies instead of from packed panels: row i, depth p
      * at a[i * lda + p] (op(a) with its depth contiguous), every element of c bit for bit what
-     * `tile` gives on the packed panel. It saves packing op(a), a gather of mr rows at a
+     * `tile` gives on packed panels. It saves packing op(a), a gather of mr rows at a
      * time that costs about a fifth of a product 128 columns wide. NULL where the variant
      * has none (it then packs). */
     void (*tile_in_place)(const void *a, int64_t lda, const void *pb, const void *next, int64_t depth,

@@ -147,20 +147,14 @@ static void multiply_block(const gemm_columns *cols, int64_t row_begin, int64_t 
                                         ? panel_after(cols, pc, panel, panel_begin, panel_last)
                                         : NULL;
                 const char *next = after ? after : b_panel;
-                for (int64_t ir = 0; ir < mc; ir += t->mr) {
-                    char *c = cols->c + (size_t)((ic + ir) * plan->ldc + cols->jc + jr) * size;
-                    gc_gemm_tile_out out = {c, plan->ldc, c, plan->ldc, min64(t->mr, mc - ir), min64(t->nr, cols->nc - jr),
-                                            plan->alpha, beta};
-                    if (pc == 0 && plan->c_row) { /* the first block starts from the row */
-                        out.c_in = plan->c_row + (size_t)(cols->jc + jr) * size;
-                        out.ldc_in = 0;
-                    }
-                    if (in_place)
-                        t->tile_in_place(a_block + (size_t)(ir * plan->a_rs) * size, plan->a_rs, b_panel, next, kc,
-                                         &out);
-                    else
-                        t->tile(packed_a + (size_t)(ir * kc) * size, b_panel, next, kc, &out);
+                char *c = cols->c + (size_t)(ic * plan->ldc + cols->jc + jr) * size;
+                gc_gemm_tile_out out = {c, plan->ldc, c, plan->ldc, mc, min64(t->nr, cols->nc - jr), plan->alpha, beta};
+                if (pc == 0 && plan->c_row) { /* the first block starts from the row */
+                    out.c_in = plan->c_row + (size_t)(cols->jc + jr) * size;
+                    out.ldc_in = 0;
                 }
+                if (in_place) t->tile_in_place(a_block, plan->a_rs, b_panel, next, kc, &out);
+                else t->tile(packed_a, b_panel, next, kc, &out);
             }
         }
     }
