@@ -255,6 +255,40 @@ static void test_block_cache(void) {
     gc_alloc_set_caching(cpu, false);
 }
 
+/* A request whose class has no cached block takes one of up to four classes above (at most
+ * twice its size above 64 KiB), and the block goes back to the cache under its own class:
+ * the reserved bytes stay exact and the next request of that class finds it again. */
+static void test_larger_block_lent(void) {
+    gc_alloc_set_caching(cpu, true);
+    gc_memory_empty_cache(cpu);
+    gc_memory_stats start = gc_memory_get_stats(cpu);
+    const size_t mib = (size_t)1 << 20, large = 2 * mib; /* classes 2 MiB, then 1.25 MiB, 0.75 MiB */
+    void *block = gc_alloc(cpu, large, GC_MEMORY_OTHER);
+    REQUIRE(block);
+    gc_free(cpu, block, large, GC_MEMORY_OTHER);
+    gc_memory_stats cached = gc_memory_get_stats(cpu);
+    void *lent = gc_alloc(cpu, mib + 1, GC_MEMORY_OTHER); /* class 1.25 MiB: 2 MiB is three classes up */
+    CHECK(lent == block);
+    CHECK(gc_memory_get_stats(cpu).driver_alloc_count == cached.driver_alloc_count);
+    CHECK(gc_memory_get_stats(cpu).live_bytes == start.live_bytes + mib + 1); /* the request, not the block */
+    CHECK(gc_memory_get_stats(cpu).reserved_bytes == cached.reserved_bytes);
+    gc_free(cpu, lent, mib + 1, GC_MEMORY_OTHER);
+    CHECK(gc_memory_get_stats(cpu).reserved_bytes == cached.reserved_bytes);
+    void *again = gc_alloc(cpu, large, GC_MEMORY_OTHER); /* back under 2 MiB, found by its own class */
+    CHECK(again == block);
+    CHECK(gc_memory_get_stats(cpu).driver_alloc_count == cached.driver_alloc_count);
+    gc_free(cpu, again, large, GC_MEMORY_OTHER);
+    void *small = gc_alloc(cpu, 3 * mib / 4, GC_MEMORY_OTHER); /* 0.75 MiB: 2 MiB is six classes up */
+    REQUIRE(small);
+    CHECK(small != block);
+    CHECK(gc_memory_get_stats(cpu).driver_alloc_count == cached.driver_alloc_count + 1);
+    gc_free(cpu, small, 3 * mib / 4, GC_MEMORY_OTHER);
+    gc_memory_empty_cache(cpu);
+    gc_memory_stats end = gc_memory_get_stats(cpu);
+    CHECK(end.live_bytes == start.live_bytes && end.reserved_bytes == start.reserved_bytes);
+    gc_alloc_set_caching(cpu, false);
+}
+
 static void test_limit_bounds_cache(void) {
     gc_alloc_set_caching(cpu, true);
     check_limit_bounds_cache(cpu);
@@ -333,6 +367,7 @@ int main(int argc, char **argv) {
     test_size_classes();
     test_varying_sizes_share_classes();
     test_block_cache();
+    test_larger_block_lent();
     test_limit_bounds_cache();
     test_cpu_memory_info();
     gc_test_expect_fatal(switch_caching_while_live, NULL, "caching can only be switched while no memory is live");

@@ -5,6 +5,9 @@
  *  - padding cut: the texts are taken in order of length (bytes, which track tokens closely),
  *    so that a batch's texts pad to about one length, and the rows are put back in the
  *    caller's order at the end by one gather;
+ *  - longest first: the first batches make the largest blocks, and the later, shorter ones
+ *    run in them (the block cache lends a block up to twice a request's size,
+ *    tensor/alloc.c), where shortest first made fresh blocks for each new length;
  *  - the tokenizer off the critical path: the next batch is tokenized by a thread of its own
  *    while the encoder runs on the current one;
  *  - the weights' packed panels (tensor/packed.c), kept from the second batch on.
@@ -54,7 +57,8 @@ static gc_status encode_batch(const token_batch *b, gc_tensor *sorted) {
     return status;
 }
 
-/* The order of the texts by length (stable: equal lengths keep the caller's order). */
+/* The order of the texts by length, longest first (stable: equal lengths keep the caller's
+ * order). */
 typedef struct by_length {
     size_t length;
     int64_t index;
@@ -62,11 +66,11 @@ typedef struct by_length {
 
 static int compare_lengths(const void *x, const void *y) {
     const by_length *a = x, *b = y;
-    if (a->length != b->length) return a->length < b->length ? -1 : 1;
+    if (a->length != b->length) return a->length > b->length ? -1 : 1;
     return (a->index > b->index) - (a->index < b->index);
 }
 
-/* The texts sorted by length into sorted[count], and where each text went: position[i] is
+/* The texts sorted by length, longest first, into sorted[count], and where each text went: position[i] is
  * text i's row among them (i32, for the gather back). NULL when host memory runs out. */
 static const char **sort_by_length(const char *const *texts, int64_t count, int32_t *position) {
     by_length *keys = malloc((size_t)count * sizeof *keys);
