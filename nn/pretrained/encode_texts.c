@@ -70,8 +70,9 @@ static int compare_lengths(const void *x, const void *y) {
     return (a->index > b->index) - (a->index < b->index);
 }
 
-/* The texts sorted by length, longest first, into sorted[count], and where each text went: position[i] is
- * text i's row among them (i32, for the gather back). NULL when host memory runs out. */
+/* The texts sorted by length, longest first, into sorted[count], and where each text went:
+ * position[i] is text i's row among them (i32, for the gather back). NULL when host memory
+ * runs out. */
 static const char **sort_by_length(const char *const *texts, int64_t count, int32_t *position) {
     by_length *keys = malloc((size_t)count * sizeof *keys);
     const char **sorted = malloc((size_t)count * sizeof *sorted);
