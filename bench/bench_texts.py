@@ -68,9 +68,12 @@ def encode_texts(kind, data, model, count, seed):
     return texts[:count]
 
 
-def padding_share(lengths, batch):
-    """The share of padding in batches of `batch` texts taken in order of length, each padded
-    to its longest (what an engine that computes padding computes in vain)."""
-    ordered = sorted(lengths)
+def padding_share(lengths, batch, keys=None):
+    """The share of padding in batches of `batch` texts, each padded to its longest (what an
+    engine that computes padding computes in vain), the texts taken in order of `keys` (the
+    Python engines sort by characters, as sentence-transformers does: a text's token count
+    follows its characters only roughly) or, without keys, of their token counts."""
+    order = sorted(range(len(lengths)), key=lambda i: keys[i] if keys is not None else lengths[i])
+    ordered = [lengths[i] for i in order]
     cells = sum(max(ordered[i:i + batch]) * len(ordered[i:i + batch]) for i in range(0, len(ordered), batch))
     return 1 - sum(ordered) / cells

@@ -308,10 +308,12 @@ def main(argv):
         if "onnxruntime-bert" in args.engines:
             fused = optimize_onnx(os.path.join(folder, "model.onnx"), args.model, os.path.join(folder, "model_bert.onnx"))
         lengths = token_lengths(args, texts)
-        pad = {batch: round(bench_texts.padding_share(lengths[:args.throughput_texts], batch), 3)
+        characters = [len(text) for text in texts[:args.throughput_texts]]  # python_run's order
+        pad = {batch: round(bench_texts.padding_share(lengths[:args.throughput_texts], batch, characters), 3)
                for batch in args.batches}
         header = (f"{args.model}, max length {args.max_length}; texts: {args.texts} ({args.latency_texts} for latency, "
-                  f"{args.throughput_texts} for throughput; padding in batches taken in order of length: "
+                  f"{args.throughput_texts} for throughput; padding in batches taken in order of characters, as "
+                  f"the other engines take them: "
                   f"{', '.join(f'batch {b} {p:.1%}' for b, p in pad.items())}); each figure: median [min-max] of "
                   f"{args.rounds} rounds, engines in rotated order"
                   + (f"; onnxruntime-bert fused {fused}" if fused is not None else ""))

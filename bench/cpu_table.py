@@ -53,7 +53,8 @@ def train_tables(document):
 def encode_tables(document):
     padding = ", ".join(f"batch {batch} {share:.1%}" for batch, share in document["padding_share"].items())
     print(f"Encoding with {document['model']} at max length {document['max_length']} (texts: {document['texts']}; "
-          f"padding {padding}). {document['rule']}\n")
+          f"padding computed by the other engines, whose batches are taken in order of characters: {padding}). "
+          f"{document['rule']}\n")
     for run in document["runs"]:
         engines = [name for name in run["cases"][0] if isinstance(run["cases"][0][name], dict) and "median" in
                    run["cases"][0][name]]

@@ -57,6 +57,8 @@ assert cc.quiet_verdict([{"others_on_pinned_cores": 0.05}]).startswith("quiet")
 assert cc.quiet_verdict([{"others_on_pinned_cores": 0.05}, {"others_on_pinned_cores": 0.5}]).startswith("NOT QUIET")
 # lengths 1, 2, 3, 4 in batches of 2: (1, 2) padded to 2, (3, 4) to 4: 2 cells of 12 are padding
 assert abs(bench_texts.padding_share([4, 1, 3, 2], 2) - 2 / 12) < 1e-12
+# the same texts taken in the order of other keys (their characters): (4, 1) padded to 4, (3, 2) to 3
+assert abs(bench_texts.padding_share([4, 1, 3, 2], 2, keys=[1, 2, 3, 4]) - 4 / 14) < 1e-12
 print("helpers ok")
 EOF
 
