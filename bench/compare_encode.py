@@ -19,8 +19,9 @@ The time rule, the same for all: tokenization (each engine's own: the engine's C
 the Hugging Face fast tokenizer for the others), the model, mean pooling and normalisation
 are timed, wall clock. Latency: 8 warm-up texts, then each of --latency-texts texts encoded
 alone and timed; a round's figure is the median over the texts. Throughput: a warm-up batch,
-then --throughput-texts texts in batches of B taken in order of length (as sentence-transformers
-and gradcache take them), timed as a whole; a round's figure is texts per second. The engines
+then --throughput-texts texts in batches of B taken in order of characters (as
+sentence-transformers takes them; gradcache orders them by bytes, longest first), timed as a
+whole; a round's figure is texts per second. The engines
 take turns within a round, the order rotated each round. Printed: the median of --rounds
 rounds' figures, their spread [min-max], the engine / other ratios of the medians (latency:
 below 1 is faster; throughput: above 1), the load of each round (cpu_conditions.RoundLoad).
