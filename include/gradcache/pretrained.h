@@ -189,9 +189,10 @@ typedef struct gc_encode_options {
 /* texts[0..count) (1 <= count < 2^31) -> representations [count, D] on the encoder's device,
  * in the caller's order, in f32 for a 16-bit encoder (gc_working_dtype): eval mode (no
  * dropout), no graph, `batch` texts at a time, each tokenized to at most max_length tokens.
- * The texts are taken in order of length, so that a batch pads little, and the next batch is
- * tokenized by a thread of its own while the encoder runs; a text's vector is the same bits
- * whatever the batch size or the other texts. NULL (error set) when memory runs out. */
+ * The texts are taken in order of length, longest first (a batch pads little, and the later
+ * batches reuse the first ones' memory), and the next batch is tokenized by a thread of its
+ * own while the encoder runs; a text's vector is the same bits whatever the batch size or the
+ * other texts. NULL (error set) when memory runs out. */
 gc_tensor *gc_encode_texts_with(const gc_text_encoder *encoder, const gc_tokenizer *tokenizer,
                                 const char *const *texts, int64_t count, const gc_encode_options *options);
 /* gc_encode_texts_with without a prompt or progress. */
