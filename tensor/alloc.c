@@ -78,11 +78,13 @@ size_t gc_alloc_size_class(size_t nbytes) {
     return (nbytes + quarter - 1) / quarter * quarter;
 }
 
-/* Fibonacci hashing of the class's granule count: the large classes, multiples of a
- * power of two, spread over the lists too. */
+/* The list for `key` among CACHE_LISTS: Fibonacci hashing, so that keys that are multiples
+ * of a power of two (large classes, aligned pointers) spread over the lists too. */
+static size_t list_index(uint64_t key) { return (size_t)((key * 0x9E3779B97F4A7C15u) >> 56); }
+
+/* The free list of a class, by its granule count. */
 static cached_block **cache_list(device_pool *pool, size_t size_class) {
-    uint64_t granules = size_class / 512;
-    return &pool->free_blocks[(granules * 0x9E3779B97F4A7C15u) >> 56];
+    return &pool->free_blocks[list_index(size_class / 512)];
 }
 
 /* Bytes taken from (positive) or given back to the driver. */
@@ -111,10 +113,9 @@ static bool reserve_workspace_locked(const gc_backend *backend, gc_device device
     return true;
 }
 
-/* The list of lent blocks that holds `ptr`'s record, if any. */
+/* The list of lent blocks that holds `ptr`'s record, if any, by its cache line. */
 static cached_block **lent_list(device_pool *pool, const void *ptr) {
-    uint64_t line = (uintptr_t)ptr / 64;
-    return &pool->lent[(line * 0x9E3779B97F4A7C15u) >> 56];
+    return &pool->lent[list_index((uintptr_t)ptr / 64)];
 }
 
 /* The cached block of exactly `size_class` bytes, unlinked (its record still to free), or NULL. */
