@@ -51,14 +51,16 @@ static void set_output(gc_dist_work *work, gc_tensor *output) {
     else work->caller_output = gc_tensor_retain(output);
 }
 
+/* Hands the work to the backend unless staging failed. Once queued, its fields are read
+ * only at wait: the TCP backend's thread may already be running it, or failing it. */
 static gc_dist_work *launch(gc_dist_work *work) {
-    if (work->status == GC_OK) work->group->impl->start(work->group, work);
-    if (work->status != GC_OK) work->done = true;
+    work->queued = work->status == GC_OK && work->group->impl->start(work->group, work);
+    if (!work->queued) work->done = true;
     return work;
 }
 
 gc_status gc_dist_work_wait(gc_dist_work *work) {
-    if (!work->done) work->group->impl->wait(work->group, work);
+    if (work->queued) work->group->impl->wait(work->group, work);
     /* the backend wrote it through its raw pointer (gradcache/tensor.h: versions) */
     if (work->output) gc_tensor_mark_written(work->output);
     if (work->status == GC_OK && work->caller_output && gc_copy_(work->caller_output, work->output) != GC_OK)

@@ -32,16 +32,19 @@ struct gc_dist_work {
     gc_status status;
     char message[512];
     int64_t sent_bytes;       /* what this rank sent to its peers for it */
-    bool done;
+    bool queued;              /* the backend took it (set by the caller's thread) */
+    bool done;                /* set by whoever finished it (under the backend's lock, if any) */
     void *backend_data;
 };
 
 typedef struct gc_dist_backend_impl {
     const char *name;
     gc_device_type native; /* tensors on another device are staged through this one */
-    /* Starts a work (enqueues it); on failure it sets work->status and work->message. */
-    void (*start)(gc_process_group *group, gc_dist_work *work);
-    /* Completes a started work: afterwards work->status tells how it went. */
+    /* Starts a work (enqueues it) and returns true; or fails it at once (work->status and
+     * work->message) and returns false. A queued work belongs to the backend until wait: the
+     * caller's thread must not touch it, since a communication thread may be running it. */
+    bool (*start)(gc_process_group *group, gc_dist_work *work);
+    /* Completes a queued work: afterwards work->status tells how it went. */
     void (*wait)(gc_process_group *group, gc_dist_work *work);
     void (*destroy)(gc_process_group *group);
 } gc_dist_backend_impl;

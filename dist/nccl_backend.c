@@ -281,11 +281,11 @@ static int64_t ring_bytes(const gc_process_group *group, const gc_dist_work *wor
     return 0;
 }
 
-static void nccl_start(gc_process_group *group, gc_dist_work *work) {
+static bool nccl_start(gc_process_group *group, gc_dist_work *work) {
     nccl_state *state = group->state;
     if (state->broken) {
         gc_work_fail(work, GC_ERR_PEER, state->failure);
-        return;
+        return false;
     }
     gc_cuda_activate(state->device);
     nccl_work *nw = calloc(1, sizeof *nw);
@@ -301,11 +301,12 @@ static void nccl_start(gc_process_group *group, gc_dist_work *work) {
     if (!enqueue(group, work, nw, why, sizeof why)) {
         gc_work_fail(work, GC_ERR_PEER, why);
         release_work(group, work);
-        return;
+        return false;
     }
     GC_CUDA_CHECK(cudaEventCreateWithFlags(&nw->done, cudaEventDisableTiming));
     GC_CUDA_CHECK(cudaEventRecord(nw->done, state->stream));
     work->sent_bytes = ring_bytes(group, work);
+    return true;
 }
 
 static void nccl_wait(gc_process_group *group, gc_dist_work *work) {

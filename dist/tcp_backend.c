@@ -111,7 +111,7 @@ static void *communicate(void *arg) {
 
 /* --- the backend interface (the caller's thread) --- */
 
-static void tcp_start(gc_process_group *group, gc_dist_work *work) {
+static bool tcp_start(gc_process_group *group, gc_dist_work *work) {
     tcp_state *state = group->state;
     pthread_mutex_lock(&state->lock);
     if (state->count == state->capacity) { /* grow the ring buffer of the queue, keeping its order */
@@ -127,6 +127,7 @@ static void tcp_start(gc_process_group *group, gc_dist_work *work) {
     state->queue[(state->head + state->count++) % state->capacity] = work;
     pthread_cond_broadcast(&state->changed);
     pthread_mutex_unlock(&state->lock);
+    return true; /* a broken ring fails the work on the thread, in its turn */
 }
 
 static void tcp_wait(gc_process_group *group, gc_dist_work *work) {

@@ -112,6 +112,7 @@ static inline bool dist_run(int world, const int *ranks, int n_ranks, dist_body 
         if (pids[i] < 0) exit(GC_TEST_SETUP_ERROR);
         if (pids[i] == 0) {
             dist_set_env(rank, world, port);
+            gc_test_checks = gc_test_failures = 0; /* a rank reports its own checks, not earlier cases' */
             /* exit, not _exit: the sanitizers' leak check runs in every rank */
             exit(body(rank, world, arg));
         }

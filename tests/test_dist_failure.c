@@ -11,6 +11,7 @@
 #include "dist_spawn.h"
 
 #define TIMEOUT 2.0 /* seconds: the shortened collective timeout */
+#define BROKEN_CALLS 20000 /* collectives on a broken group, each failing at once */
 
 static double seconds_now(void) {
     struct timespec ts;
@@ -41,6 +42,12 @@ static void run_until_failure(gc_process_group *group, double limit) {
     CHECK(gc_dist_all_reduce(group, t, GC_DIST_SUM) == GC_ERR_PEER);
     CHECK(strstr(gc_last_error(), "failed earlier") != NULL);
     CHECK(seconds_now() - again < 0.5);
+    /* and so do many in a row: the communication thread fails each one as the caller's thread
+     * hands it over, a race in which the caller once freed works the thread still held (the
+     * sanitizers' run sees a use after free) */
+    int failed = 0;
+    for (int i = 0; i < BROKEN_CALLS; i++) failed += gc_dist_all_reduce(group, t, GC_DIST_SUM) == GC_ERR_PEER;
+    CHECK_MSG(failed == BROKEN_CALLS, "rank %d: %d of %d calls failed", gc_dist_rank(group), failed, BROKEN_CALLS);
     RELEASE(t);
 }
 
