@@ -21,6 +21,21 @@
 #define GC_TEST_SKIP 77
 #define GC_TEST_SETUP_ERROR 99
 
+/* GC_TEST_SHADOW_MEMORY names the sanitizer of this build whose shadow memory (and, for
+ * AddressSanitizer, quarantine of freed blocks) the resident set counts, so that a bound on
+ * resident memory is not checked there. */
+#if defined(__SANITIZE_ADDRESS__)
+#define GC_TEST_SHADOW_MEMORY "AddressSanitizer"
+#elif defined(__SANITIZE_THREAD__)
+#define GC_TEST_SHADOW_MEMORY "ThreadSanitizer"
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GC_TEST_SHADOW_MEMORY "AddressSanitizer"
+#elif __has_feature(thread_sanitizer)
+#define GC_TEST_SHADOW_MEMORY "ThreadSanitizer"
+#endif
+#endif
+
 static int gc_test_failures;
 static int gc_test_checks;
 

@@ -9,19 +9,11 @@
  *
  * Resident memory is the kernel's count of the process's touched pages, so the margins are
  * generous against noise (the thread pool's stacks, malloc's own heap) and still far below
- * one more limit's worth, which is what a kept refused step costs. Under AddressSanitizer
- * the shadow memory and the quarantine of freed blocks make RSS meaningless: the test skips. */
+ * one more limit's worth, which is what a kept refused step costs. Under a sanitizer the
+ * shadow memory (and ASan's quarantine of freed blocks) make RSS meaningless: the test skips. */
 #include <stdint.h>
 
 #include "check.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
 
 enum {
     MIB = 1 << 20,
@@ -112,8 +104,8 @@ static void test_refused_steps(void) {
 }
 
 int main(void) {
-#ifdef UNDER_ASAN
-    fprintf(stderr, "skip: resident memory under AddressSanitizer counts its shadow and quarantine\n");
+#ifdef GC_TEST_SHADOW_MEMORY
+    fprintf(stderr, "skip: resident memory under %s counts its shadow memory\n", GC_TEST_SHADOW_MEMORY);
     return GC_TEST_SKIP;
 #endif
     if (status_bytes("VmRSS:") == 0) {
