@@ -3,12 +3,12 @@
  * the way the library keeps it (gc_cpu_pack_b, as tensor/packed.c does), and --weights of
  * them (47 MB by default, more than a 32 MiB L3) are multiplied in turn, so every product
  * reads its weight from memory. Side by side, in turn: the product, and a plain read of the
- * same packed bytes (the memory's speed for this one thread, the bound of a product whose
- * multiply would cost nothing). Prints per row count the median microseconds per product,
- * GFLOP/s, the weight's GB/s, and product time / read time.
+ * same packed bytes on the same threads (the memory's speed for them, the bound of a product
+ * whose multiply would cost nothing). Prints per row count the median microseconds per
+ * product, GFLOP/s, the weight's GB/s, and product time / read time.
  *
  *   bench_weight_stream [--k K] [--n N] [--weights W] [--reps R]
- * GC_NUM_THREADS sets the threads (the read runs on one). */
+ * GC_NUM_THREADS sets the threads, the product's and the read's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +16,7 @@
 #include "bench_util.h"
 #include "gradcache/gradcache.h"
 #include "tensor/cpu/kernels_cpu.h"
+#include "tensor/cpu/thread_pool.h"
 
 /* Sums the floats of `count` so that the compiler keeps the loads. */
 static float read_all(const float *values, size_t count) {
@@ -24,6 +25,31 @@ static float read_all(const float *values, size_t count) {
         for (int l = 0; l < 16; l++) lanes[l] += values[i + l];
     float total = 0;
     for (int l = 0; l < 16; l++) total += lanes[l];
+    return total;
+}
+
+/* One weight read by the pool's threads: part p sums floats [p * chunk, (p + 1) * chunk). */
+typedef struct parallel_read {
+    const float *values;
+    size_t count, chunk; /* chunk: a multiple of 16 */
+    float *partial;      /* [parts] */
+} parallel_read;
+
+static void read_parts(void *ctx, int64_t begin, int64_t end) {
+    parallel_read *job = ctx;
+    for (int64_t p = begin; p < end; p++) {
+        size_t start = (size_t)p * job->chunk, left = job->count > start ? job->count - start : 0;
+        job->partial[p] = read_all(job->values + start, left < job->chunk ? left : job->chunk);
+    }
+}
+
+/* Sums `count` floats on gc_cpu_threads() threads (partial: room for that many sums). */
+static float read_parallel(const float *values, size_t count, float *partial) {
+    int parts = gc_cpu_threads();
+    parallel_read job = {values, count, ((count + (size_t)parts - 1) / (size_t)parts + 15) / 16 * 16, partial};
+    gc_parallel_for(parts, 1, read_parts, &job);
+    float total = 0;
+    for (int p = 0; p < parts; p++) total += partial[p];
     return total;
 }
 
@@ -52,7 +78,8 @@ int main(int argc, char **argv) {
     float *c = malloc(sizeof(float) * (size_t)(most_rows * n));
     void **packed = calloc((size_t)weights, sizeof *packed);
     double *product_s = malloc(sizeof(double) * (size_t)reps), *read_s = malloc(sizeof(double) * (size_t)reps);
-    if (!a || !b || !c || !packed || !product_s || !read_s) gc_fatal("bench_weight_stream: no host memory");
+    float *partial = malloc(sizeof(float) * (size_t)gc_cpu_threads());
+    if (!a || !b || !c || !packed || !product_s || !read_s || !partial) gc_fatal("bench_weight_stream: no host memory");
     for (int64_t e = 0; e < most_rows * k; e++) a[e] = (float)((e * 7919) % 2001 - 1000) * 1e-3f;
     for (int64_t e = 0; e < k * n; e++) b[e] = (float)((e * 104729) % 2001 - 1000) * 1e-3f;
     /* x [m, k] @ W^T with W [n, k], as a linear layer multiplies */
@@ -81,7 +108,7 @@ int main(int argc, char **argv) {
             }
             double product = (gc_seconds() - start) / weights;
             start = gc_seconds();
-            for (int w = 0; w < weights; w++) sink += read_all(packed[w], bytes / sizeof(float));
+            for (int w = 0; w < weights; w++) sink += read_parallel(packed[w], bytes / sizeof(float), partial);
             double read = (gc_seconds() - start) / weights;
             if (rep >= 0) product_s[rep] = product, read_s[rep] = read;
         }
@@ -98,5 +125,6 @@ int main(int argc, char **argv) {
     free(c);
     free(product_s);
     free(read_s);
+    free(partial);
     return 0;
 }
