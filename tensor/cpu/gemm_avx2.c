@@ -18,6 +18,7 @@
 #define V_ZERO _mm256_setzero_ps
 #define V_MUL _mm256_mul_ps
 #define V_ADD _mm256_add_ps
+#define IN_PLACE_ROWS 6
 #include "gemm_simd_body.h"
 
 #define V_FMA(a, b, c) _mm256_fmadd_pd(a, b, c)
@@ -32,4 +33,5 @@
 #define V_ZERO _mm256_setzero_pd
 #define V_MUL _mm256_mul_pd
 #define V_ADD _mm256_add_pd
+#define IN_PLACE_ROWS 6
 #include "gemm_simd_body.h"

@@ -19,6 +19,7 @@
 #define V_ZERO _mm512_setzero_ps
 #define V_MUL _mm512_mul_ps
 #define V_ADD _mm512_add_ps
+#define IN_PLACE_ROWS 12
 #include "gemm_simd_body.h"
 
 #define V_FMA(a, b, c) _mm512_fmadd_pd(a, b, c)
@@ -33,4 +34,5 @@
 #define V_ZERO _mm512_setzero_pd
 #define V_MUL _mm512_mul_pd
 #define V_ADD _mm512_add_pd
+#define IN_PLACE_ROWS 12
 #include "gemm_simd_body.h"
