@@ -1,6 +1,6 @@
 /* The f32 gelu (erf form) and its derivative on erf_cpu.h's erf and exp, written once for
- * the portable loop (elementwise_cpu.c, the SSE2 baseline) and the AVX2 one (gelu_avx2.c,
- * twice as wide), chosen at run time. The same C with the same operations in both, and
+ * the portable loop (elementwise_cpu.c, the SSE2 baseline) and the AVX2 and AVX-512 ones
+ * (gelu_simd.c, two and four times as wide), chosen at run time. The same C with the same operations in both, and
  * no contraction into FMA (ISO C for the library, -ffp-contract=off for the SIMD files),
  * so the two give the same bits: tests/test_erf.c compares them over its whole sweep. */
 #ifndef GC_TENSOR_GELU_CPU_H
@@ -40,8 +40,11 @@ static inline void gc_gelu_erf_grad_loop(const float *restrict x, const float *r
     for (size_t i = 0; i < n; i++) dx[i] = g[i] * gc_gelu_erf_grad_f32(x[i]);
 }
 
-/* gelu_avx2.c: the same loops built with -mavx2 (call only where the CPU has AVX2). */
+/* gelu_simd.c: the same loops built with -mavx2 and with -mavx512f (call each only where
+ * the CPU has its set). */
 void gc_gelu_erf_loop_avx2(bool derivative, const float *x, float *y, size_t n);
 void gc_gelu_erf_grad_loop_avx2(const float *x, const float *g, float *dx, size_t n);
+void gc_gelu_erf_loop_avx512(bool derivative, const float *x, float *y, size_t n);
+void gc_gelu_erf_grad_loop_avx512(const float *x, const float *g, float *dx, size_t n);
 
 #endif
