@@ -92,7 +92,10 @@ static void layernorm_rows(void *arg, int64_t begin, int64_t end) {
 void gc_cpu_layernorm(const void *x, const void *gamma, const void *beta, void *y, float *mean,
                       float *rstd, size_t rows, size_t cols, double eps, gc_dtype dtype) {
     layernorm_job job = {x, gamma, beta, y, mean, rstd, cols, eps, dtype};
-    gc_parallel_for((int64_t)rows, GC_GRAIN_ELEMENTS / (int64_t)(4 * cols + 1) + 1, layernorm_rows, &job);
+    /* A row costs about 2 ns an element (two sums and the normalisation, in double: 0.77 us
+     * for 384 f32 on a Zen 4), some sixteen times an add: one text's 11 rows go to two
+     * threads, where a grain of 4 element-passes kept them on one while the other waited. */
+    gc_parallel_for((int64_t)rows, GC_GRAIN_ELEMENTS / (int64_t)(16 * cols + 1) + 1, layernorm_rows, &job);
 }
 
 /* --- the backward pass: with xhat = (x - mean) rstd and dxhat = g gamma,
