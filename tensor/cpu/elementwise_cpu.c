@@ -143,9 +143,10 @@ static void unary_range(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-/* Elements worth a thread for `op`: those that evaluate exp, log, tanh or erf take 1-2.5 ns
- * an element (the gelu 2.0-2.5), some twenty times an add, so a sixteenth of the grain is as
- * much work. (One text's gelu, 11 tokens by 1536, ran on one thread with the whole grain.) */
+/* Elements worth a thread for `op`: those that evaluate exp, log, tanh or erf take 1-3.5 ns
+ * an element (the gelu 1.4 with AVX-512, 2.0-3.5 with AVX2), some twenty times an add, so a
+ * sixteenth of the grain is as much work. (One text's gelu, 11 tokens by 1536, ran on one
+ * thread with the whole grain.) */
 static int64_t unary_grain(gc_unary_op op) {
     switch (op) {
     case GC_UNARY_EXP:

@@ -1,8 +1,9 @@
 /* The f32 gelu (erf form) and its derivative on erf_cpu.h's erf and exp, written once for
  * the portable loop (elementwise_cpu.c, the SSE2 baseline) and the AVX2 and AVX-512 ones
- * (gelu_simd.c, two and four times as wide), chosen at run time. The same C with the same operations in both, and
- * no contraction into FMA (ISO C for the library, -ffp-contract=off for the SIMD files),
- * so the two give the same bits: tests/test_erf.c compares them over its whole sweep. */
+ * (gelu_simd.c, two and four times as wide), chosen at run time. The same C with the same
+ * operations in each, and no contraction into FMA (ISO C for the library, -ffp-contract=off
+ * for the SIMD files), so all give the same bits: tests/test_erf.c compares them over its
+ * whole sweep. */
 #ifndef GC_TENSOR_GELU_CPU_H
 #define GC_TENSOR_GELU_CPU_H
 
