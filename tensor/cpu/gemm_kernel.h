@@ -40,15 +40,16 @@ typedef struct gc_gemm_kernel {
                    int64_t depth);
     /* The tiles `out` of pa @ pb, from op(a)'s packed panels (mr rows each, one after the
      * other) and one panel of op(b), each `depth` deep. `next` is a panel of op(b) (as deep)
-     * to bring into cache meanwhile, a line per step, or pb itself: a product of a few rows
+     * to bring into cache meanwhile, a panel row per step, or pb itself: a product of a few rows
      * (one text) streams a weight from memory faster when the panels are fetched ahead of
      * the multiply (SIMD variants; the portable one ignores it). */
     void (*tile)(const void *pa, const void *pb, const void *next, int64_t depth, const gc_gemm_tile_out *out);
     /* The same with op(a) read where it lies instead of from packed panels: row i, depth p
      * at a[i * lda + p] (op(a) with its depth contiguous), every element of c bit for bit what
      * `tile` gives on packed panels. It saves packing op(a), a gather of mr rows at a
-     * time that costs about a fifth of a product 128 columns wide. NULL where the variant
-     * has none (it then packs). */
+     * time that costs about a fifth of a product 128 columns wide. Its tiles may be taller
+     * than mr (AVX-512's are 12 rows: gemm_simd_body.h). NULL where the variant has none (it
+     * then packs). */
     void (*tile_in_place)(const void *a, int64_t lda, const void *pb, const void *next, int64_t depth,
                           const gc_gemm_tile_out *out);
 } gc_gemm_kernel;
